@@ -1,0 +1,18 @@
+// Structural fingerprint (SHA-256 hex) and structural equality of modules. Both ignore names,
+// unique ids, metadata and instruction order among independent instructions; any change to
+// opcodes, shapes, layouts, attributes, literals or graph edges changes the fingerprint.
+#pragma once
+
+#include <string>
+
+#include "ir/module.h"
+
+namespace mltune::ir {
+
+std::string Fingerprint(const Module& module);
+
+// True when the two modules have the same structure in the sense above. On a difference,
+// `why` (if given) names the first differing computation/instruction.
+bool StructurallyEqual(const Module& a, const Module& b, std::string* why = nullptr);
+
+}  // namespace mltune::ir

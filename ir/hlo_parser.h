@@ -1,0 +1,35 @@
+// Parser for XLA's HLO text, in every style XLA, JAX and PyTorch/XLA print: `%` sigils or none,
+// operand shapes inline or not, `/*index=N*/` comments, metadata, sharding, backend_config,
+// elided constants `constant({...})`. Errors name the line and column and what was expected.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "absl/status/statusor.h"
+#include "ir/module.h"
+
+namespace mltune::ir {
+
+struct ParseOptions {
+  // Name used in error messages ("model.hlo:12:7: expected ...").
+  std::string filename = "<input>";
+  // Largest array any shape may describe; beyond it the shape is an error rather than a later
+  // allocation blow-up (XLA's own limit is the int64 byte count; real models stay far below).
+  int64_t max_array_bytes = int64_t{64} << 30;
+  // Largest nesting of tuples, literals and attribute braces, so hostile input cannot overflow
+  // the stack.
+  int max_nesting = 256;
+};
+
+absl::StatusOr<std::unique_ptr<Module>> ParseHloText(std::string_view text,
+                                                     const ParseOptions& options = {});
+
+// Reads `path` (plain text, or gzip when it ends in .gz) and parses it.
+absl::StatusOr<std::unique_ptr<Module>> ParseHloFile(const std::string& path);
+
+// Parses a shape alone, e.g. "f32[2,3]{1,0}".
+absl::StatusOr<Shape> ParseShape(std::string_view text);
+
+}  // namespace mltune::ir
