@@ -1,1 +1,50 @@
-int main() { return 0; }
+// `mltune`: the command-line client. Offline subcommands work on HLO files directly.
+#include <iostream>
+
+#include "CLI/CLI.hpp"
+#include "client/cli_commands.h"
+
+int main(int argc, char** argv) {
+  using namespace mltune::client;
+  CLI::App app{"mltune: ML-compiler autotuning client. Offline subcommands read XLA HLO text."};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", "mltune 0.1.0");
+
+  ParseCommand parse;
+  auto* parse_cmd = app.add_subcommand(
+      "parse", "Parse and verify; print computations, instruction count and an opcode histogram");
+  parse_cmd->add_option("file", parse.file, "HLO text file (.hlo, .txt, or .gz)")->required();
+  parse_cmd->add_flag("--json", parse.json, "Print JSON instead of a table");
+
+  PrintCommand print;
+  bool no_metadata = false;
+  auto* print_cmd = app.add_subcommand("print", "Parse, verify and print canonical HLO text");
+  print_cmd->add_option("file", print.file, "HLO text file")->required();
+  print_cmd->add_flag("--no-metadata", no_metadata, "Omit metadata={...}");
+  print_cmd->add_flag("--operand-shapes", print.operand_shapes, "Print operand shapes inline");
+
+  EvalCommand eval;
+  auto* eval_cmd = app.add_subcommand(
+      "eval", "Evaluate on seeded random inputs; print an output summary and a digest");
+  eval_cmd->add_option("file", eval.file, "HLO text file")->required();
+  eval_cmd->add_option("--seed", eval.seed, "Seed of the random inputs")->default_val(0);
+  eval_cmd->add_flag("--json", eval.json, "Print JSON instead of a table");
+
+  FingerprintCommand fingerprint;
+  auto* fp_cmd = app.add_subcommand(
+      "fingerprint", "Structural SHA-256 (ignores names, ids and metadata): the cache key");
+  fp_cmd->add_option("file", fingerprint.file, "HLO text file")->required();
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    // --help and --version exit 0; any usage error exits 1 like every other failure.
+    return app.exit(e) == 0 ? 0 : 1;
+  }
+  print.metadata = !no_metadata;
+  if (*parse_cmd) return RunParse(parse, std::cout, std::cerr);
+  if (*print_cmd) return RunPrint(print, std::cout, std::cerr);
+  if (*eval_cmd) return RunEval(eval, std::cout, std::cerr);
+  if (*fp_cmd) return RunFingerprint(fingerprint, std::cout, std::cerr);
+  return 1;
+}

@@ -5,11 +5,15 @@
 
 #include <string>
 
+#include "ir/literal.h"
 #include "ir/module.h"
 
 namespace mltune::ir {
 
 std::string Fingerprint(const Module& module);
+
+// SHA-256 (hex) of a literal's shape and bytes: identical values give identical digests.
+std::string LiteralDigest(const Literal& literal);
 
 // True when the two modules have the same structure in the sense above. On a difference,
 // `why` (if given) names the first differing computation/instruction.

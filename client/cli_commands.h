@@ -1,0 +1,36 @@
+// The `mltune` CLI's offline subcommands, callable without a process so tests can drive them.
+// Each writes its result to `out`, errors to `err`, and returns the process exit code.
+#pragma once
+
+#include <cstdint>
+#include <iosfwd>
+#include <string>
+
+namespace mltune::client {
+
+struct ParseCommand {
+  std::string file;
+  bool json = false;
+};
+int RunParse(const ParseCommand& cmd, std::ostream& out, std::ostream& err);
+
+struct PrintCommand {
+  std::string file;
+  bool metadata = true;
+  bool operand_shapes = false;
+};
+int RunPrint(const PrintCommand& cmd, std::ostream& out, std::ostream& err);
+
+struct EvalCommand {
+  std::string file;
+  uint64_t seed = 0;
+  bool json = false;
+};
+int RunEval(const EvalCommand& cmd, std::ostream& out, std::ostream& err);
+
+struct FingerprintCommand {
+  std::string file;
+};
+int RunFingerprint(const FingerprintCommand& cmd, std::ostream& out, std::ostream& err);
+
+}  // namespace mltune::client
