@@ -1,0 +1,147 @@
+// The `mltune` binary end to end: outputs, JSON, exit codes and error messages.
+#include <gtest/gtest.h>
+
+#include <array>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+
+#include "nlohmann/json.hpp"
+#include "tests/support/corpus.h"
+
+namespace mltune {
+namespace {
+
+struct Result {
+  int exit_code = -1;
+  std::string out;
+  std::string err;
+};
+
+// Runs the CLI with stdout and stderr captured separately.
+Result RunCli(const std::string& args) {
+  const std::string err_path =
+      (std::filesystem::temp_directory_path() / ("mltune_cli_err_" + std::to_string(getpid())))
+          .string();
+  const std::string cmd = std::string(MLTUNE_CLI_PATH) + " " + args + " 2>" + err_path;
+  Result r;
+  FILE* pipe = popen(cmd.c_str(), "r");
+  if (pipe == nullptr) return r;
+  std::array<char, 4096> buf;
+  size_t n;
+  while ((n = fread(buf.data(), 1, buf.size(), pipe)) > 0) r.out.append(buf.data(), n);
+  const int status = pclose(pipe);
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  r.err = testing::ReadFile(err_path);
+  std::filesystem::remove(err_path);
+  return r;
+}
+
+std::string Example() { return testing::SourcePath("examples/mlp_train_step.hlo"); }
+
+std::string WriteTemp(const std::string& name, const std::string& text) {
+  auto path = std::filesystem::temp_directory_path() / name;
+  std::ofstream(path) << text;
+  return path.string();
+}
+
+TEST(CliTest, ParsePrintsHistogram) {
+  Result r = RunCli("parse " + Example());
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("module jit_mlp_train_step: verified, 3 computations"), std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("dot"), std::string::npos);
+  EXPECT_NE(r.out.find("(ENTRY)"), std::string::npos);
+}
+
+TEST(CliTest, ParseJson) {
+  Result r = RunCli("parse --json " + Example());
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["module"], "jit_mlp_train_step");
+  EXPECT_EQ(j["computations"].size(), 3u);
+  EXPECT_EQ(j["opcodes"]["dot"], 5);
+  EXPECT_EQ(j["opcodes"]["parameter"], 10);
+  EXPECT_EQ(j["fingerprint"].get<std::string>().size(), 64u);
+}
+
+TEST(CliTest, EvalIsDeterministicPerSeed) {
+  Result a = RunCli("eval --seed 7 " + Example());
+  Result b = RunCli("eval --seed 7 " + Example());
+  Result c = RunCli("eval --seed 8 " + Example());
+  ASSERT_EQ(a.exit_code, 0) << a.err;
+  ASSERT_EQ(c.exit_code, 0) << c.err;
+  auto digest = [](const std::string& out) { return out.substr(out.rfind("digest ")); };
+  EXPECT_EQ(digest(a.out), digest(b.out));
+  EXPECT_NE(digest(a.out), digest(c.out));
+  EXPECT_NE(a.out.find("f32[16,32]"), std::string::npos) << a.out;
+}
+
+TEST(CliTest, EvalJsonReportsFiniteLoss) {
+  Result r = RunCli("eval --json --seed 1 " + Example());
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto j = nlohmann::json::parse(r.out);
+  ASSERT_EQ(j["outputs"].size(), 5u);
+  EXPECT_EQ(j["outputs"][0]["shape"], "f32[]");
+  // Cross-entropy of 4 classes with random weights: positive and finite.
+  const double loss = j["outputs"][0]["mean"];
+  EXPECT_GT(loss, 0.0);
+  EXPECT_EQ(j["outputs"][0]["non_finite"], 0);
+}
+
+TEST(CliTest, FingerprintIgnoresRenaming) {
+  std::string text = testing::ReadFile(Example());
+  std::string renamed = text;
+  for (size_t pos = 0; (pos = renamed.find("relu.15", pos)) != std::string::npos;) {
+    renamed.replace(pos, 7, "hidden_activation");
+  }
+  const std::string path = WriteTemp("mltune_cli_renamed.hlo", renamed);
+  Result a = RunCli("fingerprint " + Example());
+  Result b = RunCli("fingerprint " + path);
+  ASSERT_EQ(a.exit_code, 0);
+  ASSERT_EQ(b.exit_code, 0);
+  EXPECT_EQ(a.out.substr(0, 64), b.out.substr(0, 64));
+}
+
+TEST(CliTest, PrintRoundTrips) {
+  Result r = RunCli("print " + Example());
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const std::string path = WriteTemp("mltune_cli_printed.hlo", r.out);
+  Result again = RunCli("print " + path);
+  ASSERT_EQ(again.exit_code, 0) << again.err;
+  EXPECT_EQ(r.out, again.out);
+  Result no_meta = RunCli("print --no-metadata " + Example());
+  EXPECT_EQ(no_meta.out.find("metadata="), std::string::npos);
+  EXPECT_NE(r.out.find("metadata="), std::string::npos);
+}
+
+TEST(CliTest, ErrorsGoToStderrWithExitCode1) {
+  const std::string bad = WriteTemp("mltune_cli_bad.hlo",
+                                    "HloModule m\nENTRY e {\n  p = f32[2] parameter(0)\n"
+                                    "  ROOT r = f32[2] frobnicate(p)\n}\n");
+  Result r = RunCli("parse " + bad);
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_TRUE(r.out.empty());
+  EXPECT_NE(r.err.find("mltune_cli_bad.hlo:4:"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("frobnicate"), std::string::npos) << r.err;
+
+  Result missing = RunCli("parse /nonexistent/model.hlo");
+  EXPECT_EQ(missing.exit_code, 1);
+  EXPECT_NE(missing.err.find("/nonexistent/model.hlo"), std::string::npos) << missing.err;
+
+  Result usage = RunCli("frobnicate");
+  EXPECT_EQ(usage.exit_code, 1);
+}
+
+TEST(CliTest, VerifierErrorNamesInstruction) {
+  const std::string bad = WriteTemp("mltune_cli_badshape.hlo",
+                                    "HloModule m\nENTRY e {\n  p = f32[2] parameter(0)\n"
+                                    "  q = f32[3] parameter(1)\n  ROOT r = f32[2] add(p, q)\n}\n");
+  Result r = RunCli("eval " + bad);
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("r"), std::string::npos);
+  EXPECT_NE(r.err.find("verification failed"), std::string::npos) << r.err;
+}
+
+}  // namespace
+}  // namespace mltune
