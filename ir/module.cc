@@ -79,15 +79,24 @@ std::vector<Computation*> Module::MakeComputationPostOrder() const {
 }
 
 std::string Module::UniqueInstructionName(std::string_view prefix) {
-  std::unordered_set<std::string> used;
-  for (const auto& c : computations_) {
-    for (const auto& i : c->instructions_) used.insert(i->name());
+  if (!used_names_built_) {
+    for (const auto& c : computations_) {
+      for (const auto& i : c->instructions_) used_names_.insert(i->name());
+    }
+    used_names_built_ = true;
   }
-  if (!used.count(std::string(prefix))) return std::string(prefix);
-  while (true) {
-    std::string candidate = absl::StrCat(std::string(prefix), ".", ++name_counter_);
-    if (!used.count(candidate)) return candidate;
+  // Strip a trailing ".N" so repeated rewrites of `add.3` give `add.4`-style names, not
+  // `add.3.1.1`.
+  std::string base(prefix);
+  if (size_t dot = base.rfind('.'); dot != std::string::npos && dot + 1 < base.size() &&
+                                    base.find_first_not_of("0123456789", dot + 1) == std::string::npos) {
+    base.resize(dot);
   }
+  if (base.empty()) base = "instr";
+  std::string candidate = base;
+  while (used_names_.count(candidate)) candidate = absl::StrCat(base, ".", ++name_counter_);
+  used_names_.insert(candidate);
+  return candidate;
 }
 
 int64_t Module::instruction_count() const {

@@ -4,6 +4,7 @@
 
 #include <memory>
 #include <string>
+#include <unordered_set>
 #include <vector>
 
 #include "ir/computation.h"
@@ -33,7 +34,8 @@ class Module {
 
   // Hands out ids for new instructions so names and ids stay unique.
   int64_t NextUniqueId() { return next_id_++; }
-  // Returns `prefix` or `prefix.N`, unused by any instruction in the module.
+  // Returns `prefix` or `prefix.N`, unused by any instruction in the module, and reserves it.
+  // Amortised O(1): the set of names is built on first use and then kept up to date by this call.
   std::string UniqueInstructionName(std::string_view prefix);
 
   int64_t instruction_count() const;
@@ -55,6 +57,8 @@ class Module {
   Computation* entry_ = nullptr;
   int64_t next_id_ = 0;
   int64_t name_counter_ = 0;
+  std::unordered_set<std::string> used_names_;
+  bool used_names_built_ = false;
 };
 
 }  // namespace mltune::ir
