@@ -1,5 +1,6 @@
 #include "ir/literal.h"
 
+#include <bit>
 #include <charconv>
 #include <cmath>
 #include <limits>
@@ -277,7 +278,31 @@ std::string ElementToString(const Literal& l, int64_t i) {
     PrimitiveType part = t == PrimitiveType::kC64 ? PrimitiveType::kF32 : PrimitiveType::kF64;
     return absl::StrCat("(", FormatFloat(c.real(), part), ", ", FormatFloat(c.imag(), part), ")");
   }
-  if (IsFloatingPoint(t)) return FormatFloat(l.GetAsDouble(i), t);
+  if (IsFloatingPoint(t)) {
+    const double v = l.GetAsDouble(i);
+    if (std::isnan(v)) {
+      // XLA prints a NaN whose mantissa is not the plain quiet bit as `nan(0x<mantissa>)`.
+      uint64_t bits = 0;
+      int mantissa_bits = 0;
+      if (t == PrimitiveType::kF32) {
+        bits = std::bit_cast<uint32_t>(l.Get<float>(i)), mantissa_bits = 23;
+      } else if (t == PrimitiveType::kF64) {
+        bits = std::bit_cast<uint64_t>(l.Get<double>(i)), mantissa_bits = 52;
+      } else if (t == PrimitiveType::kF16) {
+        bits = l.Get<uint16_t>(i), mantissa_bits = 10;
+      } else if (t == PrimitiveType::kBF16) {
+        bits = l.Get<uint16_t>(i), mantissa_bits = 7;
+      }
+      if (mantissa_bits != 0) {
+        const uint64_t mantissa = bits & ((uint64_t{1} << mantissa_bits) - 1);
+        const bool negative = (bits >> (BitWidth(t) - 1)) & 1;
+        if (mantissa != uint64_t{1} << (mantissa_bits - 1)) {
+          return absl::StrCat(negative ? "-" : "", "nan(0x", absl::Hex(mantissa), ")");
+        }
+      }
+    }
+    return FormatFloat(v, t);
+  }
   if (t == PrimitiveType::kU64) return std::to_string(l.GetAsUint64(i));
   return std::to_string(l.GetAsInt64(i));
 }

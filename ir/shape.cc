@@ -150,7 +150,11 @@ std::string Shape::ToString(bool print_layout) const {
     }
   }
   out += "]";
-  if (print_layout && layout_.has_value() && IsArray()) out += LayoutToString(*layout_);
+  // XLA prints scalars without their (empty) layout: `f32[]`, not `f32[]{}`.
+  const bool empty_scalar_layout = layout_.has_value() && dims_.empty() && *layout_ == Layout{};
+  if (print_layout && layout_.has_value() && IsArray() && !empty_scalar_layout) {
+    out += LayoutToString(*layout_);
+  }
   return out;
 }
 

@@ -19,7 +19,7 @@ TEST(ShapeTest, PrintsLikeXla) {
   dyn.set_layout(std::nullopt);
   EXPECT_EQ(dyn.ToString(), "s32[<=4,?]");
   Shape t = Shape::Tuple({Shape::Scalar(PrimitiveType::kPred), Shape::Token()});
-  EXPECT_EQ(t.ToString(), "(pred[]{}, token[])");
+  EXPECT_EQ(t.ToString(), "(pred[], token[])");
   Layout tiled = DefaultLayout(2);
   tiled.tiles = {Tile{{8, 128}}, Tile{{2, 1}}};
   tiled.memory_space = 1;
@@ -180,6 +180,24 @@ TEST(GraphTest, CloneIsStructurallyEqualAndIndependent) {
   copy->entry()->root()->ReplaceOperand(1, copy->entry()->parameter(0));
   EXPECT_FALSE(StructurallyEqual(*m, *copy));
   EXPECT_EQ(m->entry()->root()->operand(1)->name(), "neg");  // the original is untouched
+}
+
+}  // namespace
+}  // namespace mltune::ir
+
+namespace mltune::ir {
+namespace {
+
+TEST(LiteralTest, NanPayloadsSurvivePrintAndParse) {
+  auto l = *Literal::Create(Shape(PrimitiveType::kF32, {3}));
+  l.Set<uint32_t>(0, 0x7fc00000u);  // the plain quiet NaN
+  l.Set<uint32_t>(1, 0x7fc00001u);  // quiet NaN with a payload
+  l.Set<uint32_t>(2, 0xff800001u);  // negative signalling NaN
+  EXPECT_EQ(l.ToString(), "{nan, nan(0x400001), -nan(0x1)}");
+  auto m = ParseHloText("HloModule m\nENTRY e {\n  ROOT c = f32[3] constant(" + l.ToString() +
+                        ")\n}\n");
+  ASSERT_TRUE(m.ok()) << m.status().message();
+  EXPECT_TRUE((*m)->entry()->root()->literal->BitwiseEqual(l));
 }
 
 }  // namespace

@@ -130,7 +130,7 @@ TEST(HloParserTest, AllThreeStylesGiveTheSameModule) {
   EXPECT_EQ(Find(*a, "gte")->tuple_index, 0);
   EXPECT_EQ(a->entry()->parameter_count(), 2);
   EXPECT_EQ(a->entry()->parameter(1)->name(), "b");
-  EXPECT_EQ(a->entry()->parameter(1)->shape().ToString(), "(f32[4]{0}, s32[]{})");
+  EXPECT_EQ(a->entry()->parameter(1)->shape().ToString(), "(f32[4]{0}, s32[])");
   EXPECT_EQ(a->computations()[0]->root()->name(), "add.3");
 }
 
@@ -330,7 +330,7 @@ TEST(HloParserTest, DynamicShapesAndTiledLayouts) {
   EXPECT_EQ(odd->layout()->tiles.size(), 2u);
   EXPECT_EQ(odd->layout()->extra, "D(D,C)*(s32)");
 
-  absl::StatusOr<Shape> scalar = ParseShape("s32[]{}");
+  absl::StatusOr<Shape> scalar = ParseShape("s32[]");
   ASSERT_TRUE(scalar.ok());
   EXPECT_TRUE(scalar->IsScalar());
   absl::StatusOr<Shape> star = ParseShape("u8[1024]{0:T(2,*)}");

@@ -51,17 +51,17 @@ TEST(HloPrinterTest, HandBuiltModule) {
             "HloModule hand\n"
             "\n"
             "add {\n"
-            "  x = f32[]{} parameter(0)\n"
-            "  y = f32[]{} parameter(1)\n"
-            "  ROOT s = f32[]{} add(x, y)\n"
+            "  x = f32[] parameter(0)\n"
+            "  y = f32[] parameter(1)\n"
+            "  ROOT s = f32[] add(x, y)\n"
             "}\n"
             "\n"
             "ENTRY main {\n"
             "  p = f32[2,3]{1,0} parameter(0), metadata={op_name=\"p\"}\n"
-            "  c = f32[]{} constant(0.5)\n"
+            "  c = f32[] constant(0.5)\n"
             "  r = f32[2]{0} reduce(p, c), dimensions={1}, to_apply=add, "
             "metadata={op_type=\"reduce\" source_line=7}\n"
-            "  ROOT t = (f32[2]{0}, f32[]{}) tuple(r, c)\n"
+            "  ROOT t = (f32[2]{0}, f32[]) tuple(r, c)\n"
             "}\n");
   // The canonical text parses back to a module that prints identically.
   absl::StatusOr<std::unique_ptr<Module>> again = ParseHloText(PrintModule(*m));
@@ -76,7 +76,7 @@ TEST(HloPrinterTest, OperandShapesOption) {
   options.print_operand_shapes = true;
   const Instruction* r = m->entry()->FindInstruction("r");
   EXPECT_EQ(PrintInstruction(*r, options),
-            "r = f32[2]{0} reduce(f32[2,3]{1,0} p, f32[]{} c), dimensions={1}, to_apply=add, "
+            "r = f32[2]{0} reduce(f32[2,3]{1,0} p, f32[] c), dimensions={1}, to_apply=add, "
             "metadata={op_type=\"reduce\" source_line=7}");
   options.print_layouts = false;
   EXPECT_EQ(PrintInstruction(*r, options),
@@ -172,15 +172,15 @@ TEST(HloPrinterTest, ComputationsAndModuleHeader) {
             "num_partitions=2\n"
             "\n"
             "c {\n"
-            "  ROOT a = pred[]{} parameter(0)\n"
+            "  ROOT a = pred[] parameter(0)\n"
             "}\n"
             "\n"
             "ENTRY e {\n"
-            "  p = pred[]{} parameter(0)\n"
-            "  ROOT w = pred[]{} while(p), condition=c, body=c\n"
+            "  p = pred[] parameter(0)\n"
+            "  ROOT w = pred[] while(p), condition=c, body=c\n"
             "}\n");
   EXPECT_EQ(PrintComputation(*(*m)->computations()[0]),
-            "c {\n  ROOT a = pred[]{} parameter(0)\n}\n");
+            "c {\n  ROOT a = pred[] parameter(0)\n}\n");
 }
 
 }  // namespace
