@@ -17,6 +17,8 @@ struct EvalOptions {
   int64_t max_array_bytes = int64_t{1} << 30;
   // Refuse after this many while-loop iterations in total (guards against non-terminating loops).
   int64_t max_loop_iterations = 1'000'000;
+  // Seed of the `rng` op's deterministic stream (uniform and normal distributions).
+  uint64_t rng_seed = 0;
 };
 
 // Evaluates the entry computation on `arguments` (one per entry parameter, shapes must match).

@@ -1,0 +1,65 @@
+// rng (uniform and normal), deterministic from EvalOptions::rng_seed. Values derive from raw
+// 64-bit words rather than std::*_distribution, whose output is implementation-defined.
+// rng-bit-generator is rejected: its bit streams are XLA-algorithm specific.
+#include <cmath>
+#include <numbers>
+
+#include "absl/strings/str_cat.h"
+#include "ir/evaluator/eval_internal.h"
+
+namespace mltune::ir::eval {
+namespace {
+
+// Uniform double in [0, 1) from the top 53 bits.
+double Unit(uint64_t bits) { return static_cast<double>(bits >> 11) * 0x1.0p-53; }
+
+}  // namespace
+
+absl::StatusOr<Literal> HandleRng(Evaluator& ev, const Instruction& instr, Operands& ops) {
+  if (ops.size() != 2 || ops[0].element_count() != 1 || ops[1].element_count() != 1) {
+    return Invalid(instr, "needs two scalar parameters");
+  }
+  absl::StatusOr<Literal> out = ev.NewLiteral(instr.shape());
+  if (!out.ok()) return out.status();
+  const PrimitiveType type = out->element_type();
+  const int64_t n = out->element_count();
+  if (instr.distribution == RandomDistribution::kNormal) {
+    if (!IsFloatingPoint(type)) return Invalid(instr, "rng_normal needs a float type");
+    const double mu = ops[0].GetAsDouble(0), sigma = ops[1].GetAsDouble(0);
+    for (int64_t i = 0; i < n; ++i) {
+      // Box-Muller with u1 in (0, 1] so the log is finite.
+      const double u1 = 1.0 - Unit(ev.NextRandom());
+      const double u2 = Unit(ev.NextRandom());
+      const double z = std::sqrt(-2.0 * std::log(u1)) * std::cos(2.0 * std::numbers::pi * u2);
+      out->SetFromDouble(i, mu + sigma * z);
+    }
+    return out;
+  }
+  if (IsFloatingPoint(type)) {
+    const double a = ops[0].GetAsDouble(0), b = ops[1].GetAsDouble(0);
+    for (int64_t i = 0; i < n; ++i) {
+      out->SetFromDouble(i, a + (b - a) * Unit(ev.NextRandom()));
+      // Rounding to a narrow type can reach b; XLA's interval is half-open.
+      if (b > a && out->GetAsDouble(i) >= b) out->SetFromDouble(i, a);
+    }
+    return out;
+  }
+  if (IsIntegral(type) || type == PrimitiveType::kPred) {
+    const int64_t a = ops[0].GetAsInt64(0), b = ops[1].GetAsInt64(0);
+    const uint64_t range = b > a ? static_cast<uint64_t>(b) - static_cast<uint64_t>(a) : 0;
+    for (int64_t i = 0; i < n; ++i) {
+      const uint64_t r = range == 0 ? 0 : ev.NextRandom() % range;
+      out->SetFromInt64(i, static_cast<int64_t>(static_cast<uint64_t>(a) + r));
+    }
+    return out;
+  }
+  return Invalid(instr, "rng needs a float or integer type");
+}
+
+absl::StatusOr<Literal> HandleRngBitGenerator(Evaluator&, const Instruction&, Operands&) {
+  return absl::UnimplementedError(
+      "rng-bit-generator is not implemented (its bit streams are specific to XLA's "
+      "algorithms)");
+}
+
+}  // namespace mltune::ir::eval
