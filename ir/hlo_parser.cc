@@ -93,7 +93,8 @@ bool OpIn(Opcode op, std::initializer_list<Opcode> ops) {
 bool TakesDimensions(Opcode op) {
   return OpIn(op, {Opcode::kBroadcast, Opcode::kTranspose, Opcode::kReduce, Opcode::kReverse,
                    Opcode::kConcatenate, Opcode::kMap, Opcode::kSort, Opcode::kAllGather,
-                   Opcode::kAllGatherStart, Opcode::kReduceScatter, Opcode::kAllToAll});
+                   Opcode::kAllGatherStart, Opcode::kReduceScatter, Opcode::kAllToAll,
+                   Opcode::kGetDimensionSize, Opcode::kSetDimensionSize});
 }
 
 bool IsAsync(Opcode op) {

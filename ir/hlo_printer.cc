@@ -43,7 +43,8 @@ std::vector<std::string> Attributes(const Instruction& in, const PrintOptions& o
   };
 
   if (OpIn(op, {Opcode::kBroadcast, Opcode::kTranspose, Opcode::kReduce, Opcode::kReverse,
-                Opcode::kConcatenate, Opcode::kMap, Opcode::kSort})) {
+                Opcode::kConcatenate, Opcode::kMap, Opcode::kSort, Opcode::kGetDimensionSize,
+                Opcode::kSetDimensionSize})) {
     add("dimensions", IntList(in.dimensions));
   } else if (OpIn(op, {Opcode::kAllGather, Opcode::kAllGatherStart, Opcode::kReduceScatter,
                        Opcode::kAllToAll}) &&

@@ -302,17 +302,7 @@ absl::StatusOr<Literal> HandleIota(Evaluator& ev, const Instruction& instr, Oper
 absl::StatusOr<Literal> HandleGetDimensionSize(Evaluator& ev, const Instruction& instr,
                                                Operands& ops) {
   const Literal& in = ops[0];
-  int64_t dim = -1;
-  if (instr.dimensions.size() == 1) {
-    dim = instr.dimensions[0];
-  } else if (const RawAttribute* a = instr.FindExtraAttribute("dimensions")) {
-    // Kept as text ("{1}") when the parser does not interpret it for this opcode.
-    std::string digits;
-    for (char c : a->value) {
-      if (c >= '0' && c <= '9') digits.push_back(c);
-    }
-    if (!digits.empty() && digits.size() < 10) dim = std::stoll(digits);
-  }
+  const int64_t dim = instr.dimensions.size() == 1 ? instr.dimensions[0] : -1;
   if (dim < 0 || dim >= in.shape().rank()) return Invalid(instr, "bad dimension");
   absl::StatusOr<Literal> out = ev.NewLiteral(instr.shape());
   if (!out.ok()) return out.status();
