@@ -238,6 +238,19 @@ std::pair<int64_t, int64_t> HloLexer::LineCol(size_t pos) const {
   return {line, static_cast<int64_t>(pos - line_start) + 1};
 }
 
+int64_t HloLexer::LineOf(size_t pos) {
+  if (pos > text_.size()) pos = text_.size();
+  if (pos < line_cache_pos_) {
+    line_cache_pos_ = 0;
+    line_cache_line_ = 1;
+  }
+  for (size_t i = line_cache_pos_; i < pos; ++i) {
+    if (text_[i] == '\n') ++line_cache_line_;
+  }
+  line_cache_pos_ = pos;
+  return line_cache_line_;
+}
+
 std::string HloLexer::Location(size_t pos) const {
   auto [line, col] = LineCol(pos);
   return absl::StrCat(line, ":", col);

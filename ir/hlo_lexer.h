@@ -88,6 +88,8 @@ class HloLexer {
   std::string Describe(size_t pos) const;
   // 1-based line and column of byte offset `pos`.
   std::pair<int64_t, int64_t> LineCol(size_t pos) const;
+  // Line of `pos`; amortised O(1) when called with non-decreasing positions, as the parser does.
+  int64_t LineOf(size_t pos);
   std::string Location(size_t pos) const;
 
  private:
@@ -99,6 +101,8 @@ class HloLexer {
   std::string filename_;
   int max_nesting_;
   size_t pos_ = 0;
+  size_t line_cache_pos_ = 0;
+  int64_t line_cache_line_ = 1;
 };
 
 }  // namespace mltune::ir

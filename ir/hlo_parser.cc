@@ -587,6 +587,7 @@ absl::Status Parser::ParseInstruction(std::vector<PendingInstruction>& list,
   }
   local_names.emplace(name, list.size());
   p.instr = std::make_unique<Instruction>(*opcode, std::move(shape), std::string(name));
+  p.instr->set_source_line(lex_.LineOf(p.pos));
 
   RETURN_IF_ERROR(lex_.Expect('('));
   if (*opcode == Opcode::kParameter) {

@@ -35,38 +35,38 @@ struct InstructionAttributes {
   std::vector<int64_t> dimensions;
   std::optional<ComparisonDirection> comparison_direction;  // compare
   ComparisonType comparison_type = ComparisonType::kDefault;
-  std::vector<SliceDim> slice;                              // slice
-  std::vector<int64_t> dynamic_slice_sizes;                 // dynamic-slice
-  std::optional<Window> window;                             // convolution, reduce-window, s&s
-  std::optional<ConvolutionDimensionNumbers> conv_dnums;    // convolution
-  int64_t feature_group_count = 1;                          // convolution
-  int64_t batch_group_count = 1;                            // convolution
-  std::optional<DotDimensionNumbers> dot_dnums;             // dot
-  std::optional<GatherDimensionNumbers> gather_dnums;       // gather
-  std::vector<int64_t> gather_slice_sizes;                  // gather
-  std::optional<ScatterDimensionNumbers> scatter_dnums;     // scatter
-  bool indices_are_sorted = false;                          // gather, scatter
-  bool unique_indices = false;                              // scatter
-  int64_t iota_dimension = 0;                               // iota
-  int64_t tuple_index = 0;                                  // get-tuple-element
-  int64_t parameter_number = 0;                             // parameter
-  std::vector<PaddingDim> padding;                          // pad
-  std::optional<Literal> literal;                           // constant (absent when elided)
-  bool literal_elided = false;                              // constant({...})
-  std::string custom_call_target;                           // custom-call
-  bool custom_call_has_side_effect = false;                 // custom-call
-  bool is_stable = false;                                   // sort
-  std::string fusion_kind;                                  // fusion: kLoop, kInput, ...
+  std::vector<SliceDim> slice;                            // slice
+  std::vector<int64_t> dynamic_slice_sizes;               // dynamic-slice
+  std::optional<Window> window;                           // convolution, reduce-window, s&s
+  std::optional<ConvolutionDimensionNumbers> conv_dnums;  // convolution
+  int64_t feature_group_count = 1;                        // convolution
+  int64_t batch_group_count = 1;                          // convolution
+  std::optional<DotDimensionNumbers> dot_dnums;           // dot
+  std::optional<GatherDimensionNumbers> gather_dnums;     // gather
+  std::vector<int64_t> gather_slice_sizes;                // gather
+  std::optional<ScatterDimensionNumbers> scatter_dnums;   // scatter
+  bool indices_are_sorted = false;                        // gather, scatter
+  bool unique_indices = false;                            // scatter
+  int64_t iota_dimension = 0;                             // iota
+  int64_t tuple_index = 0;                                // get-tuple-element
+  int64_t parameter_number = 0;                           // parameter
+  std::vector<PaddingDim> padding;                        // pad
+  std::optional<Literal> literal;                         // constant (absent when elided)
+  bool literal_elided = false;                            // constant({...})
+  std::string custom_call_target;                         // custom-call
+  bool custom_call_has_side_effect = false;               // custom-call
+  bool is_stable = false;                                 // sort
+  std::string fusion_kind;                                // fusion: kLoop, kInput, ...
   RandomDistribution distribution = RandomDistribution::kUniform;  // rng
-  FftType fft_type = FftType::kFft;                         // fft
-  std::vector<int64_t> fft_length;                          // fft
-  int64_t exponent_bits = 0, mantissa_bits = 0;             // reduce-precision
-  float epsilon = 0;                                        // batch-norm-*
-  int64_t feature_index = 0;                                // batch-norm-*
-  std::optional<TriangularSolveOptions> triangular_solve;   // triangular-solve
-  bool cholesky_lower = false;                              // cholesky
-  int64_t topk_k = 0;                                       // topk
-  bool topk_largest = true;                                 // topk
+  FftType fft_type = FftType::kFft;                                // fft
+  std::vector<int64_t> fft_length;                                 // fft
+  int64_t exponent_bits = 0, mantissa_bits = 0;                    // reduce-precision
+  float epsilon = 0;                                               // batch-norm-*
+  int64_t feature_index = 0;                                       // batch-norm-*
+  std::optional<TriangularSolveOptions> triangular_solve;          // triangular-solve
+  bool cholesky_lower = false;                                     // cholesky
+  int64_t topk_k = 0;                                              // topk
+  bool topk_largest = true;                                        // topk
   // conditional printed with true_computation/false_computation rather than branch_computations.
   bool conditional_true_false_form = false;
   // custom-call printed with to_apply= rather than called_computations={...}.
@@ -96,6 +96,10 @@ class Instruction : public InstructionAttributes {
   Shape& mutable_shape() { return shape_; }
   void set_shape(Shape s) { shape_ = std::move(s); }
   Computation* parent() const { return parent_; }
+  // Line of the instruction in the text it was parsed from (1-based), or 0 when it was created
+  // by a pass; the verifier puts it in its messages so errors point into the user's file.
+  int64_t source_line() const { return source_line_; }
+  void set_source_line(int64_t line) { source_line_ = line; }
 
   // --- Graph edges ---
   const std::vector<Instruction*>& operands() const { return operands_; }
@@ -142,6 +146,7 @@ class Instruction : public InstructionAttributes {
   Shape shape_;
   std::string name_;
   int64_t unique_id_ = -1;
+  int64_t source_line_ = 0;
   Computation* parent_ = nullptr;
   std::vector<Instruction*> operands_;
   std::vector<Instruction*> users_;

@@ -125,6 +125,7 @@ std::unique_ptr<Module> Module::Clone() const {
       auto ni = std::make_unique<Instruction>(i->opcode(), i->shape(), i->name());
       static_cast<InstructionAttributes&>(*ni) = static_cast<const InstructionAttributes&>(*i);
       ni->set_unique_id(i->unique_id());
+      ni->set_source_line(i->source_line());
       for (Computation* called : i->called_computations()) {
         ni->mutable_called_computations().push_back(comp_map.at(called));
       }

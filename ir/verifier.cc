@@ -33,8 +33,10 @@ absl::Status ComputationError(const Computation& c, const Args&... args) {
 
 template <typename... Args>
 absl::Status InstructionError(const Computation& c, const Instruction& i, const Args&... args) {
+  const std::string line =
+      i.source_line() > 0 ? absl::StrCat(" (line ", i.source_line(), ")") : std::string();
   return absl::InvalidArgumentError(
-      absl::StrCat("computation ", c.name(), ", instruction ", i.name(), ": ", args...));
+      absl::StrCat("computation ", c.name(), ", instruction ", i.name(), line, ": ", args...));
 }
 
 // Why `shape` is not a well-formed shape, or nullopt when it is.

@@ -141,6 +141,7 @@ TEST(CliTest, VerifierErrorNamesInstruction) {
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.err.find("r"), std::string::npos);
   EXPECT_NE(r.err.find("verification failed"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("instruction r (line 5)"), std::string::npos) << r.err;
 }
 
 }  // namespace

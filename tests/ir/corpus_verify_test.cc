@@ -88,9 +88,9 @@ TEST(CorpusVerifyTest, MutatedCorpusShapesAreRejected) {
         --budget;
         ++mutated;
         absl::Status st = VerifyModule(**m);
-        std::vector<std::string> accepted = {absl::StrCat("instruction ", i->name(), ":")};
+        std::vector<std::string> accepted = {absl::StrCat("instruction ", i->name(), " (line ")};
         for (const Instruction* u : i->users()) {
-          accepted.push_back(absl::StrCat("instruction ", u->name(), ":"));
+          accepted.push_back(absl::StrCat("instruction ", u->name(), " (line "));
         }
         if (c->root() == i) accepted.push_back("instruction ");  // callers see a new signature
         const std::string msg(st.message());
@@ -175,7 +175,8 @@ ENTRY main {
 
 TEST(CorpusVerifyTest, BrokenSnippetsNameTheInstruction) {
   // Operands of an add differ.
-  EXPECT_EQ(VerifyText(R"(
+  EXPECT_EQ(
+      VerifyText(R"(
 HloModule m
 ENTRY main {
   a = f32[2,3] parameter(0)
@@ -183,7 +184,7 @@ ENTRY main {
   ROOT add.3 = f32[2,3] add(a, b)
 }
 )"),
-            "computation main, instruction add.3: operand shapes f32[2,3] and f32[3,2] differ");
+      "computation main, instruction add.3 (line 6): operand shapes f32[2,3] and f32[3,2] differ");
 
   // Contracting dimensions of different sizes.
   EXPECT_EQ(VerifyText(R"(
@@ -194,7 +195,8 @@ ENTRY main {
   ROOT dot.5 = f32[2,3] dot(a, b), lhs_contracting_dims={1}, rhs_contracting_dims={0}
 }
 )"),
-            "computation main, instruction dot.5: lhs contracting dimension 1 has size 4 but rhs "
+            "computation main, instruction dot.5 (line 6): lhs contracting dimension 1 has size 4 "
+            "but rhs "
             "contracting dimension 0 has size 5");
 
   // A declared result that is not what the operands give.
@@ -206,7 +208,7 @@ ENTRY main {
 }
 )");
   EXPECT_EQ(err,
-            "computation main, instruction t: declared shape f32[2,3] does not match the "
+            "computation main, instruction t (line 5): declared shape f32[2,3] does not match the "
             "inferred shape f32[3,2]");
 
   // Broadcast into the wrong output dimension.
@@ -217,7 +219,7 @@ ENTRY main {
   ROOT broadcast.1 = f32[3,2] broadcast(v), dimensions={1}
 }
 )");
-  EXPECT_EQ(err.rfind("computation main, instruction broadcast.1: ", 0), 0u) << err;
+  EXPECT_EQ(err.rfind("computation main, instruction broadcast.1 (line ", 0), 0u) << err;
 
   // Convolution whose kernel expects a different input feature count.
   err = VerifyText(R"(
@@ -228,7 +230,7 @@ ENTRY main {
   ROOT conv = f32[1,6,6,16] convolution(img, k), window={size=3x3}, dim_labels=b01f_01io->b01f
 }
 )");
-  EXPECT_EQ(err.rfind("computation main, instruction conv: ", 0), 0u) << err;
+  EXPECT_EQ(err.rfind("computation main, instruction conv (line ", 0), 0u) << err;
   EXPECT_NE(err.find("feature"), std::string::npos) << err;
 
   // A while body that changes the loop state.
@@ -250,7 +252,7 @@ ENTRY main {
   ROOT w = (s32[], f32[2]) while(init), condition=cond, body=body
 }
 )");
-  EXPECT_EQ(err.rfind("computation main, instruction w: ", 0), 0u) << err;
+  EXPECT_EQ(err.rfind("computation main, instruction w (line ", 0), 0u) << err;
   EXPECT_NE(err.find("body result"), std::string::npos) << err;
 
   // A reducer with the wrong signature.
@@ -267,7 +269,7 @@ ENTRY main {
   ROOT r = f32[4] reduce(x, z), dimensions={1}, to_apply=max_s32
 }
 )");
-  EXPECT_EQ(err.rfind("computation main, instruction r: ", 0), 0u) << err;
+  EXPECT_EQ(err.rfind("computation main, instruction r (line ", 0), 0u) << err;
 
   // Wrong operand count.
   err = VerifyText(R"(
@@ -277,7 +279,7 @@ ENTRY main {
   ROOT n = f32[2] negate(a, a)
 }
 )");
-  EXPECT_EQ(err, "computation main, instruction n: negate expects 1 operand but has 2");
+  EXPECT_EQ(err, "computation main, instruction n (line 5): negate expects 1 operand but has 2");
 
   // Layouts are only compared when asked.
   const std::string gte = R"(
@@ -290,7 +292,7 @@ ENTRY main {
 )";
   EXPECT_EQ(VerifyText(gte), "OK");
   err = VerifyText(gte, /*check_layouts=*/true);
-  EXPECT_EQ(err.rfind("computation main, instruction g: layout", 0), 0u) << err;
+  EXPECT_EQ(err.rfind("computation main, instruction g (line 6): layout", 0), 0u) << err;
 }
 
 }  // namespace
