@@ -48,8 +48,10 @@ void AppendLiteralBytes(std::string& out, const Literal& l) {
 }
 
 // Every structured attribute, whether or not it is meaningful for the opcode: unused fields keep
-// their defaults, so including them costs nothing and cannot miss a field.
-std::string AttributesKey(const Instruction& i) {
+// their defaults, so including them costs nothing and cannot miss a field. With
+// `literal_as_digest`, a constant's value is keyed by its SHA-256 rather than its bytes, so keys of
+// big constants stay short.
+std::string AttributesKey(const Instruction& i, bool literal_as_digest = false) {
   std::string out;
   AppendInts(out, "dims", i.dimensions);
   if (i.comparison_direction) {
@@ -100,7 +102,11 @@ std::string AttributesKey(const Instruction& i) {
   if (i.literal) {
     // Raw bytes, so -0.0 vs 0.0 and NaN payloads count as different constants.
     absl::StrAppend(&out, "literal=", i.literal->shape().ToString(false), ":");
-    AppendLiteralBytes(out, *i.literal);
+    if (literal_as_digest) {
+      out += LiteralDigest(*i.literal);
+    } else {
+      AppendLiteralBytes(out, *i.literal);
+    }
     out += " ";
   }
   absl::StrAppend(&out, "target=\"", i.custom_call_target, "\" effect=",
@@ -259,6 +265,10 @@ std::string LiteralDigest(const Literal& literal) {
   Sha256 sha;
   HashLiteral(sha, literal);
   return sha.HexDigest();
+}
+
+std::string InstructionAttributesKey(const Instruction& instr) {
+  return AttributesKey(instr, /*literal_as_digest=*/true);
 }
 
 bool StructurallyEqual(const Module& a, const Module& b, std::string* why) {

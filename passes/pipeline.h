@@ -1,0 +1,44 @@
+// Composite passes: a Pipeline runs passes in order; FixedPoint repeats a pass until it reports no
+// change, at most 25 times, as XLA's HloPassFix does.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "passes/pass.h"
+
+namespace mltune::passes {
+
+class Pipeline : public Pass {
+ public:
+  explicit Pipeline(std::string name) : name_(std::move(name)) {}
+  Pipeline& Add(std::unique_ptr<Pass> pass);
+  std::string_view name() const override { return name_; }
+  absl::StatusOr<bool> Run(ir::Module& module) override;
+  // Verify the module after every pass (slower; on for tests and `mltune opt --verify`).
+  void set_verify_each(bool v) { verify_each_ = v; }
+  const std::vector<std::unique_ptr<Pass>>& passes() const { return passes_; }
+
+ private:
+  std::string name_;
+  std::vector<std::unique_ptr<Pass>> passes_;
+  bool verify_each_ = false;
+};
+
+class FixedPoint : public Pass {
+ public:
+  static constexpr int kDefaultMaxIterations = 25;
+  explicit FixedPoint(std::unique_ptr<Pass> pass, int max_iterations = kDefaultMaxIterations);
+  std::string_view name() const override { return name_; }
+  absl::StatusOr<bool> Run(ir::Module& module) override;
+  int iterations_of_last_run() const { return last_iterations_; }
+
+ private:
+  std::unique_ptr<Pass> pass_;
+  std::string name_;
+  int max_iterations_;
+  int last_iterations_ = 0;
+};
+
+}  // namespace mltune::passes
