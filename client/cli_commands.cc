@@ -8,6 +8,7 @@
 #include <ostream>
 
 #include "absl/strings/str_format.h"
+#include "client/load.h"
 #include "ir/evaluator/evaluator.h"
 #include "ir/ir.h"
 #include "nlohmann/json.hpp"
@@ -19,21 +20,6 @@ using Clock = std::chrono::steady_clock;
 
 double MillisSince(Clock::time_point start) {
   return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
-}
-
-// Parses and verifies; on failure prints the error and returns nullptr.
-std::unique_ptr<ir::Module> LoadVerified(const std::string& file, std::ostream& err) {
-  absl::StatusOr<std::unique_ptr<ir::Module>> module = ir::ParseHloFile(file);
-  if (!module.ok()) {
-    err << "error: " << module.status().message() << "\n";
-    return nullptr;
-  }
-  absl::Status verified = ir::VerifyModule(**module);
-  if (!verified.ok()) {
-    err << "error: " << file << ": verification failed: " << verified.message() << "\n";
-    return nullptr;
-  }
-  return *std::move(module);
 }
 
 struct LeafSummary {

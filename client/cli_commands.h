@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <iosfwd>
 #include <string>
+#include <vector>
 
 namespace mltune::client {
 
@@ -32,5 +33,18 @@ struct FingerprintCommand {
   std::string file;
 };
 int RunFingerprint(const FingerprintCommand& cmd, std::ostream& out, std::ostream& err);
+
+struct OptCommand {
+  std::string file;
+  std::string pipeline;              // "cpu" or "gpu"; exclusive with `passes`
+  std::vector<std::string> passes;   // explicit pass names, in order
+  std::string output;                // write the optimized module here ("" = don't)
+  bool verify = false;               // evaluate before and after and report the difference
+};
+// `mltune opt`: runs a default pipeline or a pass list; prints op counts before and after.
+int RunOpt(const OptCommand& cmd, std::ostream& out, std::ostream& err);
+
+// `mltune passes`: every registered pass with its one-line description.
+int RunListPasses(std::ostream& out, std::ostream& err);
 
 }  // namespace mltune::client

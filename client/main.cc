@@ -35,6 +35,22 @@ int main(int argc, char** argv) {
       "fingerprint", "Structural SHA-256 (ignores names, ids and metadata): the cache key");
   fp_cmd->add_option("file", fingerprint.file, "HLO text file")->required();
 
+  auto* passes_cmd = app.add_subcommand("passes", "List the HLO passes, one line each");
+
+  OptCommand opt;
+  auto* opt_cmd = app.add_subcommand(
+      "opt", "Run XLA's default pipeline or a list of passes; print op counts before and after");
+  opt_cmd->add_option("file", opt.file, "HLO text file")->required();
+  auto* pipeline_opt = opt_cmd->add_option("--pipeline", opt.pipeline,
+                                           "Default pipeline: cpu or gpu (XLA's order)");
+  auto* passes_opt =
+      opt_cmd->add_option("--passes", opt.passes, "Comma-separated pass names (mltune passes)")
+          ->delimiter(',');
+  pipeline_opt->excludes(passes_opt);
+  opt_cmd->add_option("-o,--output", opt.output, "Write the optimized module here");
+  opt_cmd->add_flag("--verify", opt.verify,
+                    "Evaluate before and after on random inputs; report the largest difference");
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -42,9 +58,12 @@ int main(int argc, char** argv) {
     return app.exit(e) == 0 ? 0 : 1;
   }
   print.metadata = !no_metadata;
+
   if (*parse_cmd) return RunParse(parse, std::cout, std::cerr);
   if (*print_cmd) return RunPrint(print, std::cout, std::cerr);
   if (*eval_cmd) return RunEval(eval, std::cout, std::cerr);
   if (*fp_cmd) return RunFingerprint(fingerprint, std::cout, std::cerr);
+  if (*passes_cmd) return RunListPasses(std::cout, std::cerr);
+  if (*opt_cmd) return RunOpt(opt, std::cout, std::cerr);
   return 1;
 }

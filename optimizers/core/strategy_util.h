@@ -1,0 +1,74 @@
+// Internal helpers shared by the strategies: parameters, random candidates and the
+// mutation/crossover operators of annealing and evolutionary search.
+#pragma once
+
+#include <cstdint>
+#include <initializer_list>
+#include <random>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "optimizers/core/search.h"
+
+namespace mltune::opt::internal {
+
+// Uniform integer in [0, n).
+inline int64_t Uniform(std::mt19937_64& rng, int64_t n) {
+  return static_cast<int64_t>(rng() % static_cast<uint64_t>(n));
+}
+inline double Uniform01(std::mt19937_64& rng) {
+  return std::uniform_real_distribution<double>(0.0, 1.0)(rng);
+}
+
+// Fisher-Yates with Uniform, so orders are the same on every standard library.
+template <typename T>
+void Shuffle(std::vector<T>& v, std::mt19937_64& rng) {
+  for (int64_t i = static_cast<int64_t>(v.size()) - 1; i > 0; --i) {
+    std::swap(v[i], v[Uniform(rng, i + 1)]);
+  }
+}
+
+// Rejects parameter names not in `known`, so typos fail loudly.
+absl::Status CheckParams(const StrategyParams& params, std::string_view strategy,
+                         std::initializer_list<std::string_view> known);
+double Param(const StrategyParams& params, const std::string& name, double fallback);
+
+// A uniformly random configuration (fixed-length spaces) or a sequence of `length` actions.
+Candidate RandomCandidate(const SearchSpace& space, int64_t length, std::mt19937_64& rng);
+
+// One random edit: replace (configurations); replace, insert, delete or swap adjacent
+// (sequences, within [0, max_length]). Returns the candidate unchanged only when no edit exists.
+Candidate Mutate(const SearchSpace& space, const Candidate& c, std::mt19937_64& rng);
+
+// Configurations: uniform crossover. Sequences: a head of `a` and a tail of `b` at independent
+// cut points, truncated to max_length.
+Candidate Crossover(const SearchSpace& space, const Candidate& a, const Candidate& b,
+                    std::mt19937_64& rng);
+
+// Every configuration differing from `c` at exactly one position, in position then value order.
+std::vector<Candidate> Neighbours(const SearchSpace& space, const Candidate& c);
+
+// Steps learned to change nothing, per state key: strategies skip them instead of paying again.
+class NoOpMemo {
+ public:
+  explicit NoOpMemo(int32_t actions) : actions_(actions) {}
+  bool IsNoOp(const State& s, Action a) const;
+  void MarkNoOp(const State& s, Action a);
+
+ private:
+  int32_t actions_;
+  std::unordered_map<std::string, std::vector<bool>> memo_;
+};
+
+// Registration hooks, one per strategy file.
+void RegisterRandomSearch(StrategyRegistry& registry);
+void RegisterGreedySearch(StrategyRegistry& registry);
+void RegisterBeamSearch(StrategyRegistry& registry);
+void RegisterSimulatedAnnealing(StrategyRegistry& registry);
+void RegisterEvolutionarySearch(StrategyRegistry& registry);
+
+}  // namespace mltune::opt::internal
