@@ -81,7 +81,8 @@ int RunParse(const ParseCommand& cmd, std::ostream& out, std::ostream& err) {
 
   std::map<std::string, int64_t> histogram;
   for (ir::Computation* c : module->computations()) {
-    for (ir::Instruction* i : c->instructions()) ++histogram[std::string(ir::OpcodeName(i->opcode()))];
+    for (ir::Instruction* i : c->instructions())
+      ++histogram[std::string(ir::OpcodeName(i->opcode()))];
   }
   std::vector<std::pair<std::string, int64_t>> sorted(histogram.begin(), histogram.end());
   std::stable_sort(sorted.begin(), sorted.end(),
@@ -173,11 +174,11 @@ int RunEval(const EvalCommand& cmd, std::ostream& out, std::ostream& err) {
   }
   out << absl::StrFormat("module %s: evaluated on %d random arguments (seed %d) in %.1f ms\n",
                          module->name(), args->size(), cmd.seed, ms);
-  out << absl::StrFormat("%-8s %-24s %10s %12s %12s %12s %s\n", "output", "shape", "elements", "min",
-                         "max", "mean", "values");
+  out << absl::StrFormat("%-8s %-24s %10s %12s %12s %12s %s\n", "output", "shape", "elements",
+                         "min", "max", "mean", "values");
   for (const LeafSummary& s : leaves) {
-    out << absl::StrFormat("%-8s %-24s %10d %12.6g %12.6g %12.6g %s\n", s.path, s.shape,
-                           s.elements, s.min, s.max, s.mean, s.first);
+    out << absl::StrFormat("%-8s %-24s %10d %12.6g %12.6g %12.6g %s\n", s.path, s.shape, s.elements,
+                           s.min, s.max, s.mean, s.first);
     if (s.non_finite > 0) out << absl::StrFormat("         (%d non-finite values)\n", s.non_finite);
   }
   out << "digest " << digest << "\n";

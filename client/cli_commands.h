@@ -36,13 +36,27 @@ int RunFingerprint(const FingerprintCommand& cmd, std::ostream& out, std::ostrea
 
 struct OptCommand {
   std::string file;
-  std::string pipeline;              // "cpu" or "gpu"; exclusive with `passes`
-  std::vector<std::string> passes;   // explicit pass names, in order
-  std::string output;                // write the optimized module here ("" = don't)
-  bool verify = false;               // evaluate before and after and report the difference
+  std::string pipeline;             // "cpu" or "gpu"; exclusive with `passes`
+  std::vector<std::string> passes;  // explicit pass names, in order
+  std::string output;               // write the optimized module here ("" = don't)
+  bool verify = false;              // evaluate before and after and report the difference
 };
 // `mltune opt`: runs a default pipeline or a pass list; prints op counts before and after.
 int RunOpt(const OptCommand& cmd, std::ostream& out, std::ostream& err);
+
+struct SearchCommand {
+  std::string problem = "pass-order";
+  std::string file;
+  std::string strategy = "greedy";
+  int64_t budget = 1000;   // environment steps (one pass application each)
+  double max_seconds = 0;  // 0: no time limit
+  uint64_t seed = 0;
+  int64_t max_length = 40;     // longest pass sequence
+  std::string target = "cpu";  // whose default pipeline is the baseline
+  std::string output;
+};
+// `mltune search pass-order`: best pass order found within the budget, against XLA's default.
+int RunSearch(const SearchCommand& cmd, std::ostream& out, std::ostream& err);
 
 // `mltune passes`: every registered pass with its one-line description.
 int RunListPasses(std::ostream& out, std::ostream& err);

@@ -41,8 +41,8 @@ int main(int argc, char** argv) {
   auto* opt_cmd = app.add_subcommand(
       "opt", "Run XLA's default pipeline or a list of passes; print op counts before and after");
   opt_cmd->add_option("file", opt.file, "HLO text file")->required();
-  auto* pipeline_opt = opt_cmd->add_option("--pipeline", opt.pipeline,
-                                           "Default pipeline: cpu or gpu (XLA's order)");
+  auto* pipeline_opt =
+      opt_cmd->add_option("--pipeline", opt.pipeline, "Default pipeline: cpu or gpu (XLA's order)");
   auto* passes_opt =
       opt_cmd->add_option("--passes", opt.passes, "Comma-separated pass names (mltune passes)")
           ->delimiter(',');
@@ -50,6 +50,24 @@ int main(int argc, char** argv) {
   opt_cmd->add_option("-o,--output", opt.output, "Write the optimized module here");
   opt_cmd->add_flag("--verify", opt.verify,
                     "Evaluate before and after on random inputs; report the largest difference");
+
+  SearchCommand search;
+  auto* search_cmd = app.add_subcommand(
+      "search", "Search pass orders; compare the best with XLA's default pipeline");
+  search_cmd->add_option("problem", search.problem, "Search problem: pass-order")->required();
+  search_cmd->add_option("file", search.file, "HLO text file")->required();
+  search_cmd
+      ->add_option("--strategy", search.strategy, "random, greedy, beam, annealing or evolutionary")
+      ->default_val("greedy");
+  search_cmd->add_option("--budget", search.budget, "Budget in environment steps")
+      ->default_val(1000);
+  search_cmd->add_option("--seconds", search.max_seconds, "Time budget (0: none)");
+  search_cmd->add_option("--seed", search.seed, "Seed")->default_val(0);
+  search_cmd->add_option("--max-length", search.max_length, "Longest pass sequence")
+      ->default_val(40);
+  search_cmd->add_option("--target", search.target, "Baseline pipeline: cpu or gpu")
+      ->default_val("cpu");
+  search_cmd->add_option("-o,--output", search.output, "Write the best module here");
 
   try {
     app.parse(argc, argv);
@@ -65,5 +83,6 @@ int main(int argc, char** argv) {
   if (*fp_cmd) return RunFingerprint(fingerprint, std::cout, std::cerr);
   if (*passes_cmd) return RunListPasses(std::cout, std::cerr);
   if (*opt_cmd) return RunOpt(opt, std::cout, std::cerr);
+  if (*search_cmd) return RunSearch(search, std::cout, std::cerr);
   return 1;
 }

@@ -30,7 +30,8 @@ int RunListPasses(std::ostream& out, std::ostream& /*err*/) {
     out << absl::StrFormat("default pipeline '%s': %d pass runs", target,
                            passes::DefaultPipelinePassNames(target).size());
     if (!missing.empty()) {
-      out << absl::StrFormat(", not yet in the library (skipped): %s", absl::StrJoin(missing, ", "));
+      out << absl::StrFormat(", not yet in the library (skipped): %s",
+                             absl::StrJoin(missing, ", "));
     }
     out << "\n";
   }
@@ -45,7 +46,7 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 absl::StatusOr<std::unique_ptr<passes::Pipeline>> BuildPipeline(const OptCommand& cmd,
-                                                               std::ostream& out) {
+                                                                std::ostream& out) {
   if (!cmd.pipeline.empty() && !cmd.passes.empty()) {
     return absl::InvalidArgumentError("give either --pipeline or --passes, not both");
   }
@@ -53,8 +54,8 @@ absl::StatusOr<std::unique_ptr<passes::Pipeline>> BuildPipeline(const OptCommand
     std::vector<std::string> skipped;
     std::unique_ptr<passes::Pipeline> p = passes::MakeDefaultPipeline(cmd.pipeline, &skipped);
     if (p == nullptr) {
-      return absl::InvalidArgumentError(absl::StrCat("unknown pipeline '", cmd.pipeline,
-                                                     "' (expected cpu or gpu)"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("unknown pipeline '", cmd.pipeline, "' (expected cpu or gpu)"));
     }
     if (!skipped.empty()) {
       out << absl::StrFormat("note: %d pipeline passes not in the library yet were skipped\n",

@@ -146,3 +146,71 @@ TEST(CliTest, VerifierErrorNamesInstruction) {
 
 }  // namespace
 }  // namespace mltune
+
+namespace mltune {
+namespace {
+
+const char kFoldable[] = R"(HloModule foldable
+ENTRY e {
+  p = f32[4] parameter(0)
+  one = f32[] constant(1)
+  b1 = f32[4] broadcast(one), dimensions={}
+  m = f32[4] multiply(p, b1)
+  n1 = f32[4] negate(m)
+  ROOT n2 = f32[4] negate(n1)
+}
+)";
+
+TEST(CliPassesTest, ListsEveryPassOnOneLine) {
+  Result r = RunCli("passes");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  for (const char* name : {"algsimp", "cse", "dce", "constant_folding", "simplify-while-loops"}) {
+    EXPECT_NE(r.out.find(std::string("\n  ") + name + " "), std::string::npos) << name;
+  }
+  EXPECT_NE(r.out.find("default pipeline 'cpu'"), std::string::npos);
+}
+
+TEST(CliOptTest, PipelineReducesOpsAndVerifies) {
+  const std::string in = WriteTemp("mltune_cli_foldable.hlo", kFoldable);
+  const std::string out_path =
+      (std::filesystem::temp_directory_path() / "mltune_cli_folded.hlo").string();
+  Result r = RunCli("opt " + in + " --pipeline cpu --verify -o " + out_path);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  // multiply by one and the double negation fold away: 5 ops (parameters do not count) -> 0: the
+  // parameter is the root.
+  EXPECT_NE(r.out.find("op count 5 -> 0"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("0 elements outside tolerance"), std::string::npos) << r.out;
+  Result printed = RunCli("parse " + out_path);
+  EXPECT_EQ(printed.exit_code, 0) << printed.err;
+}
+
+TEST(CliOptTest, ExplicitPassListAndUnknownPass) {
+  const std::string in = WriteTemp("mltune_cli_foldable2.hlo", kFoldable);
+  Result r = RunCli("opt " + in + " --passes algsimp,dce");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("op count 5 -> 0"), std::string::npos) << r.out;
+  Result bad = RunCli("opt " + in + " --passes algsimp,no-such-pass");
+  EXPECT_EQ(bad.exit_code, 1);
+  EXPECT_NE(bad.err.find("unknown pass 'no-such-pass'"), std::string::npos) << bad.err;
+  Result both = RunCli("opt " + in + " --passes dce --pipeline cpu");
+  EXPECT_EQ(both.exit_code, 1);
+}
+
+TEST(CliSearchTest, FindsAnOrderAtLeastAsGoodAsNothing) {
+  const std::string in = WriteTemp("mltune_cli_search.hlo", kFoldable);
+  const std::string out_path =
+      (std::filesystem::temp_directory_path() / "mltune_cli_searched.hlo").string();
+  Result r =
+      RunCli("search pass-order " + in + " --strategy greedy --budget 200 --seed 3 -o " + out_path);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("original op count                5"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("best order found                 0"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("best sequence"), std::string::npos);
+  EXPECT_EQ(RunCli("parse " + out_path).exit_code, 0);
+  Result bad = RunCli("search pass-order " + in + " --strategy telepathy");
+  EXPECT_EQ(bad.exit_code, 1);
+  EXPECT_NE(bad.err.find("greedy"), std::string::npos) << bad.err;  // lists the real ones
+}
+
+}  // namespace
+}  // namespace mltune
