@@ -4,7 +4,8 @@
 // when no child is left. Problems without states: local beam search over
 // single-position changes, restarting from random candidates when the beam stops improving.
 //
-// Parameters: width (default 4).
+// Parameters: width (default 0: sized to the budget, max_steps / (10 * actions) clamped to
+// [1, 8], so the beam can go about ten levels deep; 4 for budgets in seconds only).
 #include <algorithm>
 #include <memory>
 #include <string>
@@ -20,11 +21,16 @@ namespace {
 
 class BeamSearch : public Strategy {
  public:
-  explicit BeamSearch(int64_t width) : width_(width) {}
+  explicit BeamSearch(int64_t width) : requested_width_(width) {}
   std::string_view name() const override { return "beam"; }
 
  protected:
   bool Run(SearchContext& ctx) override {
+    width_ = requested_width_;
+    if (width_ <= 0) {
+      const int64_t steps = ctx.budget().max_steps;
+      width_ = steps > 0 ? std::clamp<int64_t>(steps / (10 * ctx.space().ChoicesAt(0)), 1, 8) : 4;
+    }
     return ctx.has_states() ? RunSequence(ctx) : RunLocalBeam(ctx);
   }
 
@@ -107,7 +113,8 @@ class BeamSearch : public Strategy {
     return true;
   }
 
-  int64_t width_;
+  int64_t requested_width_;
+  int64_t width_ = 1;
 };
 
 }  // namespace
@@ -115,12 +122,13 @@ class BeamSearch : public Strategy {
 namespace internal {
 void RegisterBeamSearch(StrategyRegistry& registry) {
   registry.Register(
-      "beam", "beam search over action sequences; local beam for configurations (width=4)",
+      "beam",
+      "beam search over action sequences; local beam for configurations (width=0: by budget)",
       [](const StrategyParams& params) -> absl::StatusOr<std::unique_ptr<Strategy>> {
         absl::Status s = CheckParams(params, "beam", {"width"});
         if (!s.ok()) return s;
-        const double width = Param(params, "width", 4);
-        if (width < 1) return absl::InvalidArgumentError("beam: width must be >= 1");
+        const double width = Param(params, "width", 0);
+        if (width < 0) return absl::InvalidArgumentError("beam: width must be >= 0 (0: auto)");
         return std::make_unique<BeamSearch>(static_cast<int64_t>(width));
       });
 }

@@ -6,7 +6,9 @@
 // worse. Fitness is the best prefix score; sequences keep their effective form. Evaluations resume
 // from cached prefixes, so children sharing a parent's head pay only for their tail.
 //
-// Parameters: population (16), tournament (3), crossover_rate (0.7), init_length (8).
+// Parameters: population (0: sized to the budget, max_steps / 60 clamped to [4, 16], since the
+// first generation alone costs about population * init_length / 2 steps; 16 for budgets in
+// seconds only), tournament (3), crossover_rate (0.7), init_length (8).
 #include <algorithm>
 #include <optional>
 #include <set>
@@ -34,12 +36,26 @@ class EvolutionarySearch : public Strategy {
  protected:
   bool Run(SearchContext& ctx) override {
     const SearchSpace& space = ctx.space();
+    int64_t population = population_;
+    if (population <= 0) {
+      const int64_t steps = ctx.budget().max_steps;
+      population = steps > 0 ? std::clamp<int64_t>(steps / 60, 4, 16) : 16;
+    }
+    std::optional<internal::ActionWeights> weights;
+    if (ctx.has_states()) weights.emplace(space.ChoicesAt(0));
     std::vector<Member> pop;
     std::set<Candidate> members;
-    for (int64_t i = 0; i < population_ * 4 && static_cast<int64_t>(pop.size()) < population_;
-         ++i) {
+    for (int64_t i = 0; i < population * 4 && static_cast<int64_t>(pop.size()) < population; ++i) {
       const int64_t length = 1 + internal::Uniform(ctx.rng(), std::max<int64_t>(init_length_, 1));
-      std::optional<Member> m = Evaluate(ctx, internal::RandomCandidate(space, length, ctx.rng()));
+      std::optional<Member> m;
+      if (ctx.has_states()) {
+        // Grown without known no-ops: a uniformly random sequence is mostly passes that do
+        // nothing, which small budgets cannot afford.
+        std::optional<internal::Grown> g = internal::GrowRandomSequence(ctx, length);
+        if (g) m = Member{std::move(g->candidate), g->best_prefix_score};
+      } else {
+        m = Evaluate(ctx, internal::RandomCandidate(space, length, ctx.rng()));
+      }
       if (!m) return true;
       if (members.insert(m->candidate).second) pop.push_back(std::move(*m));
     }
@@ -53,15 +69,18 @@ class EvolutionarySearch : public Strategy {
         if (internal::Uniform01(ctx.rng()) < crossover_rate_) {
           const Member& b = Tournament(ctx, pop);
           child = internal::Crossover(space, a.candidate, b.candidate, ctx.rng());
-          if (internal::Uniform01(ctx.rng()) < 0.5) child = internal::Mutate(space, child, ctx.rng());
+          if (internal::Uniform01(ctx.rng()) < 0.5) {
+            child = internal::Mutate(space, child, ctx.rng(), weights ? &*weights : nullptr);
+          }
         } else {
-          child = internal::Mutate(space, a.candidate, ctx.rng());
+          child = internal::Mutate(space, a.candidate, ctx.rng(), weights ? &*weights : nullptr);
         }
         if (members.count(child) == 0) break;
       }
       const int64_t steps_before = ctx.steps();
       std::optional<Member> m = Evaluate(ctx, child);
       if (!m) return true;
+      if (weights) weights->Observe(child, m->candidate);
       free_in_a_row = ctx.steps() == steps_before ? free_in_a_row + 1 : 0;
       if (free_in_a_row >= kMaxFreeRounds) return false;
       if (members.count(m->candidate) > 0) continue;
@@ -113,21 +132,21 @@ namespace internal {
 void RegisterEvolutionarySearch(StrategyRegistry& registry) {
   registry.Register(
       "evolutionary",
-      "steady-state genetic search over candidates (population=16, tournament=3, "
+      "steady-state genetic search over candidates (population=0: by budget, tournament=3, "
       "crossover_rate=0.7, init_length=8)",
       [](const StrategyParams& params) -> absl::StatusOr<std::unique_ptr<Strategy>> {
         absl::Status s = CheckParams(params, "evolutionary",
                                      {"population", "tournament", "crossover_rate", "init_length"});
         if (!s.ok()) return s;
-        const double population = Param(params, "population", 16);
+        const double population = Param(params, "population", 0);
         const double tournament = Param(params, "tournament", 3);
         const double crossover_rate = Param(params, "crossover_rate", 0.7);
         const double init_length = Param(params, "init_length", 8);
-        if (population < 2 || tournament < 1 || crossover_rate < 0 || crossover_rate > 1 ||
-            init_length < 1) {
+        if ((population != 0 && population < 2) || tournament < 1 || crossover_rate < 0 ||
+            crossover_rate > 1 || init_length < 1) {
           return absl::InvalidArgumentError(
-              "evolutionary: need population >= 2, tournament >= 1, crossover_rate in [0, 1], "
-              "init_length >= 1");
+              "evolutionary: need population 0 (auto) or >= 2, tournament >= 1, crossover_rate "
+              "in [0, 1], init_length >= 1");
         }
         return std::make_unique<EvolutionarySearch>(
             static_cast<int64_t>(population), static_cast<int64_t>(tournament), crossover_rate,

@@ -60,8 +60,9 @@ class GreedySearch : public Strategy {
   bool RunHillClimbing(SearchContext& ctx) {
     const SearchSpace& space = ctx.space();
     while (!ctx.Exhausted()) {
-      const int64_t length =
-          space.fixed_length ? space.max_length : 1 + internal::Uniform(ctx.rng(), space.max_length);
+      const int64_t length = space.fixed_length
+                                 ? space.max_length
+                                 : 1 + internal::Uniform(ctx.rng(), space.max_length);
       Candidate current = internal::RandomCandidate(space, length, ctx.rng());
       std::optional<SearchContext::Evaluation> eval = ctx.Evaluate(current);
       if (!eval) return true;

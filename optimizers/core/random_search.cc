@@ -57,8 +57,9 @@ class RandomSearch : public Strategy {
   bool RunCandidates(SearchContext& ctx) {
     const SearchSpace& space = ctx.space();
     while (!ctx.Exhausted()) {
-      const int64_t length =
-          space.fixed_length ? space.max_length : 1 + internal::Uniform(ctx.rng(), space.max_length);
+      const int64_t length = space.fixed_length
+                                 ? space.max_length
+                                 : 1 + internal::Uniform(ctx.rng(), space.max_length);
       if (!ctx.Evaluate(internal::RandomCandidate(space, length, ctx.rng()))) return true;
     }
     return true;

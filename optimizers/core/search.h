@@ -45,7 +45,8 @@ class State {
   // this is the shortest known sequence reaching the state.
   const Candidate& actions() const { return actions_; }
   double score() const { return score_; }  // lower is better
-  // Equal non-empty keys mean equal states (same score, same future); "" when unknown.
+  // Equal non-empty keys mean equal states (same score, same future); "" when unknown. May be
+  // computed on demand (a fingerprint for pass ordering): call it only when needed.
   virtual std::string Key() const { return ""; }
   // Features for learned policies (may be empty).
   virtual std::vector<double> Features() const { return {}; }
@@ -103,7 +104,7 @@ struct TracePoint {
 
 struct Result {
   std::string strategy;
-  Candidate best;       // for sequence problems, the state's effective actions
+  Candidate best;  // for sequence problems, the state's effective actions
   double best_score = 0;
   double initial_score = 0;  // the starting state's score; +infinity without states
   int64_t steps = 0;         // charged steps, <= Budget::max_steps
@@ -129,6 +130,7 @@ class SearchContext {
   std::mt19937_64& rng() { return rng_; }
   bool has_states() const { return has_states_; }
 
+  const Budget& budget() const { return budget_; }
   int64_t steps() const { return steps_; }
   double elapsed_seconds() const;
   // True when no step is left or time is up.

@@ -15,8 +15,7 @@ namespace {
 constexpr double kInf = std::numeric_limits<double>::infinity();
 
 double NowSeconds() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch())
-      .count();
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
 std::string PrefixKey(const Candidate& c, size_t length) {
@@ -53,7 +52,7 @@ class SearchContext::PrefixCache {
  public:
   struct Entry {
     std::shared_ptr<const State> state;
-    double best_prefix_score;  // best over the prefixes of length >= 1 on the way
+    double best_prefix_score;    // best over the prefixes of length >= 1 on the way
     int64_t best_prefix_length;  // in positions of the key
     int64_t best_effective_length;
   };
@@ -174,8 +173,8 @@ std::optional<SearchContext::Evaluation> SearchContext::Evaluate(const Candidate
     if (entry != nullptr) break;
   }
   const int64_t remaining = static_cast<int64_t>(candidate.size() - resumed);
-  if (remaining > 0 && (Exhausted() || (budget_.max_steps > 0 &&
-                                        steps_ + remaining > budget_.max_steps))) {
+  if (remaining > 0 &&
+      (Exhausted() || (budget_.max_steps > 0 && steps_ + remaining > budget_.max_steps))) {
     return std::nullopt;
   }
   std::unique_ptr<State> state = entry != nullptr ? entry->state->Fork() : NewState();
@@ -195,13 +194,13 @@ std::optional<SearchContext::Evaluation> SearchContext::Evaluate(const Candidate
     // steps keep scores, so both forms have the same best prefix score.
     std::shared_ptr<const State> snapshot = state->Fork();
     if (effective_length != static_cast<int64_t>(i + 1)) {
-      prefix_cache_->Put(PrefixKey(state->actions(), state->actions().size()),
-                         {snapshot, eval.best_prefix_score, best_effective_length,
-                          best_effective_length});
+      prefix_cache_->Put(
+          PrefixKey(state->actions(), state->actions().size()),
+          {snapshot, eval.best_prefix_score, best_effective_length, best_effective_length});
     }
-    prefix_cache_->Put(PrefixKey(candidate, i + 1), {std::move(snapshot), eval.best_prefix_score,
-                                                     eval.best_prefix_length,
-                                                     best_effective_length});
+    prefix_cache_->Put(PrefixKey(candidate, i + 1),
+                       {std::move(snapshot), eval.best_prefix_score, eval.best_prefix_length,
+                        best_effective_length});
   }
   if (candidate.empty()) eval.best_prefix_score = state->score();
   eval.score = state->score();
@@ -234,12 +233,12 @@ absl::StatusOr<Result> Strategy::Search(Problem& problem, const Budget& budget, 
     return absl::InvalidArgumentError(
         absl::StrCat("problem ", problem.name(), " has an empty search space"));
   }
-  const bool per_position = space.fixed_length &&
-                            static_cast<int64_t>(space.choices.size()) == space.max_length;
+  const bool per_position =
+      space.fixed_length && static_cast<int64_t>(space.choices.size()) == space.max_length;
   if (space.choices.size() != 1 && !per_position) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "problem ", problem.name(),
-        ": choices needs one entry (sequences) or one per position (configurations)"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("problem ", problem.name(),
+                     ": choices needs one entry (sequences) or one per position (configurations)"));
   }
   for (int32_t c : space.choices) {
     if (c <= 0) {

@@ -4,7 +4,7 @@
 // exp(-delta / T), delta relative to the starting score, and T falls geometrically from t_start to
 // t_end as the budget is used. Evaluations resume from cached prefixes, so an edit at position i
 // of a sequence costs about length - i steps. After evaluation a sequence keeps its effective form
-// (no-op steps dropped).
+// (no-op steps dropped). Sequences start from a random sequence grown without known no-ops.
 //
 // Parameters: t_start (0.02), t_end (0.0005), init_length (8, sequences).
 #include <cmath>
@@ -30,23 +30,36 @@ class SimulatedAnnealing : public Strategy {
  protected:
   bool Run(SearchContext& ctx) override {
     const SearchSpace& space = ctx.space();
-    Candidate current = internal::RandomCandidate(space, init_length_, ctx.rng());
-    std::optional<SearchContext::Evaluation> eval = ctx.Evaluate(current);
-    if (!eval) return true;
-    if (ctx.has_states()) current = eval->effective;
-    double energy = eval->best_prefix_score;
+    std::optional<internal::ActionWeights> weights;
+    if (ctx.has_states()) weights.emplace(space.ChoicesAt(0));
+    Candidate current;
+    double energy = 0;
+    if (ctx.has_states()) {
+      std::optional<internal::Grown> start = internal::GrowRandomSequence(ctx, init_length_);
+      if (!start) return true;
+      current = std::move(start->candidate);
+      energy = start->best_prefix_score;
+    } else {
+      current = internal::RandomCandidate(space, init_length_, ctx.rng());
+      std::optional<SearchContext::Evaluation> eval = ctx.Evaluate(current);
+      if (!eval) return true;
+      energy = eval->best_prefix_score;
+    }
+    std::optional<SearchContext::Evaluation> eval;
     double scale = std::abs(ctx.has_states() ? ctx.initial_score() : energy);
     if (!(scale > 0) || !std::isfinite(scale)) scale = 1;
     int free_in_a_row = 0;
     while (!ctx.Exhausted()) {
       const double t = t_start_ * std::pow(t_end_ / t_start_, ctx.Progress());
-      Candidate next = internal::Mutate(space, current, ctx.rng());
+      Candidate next = internal::Mutate(space, current, ctx.rng(), weights ? &*weights : nullptr);
       eval = ctx.Evaluate(next);
       if (!eval) return true;
+      if (weights) weights->Observe(next, eval->effective);
       free_in_a_row = eval->steps == 0 ? free_in_a_row + 1 : 0;
       if (free_in_a_row >= kMaxFreeEvaluations) return false;
       const double delta = (eval->best_prefix_score - energy) / scale;
-      if (delta <= 0 || (std::isfinite(delta) && internal::Uniform01(ctx.rng()) < std::exp(-delta / t))) {
+      if (delta <= 0 ||
+          (std::isfinite(delta) && internal::Uniform01(ctx.rng()) < std::exp(-delta / t))) {
         current = ctx.has_states() ? eval->effective : next;
         energy = eval->best_prefix_score;
       }

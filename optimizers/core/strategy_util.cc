@@ -1,6 +1,7 @@
 #include "optimizers/core/strategy_util.h"
 
 #include <algorithm>
+#include <limits>
 #include <utility>
 
 #include "absl/status/status.h"
@@ -16,8 +17,8 @@ absl::Status CheckParams(const StrategyParams& params, std::string_view strategy
       std::vector<std::string> names;
       for (std::string_view k : known) names.emplace_back(k);
       return absl::InvalidArgumentError(absl::StrCat(
-          "strategy ", std::string(strategy), " has no parameter '", name, "' (known: ",
-          names.empty() ? std::string("none") : absl::StrJoin(names, ", "), ")"));
+          "strategy ", std::string(strategy), " has no parameter '", name,
+          "' (known: ", names.empty() ? std::string("none") : absl::StrJoin(names, ", "), ")"));
     }
   }
   return absl::OkStatus();
@@ -38,12 +39,45 @@ Candidate RandomCandidate(const SearchSpace& space, int64_t length, std::mt19937
   return c;
 }
 
-Candidate Mutate(const SearchSpace& space, const Candidate& c, std::mt19937_64& rng) {
+ActionWeights::ActionWeights(int32_t actions)
+    : tried_(static_cast<size_t>(actions), 0.0), changed_(static_cast<size_t>(actions), 0.0) {}
+
+void ActionWeights::Observe(const Candidate& requested, const Candidate& effective) {
+  for (Action a : requested) ++tried_[a];
+  for (Action a : effective) ++changed_[a];
+}
+
+Action ActionWeights::Draw(std::mt19937_64& rng) const {
+  double total = 0;
+  for (size_t a = 0; a < tried_.size(); ++a) total += (changed_[a] + 1) / (tried_[a] + 2);
+  double u = Uniform01(rng) * total;
+  for (size_t a = 0; a < tried_.size(); ++a) {
+    u -= (changed_[a] + 1) / (tried_[a] + 2);
+    if (u < 0) return static_cast<Action>(a);
+  }
+  return static_cast<Action>(tried_.size() - 1);
+}
+
+Candidate Mutate(const SearchSpace& space, const Candidate& c, std::mt19937_64& rng,
+                 const ActionWeights* weights) {
   const int64_t n = static_cast<int64_t>(c.size());
   Candidate out = c;
-  // Positions with more than one choice (a replace elsewhere would be the identity).
+  auto draw = [&](int64_t i) {
+    return weights != nullptr ? weights->Draw(rng)
+                              : static_cast<Action>(Uniform(rng, space.ChoicesAt(i)));
+  };
   auto replace = [&](int64_t i) {
     const int32_t choices = space.ChoicesAt(i);
+    if (weights != nullptr) {
+      // A few draws avoid the identity; then fall back to uniform.
+      for (int attempt = 0; attempt < 4; ++attempt) {
+        const Action v = weights->Draw(rng);
+        if (v != out[i]) {
+          out[i] = v;
+          return;
+        }
+      }
+    }
     Action v = static_cast<Action>(Uniform(rng, choices - 1));
     if (v >= out[i]) ++v;
     out[i] = v;
@@ -70,7 +104,7 @@ Candidate Mutate(const SearchSpace& space, const Candidate& c, std::mt19937_64& 
       break;
     case kInsert: {
       const int64_t i = Uniform(rng, n + 1);
-      out.insert(out.begin() + i, static_cast<Action>(Uniform(rng, space.ChoicesAt(i))));
+      out.insert(out.begin() + i, draw(i));
       break;
     }
     case kDelete:
@@ -100,6 +134,40 @@ Candidate Crossover(const SearchSpace& space, const Candidate& a, const Candidat
   out.insert(out.end(), b.begin() + j, b.end());
   if (static_cast<int64_t>(out.size()) > space.max_length) out.resize(space.max_length);
   return out;
+}
+
+std::optional<Grown> GrowRandomSequence(SearchContext& ctx, int64_t length) {
+  const int32_t actions = ctx.space().ChoicesAt(0);
+  length = std::min(length, ctx.space().max_length);
+  Grown grown;
+  grown.best_prefix_score = std::numeric_limits<double>::infinity();
+  std::vector<bool> noop(static_cast<size_t>(actions), false);
+  std::vector<Action> open;
+  bool stepped = false;  // at least one evaluation went through
+  while (static_cast<int64_t>(grown.candidate.size()) < length) {
+    open.clear();
+    for (Action a = 0; a < actions; ++a) {
+      if (!noop[a]) open.push_back(a);
+    }
+    if (open.empty()) break;  // a fixed point
+    Candidate next = grown.candidate;
+    next.push_back(open[Uniform(ctx.rng(), static_cast<int64_t>(open.size()))]);
+    std::optional<SearchContext::Evaluation> e = ctx.Evaluate(next);
+    if (!e) {
+      if (!stepped) return std::nullopt;
+      break;
+    }
+    stepped = true;
+    grown.best_prefix_score = std::min(grown.best_prefix_score, e->best_prefix_score);
+    if (e->effective.size() == grown.candidate.size()) {
+      noop[next.back()] = true;
+    } else {
+      grown.candidate = std::move(e->effective);
+      noop.assign(noop.size(), false);
+    }
+  }
+  if (!stepped) grown.best_prefix_score = ctx.initial_score();
+  return grown;
 }
 
 std::vector<Candidate> Neighbours(const SearchSpace& space, const Candidate& c) {

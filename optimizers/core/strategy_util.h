@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <initializer_list>
+#include <optional>
 #include <random>
 #include <string>
 #include <string_view>
@@ -40,14 +41,43 @@ double Param(const StrategyParams& params, const std::string& name, double fallb
 // A uniformly random configuration (fixed-length spaces) or a sequence of `length` actions.
 Candidate RandomCandidate(const SearchSpace& space, int64_t length, std::mt19937_64& rng);
 
+// How often each action changed the state in the sequences evaluated so far, to draw inserted and
+// replacing actions with probability proportional to (changed + 1) / (tried + 2): actions that
+// never do anything on this problem become rare (never impossible), which matters when most
+// actions are no-ops on most states, as most passes are on most modules.
+class ActionWeights {
+ public:
+  explicit ActionWeights(int32_t actions);
+  // `effective` is `requested` without its no-op steps.
+  void Observe(const Candidate& requested, const Candidate& effective);
+  Action Draw(std::mt19937_64& rng) const;
+
+ private:
+  std::vector<double> tried_;
+  std::vector<double> changed_;
+};
+
 // One random edit: replace (configurations); replace, insert, delete or swap adjacent
-// (sequences, within [0, max_length]). Returns the candidate unchanged only when no edit exists.
-Candidate Mutate(const SearchSpace& space, const Candidate& c, std::mt19937_64& rng);
+// (sequences, within [0, max_length]), new actions drawn from `weights` when given. Returns the
+// candidate unchanged only when no edit exists.
+Candidate Mutate(const SearchSpace& space, const Candidate& c, std::mt19937_64& rng,
+                 const ActionWeights* weights = nullptr);
 
 // Configurations: uniform crossover. Sequences: a head of `a` and a tail of `b` at independent
 // cut points, truncated to max_length.
 Candidate Crossover(const SearchSpace& space, const Candidate& a, const Candidate& b,
                     std::mt19937_64& rng);
+
+// Sequence problems with states: a random sequence of up to `length` actions built one
+// evaluation at a time, each action drawn among those not yet seen to be no-ops at that point
+// (each evaluation resumes from the previous prefix, so one step per action tried). Returns the
+// sequence without its no-ops and its best prefix score (the start's score for an empty one), or
+// nullopt when the budget could not cover the first step.
+struct Grown {
+  Candidate candidate;
+  double best_prefix_score = 0;
+};
+std::optional<Grown> GrowRandomSequence(SearchContext& ctx, int64_t length);
 
 // Every configuration differing from `c` at exactly one position, in position then value order.
 std::vector<Candidate> Neighbours(const SearchSpace& space, const Candidate& c);

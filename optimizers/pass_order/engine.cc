@@ -119,19 +119,26 @@ void Engine::Pin(const NodePtr& node) {
   }
 }
 
-Applied Engine::Fail(const NodePtr& from, int a, std::string message, const std::string& key) {
+void Engine::Record(const Node& from, int a, Transition t) {
+  transitions_[TransitionKey(from.fingerprint, a)] = std::move(t);
+}
+
+Applied Engine::Fail(const NodePtr& from, int a, std::string message) {
   ++stats_.failures;
   if (failures_.size() < kMaxRecordedFailures) {
-    failures_.push_back({names_[a], from->fingerprint, message});
+    failures_.push_back({names_[a], Fingerprint(*from), message});
   }
-  transitions_[key] = Transition{false, {}, message};
+  Record(*from, a, Transition{false, {}, message});
   return Applied{from, false, std::move(message)};
 }
 
 Applied Engine::Apply(const NodePtr& from, int a, bool exact) {
+  // Sources are fingerprinted, results only once they become sources: equal modules reached by
+  // different paths share their transitions, and the children a search scores and drops are
+  // never fingerprinted.
   const std::string& from_fingerprint = Fingerprint(*from);
-  const std::string key = TransitionKey(from_fingerprint, a);
-  if (auto it = transitions_.find(key); it != transitions_.end()) {
+  auto it = transitions_.find(TransitionKey(from_fingerprint, a));
+  if (it != transitions_.end()) {
     Transition& t = it->second;
     if (!t.changed) {
       ++stats_.cache_hits;
@@ -140,7 +147,7 @@ Applied Engine::Apply(const NodePtr& from, int a, bool exact) {
     if (NodePtr to = t.result.lock()) {
       ++stats_.cache_hits;
       if (exact && Fingerprint(*to) == from_fingerprint) {
-        t = Transition{};
+        Record(*from, a, Transition{});
         return Applied{from, false, ""};
       }
       Pin(to);
@@ -165,18 +172,18 @@ Applied Engine::Apply(const NodePtr& from, int a, bool exact) {
   } catch (const std::exception& e) {
     changed = absl::InternalError(absl::StrCat("exception: ", e.what()));
   }
-  if (!changed.ok()) return Fail(from, a, std::string(changed.status().message()), key);
+  if (!changed.ok()) return Fail(from, a, std::string(changed.status().message()));
   if (!*changed) {
     // Untouched (a pass reports no change only when there is none): reusable for the next pass.
     scratch_ = std::move(module);
     scratch_source_ = from;
-    transitions_[key] = Transition{};
+    Record(*from, a, Transition{});
     return Applied{from, false, ""};
   }
   if (options_.verify) {
     absl::Status verified = ir::VerifyModule(*module);
     if (!verified.ok()) {
-      return Fail(from, a, absl::StrCat("invalid result: ", verified.message()), key);
+      return Fail(from, a, absl::StrCat("invalid result: ", verified.message()));
     }
   }
   std::string fingerprint;
@@ -184,13 +191,13 @@ Applied Engine::Apply(const NodePtr& from, int a, bool exact) {
     ++stats_.fingerprints;
     fingerprint = ir::Fingerprint(*module);
     if (fingerprint == from_fingerprint) {
-      transitions_[key] = Transition{};
+      Record(*from, a, Transition{});
       return Applied{from, false, ""};
     }
   }
   NodePtr to = fingerprint.empty() ? nullptr : Lookup(fingerprint);
   if (to == nullptr) to = NewNode(std::move(module), std::move(fingerprint));
-  transitions_[key] = Transition{true, to, ""};
+  Record(*from, a, Transition{true, to, ""});
   return Applied{std::move(to), true, ""};
 }
 

@@ -68,12 +68,13 @@ class Engine {
   NodePtr NewNode(std::unique_ptr<ir::Module> module, std::string fingerprint);
   NodePtr Lookup(const std::string& fingerprint);
   void Pin(const NodePtr& node);
-  Applied Fail(const NodePtr& from, int a, std::string message, const std::string& key);
+  void Record(const Node& from, int a, Transition t);
+  Applied Fail(const NodePtr& from, int a, std::string message);
 
   PassOrderOptions options_;
   std::vector<std::unique_ptr<passes::Pass>> passes_;
   std::vector<std::string> names_;
-  std::unordered_map<std::string, Transition> transitions_;  // fingerprint '/' action
+  std::unordered_map<std::string, Transition> transitions_;  // "<fingerprint>/<action>"
   // Nodes by fingerprint (those whose fingerprint is known), to share equal modules.
   std::unordered_map<std::string, std::weak_ptr<const Node>> nodes_;
   // A copy of `scratch_source_` that a pass ran on and left unchanged: the next pass on the same

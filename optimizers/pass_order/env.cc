@@ -82,7 +82,8 @@ std::unique_ptr<PassOrderEnv> PassOrderEnv::Fork() const {
 std::vector<bool> PassOrderEnv::ActionMask() {
   std::vector<bool> mask(static_cast<size_t>(action_count()), false);
   if (node_ == nullptr) return mask;
-  for (int a = 0; a < action_count(); ++a) mask[a] = engine_->Apply(node_, a, /*exact=*/true).changed;
+  for (int a = 0; a < action_count(); ++a)
+    mask[a] = engine_->Apply(node_, a, /*exact=*/true).changed;
   return mask;
 }
 

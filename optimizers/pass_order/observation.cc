@@ -25,8 +25,8 @@ enum Family {
   kBroadcast,
   kReshape,  // reshape, bitcast, dynamic-reshape
   kTranspose,
-  kSlice,        // slice, dynamic-slice, dynamic-update-slice
-  kConcatPad,    // concatenate, pad
+  kSlice,      // slice, dynamic-slice, dynamic-update-slice
+  kConcatPad,  // concatenate, pad
   kGatherScatter,
   kDot,
   kConvolution,
@@ -45,14 +45,31 @@ enum Family {
   kFamilyCount
 };
 
-constexpr const char* kFamilyNames[kFamilyCount] = {
-    "constant",     "elementwise_unary", "elementwise_binary", "elementwise_other",
-    "convert",      "broadcast",         "reshape",            "transpose",
-    "slice",        "concatenate_pad",   "gather_scatter",     "dot",
-    "convolution",  "reduce",            "reduce_window",      "tuple",
-    "get_tuple_element", "call",         "while",              "conditional",
-    "custom_call",  "collective",        "other_side_effect",  "iota",
-    "other"};
+constexpr const char* kFamilyNames[kFamilyCount] = {"constant",
+                                                    "elementwise_unary",
+                                                    "elementwise_binary",
+                                                    "elementwise_other",
+                                                    "convert",
+                                                    "broadcast",
+                                                    "reshape",
+                                                    "transpose",
+                                                    "slice",
+                                                    "concatenate_pad",
+                                                    "gather_scatter",
+                                                    "dot",
+                                                    "convolution",
+                                                    "reduce",
+                                                    "reduce_window",
+                                                    "tuple",
+                                                    "get_tuple_element",
+                                                    "call",
+                                                    "while",
+                                                    "conditional",
+                                                    "custom_call",
+                                                    "collective",
+                                                    "other_side_effect",
+                                                    "iota",
+                                                    "other"};
 
 Family FamilyOf(const ir::Instruction& instr) {
   const Opcode op = instr.opcode();
@@ -139,12 +156,25 @@ enum Extra {
   kExtraCount
 };
 
-constexpr const char* kExtraNames[kExtraCount] = {
-    "edges",          "dead_ops",           "one_user_ops",       "multi_user_ops",
-    "max_operands",   "max_users",          "mean_operands",      "critical_path",
-    "scalar_results", "rank1_results",      "rank2_results",      "rank3plus_results",
-    "tuple_results",  "float_results",      "integer_results",    "pred_results",
-    "log2_total_elements", "log2_max_elements", "log2_total_bytes"};
+constexpr const char* kExtraNames[kExtraCount] = {"edges",
+                                                  "dead_ops",
+                                                  "one_user_ops",
+                                                  "multi_user_ops",
+                                                  "max_operands",
+                                                  "max_users",
+                                                  "mean_operands",
+                                                  "critical_path",
+                                                  "scalar_results",
+                                                  "rank1_results",
+                                                  "rank2_results",
+                                                  "rank3plus_results",
+                                                  "tuple_results",
+                                                  "float_results",
+                                                  "integer_results",
+                                                  "pred_results",
+                                                  "log2_total_elements",
+                                                  "log2_max_elements",
+                                                  "log2_total_bytes"};
 
 constexpr int kHead = 4;  // op_count, computations, entry_ops, entry_parameters
 
@@ -179,8 +209,8 @@ std::vector<int64_t> OpcodeHistogram(const ir::Module& module) {
 
 const std::vector<std::string>& GraphFeatureNames() {
   static const std::vector<std::string>* const names = [] {
-    auto* v = new std::vector<std::string>{"op_count", "computations", "entry_ops",
-                                           "entry_parameters"};
+    auto* v =
+        new std::vector<std::string>{"op_count", "computations", "entry_ops", "entry_parameters"};
     for (const char* f : kFamilyNames) v->push_back(std::string("ops_") + f);
     for (const char* e : kExtraNames) v->push_back(e);
     return v;
@@ -217,9 +247,10 @@ std::vector<double> GraphFeatures(const ir::Module& module) {
       const ir::Shape& shape = instr->shape();
       if (shape.IsArray()) {
         const int64_t rank = shape.rank();
-        ++extra[rank == 0 ? kScalarResults
-                          : rank == 1 ? kRank1Results
-                                      : rank == 2 ? kRank2Results : kRank3PlusResults];
+        ++extra[rank == 0   ? kScalarResults
+                : rank == 1 ? kRank1Results
+                : rank == 2 ? kRank2Results
+                            : kRank3PlusResults];
         const ir::PrimitiveType t = shape.element_type();
         if (t == ir::PrimitiveType::kPred) {
           ++extra[kPredResults];

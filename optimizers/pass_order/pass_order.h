@@ -38,7 +38,7 @@ struct PassOrderOptions {
   // Verify every module a pass changed; an invalid result counts as a failed pass.
   bool verify = true;
   // Modules kept for reuse by the transition cache, in instructions (about 1.9 KB each).
-  int64_t cache_instructions = 500'000;
+  int64_t cache_instructions = 300'000;
 };
 
 // A pass that returned an error (or an invalid module): the step was a no-op.
@@ -49,11 +49,11 @@ struct PassFailure {
 };
 
 struct PassOrderStats {
-  int64_t pass_runs = 0;      // passes actually run
-  int64_t clones = 0;         // module copies made for them
-  int64_t fingerprints = 0;   // structural fingerprints computed
-  int64_t cache_hits = 0;     // steps answered by the transition cache
-  int64_t failures = 0;       // runs that failed or produced an invalid module
+  int64_t pass_runs = 0;     // passes actually run
+  int64_t clones = 0;        // module copies made for them
+  int64_t fingerprints = 0;  // structural fingerprints computed
+  int64_t cache_hits = 0;    // steps answered by the transition cache
+  int64_t failures = 0;      // runs that failed or produced an invalid module
   int64_t distinct_modules = 0;
 };
 
@@ -100,6 +100,7 @@ class PassOrderEnv {
   const std::vector<int>& actions_taken() const { return taken_; }
   const std::vector<PassFailure>& episode_failures() const { return failures_; }
 
+  // The current module and its observation; valid after Reset.
   const ir::Module& module() const;
   const Observation& observation() const;
   double initial_score() const { return initial_score_; }

@@ -54,8 +54,8 @@ absl::StatusOr<std::unique_ptr<PassOrderProblem>> PassOrderProblem::Create(
       new PassOrderProblem(*std::move(engine), *std::move(root), options.episode_length));
 }
 
-PassOrderProblem::PassOrderProblem(std::shared_ptr<internal::Engine> engine,
-                                   internal::NodePtr root, int64_t episode_length)
+PassOrderProblem::PassOrderProblem(std::shared_ptr<internal::Engine> engine, internal::NodePtr root,
+                                   int64_t episode_length)
     : engine_(std::move(engine)), root_(std::move(root)), episode_length_(episode_length) {}
 
 PassOrderProblem::~PassOrderProblem() = default;
@@ -80,16 +80,15 @@ std::unique_ptr<State> PassOrderProblem::NewState() {
 int64_t PassOrderProblem::PrefixCacheCapacity() const {
   // Cached prefixes pin their modules; keep them to a share of the module cache's memory.
   const int64_t per_state = std::max<int64_t>(root_->instructions, 1);
-  return std::clamp(engine_->cache_instructions() / kPrefixCacheShare / per_state,
-                    kMinPrefixStates, kMaxPrefixStates);
+  return std::clamp(engine_->cache_instructions() / kPrefixCacheShare / per_state, kMinPrefixStates,
+                    kMaxPrefixStates);
 }
 
 std::vector<std::pair<std::string, int64_t>> PassOrderProblem::Stats() const {
   const PassOrderStats s = engine_->stats();
-  return {{"pass_runs", s.pass_runs},
-          {"cache_hits", s.cache_hits},
-          {"pass_failures", s.failures},
-          {"distinct_modules", s.distinct_modules}};
+  return {{"pass_runs", s.pass_runs},       {"clones", s.clones},
+          {"fingerprints", s.fingerprints}, {"cache_hits", s.cache_hits},
+          {"pass_failures", s.failures},    {"distinct_modules", s.distinct_modules}};
 }
 
 const std::vector<std::string>& PassOrderProblem::action_names() const {

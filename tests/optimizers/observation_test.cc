@@ -1,5 +1,7 @@
 // The op count, opcode histogram and feature vector on hand-written modules, and the stability of
 // the feature order.
+#include "optimizers/pass_order/observation.h"
+
 #include <numeric>
 #include <set>
 #include <string>
@@ -9,7 +11,6 @@
 #include "ir/fingerprint.h"
 #include "ir/hlo_parser.h"
 #include "ir/opcode.h"
-#include "optimizers/pass_order/observation.h"
 #include "tests/support/corpus.h"
 
 namespace mltune::opt::pass_order {
@@ -109,17 +110,54 @@ TEST(OpcodeHistogramTest, CountsEachOpOnceAndSumsToTheOpCount) {
 TEST(GraphFeaturesTest, NamesAreFixedAndOrdered) {
   // Append-only: a model trained on these features keeps its indices. Update docs/search.md
   // together with this list.
-  const std::vector<std::string> expected = {
-      "op_count", "computations", "entry_ops", "entry_parameters", "ops_constant",
-      "ops_elementwise_unary", "ops_elementwise_binary", "ops_elementwise_other", "ops_convert",
-      "ops_broadcast", "ops_reshape", "ops_transpose", "ops_slice", "ops_concatenate_pad",
-      "ops_gather_scatter", "ops_dot", "ops_convolution", "ops_reduce", "ops_reduce_window",
-      "ops_tuple", "ops_get_tuple_element", "ops_call", "ops_while", "ops_conditional",
-      "ops_custom_call", "ops_collective", "ops_other_side_effect", "ops_iota", "ops_other",
-      "edges", "dead_ops", "one_user_ops", "multi_user_ops", "max_operands", "max_users",
-      "mean_operands", "critical_path", "scalar_results", "rank1_results", "rank2_results",
-      "rank3plus_results", "tuple_results", "float_results", "integer_results", "pred_results",
-      "log2_total_elements", "log2_max_elements", "log2_total_bytes"};
+  const std::vector<std::string> expected = {"op_count",
+                                             "computations",
+                                             "entry_ops",
+                                             "entry_parameters",
+                                             "ops_constant",
+                                             "ops_elementwise_unary",
+                                             "ops_elementwise_binary",
+                                             "ops_elementwise_other",
+                                             "ops_convert",
+                                             "ops_broadcast",
+                                             "ops_reshape",
+                                             "ops_transpose",
+                                             "ops_slice",
+                                             "ops_concatenate_pad",
+                                             "ops_gather_scatter",
+                                             "ops_dot",
+                                             "ops_convolution",
+                                             "ops_reduce",
+                                             "ops_reduce_window",
+                                             "ops_tuple",
+                                             "ops_get_tuple_element",
+                                             "ops_call",
+                                             "ops_while",
+                                             "ops_conditional",
+                                             "ops_custom_call",
+                                             "ops_collective",
+                                             "ops_other_side_effect",
+                                             "ops_iota",
+                                             "ops_other",
+                                             "edges",
+                                             "dead_ops",
+                                             "one_user_ops",
+                                             "multi_user_ops",
+                                             "max_operands",
+                                             "max_users",
+                                             "mean_operands",
+                                             "critical_path",
+                                             "scalar_results",
+                                             "rank1_results",
+                                             "rank2_results",
+                                             "rank3plus_results",
+                                             "tuple_results",
+                                             "float_results",
+                                             "integer_results",
+                                             "pred_results",
+                                             "log2_total_elements",
+                                             "log2_max_elements",
+                                             "log2_total_bytes"};
   EXPECT_EQ(GraphFeatureNames(), expected);
   std::unique_ptr<ir::Module> m = Parse(kModule);
   ASSERT_NE(m, nullptr);

@@ -73,8 +73,7 @@ TEST(PassOrderEnvTest, ActionSpaceDefaultsToEveryRegisteredPassSorted) {
   EXPECT_EQ(env->action_names(), passes::Registry::Global().Names());
   EXPECT_EQ(env->action_count(), static_cast<int>(env->action_names().size()));
   EXPECT_EQ(env->action_index("dce"), static_cast<int>(std::find(env->action_names().begin(),
-                                                                 env->action_names().end(),
-                                                                 "dce") -
+                                                                 env->action_names().end(), "dce") -
                                                        env->action_names().begin()));
   EXPECT_EQ(env->action_index("no-such-pass"), -1);
   EXPECT_FALSE(PassOrderEnv::Create(WithPasses({"no-such-pass"})).ok());
@@ -343,8 +342,7 @@ TEST(PassOrderEnvTest, SearchSurvivesFailingPasses) {
 TEST(PassOrderEnvTest, CostModelReplacesTheOpCountAsScore) {
   // Counts only multiplies: dce and cse do not help it, algsimp does.
   ScoreFn multiplies = [](const ir::Module& module) {
-    return static_cast<double>(
-        OpcodeHistogram(module)[static_cast<size_t>(ir::Opcode::kMultiply)]);
+    return static_cast<double>(OpcodeHistogram(module)[static_cast<size_t>(ir::Opcode::kMultiply)]);
   };
   PassOrderOptions options = WithPasses({"cse", "dce", "algsimp"});
   options.cost_model = multiplies;

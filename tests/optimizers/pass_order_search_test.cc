@@ -115,7 +115,8 @@ TEST(PassOrderSearchTest, TheRedundantModuleIsFullyCleaned) {
     std::unique_ptr<PassOrderProblem> problem = MakeProblem(*m);
     const Result r = MustSearch(name, *problem, 400, 1);
     // cse + dce + algsimp leave negate, add (or multiply by 2) and the root: at most 3 ops.
-    EXPECT_LE(r.best_score, 3) << name << ": " << ::testing::PrintToString(problem->PassNames(r.best));
+    EXPECT_LE(r.best_score, 3) << name << ": "
+                               << ::testing::PrintToString(problem->PassNames(r.best));
   }
 }
 
@@ -163,6 +164,32 @@ TEST(PassOrderSearchTest, ProblemReportsNamesAndCounters) {
     if (name == "pass_runs") has_runs = value > 0;
   }
   EXPECT_TRUE(has_runs);
+}
+
+// Every strategy on every corpus module of modest size, with a small budget: no crash, the best
+// module verifies and has at most the input's op count. Catches passes that fail or misbehave on
+// real inputs as they land (failures must be recorded no-ops, never errors).
+TEST(PassOrderSearchTest, CorpusSweep) {
+  const std::vector<std::string> files = mltune::testing::CorpusFiles();
+  if (files.empty()) GTEST_SKIP() << mltune::testing::kNoCorpusMessage;
+  int searched = 0;
+  for (const std::string& path : files) {
+    absl::StatusOr<std::unique_ptr<ir::Module>> m = ir::ParseHloFile(path);
+    if (!m.ok() || (*m)->instruction_count() > 700 || !ir::VerifyModule(**m).ok()) continue;
+    for (const std::string& name : StrategyRegistry::Global().Names()) {
+      SCOPED_TRACE(path + " / " + name);
+      std::unique_ptr<PassOrderProblem> problem = MakeProblem(**m);
+      ASSERT_NE(problem, nullptr);
+      const Result r = MustSearch(name, *problem, 60, 3);
+      EXPECT_LE(r.best_score, r.initial_score);
+      std::unique_ptr<ir::Module> best = problem->Apply(r.best);
+      absl::Status verified = ir::VerifyModule(*best);
+      EXPECT_TRUE(verified.ok()) << verified;
+      EXPECT_EQ(static_cast<double>(OpCount(*best)), r.best_score);
+      ++searched;
+    }
+  }
+  EXPECT_GT(searched, 0);
 }
 
 }  // namespace

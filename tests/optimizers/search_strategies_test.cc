@@ -124,19 +124,18 @@ void ExpectValidTrace(const Result& r, const Budget& budget) {
 }
 
 TEST(StrategyRegistryTest, ListsTheFiveStrategies) {
-  EXPECT_EQ(AllStrategies(), (std::vector<std::string>{"annealing", "beam", "evolutionary",
-                                                        "greedy", "random"}));
+  EXPECT_EQ(AllStrategies(),
+            (std::vector<std::string>{"annealing", "beam", "evolutionary", "greedy", "random"}));
   for (const std::string& name : AllStrategies()) {
     EXPECT_FALSE(StrategyRegistry::Global().Description(name).empty()) << name;
   }
 }
 
 TEST(StrategyRegistryTest, RejectsUnknownNamesAndParameters) {
-  EXPECT_EQ(StrategyRegistry::Global().Create("nope").status().code(),
-            absl::StatusCode::kNotFound);
+  EXPECT_EQ(StrategyRegistry::Global().Create("nope").status().code(), absl::StatusCode::kNotFound);
   EXPECT_EQ(StrategyRegistry::Global().Create("beam", {{"widht", 3}}).status().code(),
             absl::StatusCode::kInvalidArgument);
-  EXPECT_EQ(StrategyRegistry::Global().Create("beam", {{"width", 0}}).status().code(),
+  EXPECT_EQ(StrategyRegistry::Global().Create("beam", {{"width", -1}}).status().code(),
             absl::StatusCode::kInvalidArgument);
   EXPECT_TRUE(StrategyRegistry::Global().Create("beam", {{"width", 8}}).ok());
   EXPECT_TRUE(StrategyRegistry::Global().Create("evolutionary", {{"population", 4}}).ok());
@@ -189,6 +188,24 @@ TEST(StrategyTest, EveryStrategyFindsTheBestConfiguration) {
       ExpectValidTrace(r, budget);
       EXPECT_EQ(problem.evaluations, r.steps) << name;
     }
+  }
+}
+
+TEST(StrategyTest, NonDefaultParametersWork) {
+  const std::vector<std::pair<std::string, StrategyParams>> cases = {
+      {"beam", {{"width", 1}}},
+      {"beam", {{"width", 16}}},
+      {"annealing", {{"init_length", 0}}},
+      {"annealing", {{"t_start", 0.5}, {"t_end", 0.5}}},
+      {"evolutionary", {{"population", 2}, {"tournament", 1}}},
+      {"evolutionary", {{"crossover_rate", 0}, {"init_length", 1}}},
+  };
+  for (const auto& [name, params] : cases) {
+    TargetProblem problem;
+    const Budget budget{20000, 0};
+    const Result r = MustSearch(name, problem, budget, 4, params);
+    EXPECT_EQ(r.best, kTarget) << name << " " << ::testing::PrintToString(params);
+    ExpectValidTrace(r, budget);
   }
 }
 
@@ -268,8 +285,8 @@ TEST(SearchContextTest, EvaluationsResumeFromCachedPrefixes) {
   EXPECT_EQ(s.evaluations[1].steps, 1);  // resumes after {2, 0}
   EXPECT_EQ(s.evaluations[2].steps, 3);  // {2, 4} is new (a no-op step, charged)...
   EXPECT_EQ(s.evaluations[2].effective, (Candidate{2, 0, 3}));  // ...and dropped
-  EXPECT_EQ(s.evaluations[3].steps, 1);  // resumes after {2, 0, 3}
-  EXPECT_EQ(s.evaluations[4].steps, 0);  // fully cached
+  EXPECT_EQ(s.evaluations[3].steps, 1);                         // resumes after {2, 0, 3}
+  EXPECT_EQ(s.evaluations[4].steps, 0);                         // fully cached
   EXPECT_EQ(s.evaluations[5].steps, 1);
   EXPECT_EQ(s.evaluations[3].score, 0);
   EXPECT_EQ(s.evaluations[0].best_prefix_score, 2);  // {2, 0}
