@@ -92,13 +92,7 @@ class HloConstantFolding : public Pass {
 
   absl::StatusOr<bool> Run(ir::Module& module) override {
     foldable_computation_.clear();
-    std::unordered_map<const Computation*, bool> fusion_computation;
-    for (Computation* c : module.computations()) {
-      for (Instruction* i : c->instructions()) {
-        if (i->opcode() != Opcode::kFusion) continue;
-        for (Computation* callee : i->called_computations()) fusion_computation[callee] = true;
-      }
-    }
+    const std::unordered_set<const Computation*> fusion_computation = FusionComputations(module);
     bool changed = false;
     for (Computation* c : module.computations()) {
       if (fusion_computation.count(c)) continue;

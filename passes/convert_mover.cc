@@ -167,13 +167,7 @@ class ConvertMover : public Pass {
   std::string_view name() const override { return "convert-mover"; }
 
   absl::StatusOr<bool> Run(ir::Module& module) override {
-    std::unordered_set<const Computation*> fused;
-    for (Computation* c : module.computations()) {
-      for (Instruction* i : c->instructions()) {
-        if (i->opcode() != Opcode::kFusion) continue;
-        for (Computation* callee : i->called_computations()) fused.insert(callee);
-      }
-    }
+    const std::unordered_set<const Computation*> fused = FusionComputations(module);
     bool changed = false;
     for (Computation* c : module.computations()) {
       if (fused.count(c)) continue;

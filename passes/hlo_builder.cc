@@ -109,6 +109,17 @@ Instruction* MakeSlice(ir::Computation& c, Instruction* operand,
   return i;
 }
 
+std::unordered_set<const ir::Computation*> FusionComputations(const ir::Module& module) {
+  std::unordered_set<const ir::Computation*> fused;
+  for (const ir::Computation* c : module.computations()) {
+    for (const Instruction* i : c->instructions()) {
+      if (i->opcode() != Opcode::kFusion) continue;
+      for (const ir::Computation* callee : i->called_computations()) fused.insert(callee);
+    }
+  }
+  return fused;
+}
+
 bool ReplaceInstruction(Instruction* old, Instruction* replacement) {
   old->ReplaceAllUsesWith(replacement);
   if (old->user_count() == 0 && !old->HasSideEffect() && old->parent()->root() != old &&

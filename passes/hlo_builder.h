@@ -6,6 +6,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <unordered_set>
 #include <vector>
 
 #include "ir/computation.h"
@@ -33,8 +34,7 @@ ir::Instruction* MakeReshape(ir::Computation& c, ir::Instruction* operand,
                              const std::vector<int64_t>& dims);
 ir::Instruction* MakeTranspose(ir::Computation& c, ir::Instruction* operand,
                                const std::vector<int64_t>& permutation);
-ir::Instruction* MakeConvert(ir::Computation& c, ir::Instruction* operand,
-                             ir::PrimitiveType type);
+ir::Instruction* MakeConvert(ir::Computation& c, ir::Instruction* operand, ir::PrimitiveType type);
 // Elementwise binary op; the result has lhs's dimensions (pred for compare).
 ir::Instruction* MakeBinary(ir::Computation& c, ir::Opcode opcode, ir::Instruction* lhs,
                             ir::Instruction* rhs);
@@ -45,6 +45,10 @@ ir::Instruction* MakeGetTupleElement(ir::Computation& c, ir::Instruction* tuple,
 ir::Instruction* MakeTuple(ir::Computation& c, const std::vector<ir::Instruction*>& elements);
 ir::Instruction* MakeSlice(ir::Computation& c, ir::Instruction* operand,
                            const std::vector<ir::SliceDim>& slice);
+
+// The computations that are bodies of fusion instructions. Passes leave them to the fusion
+// emitter, as XLA's passes skip fusion computations.
+std::unordered_set<const ir::Computation*> FusionComputations(const ir::Module& module);
 
 // Replaces `old` by `replacement` everywhere (users and root) and removes `old` if it is then
 // dead and side-effect free. Returns true (so passes can `changed |= Replace(...)`).

@@ -147,13 +147,7 @@ class TransposeFolding : public Pass {
   static constexpr int kMaxRounds = 16;
 
   static bool FoldOnce(ir::Module& module) {
-    std::unordered_set<const Computation*> fused;
-    for (Computation* c : module.computations()) {
-      for (Instruction* i : c->instructions()) {
-        if (i->opcode() != Opcode::kFusion) continue;
-        for (Computation* callee : i->called_computations()) fused.insert(callee);
-      }
-    }
+    const std::unordered_set<const Computation*> fused = FusionComputations(module);
     std::vector<std::pair<Instruction*, std::vector<int64_t>>> dots, convolutions;
     for (Computation* c : module.computations()) {
       if (fused.count(c)) continue;

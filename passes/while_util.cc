@@ -551,13 +551,7 @@ LiveInResult MakeInstructionsLiveIn(Instruction* while_op,
 }
 
 std::vector<Computation*> NonFusionComputations(const ir::Module& module) {
-  std::unordered_set<const Computation*> fused;
-  for (const Computation* c : module.computations()) {
-    for (const Instruction* i : c->instructions()) {
-      if (i->opcode() != Opcode::kFusion) continue;
-      for (const Computation* callee : i->called_computations()) fused.insert(callee);
-    }
-  }
+  const std::unordered_set<const Computation*> fused = FusionComputations(module);
   std::vector<Computation*> out;
   for (Computation* c : module.MakeComputationPostOrder()) {
     if (!fused.count(c)) out.push_back(c);

@@ -30,13 +30,7 @@ class ZeroSizedHloElimination : public Pass {
   std::string_view name() const override { return "zero_sized_hlo_elimination"; }
 
   absl::StatusOr<bool> Run(ir::Module& module) override {
-    std::unordered_set<const Computation*> fusion_computations;
-    for (Computation* c : module.computations()) {
-      for (Instruction* i : c->instructions()) {
-        if (i->opcode() != Opcode::kFusion) continue;
-        for (Computation* callee : i->called_computations()) fusion_computations.insert(callee);
-      }
-    }
+    const std::unordered_set<const Computation*> fusion_computations = FusionComputations(module);
     bool changed = false;
     for (Computation* c : module.computations()) {
       if (fusion_computations.count(c)) continue;
