@@ -83,7 +83,8 @@ int RunOpt(const OptCommand& cmd, std::ostream& out, std::ostream& err) {
     err << "error: " << pipeline.status().message() << "\n";
     return 1;
   }
-  std::unique_ptr<ir::Module> original = module->Clone();
+  // The untouched module is only needed to compare results.
+  std::unique_ptr<ir::Module> original = cmd.verify ? module->Clone() : nullptr;
   const int64_t before = opt::pass_order::OpCount(*module);
   const auto start = Clock::now();
   absl::StatusOr<bool> changed = (*pipeline)->Run(*module);
