@@ -9,6 +9,7 @@
 #include <string_view>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 #include "ir/hlo_printer.h"
 #include "tests/passes/pass_corpus_sweep.h"
@@ -88,13 +89,15 @@ const ir::Instruction* FindWhile(const ir::Module& m) {
 // ---------------------------------------------------------------------------------------------
 // simplify-while-loops
 
-TEST(WhileLoopSimplifierTest, RemovesLoopWithTripCountZero) {
-  Rewrite r = RunAndCheck("simplify-while-loops", R"(
+// A loop that squares x `trip_count` times, counting i from 0.
+std::string SquaringLoop(int trip_count) {
+  return absl::StrCat(R"(
 HloModule m
 cond {
   p = (s32[], f32[4]) parameter(0)
   i = s32[] get-tuple-element(p), index=0
-  n = s32[] constant(0)
+  n = s32[] constant()",
+                      trip_count, R"()
   ROOT lt = pred[] compare(i, n), direction=LT
 }
 body {
@@ -114,6 +117,10 @@ ENTRY e {
   ROOT r = f32[4] get-tuple-element(w), index=1
 }
 )");
+}
+
+TEST(WhileLoopSimplifierTest, RemovesLoopWithTripCountZero) {
+  Rewrite r = RunAndCheck("simplify-while-loops", SquaringLoop(0));
   ASSERT_NE(r.after, nullptr);
   EXPECT_TRUE(r.changed);
   EXPECT_EQ(CountOpcode(*r.after, Opcode::kWhile), 0);
@@ -122,31 +129,7 @@ ENTRY e {
 }
 
 TEST(WhileLoopSimplifierTest, InlinesLoopWithTripCountOne) {
-  Rewrite r = RunAndCheck("simplify-while-loops", R"(
-HloModule m
-cond {
-  p = (s32[], f32[4]) parameter(0)
-  i = s32[] get-tuple-element(p), index=0
-  n = s32[] constant(1)
-  ROOT lt = pred[] compare(i, n), direction=LT
-}
-body {
-  p = (s32[], f32[4]) parameter(0)
-  i = s32[] get-tuple-element(p), index=0
-  one = s32[] constant(1)
-  i1 = s32[] add(i, one)
-  x = f32[4] get-tuple-element(p), index=1
-  x2 = f32[4] multiply(x, x)
-  ROOT t = (s32[], f32[4]) tuple(i1, x2)
-}
-ENTRY e {
-  x = f32[4] parameter(0)
-  zero = s32[] constant(0)
-  init = (s32[], f32[4]) tuple(zero, x)
-  w = (s32[], f32[4]) while(init), condition=cond, body=body
-  ROOT r = f32[4] get-tuple-element(w), index=1
-}
-)");
+  Rewrite r = RunAndCheck("simplify-while-loops", SquaringLoop(1));
   ASSERT_NE(r.after, nullptr);
   EXPECT_TRUE(r.changed);
   EXPECT_EQ(CountOpcode(*r.after, Opcode::kWhile), 0);
