@@ -40,6 +40,7 @@ struct OptCommand {
   std::vector<std::string> passes;  // explicit pass names, in order
   std::string output;               // write the optimized module here ("" = don't)
   bool verify = false;              // evaluate before and after and report the difference
+  bool time_passes = false;         // print each pass's total time and change count
 };
 // `mltune opt`: runs a default pipeline or a pass list; prints op counts before and after.
 int RunOpt(const OptCommand& cmd, std::ostream& out, std::ostream& err);

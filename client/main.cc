@@ -50,6 +50,8 @@ int main(int argc, char** argv) {
   opt_cmd->add_option("-o,--output", opt.output, "Write the optimized module here");
   opt_cmd->add_flag("--verify", opt.verify,
                     "Evaluate before and after on random inputs; report the largest difference");
+  opt_cmd->add_flag("--time-passes", opt.time_passes,
+                    "Print the time and change count of every pass, slowest first");
 
   SearchCommand search;
   auto* search_cmd = app.add_subcommand(

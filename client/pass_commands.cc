@@ -1,6 +1,8 @@
 // `mltune passes` and `mltune opt`: the pass library and running pipelines on a file.
+#include <algorithm>
 #include <chrono>
 #include <fstream>
+#include <optional>
 #include <ostream>
 
 #include "absl/strings/str_cat.h"
@@ -73,6 +75,22 @@ absl::StatusOr<std::unique_ptr<passes::Pipeline>> BuildPipeline(const OptCommand
   return p;
 }
 
+// Slowest first, as LLVM's -time-passes prints them.
+void PrintPassTimings(const passes::PassTimings& timings, std::ostream& out) {
+  std::vector<std::pair<std::string, passes::PassTimings::Entry>> rows(timings.by_pass.begin(),
+                                                                       timings.by_pass.end());
+  std::sort(rows.begin(), rows.end(),
+            [](const auto& a, const auto& b) { return a.second.seconds > b.second.seconds; });
+  double total = 0;
+  for (const auto& row : rows) total += row.second.seconds;
+  out << absl::StrFormat("%-36s %6s %8s %10s %6s\n", "pass", "runs", "changed", "ms", "%");
+  for (const auto& [name, e] : rows) {
+    out << absl::StrFormat("%-36s %6d %8d %10.2f %5.1f%%\n", name, e.runs, e.changed,
+                           1e3 * e.seconds, total > 0 ? 100 * e.seconds / total : 0.0);
+  }
+  out << absl::StrFormat("%-36s %6s %8s %10.2f\n", "total", "", "", 1e3 * total);
+}
+
 }  // namespace
 
 int RunOpt(const OptCommand& cmd, std::ostream& out, std::ostream& err) {
@@ -86,8 +104,13 @@ int RunOpt(const OptCommand& cmd, std::ostream& out, std::ostream& err) {
   // The untouched module is only needed to compare results.
   std::unique_ptr<ir::Module> original = cmd.verify ? module->Clone() : nullptr;
   const int64_t before = opt::pass_order::OpCount(*module);
+  passes::PassTimings timings;
   const auto start = Clock::now();
-  absl::StatusOr<bool> changed = (*pipeline)->Run(*module);
+  absl::StatusOr<bool> changed = [&] {
+    std::optional<passes::ScopedPassTimings> scope;
+    if (cmd.time_passes) scope.emplace(&timings);
+    return (*pipeline)->Run(*module);
+  }();
   const double ms = std::chrono::duration<double, std::milli>(Clock::now() - start).count();
   if (!changed.ok()) {
     err << "error: " << cmd.file << ": " << changed.status().message() << "\n";
@@ -101,6 +124,7 @@ int RunOpt(const OptCommand& cmd, std::ostream& out, std::ostream& err) {
   const int64_t after = opt::pass_order::OpCount(*module);
   out << absl::StrFormat("%s: op count %d -> %d (%+.1f%%) in %.1f ms\n", module->name(), before,
                          after, before ? 100.0 * (after - before) / before : 0.0, ms);
+  if (cmd.time_passes) PrintPassTimings(timings, out);
   if (cmd.verify) {
     constexpr int kSeeds = 3;
     double max_abs = 0, max_rel = 0;

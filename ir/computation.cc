@@ -21,8 +21,24 @@ Instruction* Computation::AddInstruction(std::unique_ptr<Instruction> instr) {
       params_[n] = raw;
     }
   }
+  slots();  // indices are only stable once the list is compact
+  raw->index_in_parent_ = static_cast<int64_t>(instructions_.size());
   instructions_.push_back(std::move(instr));
   return raw;
+}
+
+const std::vector<std::unique_ptr<Instruction>>& Computation::slots() const {
+  if (removed_slots_ == 0) return instructions_;
+  size_t out = 0;
+  for (size_t in = 0; in < instructions_.size(); ++in) {
+    if (instructions_[in] == nullptr) continue;
+    instructions_[in]->index_in_parent_ = static_cast<int64_t>(out);
+    if (out != in) instructions_[out] = std::move(instructions_[in]);
+    ++out;
+  }
+  instructions_.resize(out);
+  removed_slots_ = 0;
+  return instructions_;
 }
 
 absl::Status Computation::RemoveInstruction(Instruction* instr) {
@@ -33,9 +49,9 @@ absl::Status Computation::RemoveInstruction(Instruction* instr) {
     return absl::FailedPreconditionError(
         absl::StrCat("cannot remove ", instr->name(), ": it still has users"));
   }
-  auto it = std::find_if(instructions_.begin(), instructions_.end(),
-                         [&](const auto& p) { return p.get() == instr; });
-  if (it == instructions_.end()) {
+  const int64_t slot = instr->index_in_parent_;
+  if (instr->parent_ != this || slot < 0 || slot >= static_cast<int64_t>(instructions_.size()) ||
+      instructions_[slot].get() != instr) {
     return absl::NotFoundError(absl::StrCat(instr->name(), " is not in ", name_));
   }
   instr->ClearOperands();
@@ -44,7 +60,8 @@ absl::Status Computation::RemoveInstruction(Instruction* instr) {
     std::replace(params_.begin(), params_.end(), instr, static_cast<Instruction*>(nullptr));
     while (!params_.empty() && params_.back() == nullptr) params_.pop_back();
   }
-  instructions_.erase(it);
+  instructions_[slot].reset();
+  ++removed_slots_;
   return absl::OkStatus();
 }
 
@@ -55,7 +72,7 @@ int64_t Computation::RemoveDeadInstructions() {
     if (i != nullptr && live.insert(i).second) stack.push_back(i);
   };
   mark(root_);
-  for (const auto& i : instructions_) {
+  for (const auto& i : slots()) {
     if (i->opcode() == Opcode::kParameter || i->HasSideEffect()) mark(i.get());
   }
   while (!stack.empty()) {
@@ -78,30 +95,34 @@ int64_t Computation::RemoveDeadInstructions() {
 
 std::vector<Instruction*> Computation::instructions() const {
   std::vector<Instruction*> out;
-  out.reserve(instructions_.size());
+  out.reserve(slots().size());
   for (const auto& i : instructions_) out.push_back(i.get());
   return out;
 }
 
 std::vector<Instruction*> Computation::MakePostOrder() const {
   // Iterative DFS from every instruction in insertion order, so unreachable ones appear too.
+  const auto& all = slots();
   std::vector<Instruction*> order;
-  order.reserve(instructions_.size());
-  std::unordered_set<const Instruction*> visited;
+  order.reserve(all.size());
+  std::vector<uint8_t> visited(all.size(), 0);
+  auto first_visit = [&](const Instruction* i) {
+    uint8_t& v = visited[static_cast<size_t>(i->index_in_parent_)];
+    return v == 0 && (v = 1);
+  };
   std::vector<std::pair<Instruction*, size_t>> stack;
-  for (const auto& start : instructions_) {
-    if (visited.count(start.get())) continue;
-    visited.insert(start.get());
+  for (const auto& start : all) {
+    if (!first_visit(start.get())) continue;
     stack.push_back({start.get(), 0});
     while (!stack.empty()) {
       auto& [instr, next] = stack.back();
       const size_t n_ops = instr->operands().size();
       const size_t n_total = n_ops + instr->control_predecessors().size();
       if (next < n_total) {
-        Instruction* dep = next < n_ops ? instr->operands()[next]
-                                        : instr->control_predecessors()[next - n_ops];
+        Instruction* dep =
+            next < n_ops ? instr->operands()[next] : instr->control_predecessors()[next - n_ops];
         ++next;
-        if (dep->parent() == this && visited.insert(dep).second) stack.push_back({dep, 0});
+        if (dep->parent() == this && first_visit(dep)) stack.push_back({dep, 0});
       } else {
         order.push_back(instr);
         stack.pop_back();
@@ -112,7 +133,7 @@ std::vector<Instruction*> Computation::MakePostOrder() const {
 }
 
 Instruction* Computation::FindInstruction(std::string_view name) const {
-  for (const auto& i : instructions_) {
+  for (const auto& i : slots()) {
     if (i->name() == name) return i.get();
   }
   return nullptr;

@@ -38,7 +38,9 @@ class Computation {
 
   // Instructions in insertion order (the printed order; for scheduled modules, the schedule).
   std::vector<Instruction*> instructions() const;
-  int64_t instruction_count() const { return static_cast<int64_t>(instructions_.size()); }
+  int64_t instruction_count() const {
+    return static_cast<int64_t>(instructions_.size()) - removed_slots_;
+  }
   // Operands (and control predecessors) before users. Deterministic.
   std::vector<Instruction*> MakePostOrder() const;
 
@@ -50,9 +52,14 @@ class Computation {
 
  private:
   friend class Module;
+  // The instruction list without the slots of removed instructions.
+  const std::vector<std::unique_ptr<Instruction>>& slots() const;
+
   std::string name_;
   Module* parent_ = nullptr;
-  std::vector<std::unique_ptr<Instruction>> instructions_;
+  // Removal empties a slot; the next read compacts, so k removals in a row cost O(n), not O(kn).
+  mutable std::vector<std::unique_ptr<Instruction>> instructions_;
+  mutable int64_t removed_slots_ = 0;
   std::vector<Instruction*> params_;
   Instruction* root_ = nullptr;
 };

@@ -148,6 +148,8 @@ class Instruction : public InstructionAttributes {
   int64_t unique_id_ = -1;
   int64_t source_line_ = 0;
   Computation* parent_ = nullptr;
+  // Slot in the parent's instruction list: O(1) removal and index-keyed visited sets.
+  int64_t index_in_parent_ = -1;
   std::vector<Instruction*> operands_;
   std::vector<Instruction*> users_;
   std::vector<Instruction*> control_preds_;

@@ -11,7 +11,7 @@ namespace mltune::ir {
 Computation* Module::AddComputation(std::unique_ptr<Computation> c) {
   Computation* raw = c.get();
   raw->parent_ = this;
-  for (const auto& i : raw->instructions_) {
+  for (const auto& i : raw->slots()) {
     if (i->unique_id() < 0) i->set_unique_id(NextUniqueId());
   }
   computations_.push_back(std::move(c));
@@ -21,7 +21,7 @@ Computation* Module::AddComputation(std::unique_ptr<Computation> c) {
 absl::Status Module::RemoveComputation(Computation* c) {
   if (c == entry_) return absl::FailedPreconditionError("cannot remove the entry computation");
   for (const auto& other : computations_) {
-    for (const auto& i : other->instructions_) {
+    for (const auto& i : other->slots()) {
       const auto& called = i->called_computations();
       if (std::find(called.begin(), called.end(), c) != called.end()) {
         return absl::FailedPreconditionError(
@@ -81,7 +81,7 @@ std::vector<Computation*> Module::MakeComputationPostOrder() const {
 std::string Module::UniqueInstructionName(std::string_view prefix) {
   if (!used_names_built_) {
     for (const auto& c : computations_) {
-      for (const auto& i : c->instructions_) used_names_.insert(i->name());
+      for (const auto& i : c->slots()) used_names_.insert(i->name());
     }
     used_names_built_ = true;
   }
@@ -121,7 +121,7 @@ std::unique_ptr<Module> Module::Clone() const {
   }
   for (const auto& c : computations_) {
     Computation* nc = comp_map[c.get()];
-    for (const auto& i : c->instructions_) {
+    for (const auto& i : c->slots()) {
       auto ni = std::make_unique<Instruction>(i->opcode(), i->shape(), i->name());
       static_cast<InstructionAttributes&>(*ni) = static_cast<const InstructionAttributes&>(*i);
       ni->set_unique_id(i->unique_id());
@@ -131,7 +131,7 @@ std::unique_ptr<Module> Module::Clone() const {
       }
       instr_map[i.get()] = nc->AddInstruction(std::move(ni));
     }
-    for (const auto& i : c->instructions_) {
+    for (const auto& i : c->slots()) {
       Instruction* ni = instr_map[i.get()];
       for (Instruction* op : i->operands()) ni->AppendOperand(instr_map.at(op));
       for (Instruction* s : i->control_successors()) ni->AddControlDependencyTo(instr_map.at(s));

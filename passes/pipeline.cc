@@ -1,9 +1,40 @@
 #include "passes/pipeline.h"
 
+#include <chrono>
+
 #include "absl/strings/str_cat.h"
 #include "ir/verifier.h"
 
 namespace mltune::passes {
+namespace {
+
+thread_local PassTimings* current_timings = nullptr;
+
+bool IsComposite(const Pass& pass) {
+  return dynamic_cast<const Pipeline*>(&pass) != nullptr ||
+         dynamic_cast<const FixedPoint*>(&pass) != nullptr;
+}
+
+// Runs one pass, recording its time when timings are being collected and it is a leaf.
+absl::StatusOr<bool> RunTimed(Pass& pass, ir::Module& module) {
+  if (current_timings == nullptr || IsComposite(pass)) return pass.Run(module);
+  auto start = std::chrono::steady_clock::now();
+  absl::StatusOr<bool> changed = pass.Run(module);
+  std::chrono::duration<double> elapsed = std::chrono::steady_clock::now() - start;
+  PassTimings::Entry& e = current_timings->by_pass[std::string(pass.name())];
+  ++e.runs;
+  e.seconds += elapsed.count();
+  if (changed.ok() && *changed) ++e.changed;
+  return changed;
+}
+
+}  // namespace
+
+ScopedPassTimings::ScopedPassTimings(PassTimings* timings) : previous_(current_timings) {
+  current_timings = timings;
+}
+
+ScopedPassTimings::~ScopedPassTimings() { current_timings = previous_; }
 
 Pipeline& Pipeline::Add(std::unique_ptr<Pass> pass) {
   passes_.push_back(std::move(pass));
@@ -13,7 +44,7 @@ Pipeline& Pipeline::Add(std::unique_ptr<Pass> pass) {
 absl::StatusOr<bool> Pipeline::Run(ir::Module& module) {
   bool changed = false;
   for (const auto& pass : passes_) {
-    absl::StatusOr<bool> c = pass->Run(module);
+    absl::StatusOr<bool> c = RunTimed(*pass, module);
     if (!c.ok()) {
       return absl::Status(c.status().code(), absl::StrCat(std::string(pass->name()), ": ",
                                                           std::string(c.status().message())));
@@ -41,7 +72,7 @@ absl::StatusOr<bool> FixedPoint::Run(ir::Module& module) {
   last_iterations_ = 0;
   while (last_iterations_ < max_iterations_) {
     ++last_iterations_;
-    absl::StatusOr<bool> c = pass_->Run(module);
+    absl::StatusOr<bool> c = RunTimed(*pass_, module);
     if (!c.ok()) return c.status();
     if (!*c) break;
     changed = true;

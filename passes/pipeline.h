@@ -2,6 +2,8 @@
 // change, at most 25 times, as XLA's HloPassFix does.
 #pragma once
 
+#include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -9,6 +11,30 @@
 #include "passes/pass.h"
 
 namespace mltune::passes {
+
+// Wall time and change count per pass name, summed over every run of that pass (LLVM's
+// -time-passes). Nested pipelines and fixed points record only their leaf passes, so the totals
+// add up to the pipeline's time.
+struct PassTimings {
+  struct Entry {
+    int64_t runs = 0;
+    int64_t changed = 0;
+    double seconds = 0;
+  };
+  std::map<std::string, Entry> by_pass;
+};
+
+// While alive, every Pipeline run on this thread records into `timings`.
+class ScopedPassTimings {
+ public:
+  explicit ScopedPassTimings(PassTimings* timings);
+  ~ScopedPassTimings();
+  ScopedPassTimings(const ScopedPassTimings&) = delete;
+  ScopedPassTimings& operator=(const ScopedPassTimings&) = delete;
+
+ private:
+  PassTimings* previous_;
+};
 
 class Pipeline : public Pass {
  public:

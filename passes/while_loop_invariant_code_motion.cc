@@ -79,7 +79,8 @@ void CreateLoopInvariantCopy(Instruction* to_hoist, Instruction* while_op,
   }
 }
 
-bool TryHoistingFromWhileBody(Instruction* while_op) {
+// Sets `replaced_computations` when the loop's condition and body were replaced by copies.
+bool TryHoistingFromWhileBody(Instruction* while_op, bool* replaced_computations) {
   if (!while_op->shape().IsTuple() || !while_op->control_predecessors().empty() ||
       !while_op->control_successors().empty()) {
     return false;
@@ -131,10 +132,15 @@ bool TryHoistingFromWhileBody(Instruction* while_op) {
 
   LiveInResult live_in = MakeInstructionsLiveIn(while_op, replacements);
   for (size_t k = 0; k < to_replace.size(); ++k) {
-    auto it = live_in.body_map.find(to_replace[k]);
-    if (it == live_in.body_map.end() || it->second == nullptr) continue;
-    ReplaceInstruction(it->second, live_in.live_in_values[k]);
+    Instruction* in_body = to_replace[k];
+    if (!live_in.in_place) {
+      auto it = live_in.body_map.find(in_body);
+      if (it == live_in.body_map.end()) continue;
+      in_body = it->second;
+    }
+    if (in_body != nullptr) ReplaceInstruction(in_body, live_in.live_in_values[k]);
   }
+  *replaced_computations = !live_in.in_place;
   return true;
 }
 
@@ -160,9 +166,12 @@ class WhileLoopInvariantCodeMotion : public Pass {
       }
       Computation* cond = while_op->while_condition();
       Computation* body = while_op->while_body();
-      if (TryHoistingFromWhileBody(while_op)) {
-        dead.insert(cond);
-        dead.insert(body);
+      bool replaced = false;
+      if (TryHoistingFromWhileBody(while_op, &replaced)) {
+        if (replaced) {
+          dead.insert(cond);
+          dead.insert(body);
+        }
         changed = true;
       }
     }

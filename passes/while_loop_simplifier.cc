@@ -75,6 +75,11 @@ bool LoopContains(const Instruction* while_op, const std::vector<Opcode>& opcode
          ContainsOpcode(while_op->while_condition(), opcodes, seen);
 }
 
+// What element `i` of a loop body's result is computed from.
+const Instruction* TupleElementSource(const Instruction* root, int64_t i) {
+  return root->opcode() == Opcode::kTuple ? root->operand(i) : root;
+}
+
 // Removes the state elements not in `used` (sorted). Users of a removed element after the loop
 // read `dead_to_surviving`'s element when given, else the element of the init (the caller proved
 // it is passed through unchanged or unused). Returns the new loop, or nullptr when nothing could
@@ -94,6 +99,39 @@ Instruction* RemoveDeadTupleIndices(Instruction* while_op, const std::vector<int
     shapes.push_back(init->shape().tuple_shapes(used[k]));
   }
   const Shape new_shape = Shape::Tuple(shapes);
+  auto finish = [&](Computation* new_cond, Computation* new_body) {
+    std::vector<Instruction*> init_elements;
+    for (int64_t i : used) init_elements.push_back(TupleElement(parent, init, i));
+    Instruction* new_while =
+        MakeWhileLike(*while_op, MakeTuple(parent, init_elements), new_cond, new_body);
+    std::vector<Instruction*> result;
+    for (int64_t i = 0; i < n; ++i) {
+      int64_t from = old_to_new[i];
+      if (from < 0 && dead_to_surviving != nullptr) from = old_to_new[dead_to_surviving->at(i)];
+      result.push_back(from >= 0 ? MakeGetTupleElement(parent, new_while, from)
+                                 : TupleElement(parent, init, i));
+    }
+    ReplaceAndForward(while_op, MakeTuple(parent, result));
+    return new_while;
+  };
+  // Editing the loop's own computations in place avoids copying large bodies.
+  std::vector<const Instruction*> kept_outputs;
+  for (int64_t i : used) kept_outputs.push_back(TupleElementSource(body->root(), i));
+  if (LoopStateEditableInPlace(while_op) &&
+      ReadsOnlyKeptElements(*cond, {cond->root()}, old_to_new) &&
+      ReadsOnlyKeptElements(*body, kept_outputs, old_to_new)) {
+    Computation* c = while_op->while_condition();
+    Computation* b = while_op->while_body();
+    Instruction* old_root = b->root();
+    std::vector<Instruction*> outputs;
+    for (int64_t i : used) outputs.push_back(TupleElement(*b, old_root, i));
+    b->set_root(MakeTuple(*b, outputs));
+    for (Computation* comp : {c, b}) {
+      RemoveDeadCode(*comp);
+      RemapParameterInPlace(*comp, old_to_new, new_shape);
+    }
+    return finish(c, b);
+  }
   auto elements = [&](Computation& c, Instruction* p) {
     std::vector<Instruction*> e(n, nullptr);
     for (int64_t i = 0; i < n; ++i) {
@@ -121,19 +159,7 @@ Instruction* RemoveDeadTupleIndices(Instruction* while_op, const std::vector<int
     (void)module.RemoveComputation(new_cond);
     return nullptr;
   }
-  std::vector<Instruction*> init_elements;
-  for (int64_t i : used) init_elements.push_back(TupleElement(parent, init, i));
-  Instruction* new_while =
-      MakeWhileLike(*while_op, MakeTuple(parent, init_elements), new_cond, new_body);
-  std::vector<Instruction*> result;
-  for (int64_t i = 0; i < n; ++i) {
-    int64_t from = old_to_new[i];
-    if (from < 0 && dead_to_surviving != nullptr) from = old_to_new[dead_to_surviving->at(i)];
-    result.push_back(from >= 0 ? MakeGetTupleElement(parent, new_while, from)
-                               : TupleElement(parent, init, i));
-  }
-  ReplaceAndForward(while_op, MakeTuple(parent, result));
-  return new_while;
+  return finish(new_cond, new_body);
 }
 
 // Rows of bit sets, one allocation.

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <memory>
+#include <numeric>
 #include <string>
 #include <unordered_set>
 #include <utility>
@@ -495,11 +496,104 @@ Instruction* MakeWhileLike(const Instruction& old, Instruction* init, Computatio
   return w;
 }
 
+bool LoopStateEditableInPlace(const Instruction* while_op) {
+  const Computation* cond = while_op->while_condition();
+  const Computation* body = while_op->while_body();
+  const ir::Module& module = *while_op->parent()->parent();
+  if (cond == body || CallerCount(module, cond) != 1 || CallerCount(module, body) != 1) {
+    return false;
+  }
+  for (const Computation* c : {cond, body}) {
+    if (c->parameter_count() != 1 || c->root() == c->parameter(0)) return false;
+    for (const Instruction* user : c->parameter(0)->users()) {
+      if (user->opcode() != Opcode::kGetTupleElement) return false;
+    }
+  }
+  return true;
+}
+
+bool ReadsOnlyKeptElements(const Computation& c, const std::vector<const Instruction*>& values,
+                           const std::vector<int64_t>& old_to_new) {
+  const Instruction* param = c.parameter(0);
+  std::unordered_set<const Instruction*> seen;
+  std::vector<const Instruction*> stack = values;
+  for (const Instruction* i : c.instructions()) {
+    if (HasSideEffectRecursive(i) || !i->control_predecessors().empty() ||
+        !i->control_successors().empty()) {
+      stack.push_back(i);
+    }
+  }
+  while (!stack.empty()) {
+    const Instruction* i = stack.back();
+    stack.pop_back();
+    if (!seen.insert(i).second) continue;
+    if (i == param) return false;
+    if (i->opcode() == Opcode::kGetTupleElement && i->operand(0) == param) {
+      if (old_to_new.at(i->tuple_index) < 0) return false;
+      continue;
+    }
+    for (const Instruction* op : i->operands()) stack.push_back(op);
+  }
+  return true;
+}
+
+Instruction* RemapParameterInPlace(Computation& c, const std::vector<int64_t>& old_to_new,
+                                   const Shape& new_shape) {
+  Instruction* param = c.parameter(0);
+  for (Instruction* gte : param->users()) gte->tuple_index = old_to_new.at(gte->tuple_index);
+  param->set_shape(new_shape);
+  return param;
+}
+
+namespace {
+
+std::vector<Instruction*> TupleElementsOfParameter(Computation& c, Instruction* param, int64_t n) {
+  std::vector<Instruction*> e;
+  for (int64_t i = 0; i < n; ++i) e.push_back(MakeGetTupleElement(c, param, i));
+  return e;
+}
+
+Computation* CloneLiveInCondition(const Instruction* while_op, const Shape& new_shape) {
+  const int64_t n = while_op->shape().tuple_size();
+  LoopCloneOptions options;
+  options.param_shape = new_shape;
+  options.elements = [n](Computation& c, Instruction* p) {
+    return TupleElementsOfParameter(c, p, n);
+  };
+  return CloneLoopComputation(*while_op->while_condition(), *while_op->parent()->parent(), options);
+}
+
+// A copy of the body over the widened state, passing the new elements (`result.live_in_values`
+// receives the copy's reads of them) through unchanged.
+Computation* CloneLiveInBody(const Instruction* while_op, const Shape& new_shape,
+                             LiveInResult& result) {
+  const int64_t n = while_op->shape().tuple_size();
+  const int64_t extra = new_shape.tuple_size() - n;
+  const Computation* old_body = while_op->while_body();
+  std::vector<Instruction*>& live_in = result.live_in_values;
+  LoopCloneOptions options;
+  options.param_shape = new_shape;
+  options.elements = [n, extra, &live_in](Computation& c, Instruction* p) {
+    for (int64_t k = 0; k < extra; ++k) live_in.push_back(MakeGetTupleElement(c, p, n + k));
+    return TupleElementsOfParameter(c, p, n);
+  };
+  options.root = [n, &live_in, old_body](Computation& c, const InstructionMap& m) {
+    Instruction* old_root = m.at(old_body->root());
+    if (old_root == nullptr) return old_root;
+    std::vector<Instruction*> e;
+    for (int64_t i = 0; i < n; ++i) e.push_back(TupleElement(c, old_root, i));
+    e.insert(e.end(), live_in.begin(), live_in.end());
+    return MakeTuple(c, e);
+  };
+  return CloneLoopComputation(*old_body, *while_op->parent()->parent(), options, &result.body_map);
+}
+
+}  // namespace
+
 LiveInResult MakeInstructionsLiveIn(Instruction* while_op,
                                     const std::vector<Instruction*>& values) {
   LiveInResult result;
   Computation& parent = *while_op->parent();
-  ir::Module& module = *parent.parent();
   const int64_t n = while_op->shape().tuple_size();
   std::vector<Shape> shapes = while_op->shape().tuple_shapes();
   for (Instruction* v : values) shapes.push_back(v->shape());
@@ -513,43 +607,32 @@ LiveInResult MakeInstructionsLiveIn(Instruction* while_op,
 
   Computation* old_cond = while_op->while_condition();
   Computation* old_body = while_op->while_body();
-  LoopCloneOptions cond_options;
-  cond_options.param_shape = new_shape;
-  cond_options.elements = [n](Computation& c, Instruction* p) {
+  if (LoopStateEditableInPlace(while_op)) {
+    std::vector<int64_t> identity(n);
+    std::iota(identity.begin(), identity.end(), 0);
+    RemapParameterInPlace(*old_cond, identity, new_shape);
+    Instruction* param = RemapParameterInPlace(*old_body, identity, new_shape);
+    for (int64_t k = 0; k < static_cast<int64_t>(values.size()); ++k) {
+      result.live_in_values.push_back(MakeGetTupleElement(*old_body, param, n + k));
+    }
+    Instruction* old_root = old_body->root();
     std::vector<Instruction*> e;
-    for (int64_t i = 0; i < n; ++i) e.push_back(MakeGetTupleElement(c, p, i));
-    return e;
-  };
-  Computation* cond = CloneLoopComputation(*old_cond, module, cond_options);
-
-  LoopCloneOptions body_options;
-  body_options.param_shape = new_shape;
-  std::vector<Instruction*>& live_in = result.live_in_values;
-  const int64_t extra = static_cast<int64_t>(values.size());
-  body_options.elements = [n, extra, &live_in](Computation& c, Instruction* p) {
-    std::vector<Instruction*> e;
-    for (int64_t i = 0; i < n; ++i) e.push_back(MakeGetTupleElement(c, p, i));
-    for (int64_t k = 0; k < extra; ++k) live_in.push_back(MakeGetTupleElement(c, p, n + k));
-    return e;
-  };
-  body_options.root = [n, &live_in, old_body](Computation& c, const InstructionMap& m) {
-    Instruction* old_root = m.at(old_body->root());
-    if (old_root == nullptr) return old_root;
-    std::vector<Instruction*> e;
-    for (int64_t i = 0; i < n; ++i) e.push_back(TupleElement(c, old_root, i));
-    e.insert(e.end(), live_in.begin(), live_in.end());
-    return MakeTuple(c, e);
-  };
-  Computation* body = CloneLoopComputation(*old_body, module, body_options, &result.body_map);
-
-  result.new_while = MakeWhileLike(*while_op, init, cond, body);
+    for (int64_t i = 0; i < n; ++i) e.push_back(TupleElement(*old_body, old_root, i));
+    e.insert(e.end(), result.live_in_values.begin(), result.live_in_values.end());
+    old_body->set_root(MakeTuple(*old_body, e));
+    if (IsSafelyRemovable(old_root)) (void)old_body->RemoveInstruction(old_root);
+    result.in_place = true;
+    result.new_while = MakeWhileLike(*while_op, init, old_cond, old_body);
+  } else {
+    result.new_while = MakeWhileLike(*while_op, init, CloneLiveInCondition(while_op, new_shape),
+                                     CloneLiveInBody(while_op, new_shape, result));
+  }
   std::vector<Instruction*> prefix;
   for (int64_t i = 0; i < n; ++i)
     prefix.push_back(MakeGetTupleElement(parent, result.new_while, i));
   ReplaceAndForward(while_op, MakeTuple(parent, prefix));
   return result;
 }
-
 std::vector<Computation*> NonFusionComputations(const ir::Module& module) {
   const std::unordered_set<const Computation*> fused = FusionComputations(module);
   std::vector<Computation*> out;

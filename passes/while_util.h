@@ -110,9 +110,31 @@ std::vector<ir::Instruction*> GetInvariantGTEsForWhileBody(const ir::Computation
 std::unordered_map<int64_t, std::vector<ir::Instruction*>> GetGTEsMapForWhileConditional(
     const ir::Computation& condition);
 
+// --- Editing a loop's state in place ---
+
+// True when the loop's condition and body are its own (no other caller) and their parameters feed
+// only get-tuple-elements, so the state tuple can be reshaped without copying them.
+bool LoopStateEditableInPlace(const ir::Instruction* while_op);
+
+// True when `values` of `c`, its side-effecting instructions and those with control edges read
+// parameter 0 only through get-tuple-elements of elements that `old_to_new` keeps (>= 0).
+bool ReadsOnlyKeptElements(const ir::Computation& c,
+                           const std::vector<const ir::Instruction*>& values,
+                           const std::vector<int64_t>& old_to_new);
+
+// Renumbers the get-tuple-elements of `c`'s parameter by `old_to_new` and gives the parameter
+// `new_shape`. When elements are dropped, the caller has set the root, checked
+// ReadsOnlyKeptElements and removed dead code, so no get-tuple-element of a dropped element is
+// left. Returns the parameter.
+ir::Instruction* RemapParameterInPlace(ir::Computation& c, const std::vector<int64_t>& old_to_new,
+                                       const ir::Shape& new_shape);
+
 struct LiveInResult {
   ir::Instruction* new_while = nullptr;
-  // Old body instruction -> its copy in the new body.
+  // True when the loop's condition and body were widened in place (they had no other caller and
+  // their parameters only feed get-tuple-elements): body instructions keep their identity.
+  bool in_place = false;
+  // Old body instruction -> its copy in the new body (empty when in_place).
   InstructionMap body_map;
   // Per value made live in: the instruction reading it inside the new body.
   std::vector<ir::Instruction*> live_in_values;
@@ -120,8 +142,10 @@ struct LiveInResult {
 
 // Appends `values` (instructions of the while's computation) to the loop state: a new while whose
 // body passes them through, replacing the old one (whose users get the old state's prefix). XLA's
-// WhileUtil::MakeInstructionsLiveIn. The old condition and body stay in the module (callers run
-// dce), so pointers into them remain valid.
+// WhileUtil::MakeInstructionsLiveIn. When the condition and body are the loop's own, they are
+// widened in place rather than copied (copying dominated the pass pipeline on large loop bodies);
+// otherwise the old condition and body stay in the module (callers run dce), so pointers into
+// them remain valid.
 LiveInResult MakeInstructionsLiveIn(ir::Instruction* while_op,
                                     const std::vector<ir::Instruction*>& values);
 
