@@ -21,7 +21,7 @@ Instruction* Computation::AddInstruction(std::unique_ptr<Instruction> instr) {
       params_[n] = raw;
     }
   }
-  slots();  // indices are only stable once the list is compact
+  // A new slot at the end; compaction renumbers every slot, so no compaction is needed here.
   raw->index_in_parent_ = static_cast<int64_t>(instructions_.size());
   instructions_.push_back(std::move(instr));
   return raw;

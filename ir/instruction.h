@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "ir/attributes.h"
+#include "ir/boxed.h"
 #include "ir/literal.h"
 #include "ir/opcode.h"
 #include "ir/shape.h"
@@ -35,28 +36,28 @@ struct InstructionAttributes {
   std::vector<int64_t> dimensions;
   std::optional<ComparisonDirection> comparison_direction;  // compare
   ComparisonType comparison_type = ComparisonType::kDefault;
-  std::vector<SliceDim> slice;                            // slice
-  std::vector<int64_t> dynamic_slice_sizes;               // dynamic-slice
-  std::optional<Window> window;                           // convolution, reduce-window, s&s
-  std::optional<ConvolutionDimensionNumbers> conv_dnums;  // convolution
-  int64_t feature_group_count = 1;                        // convolution
-  int64_t batch_group_count = 1;                          // convolution
-  std::optional<DotDimensionNumbers> dot_dnums;           // dot
-  std::optional<GatherDimensionNumbers> gather_dnums;     // gather
-  std::vector<int64_t> gather_slice_sizes;                // gather
-  std::optional<ScatterDimensionNumbers> scatter_dnums;   // scatter
-  bool indices_are_sorted = false;                        // gather, scatter
-  bool unique_indices = false;                            // scatter
-  int64_t iota_dimension = 0;                             // iota
-  int64_t tuple_index = 0;                                // get-tuple-element
-  int64_t parameter_number = 0;                           // parameter
-  std::vector<PaddingDim> padding;                        // pad
-  std::optional<Literal> literal;                         // constant (absent when elided)
-  bool literal_elided = false;                            // constant({...})
-  std::string custom_call_target;                         // custom-call
-  bool custom_call_has_side_effect = false;               // custom-call
-  bool is_stable = false;                                 // sort
-  std::string fusion_kind;                                // fusion: kLoop, kInput, ...
+  std::vector<SliceDim> slice;                    // slice
+  std::vector<int64_t> dynamic_slice_sizes;       // dynamic-slice
+  Boxed<Window> window;                           // convolution, reduce-window, s&s
+  Boxed<ConvolutionDimensionNumbers> conv_dnums;  // convolution
+  int64_t feature_group_count = 1;                // convolution
+  int64_t batch_group_count = 1;                  // convolution
+  Boxed<DotDimensionNumbers> dot_dnums;           // dot
+  Boxed<GatherDimensionNumbers> gather_dnums;     // gather
+  std::vector<int64_t> gather_slice_sizes;        // gather
+  Boxed<ScatterDimensionNumbers> scatter_dnums;   // scatter
+  bool indices_are_sorted = false;                // gather, scatter
+  bool unique_indices = false;                    // scatter
+  int64_t iota_dimension = 0;                     // iota
+  int64_t tuple_index = 0;                        // get-tuple-element
+  int64_t parameter_number = 0;                   // parameter
+  std::vector<PaddingDim> padding;                // pad
+  Boxed<Literal> literal;                         // constant (absent when elided)
+  bool literal_elided = false;                    // constant({...})
+  std::string custom_call_target;                 // custom-call
+  bool custom_call_has_side_effect = false;       // custom-call
+  bool is_stable = false;                         // sort
+  std::string fusion_kind;                        // fusion: kLoop, kInput, ...
   RandomDistribution distribution = RandomDistribution::kUniform;  // rng
   FftType fft_type = FftType::kFft;                                // fft
   std::vector<int64_t> fft_length;                                 // fft
