@@ -27,6 +27,9 @@ int RunListPasses(std::ostream& out, std::ostream& /*err*/) {
   for (const passes::PassInfo* info : infos) {
     out << absl::StrFormat("  %-36s %s\n", info->name, info->description);
   }
+  for (const auto& [alias, name] : registry.Aliases()) {
+    out << absl::StrFormat("  %-36s alias of %s\n", alias, name);
+  }
   for (const std::string& target : passes::DefaultPipelineTargets()) {
     const std::vector<std::string> missing = passes::MissingDefaultPipelinePasses(target);
     out << absl::StrFormat("default pipeline '%s': %d pass runs", target,

@@ -10,6 +10,11 @@ const Registry& Registry::Global() {
   static const Registry* registry = [] {
     auto* r = new Registry();
     RegisterAllPasses(*r);
+    // XLA spells these names with underscores; users also write them hyphenated, and XLA's
+    // SubByteNormalization is one class whose default use strips element sizes.
+    r->RegisterAlias("gather-simplifier", "gather_simplifier");
+    r->RegisterAlias("scatter-simplifier", "scatter_simplifier");
+    r->RegisterAlias("sub-byte-normalization", "sub-byte-size-removal");
     return r;
   }();
   return *registry;
@@ -17,7 +22,12 @@ const Registry& Registry::Global() {
 
 void Registry::Register(PassInfo info) { passes_.push_back(std::move(info)); }
 
+void Registry::RegisterAlias(std::string alias, std::string name) {
+  aliases_[std::move(alias)] = std::move(name);
+}
+
 const PassInfo* Registry::Find(std::string_view name) const {
+  if (auto it = aliases_.find(name); it != aliases_.end()) name = it->second;
   for (const PassInfo& p : passes_) {
     if (p.name == name) return &p;
   }

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -25,14 +26,19 @@ class Registry {
   static const Registry& Global();
 
   void Register(PassInfo info);
+  // Another accepted spelling of a registered pass; Find and Create resolve it, List omits it.
+  void RegisterAlias(std::string alias, std::string name);
   absl::StatusOr<std::unique_ptr<Pass>> Create(std::string_view name) const;
   const PassInfo* Find(std::string_view name) const;
   // Sorted by name.
   std::vector<const PassInfo*> List() const;
+  // alias -> pass name, sorted by alias.
+  const std::map<std::string, std::string, std::less<>>& Aliases() const { return aliases_; }
   std::vector<std::string> Names() const;
 
  private:
   std::vector<PassInfo> passes_;
+  std::map<std::string, std::string, std::less<>> aliases_;
 };
 
 // Defined in all_passes.cc: registers every pass of the library.

@@ -89,6 +89,23 @@ TEST(RegistryTest, NamesAreUniqueAndMatchThePasses) {
   }
 }
 
+TEST(RegistryTest, AliasesResolveToTheirPassAndAreNotListed) {
+  const Registry& r = Registry::Global();
+  ASSERT_FALSE(r.Aliases().empty());
+  const std::vector<std::string> names = r.Names();
+  for (const auto& [alias, name] : r.Aliases()) {
+    SCOPED_TRACE(alias);
+    EXPECT_EQ(std::count(names.begin(), names.end(), alias), 0);
+    const PassInfo* info = r.Find(alias);
+    ASSERT_NE(info, nullptr);
+    EXPECT_EQ(info->name, name);
+    absl::StatusOr<std::unique_ptr<Pass>> p = r.Create(alias);
+    ASSERT_TRUE(p.ok());
+    EXPECT_EQ(std::string((*p)->name()), name);
+  }
+  EXPECT_EQ(r.Find("gather-simplifier"), r.Find("gather_simplifier"));
+}
+
 TEST(PipelineTest, ReportsChangeOnlyWhenAPassChanged) {
   std::unique_ptr<ir::Module> m = Parse(kSmall);
   ASSERT_NE(m, nullptr);
