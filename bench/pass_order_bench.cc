@@ -1,7 +1,7 @@
 // Pass-order search against XLA's default pipeline, on every corpus module with >= 100 ops.
 //
 //   build/release/bench/pass_order_bench [--budgets 100,1000] [--strategies a,b] [--seconds S]
-//                                        [--min-ops N] [--target cpu|gpu]
+//                                        [--min-ops N] [--target cpu|gpu] [--no-warm-start]
 //
 // Prints one row per module: original op count, after the default (XLA-order) pipeline, and after
 // each strategy at each budget, with the improvement over the default (positive = fewer ops than
@@ -64,6 +64,8 @@ int main(int argc, char** argv) {
   app.add_option("--target", target, "Default pipeline: cpu or gpu");
   app.add_option("--corpus", corpus, "Folder of HLO modules");
   int timing_runs = 9;
+  bool warm_start = true;
+  app.add_flag("!--no-warm-start", warm_start, "Search from scratch, not from the default order");
   app.add_option("--timing-runs", timing_runs, "Runs of the default pipeline to time");
   CLI11_PARSE(app, argc, argv);
 
@@ -105,7 +107,9 @@ int main(int argc, char** argv) {
     std::fflush(stdout);
     for (int64_t b : budgets) {
       for (const std::string& s : strategies) {
-        auto problem = opt::pass_order::PassOrderProblem::Create(**module);
+        opt::pass_order::PassOrderOptions options;
+        if (warm_start) options.seed_pipeline = target;
+        auto problem = opt::pass_order::PassOrderProblem::Create(**module, options);
         auto strategy = opt::StrategyRegistry::Global().Create(s);
         if (!problem.ok() || !strategy.ok()) return 1;
         opt::Budget budget;

@@ -54,6 +54,7 @@ struct SearchCommand {
   uint64_t seed = 0;
   int64_t max_length = 40;     // longest pass sequence
   std::string target = "cpu";  // whose default pipeline is the baseline
+  bool warm_start = true;      // start from the default pipeline's order
   std::string output;
 };
 // `mltune search pass-order`: best pass order found within the budget, against XLA's default.

@@ -70,6 +70,8 @@ int main(int argc, char** argv) {
   search_cmd->add_option("--target", search.target, "Baseline pipeline: cpu or gpu")
       ->default_val("cpu");
   search_cmd->add_option("-o,--output", search.output, "Write the best module here");
+  search_cmd->add_flag("!--no-warm-start", search.warm_start,
+                       "Do not start from the default pipeline's order (search from scratch)");
 
   try {
     app.parse(argc, argv);

@@ -49,6 +49,7 @@ int RunSearch(const SearchCommand& cmd, std::ostream& out, std::ostream& err) {
   }
   opt::pass_order::PassOrderOptions options;
   options.episode_length = cmd.max_length;
+  if (cmd.warm_start) options.seed_pipeline = cmd.target;
   absl::StatusOr<std::unique_ptr<opt::pass_order::PassOrderProblem>> problem =
       opt::pass_order::PassOrderProblem::Create(*module, options);
   if (!problem.ok()) {

@@ -24,7 +24,10 @@ absl::StatusOr<bool> RunTimed(Pass& pass, ir::Module& module) {
   PassTimings::Entry& e = current_timings->by_pass[std::string(pass.name())];
   ++e.runs;
   e.seconds += elapsed.count();
-  if (changed.ok() && *changed) ++e.changed;
+  if (changed.ok() && *changed) {
+    ++e.changed;
+    current_timings->changed_sequence.emplace_back(pass.name());
+  }
   return changed;
 }
 

@@ -22,6 +22,9 @@ struct PassTimings {
     double seconds = 0;
   };
   std::map<std::string, Entry> by_pass;
+  // The leaf passes that changed the module, in order. Passes that changed nothing are identities,
+  // so replaying this sequence reproduces the pipeline's result.
+  std::vector<std::string> changed_sequence;
 };
 
 // While alive, every Pipeline run on this thread records into `timings`.

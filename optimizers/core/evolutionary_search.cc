@@ -45,6 +45,11 @@ class EvolutionarySearch : public Strategy {
     if (ctx.has_states()) weights.emplace(space.ChoicesAt(0));
     std::vector<Member> pop;
     std::set<Candidate> members;
+    for (const SearchContext::Evaluation& seed : ctx.seeds()) {
+      if (static_cast<int64_t>(pop.size()) < population && members.insert(seed.effective).second) {
+        pop.push_back(Member{seed.effective, seed.best_prefix_score});
+      }
+    }
     for (int64_t i = 0; i < population * 4 && static_cast<int64_t>(pop.size()) < population; ++i) {
       const int64_t length = 1 + internal::Uniform(ctx.rng(), std::max<int64_t>(init_length_, 1));
       std::optional<Member> m;

@@ -84,6 +84,11 @@ class Problem {
   virtual double Evaluate(const Candidate& candidate);
   virtual int64_t EvaluationCost(const Candidate& /*candidate*/) const { return 1; }
 
+  // Known-good candidates to start from (for pass ordering, the compiler's default order as a
+  // pass sequence). Strategy::Search evaluates them first, charged like any candidate, so no
+  // result is worse than the best of them; annealing and evolutionary search start from them.
+  virtual std::vector<Candidate> SeedCandidates() { return {}; }
+
   // How many forked states SearchContext may keep so evaluations resume from the longest
   // evaluated prefix (0 disables). Problems size it to their memory per state.
   virtual int64_t PrefixCacheCapacity() const { return 64; }
@@ -159,7 +164,11 @@ class SearchContext {
   // the budget cannot cover it (nothing beyond what was stepped is charged).
   std::optional<Evaluation> Evaluate(const Candidate& candidate);
 
-  // Used by Strategy::Search.
+  // The problem's seed candidates, evaluated; filled by Strategy::Search before the strategy runs.
+  const std::vector<Evaluation>& seeds() const { return seeds_; }
+
+  // Used by Strategy::Search: evaluates the seeds (false when the budget ran out) and ends.
+  bool EvaluateSeeds();
   Result Finish(std::string strategy, bool budget_exhausted);
 
  private:
@@ -178,6 +187,7 @@ class SearchContext {
   double best_score_;
   Candidate best_;
   std::vector<TracePoint> trace_;
+  std::vector<Evaluation> seeds_;
   std::unique_ptr<PrefixCache> prefix_cache_;
 };
 

@@ -224,6 +224,16 @@ Result SearchContext::Finish(std::string strategy, bool budget_exhausted) {
   return r;
 }
 
+bool SearchContext::EvaluateSeeds() {
+  for (const Candidate& c : problem_.SeedCandidates()) {
+    std::optional<Evaluation> e = Evaluate(c);
+    if (!e) return false;
+    if (!has_states_) e->effective = c;  // configurations: the candidate itself
+    seeds_.push_back(*std::move(e));
+  }
+  return true;
+}
+
 absl::StatusOr<Result> Strategy::Search(Problem& problem, const Budget& budget, uint64_t seed) {
   if (budget.max_steps <= 0 && budget.max_seconds <= 0) {
     return absl::InvalidArgumentError("a search budget needs max_steps or max_seconds");
@@ -247,6 +257,7 @@ absl::StatusOr<Result> Strategy::Search(Problem& problem, const Budget& budget, 
     }
   }
   SearchContext context(problem, budget, seed);
+  if (!context.EvaluateSeeds()) return context.Finish(std::string(name()), true);
   const bool exhausted = Run(context);
   return context.Finish(std::string(name()), exhausted || context.Exhausted());
 }

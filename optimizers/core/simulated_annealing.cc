@@ -34,7 +34,10 @@ class SimulatedAnnealing : public Strategy {
     if (ctx.has_states()) weights.emplace(space.ChoicesAt(0));
     Candidate current;
     double energy = 0;
-    if (ctx.has_states()) {
+    if (const SearchContext::Evaluation* seed = internal::BestSeed(ctx)) {
+      current = seed->effective;
+      energy = seed->best_prefix_score;
+    } else if (ctx.has_states()) {
       std::optional<internal::Grown> start = internal::GrowRandomSequence(ctx, init_length_);
       if (!start) return true;
       current = std::move(start->candidate);

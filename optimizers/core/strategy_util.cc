@@ -170,6 +170,14 @@ std::optional<Grown> GrowRandomSequence(SearchContext& ctx, int64_t length) {
   return grown;
 }
 
+const SearchContext::Evaluation* BestSeed(const SearchContext& ctx) {
+  const SearchContext::Evaluation* best = nullptr;
+  for (const SearchContext::Evaluation& e : ctx.seeds()) {
+    if (best == nullptr || e.best_prefix_score < best->best_prefix_score) best = &e;
+  }
+  return best;
+}
+
 std::vector<Candidate> Neighbours(const SearchSpace& space, const Candidate& c) {
   std::vector<Candidate> out;
   for (size_t i = 0; i < c.size(); ++i) {

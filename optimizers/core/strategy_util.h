@@ -79,6 +79,9 @@ struct Grown {
 };
 std::optional<Grown> GrowRandomSequence(SearchContext& ctx, int64_t length);
 
+// The best-scoring evaluated seed (SearchContext::seeds), or nullptr without seeds.
+const SearchContext::Evaluation* BestSeed(const SearchContext& ctx);
+
 // Every configuration differing from `c` at exactly one position, in position then value order.
 std::vector<Candidate> Neighbours(const SearchSpace& space, const Candidate& c);
 

@@ -37,8 +37,12 @@ struct PassOrderOptions {
   ScoreFn cost_model;
   // Verify every module a pass changed; an invalid result counts as a failed pass.
   bool verify = true;
-  // Modules kept for reuse by the transition cache, in instructions (about 1.9 KB each).
+  // Modules kept for reuse by the transition cache, in instructions (about 1 KB each).
   int64_t cache_instructions = 300'000;
+  // Search: warm-start from this default pipeline's order ("cpu" or "gpu"; "" = none). Its
+  // effective sequence (the pass runs that changed the module, which reproduce its result) is the
+  // problem's seed candidate, cut to the episode length, without passes outside the action space.
+  std::string seed_pipeline;
 };
 
 // A pass that returned an error (or an invalid module): the step was a no-op.
@@ -131,6 +135,7 @@ class PassOrderProblem : public Problem {
   std::unique_ptr<State> NewState() override;
   int64_t PrefixCacheCapacity() const override;
   std::vector<std::pair<std::string, int64_t>> Stats() const override;
+  std::vector<Candidate> SeedCandidates() override;
 
   const std::vector<std::string>& action_names() const;
   std::vector<std::string> PassNames(const Candidate& candidate) const;
@@ -153,6 +158,7 @@ class PassOrderProblem : public Problem {
   std::shared_ptr<internal::Engine> engine_;
   std::shared_ptr<const internal::Node> root_;
   int64_t episode_length_;
+  std::vector<Candidate> seeds_;
 };
 
 }  // namespace mltune::opt::pass_order

@@ -5,6 +5,8 @@
 #include "absl/strings/str_cat.h"
 #include "optimizers/pass_order/engine.h"
 #include "optimizers/pass_order/pass_order.h"
+#include "passes/default_pipelines.h"
+#include "passes/pipeline.h"
 
 namespace mltune::opt::pass_order {
 namespace {
@@ -42,6 +44,31 @@ class PassOrderState : public State {
   internal::NodePtr node_;
 };
 
+// The effective sequence of `options.seed_pipeline` on `module`, as actions of `problem`.
+absl::StatusOr<Candidate> DefaultOrderSeed(const PassOrderProblem& problem,
+                                           const ir::Module& module,
+                                           const PassOrderOptions& options) {
+  std::unique_ptr<passes::Pipeline> pipeline = passes::MakeDefaultPipeline(options.seed_pipeline);
+  if (pipeline == nullptr) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("unknown seed pipeline '", options.seed_pipeline, "' (expected cpu or gpu)"));
+  }
+  std::unique_ptr<ir::Module> copy = module.Clone();
+  passes::PassTimings record;
+  {
+    passes::ScopedPassTimings scope(&record);
+    // A failing pipeline still leaves the passes that ran before it as a usable start.
+    (void)pipeline->Run(*copy);
+  }
+  Candidate seed;
+  for (const std::string& name : record.changed_sequence) {
+    if (static_cast<int64_t>(seed.size()) >= options.episode_length) break;
+    absl::StatusOr<Candidate> action = problem.ParseCandidate({name});
+    if (action.ok()) seed.push_back(action->front());
+  }
+  return seed;
+}
+
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<PassOrderProblem>> PassOrderProblem::Create(
@@ -50,9 +77,17 @@ absl::StatusOr<std::unique_ptr<PassOrderProblem>> PassOrderProblem::Create(
   if (!engine.ok()) return engine.status();
   absl::StatusOr<internal::NodePtr> root = (*engine)->AddRoot(module);
   if (!root.ok()) return root.status();
-  return std::unique_ptr<PassOrderProblem>(
+  auto problem = std::unique_ptr<PassOrderProblem>(
       new PassOrderProblem(*std::move(engine), *std::move(root), options.episode_length));
+  if (!options.seed_pipeline.empty()) {
+    absl::StatusOr<Candidate> seed = DefaultOrderSeed(*problem, module, options);
+    if (!seed.ok()) return seed.status();
+    if (!seed->empty()) problem->seeds_.push_back(*std::move(seed));
+  }
+  return problem;
 }
+
+std::vector<Candidate> PassOrderProblem::SeedCandidates() { return seeds_; }
 
 PassOrderProblem::PassOrderProblem(std::shared_ptr<internal::Engine> engine, internal::NodePtr root,
                                    int64_t episode_length)

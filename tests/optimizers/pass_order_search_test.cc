@@ -11,6 +11,8 @@
 #include "ir/hlo_parser.h"
 #include "ir/verifier.h"
 #include "optimizers/pass_order/pass_order.h"
+#include "passes/default_pipelines.h"
+#include "passes/pipeline.h"
 #include "tests/support/corpus.h"
 #include "tests/support/equivalence.h"
 
@@ -164,6 +166,35 @@ TEST(PassOrderSearchTest, ProblemReportsNamesAndCounters) {
     if (name == "pass_runs") has_runs = value > 0;
   }
   EXPECT_TRUE(has_runs);
+}
+
+// Warm-started from XLA's CPU order, no strategy ends worse than the default pipeline, and the
+// seed alone (replayed) reproduces the default pipeline's module.
+TEST(PassOrderSearchTest, WarmStartIsNeverWorseThanTheDefaultOrder) {
+  for (const NamedModule& nm : Modules()) {
+    std::unique_ptr<ir::Module> by_default = nm.module->Clone();
+    ASSERT_TRUE(passes::MakeDefaultPipeline("cpu")->Run(*by_default).ok());
+    const double default_ops = static_cast<double>(OpCount(*by_default));
+    PassOrderOptions options;
+    options.seed_pipeline = "cpu";
+    absl::StatusOr<std::unique_ptr<PassOrderProblem>> problem =
+        PassOrderProblem::Create(*nm.module, options);
+    ASSERT_TRUE(problem.ok()) << problem.status();
+    // No seed when the default order changes nothing.
+    const std::vector<Candidate> seeds = (*problem)->SeedCandidates();
+    ASSERT_LE(seeds.size(), 1u);
+    std::unique_ptr<ir::Module> replayed =
+        (*problem)->Apply(seeds.empty() ? Candidate{} : seeds[0]);
+    EXPECT_EQ(ir::Fingerprint(*replayed), ir::Fingerprint(*by_default)) << nm.name;
+    for (const std::string& name : StrategyRegistry::Global().Names()) {
+      SCOPED_TRACE(nm.name + " / " + name);
+      const Result r = MustSearch(name, **problem, 100, 2);
+      EXPECT_LE(r.best_score, default_ops);
+    }
+  }
+  PassOrderOptions bad;
+  bad.seed_pipeline = "tpu";
+  EXPECT_FALSE(PassOrderProblem::Create(*Modules().front().module, bad).ok());
 }
 
 // Every strategy on every corpus module of modest size, with a small budget: no crash, the best

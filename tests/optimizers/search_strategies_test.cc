@@ -79,6 +79,16 @@ class TargetProblem : public Problem {
   int64_t delay_us_;
 };
 
+// TargetProblem with seed candidates.
+class SeededTargetProblem : public TargetProblem {
+ public:
+  explicit SeededTargetProblem(std::vector<Candidate> seeds) : seeds_(std::move(seeds)) {}
+  std::vector<Candidate> SeedCandidates() override { return seeds_; }
+
+ private:
+  std::vector<Candidate> seeds_;
+};
+
 // Five positions with 3..7 choices; score = sum of |x_i - target_i|, optimum 0 at kConfig.
 const Candidate kConfig = {1, 3, 0, 4, 6};
 
@@ -274,6 +284,37 @@ class Scripted : public Strategy {
  private:
   std::vector<Candidate> script_;
 };
+
+TEST(StrategyTest, SeedsAreEvaluatedFirstAndBoundTheResult) {
+  for (const std::string& name : AllStrategies()) {
+    SCOPED_TRACE(name);
+    // {2, 0, 3} is one action short of the target; with 4 steps, the seed's 3 are charged first.
+    SeededTargetProblem problem({{2, 0, 3}, {1, 1}});
+    const Result r = MustSearch(name, problem, Budget{4, 0}, 7);
+    ASSERT_GE(r.trace.size(), 3u);
+    EXPECT_EQ(r.trace[2].best_score, 1);  // after the first seed
+    EXPECT_LE(r.best_score, 1);
+  }
+}
+
+TEST(StrategyTest, ABudgetSmallerThanTheSeedsEndsTheSearch) {
+  SeededTargetProblem problem({{2, 0, 3}});
+  const Result r = MustSearch("random", problem, Budget{2, 0}, 1);
+  // An evaluation the budget cannot cover is refused before any step is charged.
+  EXPECT_EQ(r.steps, 0);
+  EXPECT_TRUE(r.budget_exhausted);
+  EXPECT_EQ(r.best_score, r.initial_score);
+}
+
+TEST(StrategyTest, AnnealingAndEvolutionaryStartFromTheSeed) {
+  for (const char* name : {"annealing", "evolutionary"}) {
+    SCOPED_TRACE(name);
+    SeededTargetProblem problem({{2, 0, 3}});
+    const Result r = MustSearch(name, problem, Budget{300, 0}, 3);
+    EXPECT_EQ(r.best_score, 0);
+    EXPECT_EQ(r.best, kTarget);
+  }
+}
 
 TEST(SearchContextTest, EvaluationsResumeFromCachedPrefixes) {
   TargetProblem problem;
