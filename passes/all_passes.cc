@@ -32,6 +32,7 @@ void RegisterOptimizationBarrierExpander(Registry& registry);
 void RegisterRealImagExpander(Registry& registry);
 void RegisterReshapeDecomposer(Registry& registry);
 void RegisterReshapeMover(Registry& registry);
+void RegisterRngExpander(Registry& registry);
 void RegisterScatterSimplifier(Registry& registry);
 void RegisterShardingRemover(Registry& registry);
 void RegisterSimplifyFPConversions(Registry& registry);
@@ -77,6 +78,7 @@ void RegisterAllPasses(Registry& registry) {
   RegisterRealImagExpander(registry);
   RegisterReshapeDecomposer(registry);
   RegisterReshapeMover(registry);
+  RegisterRngExpander(registry);
   RegisterScatterSimplifier(registry);
   RegisterShardingRemover(registry);
   RegisterSimplifyFPConversions(registry);

@@ -63,6 +63,10 @@ class Evaluator {
   const EvalOptions& options() const { return options_; }
   // Deterministic random bits for rng ops, from EvalOptions::rng_seed.
   uint64_t NextRandom() { return rng_(); }
+  // rng-get-and-update-state: the current 128-bit generator state as {low, high} words, then
+  // advances it by `delta`. The state starts at a value derived from EvalOptions::rng_seed, so
+  // each evaluation is deterministic and every execution (a loop iteration, say) sees a new one.
+  std::array<uint64_t, 2> GetAndUpdateRngState(int64_t delta);
   // Counts one while-loop iteration; fails past EvalOptions::max_loop_iterations.
   absl::Status CountLoopIteration(const Instruction& loop);
 
@@ -75,6 +79,7 @@ class Evaluator {
 
   EvalOptions options_;
   std::mt19937_64 rng_;
+  std::array<uint64_t, 2> rng_state_;  // {low, high} of the 128-bit rng-get-and-update-state
   int64_t loop_iterations_ = 0;
   std::unordered_map<const Computation*, std::unique_ptr<Plan>> plans_;
 };
@@ -139,6 +144,13 @@ absl::StatusOr<Literal> HandleTriangularSolve(Evaluator& ev, const Instruction& 
 absl::StatusOr<Literal> HandleRng(Evaluator& ev, const Instruction& instr, Operands& ops);
 absl::StatusOr<Literal> HandleRngBitGenerator(Evaluator& ev, const Instruction& instr,
                                               Operands& ops);
+absl::StatusOr<Literal> HandleRngGetAndUpdateState(Evaluator& ev, const Instruction& instr,
+                                                   Operands& ops);
+// The `delta=` of rng-get-and-update-state, or why it cannot be run (missing, not an integer, or a
+// result shape other than u64[2]).
+absl::StatusOr<int64_t> RngStateDelta(const Instruction& instr);
+// The initial 128-bit state of rng-get-and-update-state for `seed`, as {low, high}.
+std::array<uint64_t, 2> InitialRngState(uint64_t seed);
 
 // --- fft.cc ---
 absl::StatusOr<Literal> HandleFft(Evaluator& ev, const Instruction& instr, Operands& ops);

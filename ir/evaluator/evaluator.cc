@@ -74,7 +74,8 @@ struct Evaluator::Plan {
   int root = -1;
 };
 
-Evaluator::Evaluator(const EvalOptions& options) : options_(options), rng_(options.rng_seed) {}
+Evaluator::Evaluator(const EvalOptions& options)
+    : options_(options), rng_(options.rng_seed), rng_state_(InitialRngState(options.rng_seed)) {}
 Evaluator::~Evaluator() = default;
 
 const Evaluator::Plan& Evaluator::GetPlan(const Computation& computation) {
@@ -209,6 +210,16 @@ absl::StatusOr<Literal> Evaluator::NewLiteral(const Shape& shape) const {
   return Literal::Create(shape, options_.max_array_bytes);
 }
 
+std::array<uint64_t, 2> Evaluator::GetAndUpdateRngState(int64_t delta) {
+  const std::array<uint64_t, 2> current = rng_state_;
+  // 128-bit addition of the sign-extended delta: carry (or borrow) into the high word.
+  const uint64_t low = current[0] + static_cast<uint64_t>(delta);
+  rng_state_[0] = low;
+  if (delta >= 0 && low < current[0]) ++rng_state_[1];
+  if (delta < 0 && low > current[0]) --rng_state_[1];
+  return current;
+}
+
 absl::Status Evaluator::CountLoopIteration(const Instruction& loop) {
   if (++loop_iterations_ > options_.max_loop_iterations) {
     return absl::ResourceExhaustedError(
@@ -306,6 +317,7 @@ int64_t MinOperands(Opcode op) {
     case Opcode::kAfterAll:
     case Opcode::kPartitionId:
     case Opcode::kReplicaId:
+    case Opcode::kRngGetAndUpdateState:
     case Opcode::kIota:
     case Opcode::kCall:
     case Opcode::kFusion:
@@ -420,6 +432,8 @@ absl::StatusOr<Literal> Evaluator::Dispatch(const Instruction& instr, Operands& 
       return HandleRng(*this, instr, ops);
     case Opcode::kRngBitGenerator:
       return HandleRngBitGenerator(*this, instr, ops);
+    case Opcode::kRngGetAndUpdateState:
+      return HandleRngGetAndUpdateState(*this, instr, ops);
     case Opcode::kFft:
       return HandleFft(*this, instr, ops);
     case Opcode::kCustomCall:
@@ -466,6 +480,11 @@ std::optional<std::string> UnsupportedReason(const Instruction& instr) {
     case Opcode::kRngBitGenerator:
       return "rng-bit-generator is not implemented (its bit streams are specific to XLA's "
              "algorithms)";
+    case Opcode::kRngGetAndUpdateState:
+      if (absl::StatusOr<int64_t> delta = RngStateDelta(instr); !delta.ok()) {
+        return std::string(delta.status().message());
+      }
+      return std::nullopt;
     case Opcode::kStochasticConvert:
       return "the evaluator does not implement stochastic-convert";
     default:

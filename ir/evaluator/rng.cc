@@ -1,9 +1,13 @@
 // rng (uniform and normal), deterministic from EvalOptions::rng_seed. Values derive from raw
 // 64-bit words rather than std::*_distribution, whose output is implementation-defined.
+// rng-get-and-update-state returns a 128-bit counter (u64[2], low word first) that starts at a
+// value derived from the seed and advances by the op's delta on every execution, as XLA's
+// backends keep one such state per module (rng-expander builds its Philox generator on it).
 // rng-bit-generator is rejected: its bit streams are XLA-algorithm specific.
 #include <cmath>
 #include <numbers>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "ir/evaluator/eval_internal.h"
 
@@ -13,7 +17,45 @@ namespace {
 // Uniform double in [0, 1) from the top 53 bits.
 double Unit(uint64_t bits) { return static_cast<double>(bits >> 11) * 0x1.0p-53; }
 
+// SplitMix64's output function: a bijective mix of 64 bits.
+uint64_t Mix64(uint64_t z) {
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+  return z ^ (z >> 31);
+}
+
 }  // namespace
+
+std::array<uint64_t, 2> InitialRngState(uint64_t seed) {
+  constexpr uint64_t kGolden = 0x9e3779b97f4a7c15ULL;
+  return {Mix64(seed + kGolden), Mix64(seed + 2 * kGolden)};
+}
+
+absl::StatusOr<int64_t> RngStateDelta(const Instruction& instr) {
+  if (!instr.shape().IsArray() || instr.shape().element_type() != PrimitiveType::kU64 ||
+      instr.shape().dimensions() != std::vector<int64_t>{2}) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "rng-get-and-update-state must return u64[2], not ", instr.shape().ToString(false)));
+  }
+  const RawAttribute* delta = instr.FindExtraAttribute("delta");
+  int64_t value = 0;
+  if (delta == nullptr || !absl::SimpleAtoi(delta->value, &value)) {
+    return absl::InvalidArgumentError("rng-get-and-update-state needs an integer delta=");
+  }
+  return value;
+}
+
+absl::StatusOr<Literal> HandleRngGetAndUpdateState(Evaluator& ev, const Instruction& instr,
+                                                   Operands&) {
+  absl::StatusOr<int64_t> delta = RngStateDelta(instr);
+  if (!delta.ok()) return Invalid(instr, delta.status().message());
+  absl::StatusOr<Literal> out = ev.NewLiteral(instr.shape());
+  if (!out.ok()) return out.status();
+  const std::array<uint64_t, 2> state = ev.GetAndUpdateRngState(*delta);
+  out->Set<uint64_t>(0, state[0]);
+  out->Set<uint64_t>(1, state[1]);
+  return out;
+}
 
 absl::StatusOr<Literal> HandleRng(Evaluator& ev, const Instruction& instr, Operands& ops) {
   if (ops.size() != 2 || ops[0].element_count() != 1 || ops[1].element_count() != 1) {
