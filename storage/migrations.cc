@@ -1,0 +1,140 @@
+#include "storage/migrations.h"
+
+#include <iterator>
+#include <string>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "storage/store.h"
+
+namespace mltune::storage {
+namespace {
+
+struct Migration {
+  int version;  // user_version after this migration
+  const char* description;
+  const char* sql;
+};
+
+// Append only: a released migration never changes (files in the field have run it). Tables are
+// STRICT (a wrongly typed value is an error, not a silent conversion); enums are CHECKed.
+constexpr Migration kMigrations[] = {
+    {1, "initial schema", R"sql(
+CREATE TABLE results (
+  id INTEGER PRIMARY KEY,
+  fingerprint TEXT NOT NULL CHECK (length(fingerprint) > 0),
+  task TEXT NOT NULL CHECK (length(task) > 0),
+  target TEXT NOT NULL CHECK (length(target) > 0),
+  search_version TEXT NOT NULL CHECK (length(search_version) > 0),
+  baseline_score REAL NOT NULL,
+  tuned_score REAL NOT NULL,
+  budget_steps INTEGER NOT NULL CHECK (budget_steps >= 0),
+  strategy TEXT NOT NULL,
+  worker TEXT NOT NULL,
+  mltune_version TEXT NOT NULL,
+  created_ms INTEGER NOT NULL,
+  updated_ms INTEGER NOT NULL,
+  hit_count INTEGER NOT NULL DEFAULT 0 CHECK (hit_count >= 0),
+  UNIQUE (fingerprint, task, target, search_version)
+) STRICT;
+
+CREATE TABLE results_artifacts (
+  result_id INTEGER NOT NULL REFERENCES results (id) ON DELETE CASCADE,
+  name TEXT NOT NULL CHECK (length(name) > 0),
+  data BLOB NOT NULL,
+  PRIMARY KEY (result_id, name)
+) STRICT;
+
+CREATE TABLE measurements (
+  id INTEGER PRIMARY KEY,
+  graph_key TEXT NOT NULL CHECK (length(graph_key) > 0),
+  task TEXT NOT NULL CHECK (length(task) > 0),
+  target TEXT NOT NULL CHECK (length(target) > 0),
+  configuration TEXT NOT NULL,
+  value REAL NOT NULL,
+  worker TEXT NOT NULL,
+  time_ms INTEGER NOT NULL
+) STRICT;
+CREATE INDEX measurements_by_graph ON measurements (graph_key, task, target);
+CREATE INDEX measurements_by_task_target ON measurements (task, target);
+
+CREATE TABLE jobs (
+  id TEXT PRIMARY KEY CHECK (length(id) BETWEEN 1 AND 64),
+  state TEXT NOT NULL CHECK (state IN ('queued', 'running', 'done', 'failed', 'cancelled')),
+  fingerprint TEXT NOT NULL CHECK (length(fingerprint) > 0),
+  task TEXT NOT NULL CHECK (length(task) > 0),
+  target TEXT NOT NULL CHECK (length(target) > 0),
+  search_version TEXT NOT NULL CHECK (length(search_version) > 0),
+  budget_steps INTEGER NOT NULL CHECK (budget_steps >= 0),
+  strategy TEXT NOT NULL,
+  request BLOB NOT NULL,
+  progress REAL NOT NULL DEFAULT 0 CHECK (progress >= 0 AND progress <= 1),
+  best_score REAL,
+  error TEXT NOT NULL DEFAULT '',
+  attempts INTEGER NOT NULL DEFAULT 0 CHECK (attempts >= 0),
+  created_ms INTEGER NOT NULL,
+  updated_ms INTEGER NOT NULL,
+  started_ms INTEGER NOT NULL DEFAULT 0,
+  finished_ms INTEGER NOT NULL DEFAULT 0,
+  CHECK (state <> 'failed' OR length(error) > 0)
+) STRICT;
+CREATE INDEX jobs_by_state ON jobs (state, created_ms);
+
+CREATE TABLE models (
+  name TEXT NOT NULL CHECK (length(name) > 0),
+  version INTEGER NOT NULL CHECK (version >= 0),
+  data BLOB NOT NULL,
+  metadata_json TEXT NOT NULL CHECK (json_valid(metadata_json)),
+  created_ms INTEGER NOT NULL,
+  PRIMARY KEY (name, version)
+) STRICT;
+)sql"},
+};
+
+absl::StatusOr<int> UserVersion(Database& db) {
+  absl::StatusOr<std::string> text = db.QueryText("PRAGMA user_version");
+  if (!text.ok()) return text.status();
+  int version = 0;
+  if (!absl::SimpleAtoi(*text, &version)) {
+    return absl::InternalError(absl::StrCat(db.path(), ": unreadable user_version '", *text, "'"));
+  }
+  if (version > LatestSchemaVersion() || version < 0) {
+    return absl::FailedPreconditionError(
+        absl::StrCat(db.path(), ": schema version ", version, " (PRAGMA user_version) is ",
+                     version < 0 ? "invalid" : "newer than this mltune knows", " (it knows up to ",
+                     LatestSchemaVersion(), "); use a newer mltune or another store file"));
+  }
+  return version;
+}
+
+}  // namespace
+
+static_assert(std::end(kMigrations)[-1].version == Store::kSchemaVersion,
+              "Store::kSchemaVersion must name the last migration");
+
+int LatestSchemaVersion() { return Store::kSchemaVersion; }
+
+absl::Status Migrate(Database& db) {
+  // Fast path without the write lock: a current store opens while another process is writing.
+  absl::StatusOr<int> version = UserVersion(db);
+  if (!version.ok()) return version.status();
+  if (*version == LatestSchemaVersion()) return absl::OkStatus();
+
+  return db.WriteTransaction([&]() -> absl::Status {
+    // Again under the write lock: another process may have migrated meanwhile.
+    absl::StatusOr<int> current = UserVersion(db);
+    if (!current.ok()) return current.status();
+    for (const Migration& m : kMigrations) {
+      if (m.version <= *current) continue;
+      if (absl::Status s = db.Exec(m.sql); !s.ok()) {
+        return absl::Status(
+            s.code(), absl::StrCat("migration to schema version ", m.version, " (", m.description,
+                                   ") failed: ", std::string(s.message())));
+      }
+    }
+    if (*current == LatestSchemaVersion()) return absl::OkStatus();
+    return db.Exec(absl::StrCat("PRAGMA user_version = ", LatestSchemaVersion()));
+  });
+}
+
+}  // namespace mltune::storage

@@ -1,0 +1,244 @@
+// The daemon's persistent store: one SQLite file in WAL mode holding the results cache (cache key
+// -> best artifact), the measurement log (the cost models' training data), the job table and the
+// checkpoints of learned models. docs/storage.md describes the schema, the budget rule, the
+// concurrency model and crash recovery. sqlite3.h stays inside storage/*.cc.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+
+namespace mltune::storage {
+
+class Database;  // storage/sqlite.h, internal
+
+struct StoreOptions {
+  // How long a write waits for another process's write lock before failing with Unavailable.
+  int busy_timeout_ms = 5000;
+  // Run PRAGMA quick_check on open and refuse a corrupt file (DataLoss naming it). O(size).
+  bool check_on_open = true;
+  // Read connections kept open between reads (more are opened on demand, then closed).
+  int max_idle_readers = 8;
+};
+
+// The results cache key. Every field must be non-empty.
+struct CacheKey {
+  std::string fingerprint;     // ir::Fingerprint of the input graph (structural, SHA-256 hex)
+  std::string task;            // e.g. "pass-order"
+  std::string target;          // target spec, e.g. "cpu"
+  std::string search_version;  // bumped when the search changes what it would find
+
+  // "fingerprint/task/target/search_version", for logs and messages. The store keys on the four
+  // columns, never on this string.
+  std::string ToString() const;
+  friend bool operator==(const CacheKey&, const CacheKey&) = default;
+};
+
+struct Provenance {
+  std::string worker;          // who measured the tuned result
+  std::string mltune_version;  // version of the code that produced it
+  int64_t created_ms = 0;      // unix ms; set by the store on first insert
+  int64_t updated_ms = 0;      // unix ms; set by the store on every change
+};
+
+// One cached result. Scores are costs: lower is better, and must be finite.
+struct ResultRecord {
+  CacheKey key;
+  double baseline_score = 0;  // the input as given (or after the default pipeline)
+  double tuned_score = 0;     // the best candidate found
+  int64_t budget_steps = 0;   // the largest search budget spent on this key (see PutResult)
+  std::string strategy;       // e.g. "beam"
+  // name -> bytes, e.g. "optimized_hlo", "pass_sequence". Binary-safe (NUL bytes allowed).
+  std::map<std::string, std::string> artifacts;
+  Provenance provenance;
+  int64_t hit_count = 0;  // read-only: maintained by RecordHit
+};
+
+enum class PutOutcome {
+  kInserted,      // no result for the key before
+  kReplaced,      // the new record became the cached result
+  kKeptExisting,  // the cached result stays (its budget may have grown)
+};
+
+enum class CacheDecision {
+  kMiss,              // nothing cached: search from scratch
+  kHit,               // requested budget <= cached budget: answer from the cache
+  kContinueFromBest,  // larger budget: search on, starting from the cached best
+};
+
+// The budget rule: a repeated request with the same or a smaller budget is answered from the
+// cache; a larger budget continues from the cached best. Negative budgets count as zero.
+CacheDecision Decide(const std::optional<ResultRecord>& cached, int64_t requested_budget);
+std::string_view CacheDecisionName(CacheDecision decision);
+
+// Every evaluated candidate, kept as training data for the cost models.
+struct MeasurementRecord {
+  int64_t id = 0;             // assigned by the store (insertion order); ignored on append
+  std::string graph_key;      // structural fingerprint of the measured graph; non-empty
+  std::string task;           // non-empty
+  std::string target;         // non-empty
+  std::string configuration;  // the candidate, as text (pass sequence, tile sizes, ...)
+  double value = 0;           // the measured cost; finite
+  std::string worker;
+  int64_t time_ms = 0;  // unix ms of the measurement; 0 = the store's clock at append
+};
+
+// Unset fields match everything; results come in insertion order.
+struct MeasurementFilter {
+  std::optional<std::string> graph_key;
+  std::optional<std::string> task;
+  std::optional<std::string> target;
+  std::optional<std::string> worker;
+  int64_t limit = 0;  // 0 = no limit (QueryMeasurements only)
+};
+
+// Legal transitions: queued -> running | cancelled; running -> running (progress) | done |
+// failed | cancelled | queued (resume). done, failed and cancelled are final.
+enum class JobState { kQueued, kRunning, kDone, kFailed, kCancelled };
+std::string_view JobStateName(JobState state);  // "queued", "running", ...
+bool IsLegalTransition(JobState from, JobState to);
+
+struct JobRecord {
+  std::string id;  // 1-64 chars of [A-Za-z0-9_-]; empty on CreateJob: 16 random hex chars
+  JobState state = JobState::kQueued;
+  CacheKey key;
+  int64_t budget_steps = 0;
+  std::string strategy;
+  std::string request;  // the serialized request (bytes), so the job can be resumed
+  double progress = 0;  // 0..1
+  std::optional<double> best_score;
+  std::string error;        // why the job failed
+  int64_t attempts = 0;     // how many times the job entered running
+  int64_t created_ms = 0;   // set by the store
+  int64_t updated_ms = 0;   // set by the store
+  int64_t started_ms = 0;   // last entry into running; 0 = never
+  int64_t finished_ms = 0;  // entry into done/failed/cancelled; 0 = not finished
+};
+
+enum class RecoveryPolicy {
+  kResume,  // running -> queued (failed instead once a job has used up max_attempts)
+  kFail,    // running -> failed with kDaemonStoppedError
+};
+inline constexpr char kDaemonStoppedError[] = "daemon stopped while the job was running";
+
+struct RecoveredJobs {
+  std::vector<std::string> resumed;  // now queued
+  std::vector<std::string> failed;   // now failed
+};
+
+struct ModelRecord {
+  std::string name;
+  int64_t version = 0;
+  std::string data;  // checkpoint bytes; empty in ListModels
+  int64_t size_bytes = 0;
+  std::string metadata_json;
+  int64_t created_ms = 0;
+};
+
+// Thread-safe: one Store serves every thread of the daemon. Every method returns a clear error
+// (InvalidArgument for bad input, NotFound, FailedPrecondition for an illegal job transition,
+// Unavailable when another process holds the write lock past the busy timeout, DataLoss for a
+// corrupt file) and never leaves a partial write behind: each call is one transaction.
+class Store {
+ public:
+  // The schema version this code writes (PRAGMA user_version).
+  static constexpr int kSchemaVersion = 1;
+
+  // Opens or creates the store at `path` (its parent folders are created), or an in-memory store
+  // for ":memory:" (one connection: reads wait for writes there).
+  static absl::StatusOr<std::unique_ptr<Store>> Open(const std::string& path,
+                                                     StoreOptions options = {});
+  ~Store();
+  Store(const Store&) = delete;
+  Store& operator=(const Store&) = delete;
+
+  const std::string& path() const { return path_; }
+  absl::StatusOr<int> SchemaVersion();
+  // PRAGMA quick_check: OK, or DataLoss naming the file and the first problems found.
+  absl::Status CheckIntegrity();
+
+  // --- Results cache.
+  // Upsert. The new record replaces the cached one when its tuned score is lower, or equal with
+  // a larger budget; otherwise the cached result stays. Either way the stored budget becomes the
+  // larger of the two, so it always says how much search stands behind the cached result.
+  // hit_count and created_ms survive a replacement; artifacts are replaced as a whole.
+  absl::StatusOr<PutOutcome> PutResult(const ResultRecord& record);
+  absl::StatusOr<std::optional<ResultRecord>> LookupResult(const CacheKey& key);
+  // Every result for a graph (any task, target, search version), ordered by those.
+  absl::StatusOr<std::vector<ResultRecord>> LookupResultsByFingerprint(
+      const std::string& fingerprint);
+  // Counts one answer served from the cache; returns the new count. NotFound without a result.
+  absl::StatusOr<int64_t> RecordHit(const CacheKey& key);
+
+  // --- Measurement log.
+  // All records in one transaction: either all are stored or none (the first invalid record is
+  // named in the error and nothing is written).
+  absl::Status AppendMeasurements(std::span<const MeasurementRecord> records);
+  absl::StatusOr<std::vector<MeasurementRecord>> QueryMeasurements(const MeasurementFilter& filter);
+  absl::StatusOr<int64_t> CountMeasurements(const MeasurementFilter& filter = {});
+
+  // --- Jobs.
+  // `job.state` must be queued; returns the id (job.id, or a generated one when empty).
+  // AlreadyExists for a taken id.
+  absl::StatusOr<std::string> CreateJob(const JobRecord& job);
+  // Moves a job to `state`, validating the transition (FailedPrecondition otherwise). `progress`
+  // in [0, 1]; `best_score` replaces the stored one when set; `error` replaces the stored one
+  // and is required (non-empty) for failed.
+  absl::Status UpdateJobState(const std::string& id, JobState state, double progress,
+                              std::optional<double> best_score = std::nullopt,
+                              const std::string& error = "");
+  absl::StatusOr<JobRecord> GetJob(const std::string& id);
+  // Oldest first; every job when `state` is unset.
+  absl::StatusOr<std::vector<JobRecord>> ListJobs(std::optional<JobState> state = std::nullopt);
+  // For the daemon at startup, before it runs jobs: jobs left running by a previous process are
+  // queued again (kResume; a job that already entered running `max_attempts` times fails
+  // instead, so a job that kills the daemon cannot loop) or failed with kDaemonStoppedError.
+  absl::StatusOr<RecoveredJobs> RecoverAfterCrash(RecoveryPolicy policy, int max_attempts = 3);
+
+  // --- Learned-model checkpoints. (name, version) is written once: AlreadyExists on a repeat.
+  // `metadata_json` must be valid JSON ("" is stored as "{}").
+  absl::Status PutModel(const std::string& name, int64_t version, std::string_view data,
+                        const std::string& metadata_json);
+  // The highest version of `name`, or nullopt.
+  absl::StatusOr<std::optional<ModelRecord>> LatestModel(const std::string& name);
+  // Every checkpoint without its bytes (size_bytes set), by name then version.
+  absl::StatusOr<std::vector<ModelRecord>> ListModels();
+
+ private:
+  Store(std::string path, StoreOptions options, std::unique_ptr<Database> writer);
+
+  // Runs `fn` in a write transaction (BEGIN IMMEDIATE ... COMMIT, ROLLBACK when fn fails) on the
+  // single writer connection, holding writer_mu_.
+  absl::Status Write(const std::function<absl::Status(Database&)>& fn);
+  // Runs `fn` in a read transaction (one consistent snapshot) on a pooled read connection.
+  absl::Status Read(const std::function<absl::Status(Database&)>& fn);
+  absl::StatusOr<std::unique_ptr<Database>> AcquireReader();
+  void ReleaseReader(std::unique_ptr<Database> reader);
+
+  // Concurrency: one writer connection behind a mutex, plus a pool of read-only connections.
+  // SQLite admits one writer at a time anyway, so serializing our own writes in-process costs no
+  // throughput and spares them SQLITE_BUSY against each other; BEGIN IMMEDIATE still guards
+  // against other processes on the same file. In WAL mode each reader sees the last committed
+  // snapshot without waiting for an open write transaction, so lookups never queue behind a long
+  // measurement batch. A connection is used by one thread at a time (the writer under its mutex,
+  // a reader while borrowed), which is what SQLite's multi-thread mode requires.
+  std::string path_;
+  StoreOptions options_;
+  bool in_memory_ = false;  // ":memory:": reads go through the writer connection
+  std::mutex writer_mu_;
+  std::unique_ptr<Database> writer_;
+  std::mutex readers_mu_;
+  std::vector<std::unique_ptr<Database>> idle_readers_;
+};
+
+}  // namespace mltune::storage
