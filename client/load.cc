@@ -1,8 +1,10 @@
 #include "client/load.h"
 
+#include <fstream>
 #include <ostream>
 
 #include "ir/hlo_parser.h"
+#include "ir/hlo_printer.h"
 #include "ir/verifier.h"
 
 namespace mltune::client {
@@ -19,6 +21,18 @@ std::unique_ptr<ir::Module> LoadVerified(const std::string& file, std::ostream& 
     return nullptr;
   }
   return *std::move(module);
+}
+
+bool WriteModule(const ir::Module& module, const std::string& path, std::ostream& out,
+                 std::ostream& err) {
+  std::ofstream file(path);
+  file << ir::PrintModule(module);
+  if (!file) {
+    err << "error: cannot write " << path << "\n";
+    return false;
+  }
+  out << "wrote " << path << "\n";
+  return true;
 }
 
 }  // namespace mltune::client

@@ -1,4 +1,4 @@
-// Loading a module for a CLI command: parse, verify, and print the error for the user.
+// Loading and writing a module for a CLI command, with the error printed for the user.
 #pragma once
 
 #include <iosfwd>
@@ -11,5 +11,10 @@ namespace mltune::client {
 
 // Parses and verifies `file`; on failure writes "error: ..." to `err` and returns nullptr.
 std::unique_ptr<ir::Module> LoadVerified(const std::string& file, std::ostream& err);
+
+// Writes `module` as HLO text to `path` and says so on `out`; on failure writes "error: ..." to
+// `err` and returns false.
+bool WriteModule(const ir::Module& module, const std::string& path, std::ostream& out,
+                 std::ostream& err);
 
 }  // namespace mltune::client

@@ -1,7 +1,6 @@
 // `mltune passes` and `mltune opt`: the pass library and running pipelines on a file.
 #include <algorithm>
 #include <chrono>
-#include <fstream>
 #include <optional>
 #include <ostream>
 
@@ -160,15 +159,7 @@ int RunOpt(const OptCommand& cmd, std::ostream& out, std::ostream& err) {
     }
     if (violations > 0) return 1;
   }
-  if (!cmd.output.empty()) {
-    std::ofstream file(cmd.output);
-    file << ir::PrintModule(*module);
-    if (!file) {
-      err << "error: cannot write " << cmd.output << "\n";
-      return 1;
-    }
-    out << "wrote " << cmd.output << "\n";
-  }
+  if (!cmd.output.empty() && !WriteModule(*module, cmd.output, out, err)) return 1;
   return 0;
 }
 

@@ -1,7 +1,6 @@
 // `mltune search pass-order`: searches pass orders with a strategy from optimizers/core and
 // compares the best order's op count with XLA's default pipeline on the same module.
 #include <chrono>
-#include <fstream>
 #include <ostream>
 
 #include "absl/strings/str_format.h"
@@ -93,15 +92,7 @@ int RunSearch(const SearchCommand& cmd, std::ostream& out, std::ostream& err) {
     err << "error: the best module does not verify: " << verified.message() << "\n";
     return 1;
   }
-  if (!cmd.output.empty()) {
-    std::ofstream file(cmd.output);
-    file << ir::PrintModule(*best);
-    if (!file) {
-      err << "error: cannot write " << cmd.output << "\n";
-      return 1;
-    }
-    out << "wrote " << cmd.output << "\n";
-  }
+  if (!cmd.output.empty() && !WriteModule(*best, cmd.output, out, err)) return 1;
   return 0;
 }
 
