@@ -1,0 +1,200 @@
+// The C++ client library for mltuned: what a compiler links to tune its graphs through the daemon,
+// and what the `mltune` CLI's RPC subcommands are built on. Plain C++ types only: gRPC and the
+// generated protobuf code stay inside rpc_client.cc, so including this header costs nothing.
+//
+//   auto client = mltune::client::Client::Connect(mltune::client::ServerAddress(""));
+//   mltune::client::SubmitRequest request;
+//   request.graph = hlo_text;
+//   auto submitted = client->Submit(request);               // cached, attached, or a new job
+//   auto job = client->Watch(submitted->job_id, on_update);  // until it finishes
+//   job->results[0].artifacts["optimized_hlo"];
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+
+namespace mltune::client {
+
+// The daemon's default listen address (mltuned --listen).
+inline constexpr char kDefaultServer[] = "127.0.0.1:8470";
+// `flag` when non-empty, else $MLTUNE_SERVER when set and non-empty, else kDefaultServer.
+std::string ServerAddress(const std::string& flag);
+
+struct Budget {
+  int64_t steps = 0;   // 0 = the daemon's default
+  double seconds = 0;  // 0 = no limit beyond the daemon's
+};
+
+enum class GraphFormat { kHloText, kOnnx };
+
+struct SubmitRequest {
+  std::string graph;  // the graph's bytes (HLO text or a serialized ONNX model)
+  GraphFormat format = GraphFormat::kHloText;
+  std::string graph_name;          // shown in errors; e.g. the file name
+  std::vector<std::string> tasks;  // empty = {"pass-order"}
+  std::string target;              // empty = "cpu"
+  Budget budget;
+  std::string strategy;  // empty = the daemon's default
+  std::map<std::string, std::string> options;
+  bool skip_cache = false;
+};
+
+struct Provenance {
+  std::string worker;
+  std::string mltune_version;
+  std::string search_version;
+  int64_t created_unix_ms = 0;
+  int64_t updated_unix_ms = 0;
+};
+
+struct TaskResult {
+  std::string task;
+  std::string target;
+  std::string fingerprint;
+  std::string strategy;
+  double original_score = 0;
+  double baseline_score = 0;
+  double tuned_score = 0;
+  int64_t budget_steps = 0;
+  std::map<std::string, std::string> artifacts;  // "optimized_hlo", "pass_sequence", ...
+  Provenance provenance;
+  bool from_cache = false;
+  int64_t cache_hits = 0;
+};
+
+enum class JobState { kUnspecified, kQueued, kRunning, kDone, kFailed, kCancelled };
+std::string_view JobStateName(JobState state);  // "queued", "running", "done", ...
+bool IsFinal(JobState state);                   // done, failed or cancelled
+
+struct JobInfo {
+  std::string job_id;
+  JobState state = JobState::kUnspecified;
+  std::vector<std::string> tasks;
+  std::string target;
+  std::string strategy;
+  Budget budget;
+  std::string fingerprint;
+  std::string graph_name;
+  double progress = 0;
+  std::optional<double> best_score;
+  int64_t steps_done = 0;
+  std::string error;
+  std::vector<TaskResult> results;
+  int64_t attempts = 0;
+  int64_t created_unix_ms = 0;
+  int64_t started_unix_ms = 0;
+  int64_t finished_unix_ms = 0;
+};
+
+struct SubmitResponse {
+  std::string job_id;  // empty when `cached`
+  bool attached = false;
+  bool cached = false;
+  JobInfo job;  // with results when cached
+};
+
+struct LookupRequest {
+  // Exactly one of `graph` (fingerprinted by the daemon) and `fingerprint`.
+  std::string graph;
+  GraphFormat format = GraphFormat::kHloText;
+  std::string graph_name;
+  std::string fingerprint;
+  std::string task;    // empty = any
+  std::string target;  // empty = any
+  bool omit_artifacts = false;
+};
+
+struct LookupResponse {
+  std::string fingerprint;
+  std::vector<TaskResult> results;  // empty on a miss
+};
+
+struct NamedInfo {
+  std::string name;
+  std::string description;
+  std::vector<std::string> targets;  // tasks only
+};
+
+struct StrategyList {
+  std::vector<NamedInfo> strategies;
+  std::vector<NamedInfo> tasks;
+  std::string default_strategy;
+};
+
+struct WorkerInfo {
+  std::string name;
+  std::string kind;
+  std::vector<std::string> targets;
+  std::string scorer;
+  std::string state;
+  std::string job_id;
+  int64_t candidates_evaluated = 0;
+};
+
+struct ServerStats {
+  std::string version;
+  std::string search_version;
+  double uptime_seconds = 0;
+  int64_t queue_depth = 0;
+  int64_t queue_capacity = 0;
+  int64_t jobs_running = 0;
+  int64_t worker_threads = 0;
+  std::map<std::string, int64_t> jobs_by_state;
+  int64_t cache_hits = 0;
+  int64_t cache_misses = 0;
+  int64_t cached_results = 0;
+  int64_t measurements = 0;
+  std::string data_dir;
+  std::string store_path;
+  std::string metrics_address;
+};
+
+struct ClientOptions {
+  double call_timeout_seconds = 30;  // deadline of each unary call
+  // Largest message accepted or sent (graphs and artifacts); should match the daemon's limit.
+  int max_message_bytes = 256 << 20;
+};
+
+// Every call returns the daemon's status with its gRPC code kept (InvalidArgument,
+// ResourceExhausted, NotFound, ...). When the daemon cannot be reached the status is Unavailable
+// and says so: "cannot reach mltuned at ADDRESS (...): is it running?".
+// Thread-safe: one Client may serve many threads (one HTTP/2 channel).
+class Client {
+ public:
+  static std::unique_ptr<Client> Connect(const std::string& address, ClientOptions options = {});
+  ~Client();
+  Client(const Client&) = delete;
+  Client& operator=(const Client&) = delete;
+
+  const std::string& address() const;
+  // Waits up to `seconds` for the channel to connect; Unavailable when it does not.
+  absl::Status WaitForReady(double seconds);
+
+  absl::StatusOr<SubmitResponse> Submit(const SubmitRequest& request);
+  // Streams the job's snapshots to `on_update` until the job finishes, `on_update` returns false,
+  // or the stream fails; returns the last snapshot seen. No call deadline (jobs may run long).
+  absl::StatusOr<JobInfo> Watch(const std::string& job_id,
+                                const std::function<bool(const JobInfo&)>& on_update = nullptr);
+  absl::StatusOr<JobInfo> GetJob(const std::string& job_id);
+  absl::StatusOr<JobInfo> Cancel(const std::string& job_id);
+  absl::StatusOr<LookupResponse> Lookup(const LookupRequest& request);
+  absl::StatusOr<StrategyList> ListStrategies();
+  absl::StatusOr<std::vector<WorkerInfo>> ListWorkers();
+  absl::StatusOr<ServerStats> GetStats();
+
+ private:
+  struct Impl;
+  explicit Client(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace mltune::client

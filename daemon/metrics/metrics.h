@@ -1,0 +1,54 @@
+// The daemon's Prometheus metrics, served as text on their own HTTP port (GET /metrics).
+// prometheus-cpp stays inside metrics.cc. Names follow Prometheus conventions: base units
+// (seconds), `_total` for counters; deploy/grafana/mltune.json charts them.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "absl/status/statusor.h"
+
+namespace mltune::daemon {
+
+class Metrics {
+ public:
+  // Serves /metrics on `listen` ("HOST:PORT"; port 0 picks a free port). An empty `listen`
+  // keeps the metrics without serving them (tests, embedded use). Unavailable when the port
+  // cannot be bound.
+  static absl::StatusOr<std::unique_ptr<Metrics>> Create(const std::string& listen);
+  ~Metrics();
+  Metrics(const Metrics&) = delete;
+  Metrics& operator=(const Metrics&) = delete;
+
+  // "HOST:PORT" actually bound ("" when not served); port() is 0 then.
+  std::string address() const;
+  int port() const;
+
+  // mltune_requests_total{method,code} and mltune_request_duration_seconds{method}.
+  // `code` is the gRPC status code name, e.g. "OK", "INVALID_ARGUMENT".
+  void ObserveRequest(std::string_view method, std::string_view code, double seconds);
+  // mltune_queue_depth, mltune_jobs_running (gauges).
+  void SetQueueDepth(int64_t depth);
+  void SetJobsRunning(int64_t running);
+  // mltune_job_duration_seconds{task,state}: a finished job's run time by its final state
+  // ("done", "failed", "cancelled").
+  void ObserveJob(std::string_view task, std::string_view state, double seconds);
+  // mltune_cache_hits_total{task}, mltune_cache_misses_total{task}.
+  void CacheHit(std::string_view task);
+  void CacheMiss(std::string_view task);
+  // mltune_candidates_evaluated_total{task,strategy,worker}.
+  void CandidatesEvaluated(std::string_view task, std::string_view strategy,
+                           std::string_view worker, int64_t count);
+
+  // The text exposition format of every metric (what GET /metrics returns).
+  std::string Serialize() const;
+
+ private:
+  struct Impl;
+  explicit Metrics(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace mltune::daemon
