@@ -1,0 +1,244 @@
+#include "daemon/metrics/metrics.h"
+
+#include <exception>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/strings/numbers.h"
+#include "prometheus/counter.h"
+#include "prometheus/exposer.h"
+#include "prometheus/family.h"
+#include "prometheus/gauge.h"
+#include "prometheus/histogram.h"
+#include "prometheus/registry.h"
+#include "prometheus/text_serializer.h"
+
+#ifndef MLTUNE_VERSION
+#define MLTUNE_VERSION "0.1.0"
+#endif
+
+namespace mltune::daemon {
+namespace {
+
+// Bucket bounds in a 1-2.5-5 series (roughly exponential, but readable in `le` labels and
+// dashboards; prometheus-cpp 1.0.1 has no exponential helper anyway).
+// Requests: 50 us .. 60 s. A cached lookup is tens of microseconds; a synchronous tune can take
+// most of a minute.
+const prometheus::Histogram::BucketBoundaries& RequestBuckets() {
+  static const auto* const kBounds = new prometheus::Histogram::BucketBoundaries{
+      50e-6, 100e-6, 250e-6, 500e-6, 1e-3, 2.5e-3, 5e-3, 0.01, 0.025, 0.05,
+      0.1,   0.25,   0.5,    1,      2.5,  5,      10,   30,   60};
+  return *kBounds;
+}
+
+// Jobs: 10 ms (a cache hit answered as a job) .. 2 h (a large search budget); above a minute
+// the bounds follow wall-clock units so p95 panels read naturally.
+const prometheus::Histogram::BucketBoundaries& JobBuckets() {
+  static const auto* const kBounds = new prometheus::Histogram::BucketBoundaries{
+      0.01, 0.025, 0.05, 0.1, 0.25, 0.5,  1,    2.5,  5,   10,
+      30,   60,    120,  300, 600,  1200, 1800, 3600, 7200};
+  return *kBounds;
+}
+
+// Key for the per-label-set caches: label values joined by a byte that cannot occur in the
+// values we are given in practice (NUL), so ("a", "bc") and ("ab", "c") differ.
+std::string CacheKey(std::initializer_list<std::string_view> values) {
+  std::string key;
+  for (std::string_view v : values) {
+    key.append(v);
+    key.push_back('\0');
+  }
+  return key;
+}
+
+// Splits "HOST:PORT" at the last colon ("[::1]:0" keeps its brackets in HOST).
+absl::Status SplitHostPort(const std::string& listen, std::string* host, int* port) {
+  const size_t colon = listen.rfind(':');
+  if (colon == std::string::npos || colon + 1 == listen.size()) {
+    return absl::InvalidArgumentError("metrics listen address \"" + listen + "\" is not HOST:PORT");
+  }
+  *host = listen.substr(0, colon);
+  if (!absl::SimpleAtoi(listen.substr(colon + 1), port) || *port < 0 || *port > 65535) {
+    return absl::InvalidArgumentError("metrics listen address \"" + listen +
+                                      "\" has an invalid port");
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+struct Metrics::Impl {
+  std::shared_ptr<prometheus::Registry> registry = std::make_shared<prometheus::Registry>();
+
+  // Families are owned by the registry; the references stay valid as long as it lives.
+  prometheus::Family<prometheus::Counter>& requests =
+      prometheus::BuildCounter()
+          .Name("mltune_requests_total")
+          .Help("RPCs handled by mltuned, by method and gRPC status code.")
+          .Register(*registry);
+  prometheus::Family<prometheus::Histogram>& request_duration =
+      prometheus::BuildHistogram()
+          .Name("mltune_request_duration_seconds")
+          .Help("Time mltuned spent handling an RPC, by method.")
+          .Register(*registry);
+  prometheus::Family<prometheus::Gauge>& queue_depth_family =
+      prometheus::BuildGauge()
+          .Name("mltune_queue_depth")
+          .Help("Jobs waiting in mltuned's queue.")
+          .Register(*registry);
+  prometheus::Family<prometheus::Gauge>& jobs_running_family =
+      prometheus::BuildGauge()
+          .Name("mltune_jobs_running")
+          .Help("Jobs mltuned is running now.")
+          .Register(*registry);
+  prometheus::Family<prometheus::Histogram>& job_duration =
+      prometheus::BuildHistogram()
+          .Name("mltune_job_duration_seconds")
+          .Help("Run time of finished jobs, by task and final state.")
+          .Register(*registry);
+  prometheus::Family<prometheus::Counter>& cache_hits =
+      prometheus::BuildCounter()
+          .Name("mltune_cache_hits_total")
+          .Help("Requests answered from the results cache, by task.")
+          .Register(*registry);
+  prometheus::Family<prometheus::Counter>& cache_misses =
+      prometheus::BuildCounter()
+          .Name("mltune_cache_misses_total")
+          .Help("Requests the results cache could not answer, by task.")
+          .Register(*registry);
+  prometheus::Family<prometheus::Counter>& candidates =
+      prometheus::BuildCounter()
+          .Name("mltune_candidates_evaluated_total")
+          .Help("Candidates scored by search, by task, strategy and worker.")
+          .Register(*registry);
+  prometheus::Family<prometheus::Gauge>& build_info =
+      prometheus::BuildGauge()
+          .Name("mltune_build_info")
+          .Help("Always 1; the version label says which mltuned is running.")
+          .Register(*registry);
+
+  // Unlabelled gauges: created once so they are exported (as 0) before the first update.
+  prometheus::Gauge& queue_depth = queue_depth_family.Add({});
+  prometheus::Gauge& jobs_running = jobs_running_family.Add({});
+
+  // Family::Add hashes the label map under the family's lock and, for histograms, allocates a
+  // fresh bucket vector even when the series exists; these caches make the hot path one
+  // string-keyed lookup. Series are never removed, so the pointers stay valid.
+  std::mutex mu;
+  std::unordered_map<std::string, prometheus::Counter*> request_counters;
+  std::unordered_map<std::string, prometheus::Histogram*> request_histograms;
+  std::unordered_map<std::string, prometheus::Histogram*> job_histograms;
+  std::unordered_map<std::string, prometheus::Counter*> hit_counters;
+  std::unordered_map<std::string, prometheus::Counter*> miss_counters;
+  std::unordered_map<std::string, prometheus::Counter*> candidate_counters;
+
+  // Declared last, so destroyed first: no scrape can run while the families go away.
+  std::unique_ptr<prometheus::Exposer> exposer;
+  std::string address;
+  int port = 0;
+
+  Impl() { build_info.Add({{"version", MLTUNE_VERSION}}).Set(1); }
+
+  // Returns the series for `labels`, creating it on first use. `key` identifies the label set.
+  template <typename T, typename... Args>
+  T& Series(std::unordered_map<std::string, T*>& cache, prometheus::Family<T>& family,
+            std::string key, const prometheus::Labels& labels, Args&&... args) {
+    std::lock_guard<std::mutex> lock(mu);
+    auto it = cache.find(key);
+    if (it != cache.end()) return *it->second;
+    T& series = family.Add(labels, std::forward<Args>(args)...);
+    cache.emplace(std::move(key), &series);
+    return series;
+  }
+};
+
+absl::StatusOr<std::unique_ptr<Metrics>> Metrics::Create(const std::string& listen) {
+  auto impl = std::make_unique<Impl>();
+  if (!listen.empty()) {
+    std::string host;
+    int requested_port = 0;
+    absl::Status split = SplitHostPort(listen, &host, &requested_port);
+    if (!split.ok()) return split;
+    try {
+      impl->exposer = std::make_unique<prometheus::Exposer>(listen);
+    } catch (const std::exception& e) {
+      return absl::UnavailableError("cannot serve metrics on " + listen + ": " + e.what());
+    }
+    impl->exposer->RegisterCollectable(impl->registry);
+    const std::vector<int> ports = impl->exposer->GetListeningPorts();
+    if (ports.empty() || ports.front() <= 0) {
+      return absl::UnavailableError("cannot serve metrics on " + listen +
+                                    ": no listening port reported");
+    }
+    impl->port = ports.front();
+    impl->address = host + ":" + std::to_string(impl->port);
+  }
+  return std::unique_ptr<Metrics>(new Metrics(std::move(impl)));
+}
+
+Metrics::Metrics(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Metrics::~Metrics() = default;
+
+std::string Metrics::address() const { return impl_->address; }
+int Metrics::port() const { return impl_->port; }
+
+void Metrics::ObserveRequest(std::string_view method, std::string_view code, double seconds) {
+  impl_
+      ->Series(impl_->request_counters, impl_->requests, CacheKey({method, code}),
+               {{"method", std::string(method)}, {"code", std::string(code)}})
+      .Increment();
+  impl_
+      ->Series(impl_->request_histograms, impl_->request_duration, CacheKey({method}),
+               {{"method", std::string(method)}}, RequestBuckets())
+      .Observe(seconds);
+}
+
+void Metrics::SetQueueDepth(int64_t depth) { impl_->queue_depth.Set(static_cast<double>(depth)); }
+
+void Metrics::SetJobsRunning(int64_t running) {
+  impl_->jobs_running.Set(static_cast<double>(running));
+}
+
+void Metrics::ObserveJob(std::string_view task, std::string_view state, double seconds) {
+  impl_
+      ->Series(impl_->job_histograms, impl_->job_duration, CacheKey({task, state}),
+               {{"task", std::string(task)}, {"state", std::string(state)}}, JobBuckets())
+      .Observe(seconds);
+}
+
+void Metrics::CacheHit(std::string_view task) {
+  impl_
+      ->Series(impl_->hit_counters, impl_->cache_hits, CacheKey({task}),
+               {{"task", std::string(task)}})
+      .Increment();
+}
+
+void Metrics::CacheMiss(std::string_view task) {
+  impl_
+      ->Series(impl_->miss_counters, impl_->cache_misses, CacheKey({task}),
+               {{"task", std::string(task)}})
+      .Increment();
+}
+
+void Metrics::CandidatesEvaluated(std::string_view task, std::string_view strategy,
+                                  std::string_view worker, int64_t count) {
+  // Counters only go up; a negative count would be a caller bug, not a reason to throw.
+  if (count <= 0) return;
+  impl_
+      ->Series(impl_->candidate_counters, impl_->candidates, CacheKey({task, strategy, worker}),
+               {{"task", std::string(task)},
+                {"strategy", std::string(strategy)},
+                {"worker", std::string(worker)}})
+      .Increment(static_cast<double>(count));
+}
+
+std::string Metrics::Serialize() const {
+  return prometheus::TextSerializer().Serialize(impl_->registry->Collect());
+}
+
+}  // namespace mltune::daemon
