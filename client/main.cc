@@ -1,12 +1,19 @@
-// `mltune`: the command-line client. Offline subcommands work on HLO files directly.
+// `mltune`: the command-line client. Offline subcommands work on HLO files directly; the RPC
+// subcommands (submit, watch, result, lookup, cancel, workers, strategies, stats) talk to mltuned.
+#include <unistd.h>
+
 #include <iostream>
 
 #include "CLI/CLI.hpp"
 #include "client/cli_commands.h"
+#include "client/rpc_commands.h"
 
 int main(int argc, char** argv) {
   using namespace mltune::client;
-  CLI::App app{"mltune: ML-compiler autotuning client. Offline subcommands read XLA HLO text."};
+  CLI::App app{
+      "mltune: ML-compiler autotuning client. Offline subcommands read XLA HLO text; the others "
+      "talk to mltuned (--server HOST:PORT, else $MLTUNE_SERVER, else 127.0.0.1:8470). Exit codes: "
+      "0 ok, 1 error, 2 mltuned unreachable, 3 no result (lookup miss, job not finished)."};
   app.require_subcommand(1);
   app.set_version_flag("--version", "mltune 0.1.0");
 
@@ -73,6 +80,91 @@ int main(int argc, char** argv) {
   search_cmd->add_flag("!--no-warm-start", search.warm_start,
                        "Do not start from the default pipeline's order (search from scratch)");
 
+  // ---- RPC subcommands (client/rpc_commands.h) ----
+  auto add_server = [](CLI::App* cmd, std::string& server) {
+    cmd->add_option("--server", server,
+                    "mltuned address HOST:PORT (default: $MLTUNE_SERVER, else 127.0.0.1:8470)");
+  };
+  // A terminal gets one progress line redrawn in place; a pipe or log gets plain lines.
+  const ProgressStyle progress_style =
+      isatty(STDERR_FILENO) ? ProgressStyle::kLive : ProgressStyle::kLines;
+
+  SubmitCommand submit;
+  auto* submit_cmd = app.add_subcommand(
+      "submit", "Tune a graph through mltuned: answered from its cache, or queued as a job");
+  submit_cmd->add_option("file", submit.file, "HLO text file")->required();
+  submit_cmd->add_option("--task", submit.tasks, "Task to run (repeatable; default pass-order)")
+      ->delimiter(',')
+      ->allow_extra_args(false);
+  submit_cmd->add_option("--target", submit.target, "Target: cpu or gpu")->default_val("cpu");
+  submit_cmd->add_option("--strategy", submit.strategy,
+                         "random, greedy, beam, annealing or evolutionary (default: the daemon's)");
+  submit_cmd->add_option("--budget", submit.budget, "Search steps (0: the daemon's default)");
+  submit_cmd->add_option("--seconds", submit.seconds, "Time limit of the search (0: none)");
+  submit_cmd
+      ->add_option("--option", submit.options,
+                   "Task option key=value (repeatable): seed, max_length, warm_start")
+      ->allow_extra_args(false);
+  submit_cmd->add_flag("--skip-cache", submit.skip_cache,
+                       "Search again even when the cache could answer");
+  submit_cmd->add_flag("--watch", submit.watch, "Follow the job to its end and print the result");
+  submit_cmd->add_option("-o,--output", submit.output,
+                         "Write the optimized HLO here (needs the result: cached or --watch)");
+  submit_cmd->add_flag("--json", submit.json, "Print JSON instead of text");
+  add_server(submit_cmd, submit.server);
+
+  WatchCommand watch;
+  auto* watch_cmd =
+      app.add_subcommand("watch", "Follow a job's progress until it finishes, then its result");
+  watch_cmd->add_option("job", watch.job, "Job id")->required();
+  watch_cmd->add_option("-o,--output", watch.output, "Write the optimized HLO here");
+  watch_cmd->add_flag("--json", watch.json, "Print the finished job as JSON");
+  add_server(watch_cmd, watch.server);
+
+  ResultCommand result;
+  auto* result_cmd = app.add_subcommand(
+      "result",
+      "A finished job's scores (original, XLA default, tuned), pass sequence, provenance");
+  result_cmd->add_option("job", result.job, "Job id")->required();
+  result_cmd->add_option("-o,--output", result.output, "Write the optimized HLO here");
+  result_cmd->add_flag("--json", result.json, "Print JSON with every field");
+  add_server(result_cmd, result.server);
+
+  LookupCommand lookup;
+  auto* lookup_cmd = app.add_subcommand(
+      "lookup", "Ask mltuned's cache about a graph (FILE or --fingerprint); queues nothing");
+  auto* lookup_file = lookup_cmd->add_option("file", lookup.file, "HLO text file");
+  auto* lookup_fp = lookup_cmd->add_option("--fingerprint", lookup.fingerprint,
+                                           "Structural fingerprint (mltune fingerprint FILE)");
+  lookup_file->excludes(lookup_fp);
+  lookup_cmd->add_option("--task", lookup.task, "Only this task (default: every task)");
+  lookup_cmd->add_option("--target", lookup.target, "Only this target (default: every target)");
+  lookup_cmd->add_option("-o,--output", lookup.output, "Write the optimized HLO here");
+  lookup_cmd->add_flag("--json", lookup.json, "Print JSON");
+  add_server(lookup_cmd, lookup.server);
+
+  CancelCommand cancel;
+  auto* cancel_cmd = app.add_subcommand("cancel", "Cancel a queued or running job");
+  cancel_cmd->add_option("job", cancel.job, "Job id")->required();
+  add_server(cancel_cmd, cancel.server);
+
+  ServerCommand workers;
+  auto* workers_cmd = app.add_subcommand("workers", "mltuned's workers: kind, targets, state");
+  workers_cmd->add_flag("--json", workers.json, "Print JSON");
+  add_server(workers_cmd, workers.server);
+
+  ServerCommand strategies;
+  auto* strategies_cmd =
+      app.add_subcommand("strategies", "The tasks and search strategies mltuned offers");
+  strategies_cmd->add_flag("--json", strategies.json, "Print JSON");
+  add_server(strategies_cmd, strategies.server);
+
+  ServerCommand stats;
+  auto* stats_cmd =
+      app.add_subcommand("stats", "mltuned's queue, jobs, cache hit rate and store location");
+  stats_cmd->add_flag("--json", stats.json, "Print JSON");
+  add_server(stats_cmd, stats.server);
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -88,5 +180,14 @@ int main(int argc, char** argv) {
   if (*passes_cmd) return RunListPasses(std::cout, std::cerr);
   if (*opt_cmd) return RunOpt(opt, std::cout, std::cerr);
   if (*search_cmd) return RunSearch(search, std::cout, std::cerr);
+  submit.progress = watch.progress = progress_style;
+  if (*submit_cmd) return RunSubmit(submit, std::cout, std::cerr);
+  if (*watch_cmd) return RunWatch(watch, std::cout, std::cerr);
+  if (*result_cmd) return RunResult(result, std::cout, std::cerr);
+  if (*lookup_cmd) return RunLookup(lookup, std::cout, std::cerr);
+  if (*cancel_cmd) return RunCancel(cancel, std::cout, std::cerr);
+  if (*workers_cmd) return RunWorkers(workers, std::cout, std::cerr);
+  if (*strategies_cmd) return RunStrategies(strategies, std::cout, std::cerr);
+  if (*stats_cmd) return RunStats(stats, std::cout, std::cerr);
   return 1;
 }

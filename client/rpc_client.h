@@ -164,6 +164,11 @@ struct ClientOptions {
   int max_message_bytes = 256 << 20;
 };
 
+// True for the status a call returns when the daemon cannot be reached (nothing listening, or no
+// connection before the deadline): the `mltune` CLI exits 2 on it, a compiler can fall back to its
+// default pipeline.
+bool IsUnreachable(const absl::Status& status);
+
 // Every call returns the daemon's status with its gRPC code kept (InvalidArgument,
 // ResourceExhausted, NotFound, ...). When the daemon cannot be reached the status is Unavailable
 // and says so: "cannot reach mltuned at ADDRESS (...): is it running?".
@@ -181,7 +186,8 @@ class Client {
 
   absl::StatusOr<SubmitResponse> Submit(const SubmitRequest& request);
   // Streams the job's snapshots to `on_update` until the job finishes, `on_update` returns false,
-  // or the stream fails; returns the last snapshot seen. No call deadline (jobs may run long).
+  // or the stream fails; returns the last snapshot seen (the final one included), or the stream's
+  // error when it fails before the job finished. No call deadline (jobs may run long).
   absl::StatusOr<JobInfo> Watch(const std::string& job_id,
                                 const std::function<bool(const JobInfo&)>& on_update = nullptr);
   absl::StatusOr<JobInfo> GetJob(const std::string& job_id);

@@ -1,0 +1,365 @@
+// The client library over gRPC: plain structs in client/rpc_client.h, wire types only here.
+#include "client/rpc_client.h"
+
+#include <grpcpp/grpcpp.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <utility>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "mltune/v1/compile_service.grpc.pb.h"
+
+namespace mltune::client {
+namespace {
+
+namespace pb = ::mltune::v1;
+
+constexpr char kUnreachablePrefix[] = "cannot reach mltuned at ";
+
+// ---- wire -> plain ----
+
+JobState FromProto(pb::JobState state) {
+  switch (state) {
+    case pb::JOB_STATE_QUEUED:
+      return JobState::kQueued;
+    case pb::JOB_STATE_RUNNING:
+      return JobState::kRunning;
+    case pb::JOB_STATE_DONE:
+      return JobState::kDone;
+    case pb::JOB_STATE_FAILED:
+      return JobState::kFailed;
+    case pb::JOB_STATE_CANCELLED:
+      return JobState::kCancelled;
+    default:
+      return JobState::kUnspecified;
+  }
+}
+
+Budget FromProto(const pb::Budget& b) { return Budget{b.steps(), b.seconds()}; }
+
+TaskResult FromProto(const pb::TaskResult& r) {
+  TaskResult out;
+  out.task = r.task();
+  out.target = r.target();
+  out.fingerprint = r.fingerprint();
+  out.strategy = r.strategy();
+  out.original_score = r.original_score();
+  out.baseline_score = r.baseline_score();
+  out.tuned_score = r.tuned_score();
+  out.budget_steps = r.budget_steps();
+  for (const auto& [name, bytes] : r.artifacts()) out.artifacts.emplace(name, bytes);
+  const pb::Provenance& p = r.provenance();
+  out.provenance = Provenance{p.worker(), p.mltune_version(), p.search_version(),
+                              p.created_unix_ms(), p.updated_unix_ms()};
+  out.from_cache = r.from_cache();
+  out.cache_hits = r.cache_hits();
+  return out;
+}
+
+JobInfo FromProto(const pb::Job& j) {
+  JobInfo out;
+  out.job_id = j.job_id();
+  out.state = FromProto(j.state());
+  out.tasks.assign(j.tasks().begin(), j.tasks().end());
+  out.target = j.target();
+  out.strategy = j.strategy();
+  out.budget = FromProto(j.budget());
+  out.fingerprint = j.fingerprint();
+  out.graph_name = j.graph_name();
+  out.progress = j.progress();
+  if (j.has_best_score()) out.best_score = j.best_score();
+  out.steps_done = j.steps_done();
+  out.error = j.error();
+  for (const pb::TaskResult& r : j.results()) out.results.push_back(FromProto(r));
+  out.attempts = j.attempts();
+  out.created_unix_ms = j.created_unix_ms();
+  out.started_unix_ms = j.started_unix_ms();
+  out.finished_unix_ms = j.finished_unix_ms();
+  return out;
+}
+
+NamedInfo FromProto(const pb::StrategyInfo& s) { return NamedInfo{s.name(), s.description(), {}}; }
+
+NamedInfo FromProto(const pb::TaskInfo& t) {
+  return NamedInfo{t.name(), t.description(), {t.targets().begin(), t.targets().end()}};
+}
+
+WorkerInfo FromProto(const pb::WorkerInfo& w) {
+  return WorkerInfo{w.name(),
+                    w.kind(),
+                    {w.targets().begin(), w.targets().end()},
+                    w.scorer(),
+                    w.state(),
+                    w.job_id(),
+                    w.candidates_evaluated()};
+}
+
+ServerStats FromProto(const pb::GetStatsResponse& s) {
+  ServerStats out;
+  out.version = s.version();
+  out.search_version = s.search_version();
+  out.uptime_seconds = s.uptime_seconds();
+  out.queue_depth = s.queue_depth();
+  out.queue_capacity = s.queue_capacity();
+  out.jobs_running = s.jobs_running();
+  out.worker_threads = s.worker_threads();
+  out.jobs_by_state.insert(s.jobs_by_state().begin(), s.jobs_by_state().end());
+  out.cache_hits = s.cache_hits();
+  out.cache_misses = s.cache_misses();
+  out.cached_results = s.cached_results();
+  out.measurements = s.measurements();
+  out.data_dir = s.data_dir();
+  out.store_path = s.store_path();
+  out.metrics_address = s.metrics_address();
+  return out;
+}
+
+// ---- plain -> wire ----
+
+void ToProto(const std::string& data, GraphFormat format, const std::string& name,
+             pb::Graph* graph) {
+  graph->set_data(data);
+  graph->set_format(format == GraphFormat::kOnnx ? pb::GRAPH_FORMAT_ONNX
+                                                 : pb::GRAPH_FORMAT_HLO_TEXT);
+  graph->set_name(name);
+}
+
+pb::SubmitCompileRequest ToProto(const SubmitRequest& r) {
+  pb::SubmitCompileRequest out;
+  ToProto(r.graph, r.format, r.graph_name, out.mutable_graph());
+  for (const std::string& task : r.tasks) out.add_tasks(task);
+  out.set_target(r.target);
+  out.mutable_budget()->set_steps(r.budget.steps);
+  out.mutable_budget()->set_seconds(r.budget.seconds);
+  out.set_strategy(r.strategy);
+  out.mutable_options()->insert(r.options.begin(), r.options.end());
+  out.set_skip_cache(r.skip_cache);
+  return out;
+}
+
+}  // namespace
+
+std::string ServerAddress(const std::string& flag) {
+  if (!flag.empty()) return flag;
+  const char* env = std::getenv("MLTUNE_SERVER");
+  if (env != nullptr && env[0] != '\0') return env;
+  return kDefaultServer;
+}
+
+std::string_view JobStateName(JobState state) {
+  switch (state) {
+    case JobState::kQueued:
+      return "queued";
+    case JobState::kRunning:
+      return "running";
+    case JobState::kDone:
+      return "done";
+    case JobState::kFailed:
+      return "failed";
+    case JobState::kCancelled:
+      return "cancelled";
+    case JobState::kUnspecified:
+      break;
+  }
+  return "unspecified";
+}
+
+bool IsFinal(JobState state) {
+  return state == JobState::kDone || state == JobState::kFailed || state == JobState::kCancelled;
+}
+
+bool IsUnreachable(const absl::Status& status) {
+  return (status.code() == absl::StatusCode::kUnavailable ||
+          status.code() == absl::StatusCode::kDeadlineExceeded) &&
+         absl::StartsWith(status.message(), kUnreachablePrefix);
+}
+
+struct Client::Impl {
+  std::string address;
+  ClientOptions options;
+  std::shared_ptr<grpc::Channel> channel;
+  std::unique_ptr<pb::CompileService::Stub> stub;
+
+  void PrepareUnary(grpc::ClientContext& context) const {
+    if (options.call_timeout_seconds > 0) {
+      context.set_deadline(std::chrono::system_clock::now() +
+                           std::chrono::duration_cast<std::chrono::system_clock::duration>(
+                               std::chrono::duration<double>(options.call_timeout_seconds)));
+    }
+  }
+
+  absl::Status Unreachable(const std::string& detail) const {
+    return absl::UnavailableError(absl::StrCat(
+        kUnreachablePrefix, address, " (", detail,
+        "): is it running? (start it with scripts/run, or set --server / MLTUNE_SERVER)"));
+  }
+
+  // Same code and the server's message, except when the channel never got (or lost) its
+  // connection: then the caller needs to hear that the daemon is not there, not gRPC's jargon.
+  absl::Status Convert(const grpc::Status& status) const {
+    if (status.ok()) return absl::OkStatus();
+    const bool connected = channel->GetState(/*try_to_connect=*/false) == GRPC_CHANNEL_READY;
+    if (!connected && (status.error_code() == grpc::StatusCode::UNAVAILABLE ||
+                       status.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED)) {
+      return Unreachable(status.error_message());
+    }
+    return absl::Status(static_cast<absl::StatusCode>(status.error_code()), status.error_message());
+  }
+};
+
+std::unique_ptr<Client> Client::Connect(const std::string& address, ClientOptions options) {
+  grpc::ChannelArguments args;
+  args.SetMaxSendMessageSize(options.max_message_bytes);
+  args.SetMaxReceiveMessageSize(options.max_message_bytes);
+  // Its own connection per Client: otherwise gRPC shares one TCP connection between channels with
+  // equal arguments, and N clients would not be N connections (bench/daemon_load relies on this).
+  args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
+  auto impl = std::make_unique<Impl>();
+  impl->address = address;
+  impl->options = options;
+  impl->channel = grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), args);
+  impl->stub = pb::CompileService::NewStub(impl->channel);
+  return std::unique_ptr<Client>(new Client(std::move(impl)));
+}
+
+Client::Client(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Client::~Client() = default;
+
+const std::string& Client::address() const { return impl_->address; }
+
+absl::Status Client::WaitForReady(double seconds) {
+  const auto deadline = std::chrono::system_clock::now() +
+                        std::chrono::duration_cast<std::chrono::system_clock::duration>(
+                            std::chrono::duration<double>(seconds));
+  if (impl_->channel->WaitForConnected(deadline)) return absl::OkStatus();
+  return impl_->Unreachable(absl::StrCat("no connection within ", seconds, " s"));
+}
+
+absl::StatusOr<SubmitResponse> Client::Submit(const SubmitRequest& request) {
+  grpc::ClientContext context;
+  impl_->PrepareUnary(context);
+  pb::SubmitCompileResponse response;
+  grpc::Status status = impl_->stub->SubmitCompile(&context, ToProto(request), &response);
+  if (!status.ok()) return impl_->Convert(status);
+  SubmitResponse out;
+  out.job_id = response.job_id();
+  out.attached = response.attached();
+  out.cached = response.cached();
+  out.job = FromProto(response.job());
+  return out;
+}
+
+absl::StatusOr<JobInfo> Client::Watch(const std::string& job_id,
+                                      const std::function<bool(const JobInfo&)>& on_update) {
+  grpc::ClientContext context;  // no deadline: a search may run for hours
+  pb::WatchJobRequest request;
+  request.set_job_id(job_id);
+  std::unique_ptr<grpc::ClientReader<pb::Job>> reader = impl_->stub->WatchJob(&context, request);
+  std::optional<JobInfo> last;
+  bool stopped = false;
+  pb::Job job;
+  while (reader->Read(&job)) {
+    last = FromProto(job);
+    if (IsFinal(last->state)) break;
+    if (on_update && !on_update(*last)) {
+      stopped = true;
+      break;
+    }
+  }
+  // The final snapshot goes to on_update too, after the loop so a stop request cannot skip it.
+  if (last.has_value() && IsFinal(last->state) && on_update) on_update(*last);
+  if (stopped || (last.has_value() && IsFinal(last->state))) {
+    // Nothing more is wanted: cancel rather than wait for the server to close the stream.
+    context.TryCancel();
+    reader->Finish().IgnoreError();
+    return *std::move(last);
+  }
+  grpc::Status status = reader->Finish();
+  if (!status.ok()) return impl_->Convert(status);
+  if (!last.has_value()) return absl::InternalError("WatchJob ended without a snapshot");
+  return *std::move(last);
+}
+
+absl::StatusOr<JobInfo> Client::GetJob(const std::string& job_id) {
+  grpc::ClientContext context;
+  impl_->PrepareUnary(context);
+  pb::GetJobRequest request;
+  request.set_job_id(job_id);
+  pb::Job response;
+  grpc::Status status = impl_->stub->GetJob(&context, request, &response);
+  if (!status.ok()) return impl_->Convert(status);
+  return FromProto(response);
+}
+
+absl::StatusOr<JobInfo> Client::Cancel(const std::string& job_id) {
+  grpc::ClientContext context;
+  impl_->PrepareUnary(context);
+  pb::CancelJobRequest request;
+  request.set_job_id(job_id);
+  pb::CancelJobResponse response;
+  grpc::Status status = impl_->stub->CancelJob(&context, request, &response);
+  if (!status.ok()) return impl_->Convert(status);
+  return FromProto(response.job());
+}
+
+absl::StatusOr<LookupResponse> Client::Lookup(const LookupRequest& request) {
+  if (request.graph.empty() == request.fingerprint.empty()) {
+    return absl::InvalidArgumentError("lookup needs exactly one of a graph and a fingerprint");
+  }
+  grpc::ClientContext context;
+  impl_->PrepareUnary(context);
+  pb::LookupCacheRequest wire;
+  if (!request.fingerprint.empty()) {
+    wire.set_fingerprint(request.fingerprint);
+  } else {
+    ToProto(request.graph, request.format, request.graph_name, wire.mutable_graph());
+  }
+  wire.set_task(request.task);
+  wire.set_target(request.target);
+  wire.set_omit_artifacts(request.omit_artifacts);
+  pb::LookupCacheResponse response;
+  grpc::Status status = impl_->stub->LookupCache(&context, wire, &response);
+  if (!status.ok()) return impl_->Convert(status);
+  LookupResponse out;
+  out.fingerprint = response.fingerprint();
+  for (const pb::TaskResult& r : response.results()) out.results.push_back(FromProto(r));
+  return out;
+}
+
+absl::StatusOr<StrategyList> Client::ListStrategies() {
+  grpc::ClientContext context;
+  impl_->PrepareUnary(context);
+  pb::ListStrategiesResponse response;
+  grpc::Status status =
+      impl_->stub->ListStrategies(&context, pb::ListStrategiesRequest(), &response);
+  if (!status.ok()) return impl_->Convert(status);
+  StrategyList out;
+  for (const pb::StrategyInfo& s : response.strategies()) out.strategies.push_back(FromProto(s));
+  for (const pb::TaskInfo& t : response.tasks()) out.tasks.push_back(FromProto(t));
+  out.default_strategy = response.default_strategy();
+  return out;
+}
+
+absl::StatusOr<std::vector<WorkerInfo>> Client::ListWorkers() {
+  grpc::ClientContext context;
+  impl_->PrepareUnary(context);
+  pb::ListWorkersResponse response;
+  grpc::Status status = impl_->stub->ListWorkers(&context, pb::ListWorkersRequest(), &response);
+  if (!status.ok()) return impl_->Convert(status);
+  std::vector<WorkerInfo> out;
+  for (const pb::WorkerInfo& w : response.workers()) out.push_back(FromProto(w));
+  return out;
+}
+
+absl::StatusOr<ServerStats> Client::GetStats() {
+  grpc::ClientContext context;
+  impl_->PrepareUnary(context);
+  pb::GetStatsResponse response;
+  grpc::Status status = impl_->stub->GetStats(&context, pb::GetStatsRequest(), &response);
+  if (!status.ok()) return impl_->Convert(status);
+  return FromProto(response);
+}
+
+}  // namespace mltune::client

@@ -1,0 +1,542 @@
+#include "client/rpc_commands.h"
+
+#include <algorithm>
+#include <chrono>
+#include <ctime>
+#include <fstream>
+#include <ostream>
+#include <sstream>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "client/rpc_client.h"
+#include "nlohmann/json.hpp"
+
+namespace mltune::client {
+namespace {
+
+using Json = nlohmann::json;
+using Clock = std::chrono::steady_clock;
+
+// "error: ..." on `err`; exit 2 when the daemon is not there, else 1.
+int Fail(const absl::Status& status, std::ostream& err) {
+  err << "error: " << status.message() << "\n";
+  return IsUnreachable(status) ? kExitUnreachable : kExitError;
+}
+
+bool ReadBytes(const std::string& path, std::string* bytes, std::ostream& err) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    err << "error: cannot read " << path << "\n";
+    return false;
+  }
+  std::stringstream ss;
+  ss << in.rdbuf();
+  *bytes = ss.str();
+  return true;
+}
+
+std::unique_ptr<Client> Connect(const std::string& server) {
+  return Client::Connect(ServerAddress(server));
+}
+
+std::string FormatUnixMs(int64_t ms) {
+  if (ms <= 0) return "-";
+  const std::time_t seconds = static_cast<std::time_t>(ms / 1000);
+  std::tm tm{};
+  gmtime_r(&seconds, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof(buf), "%Y-%m-%d %H:%M:%S UTC", &tm);
+  return buf;
+}
+
+// Percent by which `to` is lower than `from` (scores are costs: positive = better).
+double PercentLower(double from, double to) { return from != 0 ? 100.0 * (from - to) / from : 0; }
+
+std::vector<std::string> PassSequence(const TaskResult& r) {
+  auto it = r.artifacts.find("pass_sequence");
+  if (it == r.artifacts.end()) return {};
+  std::vector<std::string> passes;
+  for (absl::string_view line : absl::StrSplit(it->second, '\n', absl::SkipWhitespace())) {
+    passes.emplace_back(line);
+  }
+  return passes;
+}
+
+std::string ScoreLabel(const std::string& task) {
+  return task == "pass-order" ? "op count" : "score";
+}
+
+void PrintTaskResult(const TaskResult& r, std::ostream& out) {
+  out << absl::StrFormat(
+      "%s on %s: strategy %s, budget %d steps%s\n", r.task, r.target,
+      r.strategy.empty() ? "-" : r.strategy, r.budget_steps,
+      r.from_cache ? absl::StrCat(", from cache (", r.cache_hits, " hits)") : "");
+  out << absl::StrFormat("  original %-22s %10g\n", ScoreLabel(r.task), r.original_score);
+  out << absl::StrFormat("  baseline (XLA default)          %10g  (%+.1f%%)\n", r.baseline_score,
+                         -PercentLower(r.original_score, r.baseline_score));
+  out << absl::StrFormat("  tuned                           %10g  (%+.1f%%)\n", r.tuned_score,
+                         -PercentLower(r.original_score, r.tuned_score));
+  out << absl::StrFormat("  improvement vs baseline         %9.1f%%\n",
+                         PercentLower(r.baseline_score, r.tuned_score));
+  const std::vector<std::string> passes = PassSequence(r);
+  out << absl::StrFormat("  pass sequence (%d): %s\n", passes.size(),
+                         passes.empty() ? "(none)" : absl::StrJoin(passes, ","));
+  const Provenance& p = r.provenance;
+  out << absl::StrFormat(
+      "  provenance: worker %s, mltune %s, search version %s, created %s, updated %s\n",
+      p.worker.empty() ? "-" : p.worker, p.mltune_version.empty() ? "-" : p.mltune_version,
+      p.search_version.empty() ? "-" : p.search_version, FormatUnixMs(p.created_unix_ms),
+      FormatUnixMs(p.updated_unix_ms));
+}
+
+Json ResultJson(const TaskResult& r) {
+  Json artifacts = Json::object();
+  for (const auto& [name, bytes] : r.artifacts) artifacts[name] = bytes;
+  return Json{
+      {"task", r.task},
+      {"target", r.target},
+      {"fingerprint", r.fingerprint},
+      {"strategy", r.strategy},
+      {"original_score", r.original_score},
+      {"baseline_score", r.baseline_score},
+      {"tuned_score", r.tuned_score},
+      {"improvement_vs_baseline_percent", PercentLower(r.baseline_score, r.tuned_score)},
+      {"budget_steps", r.budget_steps},
+      {"pass_sequence", PassSequence(r)},
+      {"artifacts", artifacts},
+      {"provenance",
+       {{"worker", r.provenance.worker},
+        {"mltune_version", r.provenance.mltune_version},
+        {"search_version", r.provenance.search_version},
+        {"created_unix_ms", r.provenance.created_unix_ms},
+        {"updated_unix_ms", r.provenance.updated_unix_ms}}},
+      {"from_cache", r.from_cache},
+      {"cache_hits", r.cache_hits},
+  };
+}
+
+Json JobJson(const JobInfo& j) {
+  Json results = Json::array();
+  for (const TaskResult& r : j.results) results.push_back(ResultJson(r));
+  return Json{
+      {"job_id", j.job_id},
+      {"state", std::string(JobStateName(j.state))},
+      {"tasks", j.tasks},
+      {"target", j.target},
+      {"strategy", j.strategy},
+      {"budget", {{"steps", j.budget.steps}, {"seconds", j.budget.seconds}}},
+      {"fingerprint", j.fingerprint},
+      {"graph_name", j.graph_name},
+      {"progress", j.progress},
+      {"best_score", j.best_score.has_value() ? Json(*j.best_score) : Json(nullptr)},
+      {"steps_done", j.steps_done},
+      {"error", j.error},
+      {"results", results},
+      {"attempts", j.attempts},
+      {"created_unix_ms", j.created_unix_ms},
+      {"started_unix_ms", j.started_unix_ms},
+      {"finished_unix_ms", j.finished_unix_ms},
+  };
+}
+
+// Artifacts may one day be binary: replace invalid UTF-8 rather than throw.
+void PrintJson(const Json& j, std::ostream& out) {
+  out << j.dump(2, ' ', false, Json::error_handler_t::replace) << "\n";
+}
+
+// The job's header: state, what ran, how long.
+void PrintJobHeader(const JobInfo& j, std::ostream& out) {
+  std::string ran;
+  if (j.started_unix_ms > 0 && j.finished_unix_ms >= j.started_unix_ms) {
+    ran = absl::StrFormat(", ran %.2f s", (j.finished_unix_ms - j.started_unix_ms) / 1000.0);
+  }
+  out << absl::StrFormat(
+      "job %s: %s (tasks %s, target %s, strategy %s, budget %d steps%s)%s\n", j.job_id,
+      JobStateName(j.state), absl::StrJoin(j.tasks, ","), j.target.empty() ? "-" : j.target,
+      j.strategy.empty() ? "-" : j.strategy, j.budget.steps,
+      j.budget.seconds > 0 ? absl::StrFormat(", %g s", j.budget.seconds) : "", ran);
+  out << absl::StrFormat("graph %s, fingerprint %s\n", j.graph_name.empty() ? "-" : j.graph_name,
+                         j.fingerprint.empty() ? "-" : j.fingerprint);
+}
+
+// Writes the optimized HLO of the last task that produced one (tasks run in order, so that is the
+// graph with every task applied).
+bool WriteOptimizedHlo(const std::vector<TaskResult>& results, const std::string& path, bool json,
+                       std::ostream& out, std::ostream& err) {
+  const std::string* hlo = nullptr;
+  for (const TaskResult& r : results) {
+    auto it = r.artifacts.find("optimized_hlo");
+    if (it != r.artifacts.end()) hlo = &it->second;
+  }
+  if (hlo == nullptr) {
+    err << "error: the result has no optimized_hlo artifact to write to " << path << "\n";
+    return false;
+  }
+  std::ofstream file(path, std::ios::binary);
+  file << *hlo;
+  if (!file) {
+    err << "error: cannot write " << path << "\n";
+    return false;
+  }
+  // With --json stdout holds only the JSON document.
+  (json ? err : out) << "wrote " << path << "\n";
+  return true;
+}
+
+// The end of `watch`, `submit --watch` and `result`: the summary (or JSON) of a finished job.
+int ReportFinished(const JobInfo& job, const std::string& output, bool json, std::ostream& out,
+                   std::ostream& err) {
+  if (json) {
+    PrintJson(JobJson(job), out);
+  } else {
+    PrintJobHeader(job, out);
+    for (const TaskResult& r : job.results) PrintTaskResult(r, out);
+  }
+  if (job.state == JobState::kFailed) {
+    err << "error: job " << job.job_id << " failed: " << (job.error.empty() ? "?" : job.error)
+        << "\n";
+    return kExitError;
+  }
+  if (job.state == JobState::kCancelled) {
+    err << "error: job " << job.job_id << " was cancelled\n";
+    return kExitError;
+  }
+  if (!output.empty() && !WriteOptimizedHlo(job.results, output, json, out, err)) {
+    return kExitError;
+  }
+  return kExitOk;
+}
+
+std::string ProgressText(const JobInfo& j) {
+  std::string text = absl::StrFormat("job %s %-9s %3.0f%%  steps %d", j.job_id,
+                                     JobStateName(j.state), 100 * j.progress, j.steps_done);
+  if (j.budget.steps > 0) absl::StrAppend(&text, "/", j.budget.steps);
+  if (j.best_score.has_value()) absl::StrAppend(&text, absl::StrFormat("  best %g", *j.best_score));
+  return text;
+}
+
+// Shows a job's snapshots on `err` in the chosen style.
+class Progress {
+ public:
+  Progress(ProgressStyle style, std::ostream& err) : style_(style), err_(err) {}
+
+  void Update(const JobInfo& job) {
+    if (style_ == ProgressStyle::kNone) return;
+    const auto now = Clock::now();
+    const bool changed = job.state != last_state_;
+    const bool final = IsFinal(job.state);
+    if (style_ == ProgressStyle::kLive) {
+      // ~10 redraws a second are plenty for a human; the server may send one per search step.
+      if (!changed && !final && now - last_ < std::chrono::milliseconds(100)) return;
+      // '\r' back to the line's start, then clear to its end (the new text may be shorter).
+      err_ << "\r" << ProgressText(job) << "\x1b[K" << (final ? "\n" : "") << std::flush;
+      drawn_ = !final;
+    } else {
+      if (!changed && !final && now - last_ < std::chrono::seconds(1)) return;
+      if (final && !changed) return;
+      err_ << ProgressText(job) << "\n" << std::flush;
+    }
+    last_ = now;
+    last_state_ = job.state;
+  }
+
+  // Ends a half-drawn live line, e.g. before an error.
+  void Finish() {
+    if (drawn_) err_ << "\n";
+    drawn_ = false;
+  }
+
+ private:
+  ProgressStyle style_;
+  std::ostream& err_;
+  Clock::time_point last_{};
+  JobState last_state_ = JobState::kUnspecified;
+  bool drawn_ = false;
+};
+
+int WatchAndReport(Client& client, const std::string& job_id, ProgressStyle style,
+                   const std::string& output, bool json, std::ostream& out, std::ostream& err) {
+  Progress progress(style, err);
+  absl::StatusOr<JobInfo> job = client.Watch(job_id, [&](const JobInfo& snapshot) {
+    progress.Update(snapshot);
+    return true;
+  });
+  progress.Finish();
+  if (!job.ok()) return Fail(job.status(), err);
+  return ReportFinished(*job, output, json, out, err);
+}
+
+// Left-aligned columns two spaces apart; the first row is the header.
+void PrintTable(const std::vector<std::vector<std::string>>& rows, std::ostream& out) {
+  std::vector<size_t> widths;
+  for (const auto& row : rows) {
+    widths.resize(std::max(widths.size(), row.size()));
+    for (size_t i = 0; i < row.size(); ++i) widths[i] = std::max(widths[i], row[i].size());
+  }
+  for (const auto& row : rows) {
+    std::string line;
+    for (size_t i = 0; i < row.size(); ++i) {
+      absl::StrAppend(&line, row[i]);
+      if (i + 1 < row.size()) line.append(widths[i] - row[i].size() + 2, ' ');
+    }
+    out << line << "\n";
+  }
+}
+
+}  // namespace
+
+int RunSubmit(const SubmitCommand& cmd, std::ostream& out, std::ostream& err) {
+  SubmitRequest request;
+  if (!ReadBytes(cmd.file, &request.graph, err)) return kExitError;
+  request.graph_name = cmd.file;
+  request.tasks = cmd.tasks;
+  request.target = cmd.target;
+  request.strategy = cmd.strategy;
+  request.budget = Budget{cmd.budget, cmd.seconds};
+  request.skip_cache = cmd.skip_cache;
+  for (const std::string& option : cmd.options) {
+    const size_t eq = option.find('=');
+    if (eq == std::string::npos || eq == 0) {
+      err << "error: --option wants key=value, got '" << option << "'\n";
+      return kExitError;
+    }
+    request.options[option.substr(0, eq)] = option.substr(eq + 1);
+  }
+  std::unique_ptr<Client> client = Connect(cmd.server);
+  absl::StatusOr<SubmitResponse> response = client->Submit(request);
+  if (!response.ok()) return Fail(response.status(), err);
+
+  if (response->cached) {
+    if (cmd.json) {
+      PrintJson(Json{{"job_id", ""},
+                     {"cached", true},
+                     {"attached", false},
+                     {"job", JobJson(response->job)}},
+                out);
+    } else {
+      out << "answered from cache (fingerprint " << response->job.fingerprint
+          << "; no job queued)\n";
+      for (const TaskResult& r : response->job.results) PrintTaskResult(r, out);
+    }
+    if (!cmd.output.empty() &&
+        !WriteOptimizedHlo(response->job.results, cmd.output, cmd.json, out, err)) {
+      return kExitError;
+    }
+    return kExitOk;
+  }
+
+  const std::string& id = response->job_id;
+  if (!cmd.watch) {
+    if (cmd.json) {
+      PrintJson(Json{{"job_id", id},
+                     {"cached", false},
+                     {"attached", response->attached},
+                     {"job", JobJson(response->job)}},
+                out);
+    } else if (response->attached) {
+      out << "attached to running job " << id << " (an identical request is already "
+          << JobStateName(response->job.state) << ")\n";
+    } else {
+      out << "submitted job " << id << "\n";
+    }
+    err << "follow it with: mltune watch " << id << "\n";
+    if (!cmd.output.empty()) {
+      err << "error: no result yet to write to " << cmd.output << ": add --watch, or run `mltune "
+          << "result " << id << " -o " << cmd.output << "` once it is done\n";
+      return kExitNoResult;
+    }
+    return kExitOk;
+  }
+  if (!cmd.json) {
+    out << (response->attached ? "attached to running job " : "submitted job ") << id << "\n"
+        << std::flush;
+  }
+  return WatchAndReport(*client, id, cmd.progress, cmd.output, cmd.json, out, err);
+}
+
+int RunWatch(const WatchCommand& cmd, std::ostream& out, std::ostream& err) {
+  std::unique_ptr<Client> client = Connect(cmd.server);
+  return WatchAndReport(*client, cmd.job, cmd.progress, cmd.output, cmd.json, out, err);
+}
+
+int RunResult(const ResultCommand& cmd, std::ostream& out, std::ostream& err) {
+  std::unique_ptr<Client> client = Connect(cmd.server);
+  absl::StatusOr<JobInfo> job = client->GetJob(cmd.job);
+  if (!job.ok()) return Fail(job.status(), err);
+  if (!IsFinal(job->state)) {
+    if (cmd.json) PrintJson(JobJson(*job), out);
+    err << "job " << job->job_id << " is " << JobStateName(job->state) << " (" << ProgressText(*job)
+        << "): no result yet; follow it with `mltune watch " << job->job_id << "`\n";
+    return kExitNoResult;
+  }
+  return ReportFinished(*job, cmd.output, cmd.json, out, err);
+}
+
+int RunLookup(const LookupCommand& cmd, std::ostream& out, std::ostream& err) {
+  if (cmd.file.empty() == cmd.fingerprint.empty()) {
+    err << "error: lookup needs a FILE or --fingerprint FP (not both)\n";
+    return kExitError;
+  }
+  LookupRequest request;
+  if (!cmd.file.empty()) {
+    if (!ReadBytes(cmd.file, &request.graph, err)) return kExitError;
+    request.graph_name = cmd.file;
+  }
+  request.fingerprint = cmd.fingerprint;
+  request.task = cmd.task;
+  request.target = cmd.target;
+  std::unique_ptr<Client> client = Connect(cmd.server);
+  absl::StatusOr<LookupResponse> response = client->Lookup(request);
+  if (!response.ok()) return Fail(response.status(), err);
+  if (cmd.json) {
+    Json results = Json::array();
+    for (const TaskResult& r : response->results) results.push_back(ResultJson(r));
+    PrintJson(Json{{"fingerprint", response->fingerprint}, {"results", results}}, out);
+  }
+  if (response->results.empty()) {
+    std::string what = response->fingerprint;
+    if (!cmd.task.empty()) absl::StrAppend(&what, ", task ", cmd.task);
+    if (!cmd.target.empty()) absl::StrAppend(&what, ", target ", cmd.target);
+    (cmd.json ? err : out) << "no cached result for " << what << "\n";
+    return kExitNoResult;
+  }
+  if (!cmd.json) {
+    out << absl::StrFormat("%d cached result%s for %s\n", response->results.size(),
+                           response->results.size() == 1 ? "" : "s", response->fingerprint);
+    for (const TaskResult& r : response->results) PrintTaskResult(r, out);
+  }
+  if (!cmd.output.empty() &&
+      !WriteOptimizedHlo(response->results, cmd.output, cmd.json, out, err)) {
+    return kExitError;
+  }
+  return kExitOk;
+}
+
+int RunCancel(const CancelCommand& cmd, std::ostream& out, std::ostream& err) {
+  std::unique_ptr<Client> client = Connect(cmd.server);
+  absl::StatusOr<JobInfo> job = client->Cancel(cmd.job);
+  if (!job.ok()) return Fail(job.status(), err);
+  if (job->state == JobState::kCancelled) {
+    out << "cancelled job " << job->job_id << "\n";
+  } else {
+    out << "cancelling job " << job->job_id << " (" << JobStateName(job->state)
+        << "; a running search stops at its next step)\n";
+  }
+  return kExitOk;
+}
+
+int RunWorkers(const ServerCommand& cmd, std::ostream& out, std::ostream& err) {
+  std::unique_ptr<Client> client = Connect(cmd.server);
+  absl::StatusOr<std::vector<WorkerInfo>> workers = client->ListWorkers();
+  if (!workers.ok()) return Fail(workers.status(), err);
+  if (cmd.json) {
+    Json list = Json::array();
+    for (const WorkerInfo& w : *workers) {
+      list.push_back({{"name", w.name},
+                      {"kind", w.kind},
+                      {"targets", w.targets},
+                      {"scorer", w.scorer},
+                      {"state", w.state},
+                      {"job_id", w.job_id},
+                      {"candidates_evaluated", w.candidates_evaluated}});
+    }
+    PrintJson(Json{{"workers", list}}, out);
+    return kExitOk;
+  }
+  std::vector<std::vector<std::string>> rows = {
+      {"NAME", "KIND", "TARGETS", "SCORER", "STATE", "JOB", "CANDIDATES"}};
+  for (const WorkerInfo& w : *workers) {
+    rows.push_back({w.name, w.kind, absl::StrJoin(w.targets, ","), w.scorer, w.state,
+                    w.job_id.empty() ? "-" : w.job_id, absl::StrCat(w.candidates_evaluated)});
+  }
+  PrintTable(rows, out);
+  return kExitOk;
+}
+
+int RunStrategies(const ServerCommand& cmd, std::ostream& out, std::ostream& err) {
+  std::unique_ptr<Client> client = Connect(cmd.server);
+  absl::StatusOr<StrategyList> list = client->ListStrategies();
+  if (!list.ok()) return Fail(list.status(), err);
+  if (cmd.json) {
+    Json tasks = Json::array();
+    for (const NamedInfo& t : list->tasks) {
+      tasks.push_back({{"name", t.name}, {"description", t.description}, {"targets", t.targets}});
+    }
+    Json strategies = Json::array();
+    for (const NamedInfo& s : list->strategies) {
+      strategies.push_back({{"name", s.name}, {"description", s.description}});
+    }
+    PrintJson(Json{{"tasks", tasks},
+                   {"strategies", strategies},
+                   {"default_strategy", list->default_strategy}},
+              out);
+    return kExitOk;
+  }
+  std::vector<std::vector<std::string>> tasks = {{"TASK", "TARGETS", "DESCRIPTION"}};
+  for (const NamedInfo& t : list->tasks) {
+    tasks.push_back({t.name, absl::StrJoin(t.targets, ","), t.description});
+  }
+  PrintTable(tasks, out);
+  out << "\n";
+  std::vector<std::vector<std::string>> strategies = {{"STRATEGY", "DESCRIPTION"}};
+  for (const NamedInfo& s : list->strategies) {
+    strategies.push_back(
+        {s.name == list->default_strategy ? absl::StrCat(s.name, " (default)") : s.name,
+         s.description});
+  }
+  PrintTable(strategies, out);
+  return kExitOk;
+}
+
+int RunStats(const ServerCommand& cmd, std::ostream& out, std::ostream& err) {
+  std::unique_ptr<Client> client = Connect(cmd.server);
+  absl::StatusOr<ServerStats> s = client->GetStats();
+  if (!s.ok()) return Fail(s.status(), err);
+  if (cmd.json) {
+    PrintJson(Json{{"version", s->version},
+                   {"search_version", s->search_version},
+                   {"uptime_seconds", s->uptime_seconds},
+                   {"queue_depth", s->queue_depth},
+                   {"queue_capacity", s->queue_capacity},
+                   {"jobs_running", s->jobs_running},
+                   {"worker_threads", s->worker_threads},
+                   {"jobs_by_state", s->jobs_by_state},
+                   {"cache_hits", s->cache_hits},
+                   {"cache_misses", s->cache_misses},
+                   {"cached_results", s->cached_results},
+                   {"measurements", s->measurements},
+                   {"data_dir", s->data_dir},
+                   {"store_path", s->store_path},
+                   {"metrics_address", s->metrics_address}},
+              out);
+    return kExitOk;
+  }
+  std::vector<std::string> by_state;
+  for (const auto& [state, count] : s->jobs_by_state)
+    by_state.push_back(absl::StrCat(state, " ", count));
+  const int64_t lookups = s->cache_hits + s->cache_misses;
+  out << absl::StrFormat("mltuned %s at %s (search version %s), up %.1f s\n", s->version,
+                         client->address(), s->search_version, s->uptime_seconds);
+  out << absl::StrFormat("queue          %d of %d queued, %d running on %d worker threads\n",
+                         s->queue_depth, s->queue_capacity, s->jobs_running, s->worker_threads);
+  out << absl::StrFormat("jobs           %s\n",
+                         by_state.empty() ? "(none)" : absl::StrJoin(by_state, ", "));
+  out << absl::StrFormat(
+      "cache          %d hits, %d misses since start (%.1f%% hits); %d results "
+      "stored\n",
+      s->cache_hits, s->cache_misses, lookups ? 100.0 * s->cache_hits / lookups : 0.0,
+      s->cached_results);
+  out << absl::StrFormat("measurements   %d\n", s->measurements);
+  out << absl::StrFormat("data dir       %s\n", s->data_dir);
+  out << absl::StrFormat("store          %s\n", s->store_path);
+  out << absl::StrFormat("metrics        %s\n",
+                         s->metrics_address.empty()
+                             ? "(not served)"
+                             : absl::StrCat("http://", s->metrics_address, "/metrics"));
+  return kExitOk;
+}
+
+}  // namespace mltune::client
