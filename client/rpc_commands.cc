@@ -7,6 +7,7 @@
 #include <ostream>
 #include <sstream>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
@@ -24,6 +25,15 @@ using Clock = std::chrono::steady_clock;
 int Fail(const absl::Status& status, std::ostream& err) {
   err << "error: " << status.message() << "\n";
   return IsUnreachable(status) ? kExitUnreachable : kExitError;
+}
+
+// Fail, naming the job when the daemon's message does not (so "not found" says what was not).
+int FailJob(const absl::Status& status, const std::string& job_id, std::ostream& err) {
+  if (IsUnreachable(status) || absl::StrContains(status.message(), job_id)) {
+    return Fail(status, err);
+  }
+  return Fail(absl::Status(status.code(), absl::StrCat("job ", job_id, ": ", status.message())),
+              err);
 }
 
 bool ReadBytes(const std::string& path, std::string* bytes, std::ostream& err) {
@@ -265,7 +275,7 @@ int WatchAndReport(Client& client, const std::string& job_id, ProgressStyle styl
     return true;
   });
   progress.Finish();
-  if (!job.ok()) return Fail(job.status(), err);
+  if (!job.ok()) return FailJob(job.status(), job_id, err);
   return ReportFinished(*job, output, json, out, err);
 }
 
@@ -365,7 +375,7 @@ int RunWatch(const WatchCommand& cmd, std::ostream& out, std::ostream& err) {
 int RunResult(const ResultCommand& cmd, std::ostream& out, std::ostream& err) {
   std::unique_ptr<Client> client = Connect(cmd.server);
   absl::StatusOr<JobInfo> job = client->GetJob(cmd.job);
-  if (!job.ok()) return Fail(job.status(), err);
+  if (!job.ok()) return FailJob(job.status(), cmd.job, err);
   if (!IsFinal(job->state)) {
     if (cmd.json) PrintJson(JobJson(*job), out);
     err << "job " << job->job_id << " is " << JobStateName(job->state) << " (" << ProgressText(*job)
@@ -418,7 +428,7 @@ int RunLookup(const LookupCommand& cmd, std::ostream& out, std::ostream& err) {
 int RunCancel(const CancelCommand& cmd, std::ostream& out, std::ostream& err) {
   std::unique_ptr<Client> client = Connect(cmd.server);
   absl::StatusOr<JobInfo> job = client->Cancel(cmd.job);
-  if (!job.ok()) return Fail(job.status(), err);
+  if (!job.ok()) return FailJob(job.status(), cmd.job, err);
   if (job->state == JobState::kCancelled) {
     out << "cancelled job " << job->job_id << "\n";
   } else {

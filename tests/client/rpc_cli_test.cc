@@ -1,0 +1,331 @@
+// The `mltune` RPC subcommands end to end: the real binary against a real mltuned child on
+// ephemeral loopback ports (client/daemon_process.h), one fresh daemon per test.
+#include <arpa/inet.h>
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <array>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <regex>
+
+#include "client/daemon_process.h"
+#include "nlohmann/json.hpp"
+#include "tests/support/corpus.h"
+
+namespace mltune {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct Result {
+  int exit_code = -1;
+  std::string out;
+  std::string err;
+};
+
+// Runs the CLI with stdout and stderr captured separately; `env` prefixes the command
+// (e.g. "MLTUNE_SERVER=... "). MLTUNE_SERVER is cleared otherwise, so the caller's shell cannot
+// leak into a test.
+Result RunCli(const std::string& args, const std::string& env = "") {
+  const std::string err_path =
+      (fs::temp_directory_path() / ("mltune_rpc_cli_err_" + std::to_string(getpid()))).string();
+  const std::string cmd =
+      (env.empty() ? std::string("env -u MLTUNE_SERVER ") : "env " + env + " ") + MLTUNE_CLI_PATH +
+      " " + args + " 2>" + err_path;
+  Result r;
+  FILE* pipe = popen(cmd.c_str(), "r");
+  if (pipe == nullptr) return r;
+  std::array<char, 4096> buf;
+  size_t n;
+  while ((n = fread(buf.data(), 1, buf.size(), pipe)) > 0) r.out.append(buf.data(), n);
+  const int status = pclose(pipe);
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  r.err = testing::ReadFile(err_path);
+  fs::remove(err_path);
+  return r;
+}
+
+std::string Example() { return testing::SourcePath("examples/mlp_train_step.hlo"); }
+
+std::string TempPath(const std::string& name) {
+  return (fs::temp_directory_path() / (std::to_string(getpid()) + "_" + name)).string();
+}
+
+// A loopback port nothing listens on: bound once by us, then released.
+int ClosedPort() {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  addr.sin_port = 0;
+  socklen_t len = sizeof(addr);
+  if (bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0 ||
+      getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
+    close(fd);
+    return 1;  // nothing listens on port 1 either
+  }
+  close(fd);
+  return ntohs(addr.sin_port);
+}
+
+// "submitted job ID" -> ID.
+std::string JobIdFrom(const std::string& out) {
+  std::smatch m;
+  if (std::regex_search(out, m, std::regex("(?:submitted|attached to running) job (\\S+)"))) {
+    return m[1];
+  }
+  return "";
+}
+
+// Tests that do not need a daemon: it is the point that none is there.
+TEST(RpcCliUnreachableTest, ClosedPortSaysCannotReachAndExits2) {
+  const std::string address = "127.0.0.1:" + std::to_string(ClosedPort());
+  for (const std::string& args : std::vector<std::string>{
+           "stats", "workers", "strategies", "result some-job", "watch some-job", "cancel some-job",
+           "submit " + Example(), "lookup " + Example()}) {
+    Result r = RunCli(args + " --server " + address);
+    EXPECT_EQ(r.exit_code, 2) << args << "\n" << r.err;
+    EXPECT_NE(r.err.find("cannot reach mltuned at " + address), std::string::npos) << args << "\n"
+                                                                                   << r.err;
+    EXPECT_NE(r.err.find("is it running?"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("MLTUNE_SERVER"), std::string::npos) << r.err;
+  }
+}
+
+TEST(RpcCliUnreachableTest, EnvironmentNamesTheServer) {
+  const std::string address = "127.0.0.1:" + std::to_string(ClosedPort());
+  Result r = RunCli("stats", "MLTUNE_SERVER=" + address);
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("cannot reach mltuned at " + address), std::string::npos) << r.err;
+  // The flag wins over the environment.
+  const std::string other = "127.0.0.1:" + std::to_string(ClosedPort());
+  r = RunCli("stats --server " + other, "MLTUNE_SERVER=" + address);
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("cannot reach mltuned at " + other), std::string::npos) << r.err;
+}
+
+class RpcCliTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+#ifndef MLTUNE_DAEMON_PATH
+    GTEST_SKIP() << "built without the mltuned target";
+#else
+    client::DaemonOptions options;
+    options.binary = MLTUNE_DAEMON_PATH;
+    auto daemon = client::DaemonProcess::Start(options);
+    ASSERT_TRUE(daemon.ok()) << daemon.status();
+    daemon_ = *std::move(daemon);
+    server_ = " --server " + daemon_->address();
+#endif
+  }
+
+  void TearDown() override {
+    if (daemon_ == nullptr) return;
+    auto code = daemon_->Stop();
+    ASSERT_TRUE(code.ok()) << code.status();
+    EXPECT_EQ(*code, 0) << "mltuned did not exit cleanly on SIGTERM; log:\n"
+                        << testing::ReadFile(daemon_->log_path());
+  }
+
+  Result Submit(const std::string& args) { return RunCli("submit " + args + server_); }
+
+  std::unique_ptr<client::DaemonProcess> daemon_;
+  std::string server_;
+};
+
+TEST_F(RpcCliTest, SubmitWatchThenCacheResultAndLookup) {
+  const std::string out_path = TempPath("tuned.hlo");
+  Result r =
+      Submit(Example() + " --budget 50 --strategy greedy --option seed=1 --watch -o " + out_path);
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  const std::string id = JobIdFrom(r.out);
+  ASSERT_FALSE(id.empty()) << r.out;
+  EXPECT_NE(r.out.find("job " + id + ": done"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("pass-order on cpu: strategy greedy, budget 50 steps"), std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("baseline (XLA default)"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("improvement vs baseline"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("wrote " + out_path), std::string::npos) << r.out;
+  // Progress goes to stderr: plain lines, since stderr is not a terminal here.
+  EXPECT_NE(r.err.find("job " + id + " done"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find('\r'), std::string::npos);
+  // The optimized HLO is a module the offline CLI accepts.
+  Result parsed = RunCli("parse " + out_path);
+  EXPECT_EQ(parsed.exit_code, 0) << parsed.err;
+  fs::remove(out_path);
+
+  // The same request again: the cache answers and no job is created.
+  r = Submit(Example() + " --budget 50");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("answered from cache"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("from cache"), std::string::npos) << r.out;
+  EXPECT_EQ(JobIdFrom(r.out), "") << r.out;
+
+  // result --json: every field, parseable.
+  r = RunCli("result " + id + " --json" + server_);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  nlohmann::json job = nlohmann::json::parse(r.out);
+  EXPECT_EQ(job["job_id"], id);
+  EXPECT_EQ(job["state"], "done");
+  EXPECT_EQ(job["tasks"], nlohmann::json::array({"pass-order"}));
+  EXPECT_EQ(job["target"], "cpu");
+  EXPECT_EQ(job["strategy"], "greedy");
+  EXPECT_EQ(job["budget"]["steps"], 50);
+  EXPECT_EQ(job["graph_name"], Example());
+  ASSERT_EQ(job["results"].size(), 1u) << r.out;
+  const nlohmann::json& result = job["results"][0];
+  EXPECT_EQ(result["task"], "pass-order");
+  EXPECT_EQ(result["target"], "cpu");
+  EXPECT_GT(result["original_score"].get<double>(), 0);
+  EXPECT_GT(result["baseline_score"].get<double>(), 0);
+  EXPECT_GT(result["tuned_score"].get<double>(), 0);
+  EXPECT_LE(result["tuned_score"].get<double>(), result["original_score"].get<double>());
+  EXPECT_TRUE(result.contains("improvement_vs_baseline_percent"));
+  EXPECT_TRUE(result["pass_sequence"].is_array());
+  EXPECT_FALSE(result["provenance"]["search_version"].get<std::string>().empty()) << r.out;
+  EXPECT_NE(result["artifacts"]["optimized_hlo"].get<std::string>().find("HloModule"),
+            std::string::npos);
+  for (const char* key : {"fingerprint", "progress", "best_score", "steps_done", "error",
+                          "attempts", "created_unix_ms", "started_unix_ms", "finished_unix_ms"}) {
+    EXPECT_TRUE(job.contains(key)) << key;
+  }
+
+  // The daemon's fingerprint is the offline one.
+  Result fp = RunCli("fingerprint " + Example());
+  ASSERT_EQ(fp.exit_code, 0) << fp.err;
+  const std::string fingerprint = fp.out.substr(0, 64);
+  EXPECT_EQ(job["fingerprint"], fingerprint);
+
+  // result as text.
+  r = RunCli("result " + id + server_);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("provenance: worker"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("pass sequence ("), std::string::npos) << r.out;
+
+  // lookup by file and by fingerprint; a target never tuned is a miss (exit 3).
+  r = RunCli("lookup " + Example() + server_);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("1 cached result for " + fingerprint), std::string::npos) << r.out;
+  r = RunCli("lookup --fingerprint " + fingerprint + " --json" + server_);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  nlohmann::json lookup = nlohmann::json::parse(r.out);
+  EXPECT_EQ(lookup["fingerprint"], fingerprint);
+  EXPECT_EQ(lookup["results"].size(), 1u);
+  r = RunCli("lookup " + Example() + " --target gpu" + server_);
+  EXPECT_EQ(r.exit_code, 3) << r.out << r.err;
+  EXPECT_NE(r.out.find("no cached result for " + fingerprint), std::string::npos) << r.out;
+
+  // stats counts the hit.
+  r = RunCli("stats --json" + server_);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  nlohmann::json stats = nlohmann::json::parse(r.out);
+  EXPECT_GE(stats["cache_hits"].get<int64_t>(), 1) << r.out;
+  EXPECT_GE(stats["cached_results"].get<int64_t>(), 1) << r.out;
+}
+
+TEST_F(RpcCliTest, LookupMissExits3) {
+  Result r = RunCli("lookup " + Example() + server_);
+  EXPECT_EQ(r.exit_code, 3) << r.out << r.err;
+  EXPECT_NE(r.out.find("no cached result for "), std::string::npos) << r.out;
+  r = RunCli("lookup --fingerprint " + std::string(64, '0') + server_);
+  EXPECT_EQ(r.exit_code, 3) << r.out << r.err;
+}
+
+TEST_F(RpcCliTest, WorkersStrategiesAndStats) {
+  Result r = RunCli("workers" + server_);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out.rfind("NAME", 0), 0u) << r.out;
+  EXPECT_NE(r.out.find("cpu"), std::string::npos) << r.out;
+  EXPECT_GE(std::count(r.out.begin(), r.out.end(), '\n'), 2) << r.out;
+
+  r = RunCli("strategies" + server_);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  for (const char* name :
+       {"pass-order", "random", "greedy", "beam", "annealing", "evolutionary", "(default)"}) {
+    EXPECT_NE(r.out.find(name), std::string::npos) << name << "\n" << r.out;
+  }
+
+  r = RunCli("stats" + server_);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("mltuned "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("queue"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find(daemon_->store_path()), std::string::npos) << r.out;
+}
+
+TEST_F(RpcCliTest, EnvironmentSelectsTheServer) {
+  Result r = RunCli("stats", "MLTUNE_SERVER=" + daemon_->address());
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("at " + daemon_->address()), std::string::npos) << r.out;
+}
+
+TEST_F(RpcCliTest, UnknownJobIsAClearError) {
+  for (const char* command : {"result", "watch", "cancel"}) {
+    Result r = RunCli(std::string(command) + " no-such-job" + server_);
+    EXPECT_EQ(r.exit_code, 1) << command << "\n" << r.err;
+    EXPECT_EQ(r.err.rfind("error: ", 0), 0u) << r.err;
+    EXPECT_NE(r.err.find("no-such-job"), std::string::npos) << command << "\n" << r.err;
+  }
+}
+
+TEST_F(RpcCliTest, MalformedHloNamesLineAndColumn) {
+  const std::string path = TempPath("bad.hlo");
+  std::ofstream(path) << "HloModule m\n\nENTRY e {\n  p = f32[2] parameter(0)\n"
+                         "  ROOT r = f32[2] bogus-op(p)\n}\n";
+  Result r = Submit(path + " --watch");
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  EXPECT_NE(r.err.find("5:19"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("bogus-op"), std::string::npos) << r.err;
+  r = RunCli("lookup " + path + server_);
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  EXPECT_NE(r.err.find("5:19"), std::string::npos) << r.err;
+  fs::remove(path);
+}
+
+TEST_F(RpcCliTest, BadOptionIsRejected) {
+  Result r = Submit(Example() + " --option nonsense=1");
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  EXPECT_NE(r.err.find("nonsense"), std::string::npos) << r.err;
+  r = Submit(Example() + " --option novalue");
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_NE(r.err.find("key=value"), std::string::npos) << r.err;
+}
+
+TEST_F(RpcCliTest, AttachThenCancel) {
+  // A budget far too large to finish during the test.
+  const std::string args = Example() + " --budget 100000000 --strategy random --option seed=7";
+  Result first = Submit(args + " --json");
+  ASSERT_EQ(first.exit_code, 0) << first.err;
+  nlohmann::json submitted = nlohmann::json::parse(first.out);
+  const std::string id = submitted["job_id"];
+  ASSERT_FALSE(id.empty()) << first.out;
+  EXPECT_EQ(submitted["cached"], false);
+
+  Result second = Submit(args);
+  ASSERT_EQ(second.exit_code, 0) << second.err;
+  EXPECT_NE(second.out.find("attached to running job " + id), std::string::npos) << second.out;
+
+  Result pending = RunCli("result " + id + server_);
+  EXPECT_EQ(pending.exit_code, 3) << pending.out << pending.err;
+  EXPECT_NE(pending.err.find("no result yet"), std::string::npos) << pending.err;
+
+  Result cancel = RunCli("cancel " + id + server_);
+  ASSERT_EQ(cancel.exit_code, 0) << cancel.err;
+  EXPECT_NE(cancel.out.find(id), std::string::npos) << cancel.out;
+
+  // watch follows it to the end: cancelled is a failure for a script (exit 1).
+  Result watch = RunCli("watch " + id + server_);
+  EXPECT_EQ(watch.exit_code, 1) << watch.out << watch.err;
+  EXPECT_NE(watch.out.find("job " + id + ": cancelled"), std::string::npos) << watch.out;
+  EXPECT_NE(watch.err.find("was cancelled"), std::string::npos) << watch.err;
+
+  // A finished job cannot be cancelled again.
+  cancel = RunCli("cancel " + id + server_);
+  EXPECT_EQ(cancel.exit_code, 1) << cancel.out << cancel.err;
+}
+
+}  // namespace
+}  // namespace mltune
