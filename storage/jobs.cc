@@ -269,6 +269,23 @@ absl::StatusOr<std::vector<JobRecord>> Store::ListJobs(std::optional<JobState> s
   return jobs;
 }
 
+absl::StatusOr<std::map<std::string, int64_t>> Store::CountJobsByState() {
+  std::map<std::string, int64_t> counts;
+  absl::Status status = Read([&](Database& db) -> absl::Status {
+    absl::StatusOr<Statement> stmt =
+        db.Prepare("SELECT state, count(*) FROM jobs GROUP BY state ORDER BY state");
+    if (!stmt.ok()) return stmt.status();
+    while (true) {
+      absl::StatusOr<bool> row = stmt->Step();
+      if (!row.ok()) return row.status();
+      if (!*row) return absl::OkStatus();
+      counts[stmt->ColumnText(0)] = stmt->ColumnInt(1);
+    }
+  });
+  if (!status.ok()) return status;
+  return counts;
+}
+
 absl::StatusOr<RecoveredJobs> Store::RecoverAfterCrash(RecoveryPolicy policy, int max_attempts) {
   if (max_attempts < 1) {
     return absl::InvalidArgumentError(

@@ -89,6 +89,11 @@ CREATE TABLE models (
   PRIMARY KEY (name, version)
 ) STRICT;
 )sql"},
+    // The graph's own score before any pass, next to the baseline (the compiler's default) and the
+    // tuned score; NULL for results written before it existed.
+    {2, "results.original_score", R"sql(
+ALTER TABLE results ADD COLUMN original_score REAL;
+)sql"},
 };
 
 absl::StatusOr<int> UserVersion(Database& db) {

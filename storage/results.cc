@@ -35,8 +35,8 @@ namespace {
 
 constexpr char kSelectColumns[] =
     "SELECT id, fingerprint, task, target, search_version, baseline_score, tuned_score, "
-    "budget_steps, strategy, worker, mltune_version, created_ms, updated_ms, hit_count "
-    "FROM results ";
+    "budget_steps, strategy, worker, mltune_version, created_ms, updated_ms, hit_count, "
+    "original_score FROM results ";
 
 // Reads the row at the statement's cursor (columns of kSelectColumns); returns its id.
 int64_t ReadResultRow(const Statement& stmt, ResultRecord* record) {
@@ -48,6 +48,7 @@ int64_t ReadResultRow(const Statement& stmt, ResultRecord* record) {
   record->provenance = {stmt.ColumnText(9), stmt.ColumnText(10), stmt.ColumnInt(11),
                         stmt.ColumnInt(12)};
   record->hit_count = stmt.ColumnInt(13);
+  record->original_score = stmt.ColumnOptionalDouble(14);
   return stmt.ColumnInt(0);
 }
 
@@ -86,6 +87,11 @@ absl::Status ValidateResult(const ResultRecord& record) {
     return s;
   }
   if (absl::Status s = RequireFinite(record.tuned_score, what, "tuned_score"); !s.ok()) return s;
+  if (record.original_score.has_value()) {
+    if (absl::Status s = RequireFinite(*record.original_score, what, "original_score"); !s.ok()) {
+      return s;
+    }
+  }
   if (record.budget_steps < 0) {
     return absl::InvalidArgumentError(
         absl::StrCat(what, ": budget_steps is ", record.budget_steps, ", must be >= 0"));
@@ -127,8 +133,8 @@ absl::StatusOr<PutOutcome> Store::PutResult(const ResultRecord& record) {
     if (!cached.has_value()) {
       absl::StatusOr<Statement> insert = db.Prepare(
           "INSERT INTO results (fingerprint, task, target, search_version, baseline_score, "
-          "tuned_score, budget_steps, strategy, worker, mltune_version, created_ms, updated_ms) "
-          "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?11)");
+          "tuned_score, budget_steps, strategy, worker, mltune_version, created_ms, updated_ms, "
+          "original_score) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?11, ?12)");
       if (!insert.ok()) return insert.status();
       absl::Status s = insert->BindText(1, key.fingerprint)
                            .BindText(2, key.task)
@@ -141,6 +147,7 @@ absl::StatusOr<PutOutcome> Store::PutResult(const ResultRecord& record) {
                            .BindText(9, record.provenance.worker)
                            .BindText(10, record.provenance.mltune_version)
                            .BindInt(11, now)
+                           .BindOptionalDouble(12, record.original_score)
                            .Run();
       if (!s.ok()) return s;
       outcome = PutOutcome::kInserted;
@@ -156,7 +163,8 @@ absl::StatusOr<PutOutcome> Store::PutResult(const ResultRecord& record) {
     if (replace) {
       absl::StatusOr<Statement> update = db.Prepare(
           "UPDATE results SET baseline_score = ?2, tuned_score = ?3, budget_steps = ?4, "
-          "strategy = ?5, worker = ?6, mltune_version = ?7, updated_ms = ?8 WHERE id = ?1");
+          "strategy = ?5, worker = ?6, mltune_version = ?7, updated_ms = ?8, original_score = ?9 "
+          "WHERE id = ?1");
       if (!update.ok()) return update.status();
       absl::Status s = update->BindInt(1, id)
                            .BindDouble(2, record.baseline_score)
@@ -166,6 +174,7 @@ absl::StatusOr<PutOutcome> Store::PutResult(const ResultRecord& record) {
                            .BindText(6, record.provenance.worker)
                            .BindText(7, record.provenance.mltune_version)
                            .BindInt(8, now)
+                           .BindOptionalDouble(9, record.original_score)
                            .Run();
       if (!s.ok()) return s;
       outcome = PutOutcome::kReplaced;
@@ -235,6 +244,20 @@ absl::StatusOr<std::vector<ResultRecord>> Store::LookupResultsByFingerprint(
   });
   if (!status.ok()) return status;
   return results;
+}
+
+absl::StatusOr<int64_t> Store::CountResults() {
+  int64_t count = 0;
+  absl::Status status = Read([&](Database& db) -> absl::Status {
+    absl::StatusOr<Statement> stmt = db.Prepare("SELECT count(*) FROM results");
+    if (!stmt.ok()) return stmt.status();
+    absl::StatusOr<bool> row = stmt->Step();
+    if (!row.ok()) return row.status();
+    count = *row ? stmt->ColumnInt(0) : 0;
+    return absl::OkStatus();
+  });
+  if (!status.ok()) return status;
+  return count;
 }
 
 absl::StatusOr<int64_t> Store::RecordHit(const CacheKey& key) {

@@ -54,7 +54,9 @@ struct Provenance {
 // One cached result. Scores are costs: lower is better, and must be finite.
 struct ResultRecord {
   CacheKey key;
-  double baseline_score = 0;  // the input as given (or after the default pipeline)
+  // The input as given; unknown for results written by schema version 1.
+  std::optional<double> original_score;
+  double baseline_score = 0;  // after the compiler's default (e.g. XLA's pipeline)
   double tuned_score = 0;     // the best candidate found
   int64_t budget_steps = 0;   // the largest search budget spent on this key (see PutResult)
   std::string strategy;       // e.g. "beam"
@@ -152,7 +154,7 @@ struct ModelRecord {
 class Store {
  public:
   // The schema version this code writes (PRAGMA user_version).
-  static constexpr int kSchemaVersion = 1;
+  static constexpr int kSchemaVersion = 2;
 
   // Opens or creates the store at `path` (its parent folders are created), or an in-memory store
   // for ":memory:" (one connection: reads wait for writes there).
@@ -177,6 +179,8 @@ class Store {
   // Every result for a graph (any task, target, search version), ordered by those.
   absl::StatusOr<std::vector<ResultRecord>> LookupResultsByFingerprint(
       const std::string& fingerprint);
+  // Rows in the results cache (every task, target and search version).
+  absl::StatusOr<int64_t> CountResults();
   // Counts one answer served from the cache; returns the new count. NotFound without a result.
   absl::StatusOr<int64_t> RecordHit(const CacheKey& key);
 
@@ -200,6 +204,8 @@ class Store {
   absl::StatusOr<JobRecord> GetJob(const std::string& id);
   // Oldest first; every job when `state` is unset.
   absl::StatusOr<std::vector<JobRecord>> ListJobs(std::optional<JobState> state = std::nullopt);
+  // Jobs per state name ("queued", "running", ...); states without jobs are absent.
+  absl::StatusOr<std::map<std::string, int64_t>> CountJobsByState();
   // For the daemon at startup, before it runs jobs: jobs left running by a previous process are
   // queued again (kResume; a job that already entered running `max_attempts` times fails
   // instead, so a job that kills the daemon cannot loop) or failed with kDaemonStoppedError.

@@ -99,6 +99,18 @@ class Problem {
 struct Budget {
   int64_t max_steps = 1000;  // <= 0: unlimited
   double max_seconds = 0;    // <= 0: unlimited; checked before each step
+  // Checked before each step like max_seconds: once it returns true the budget counts as spent,
+  // so the strategy ends and returns its best so far (the daemon's cancellation and shutdown).
+  std::function<bool()> stop;
+  // Called after every charged step or evaluation (progress reports, the measurement log; keep it
+  // cheap).
+  struct Report {
+    int64_t steps = 0;                                // charged so far
+    double best_score = 0;                            // best so far
+    const std::vector<int32_t>* candidate = nullptr;  // what was just scored (sequence problems:
+    double score = 0;  // the state's effective actions) and its score
+  };
+  std::function<void(const Report&)> on_step;
 };
 
 struct TracePoint {

@@ -115,6 +115,7 @@ double SearchContext::elapsed_seconds() const { return NowSeconds() - start_; }
 
 bool SearchContext::Exhausted() const {
   if (budget_.max_steps > 0 && steps_ >= budget_.max_steps) return true;
+  if (budget_.stop && budget_.stop()) return true;
   return budget_.max_seconds > 0 && elapsed_seconds() >= budget_.max_seconds;
 }
 
@@ -139,6 +140,7 @@ void SearchContext::Charge(const Candidate* candidate, double score, int64_t ste
     ++steps_;
     trace_.push_back({steps_, seconds, best_score_});
   }
+  if (budget_.on_step && steps > 0) budget_.on_step({steps_, best_score_, candidate, score});
 }
 
 SearchContext::StepOutcome SearchContext::Step(State& state, Action action) {

@@ -43,6 +43,10 @@ struct PassOrderOptions {
   // effective sequence (the pass runs that changed the module, which reproduce its result) is the
   // problem's seed candidate, cut to the episode length, without passes outside the action space.
   std::string seed_pipeline;
+  // Search: more seed candidates as pass names (e.g. a cached best order, so a search with a
+  // larger budget continues from it). Names outside the action space are dropped; each is cut to
+  // the episode length.
+  std::vector<std::vector<std::string>> seed_sequences;
 };
 
 // A pass that returned an error (or an invalid module): the step was a no-op.

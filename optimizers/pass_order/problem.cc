@@ -84,6 +84,15 @@ absl::StatusOr<std::unique_ptr<PassOrderProblem>> PassOrderProblem::Create(
     if (!seed.ok()) return seed.status();
     if (!seed->empty()) problem->seeds_.push_back(*std::move(seed));
   }
+  for (const std::vector<std::string>& names : options.seed_sequences) {
+    Candidate seed;
+    for (const std::string& name : names) {
+      if (static_cast<int64_t>(seed.size()) >= options.episode_length) break;
+      absl::StatusOr<Candidate> action = problem->ParseCandidate({name});
+      if (action.ok()) seed.push_back(action->front());
+    }
+    if (!seed.empty()) problem->seeds_.push_back(std::move(seed));
+  }
   return problem;
 }
 

@@ -157,6 +157,47 @@ TEST_F(StoreTest, RefusesAStoreWithANewerSchema) {
   EXPECT_EQ(RawQuery(StorePath(), "SELECT count(*) FROM sqlite_schema"), "1");
 }
 
+TEST_F(StoreTest, AVersion1StoreMigratesKeepingItsResults) {
+  // A results row as schema version 1 wrote it (no original_score column).
+  fs::create_directories(dir_);
+  RawExec(StorePath(),
+          "CREATE TABLE results (id INTEGER PRIMARY KEY, fingerprint TEXT NOT NULL, task TEXT NOT "
+          "NULL, target TEXT NOT NULL, search_version TEXT NOT NULL, baseline_score REAL NOT NULL, "
+          "tuned_score REAL NOT NULL, budget_steps INTEGER NOT NULL, strategy TEXT NOT NULL, "
+          "worker TEXT NOT NULL, mltune_version TEXT NOT NULL, created_ms INTEGER NOT NULL, "
+          "updated_ms INTEGER NOT NULL, hit_count INTEGER NOT NULL DEFAULT 0, UNIQUE "
+          "(fingerprint, task, target, search_version)) STRICT;"
+          "CREATE TABLE results_artifacts (result_id INTEGER NOT NULL, name TEXT NOT NULL, data "
+          "BLOB NOT NULL, PRIMARY KEY (result_id, name)) STRICT;"
+          "CREATE TABLE measurements (id INTEGER PRIMARY KEY, graph_key TEXT NOT NULL, task TEXT "
+          "NOT NULL, target TEXT NOT NULL, configuration TEXT NOT NULL, value REAL NOT NULL, "
+          "worker TEXT NOT NULL, time_ms INTEGER NOT NULL) STRICT;"
+          "CREATE TABLE jobs (id TEXT PRIMARY KEY, state TEXT NOT NULL, fingerprint TEXT NOT NULL, "
+          "task TEXT NOT NULL, target TEXT NOT NULL, search_version TEXT NOT NULL, budget_steps "
+          "INTEGER NOT NULL, strategy TEXT NOT NULL, request BLOB NOT NULL, progress REAL NOT NULL "
+          "DEFAULT 0, best_score REAL, error TEXT NOT NULL DEFAULT '', attempts INTEGER NOT NULL "
+          "DEFAULT 0, created_ms INTEGER NOT NULL, updated_ms INTEGER NOT NULL, started_ms INTEGER "
+          "NOT NULL DEFAULT 0, finished_ms INTEGER NOT NULL DEFAULT 0) STRICT;"
+          "CREATE TABLE models (name TEXT NOT NULL, version INTEGER NOT NULL, data BLOB NOT NULL, "
+          "metadata_json TEXT NOT NULL, created_ms INTEGER NOT NULL, PRIMARY KEY (name, version)) "
+          "STRICT;"
+          "INSERT INTO results VALUES (1, 'fp1', 'pass-order', 'cpu', '1', 100, 7, 50, 'beam', "
+          "'w1', '0.1.0', 1, 1, 3);"
+          "PRAGMA user_version = 1;");
+  std::unique_ptr<Store> store = MustOpen(StorePath());
+  ASSERT_NE(store, nullptr);
+  EXPECT_EQ(RawQuery(StorePath(), "PRAGMA user_version"), std::to_string(Store::kSchemaVersion));
+  ResultRecord old = MustLookup(*store, Key());
+  EXPECT_EQ(old.tuned_score, 7);
+  EXPECT_EQ(old.hit_count, 3);
+  EXPECT_FALSE(old.original_score.has_value());
+  // A better result written now keeps its original score.
+  ResultRecord better = Result(5, 60);
+  better.original_score = 140;
+  ASSERT_TRUE(store->PutResult(better).ok());
+  EXPECT_EQ(MustLookup(*store, Key()).original_score, std::optional<double>(140));
+}
+
 TEST_F(StoreTest, AGarbageFileIsAClearErrorAndStaysUntouched) {
   fs::create_directories(dir_);
   std::string garbage(64 * 1024, '\0');

@@ -1,0 +1,437 @@
+#include "daemon/compile_service.h"
+
+#include <cmath>
+#include <set>
+#include <utility>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "daemon/graph_input.h"
+#include "daemon/task.h"
+#include "daemon/version.h"
+#include "optimizers/core/search.h"
+
+namespace mltune::daemon {
+namespace {
+
+namespace v1 = ::mltune::v1;
+using Clock = std::chrono::steady_clock;
+
+grpc::Status ToGrpc(const absl::Status& status) {
+  if (status.ok()) return grpc::Status::OK;
+  // absl::StatusCode mirrors grpc::StatusCode value for value.
+  return grpc::Status(static_cast<grpc::StatusCode>(status.code()), std::string(status.message()));
+}
+
+// Counts and times one RPC for the metrics, with the code it ends with.
+class RpcScope {
+ public:
+  RpcScope(Metrics& metrics, const char* method)
+      : metrics_(metrics), method_(method), start_(Clock::now()) {}
+  grpc::Status Done(const absl::Status& status) {
+    metrics_.ObserveRequest(method_, absl::StatusCodeToString(status.code()),
+                            std::chrono::duration<double>(Clock::now() - start_).count());
+    return ToGrpc(status);
+  }
+
+ private:
+  Metrics& metrics_;
+  const char* method_;
+  Clock::time_point start_;
+};
+
+v1::JobState ToWire(storage::JobState state) {
+  switch (state) {
+    case storage::JobState::kQueued:
+      return v1::JOB_STATE_QUEUED;
+    case storage::JobState::kRunning:
+      return v1::JOB_STATE_RUNNING;
+    case storage::JobState::kDone:
+      return v1::JOB_STATE_DONE;
+    case storage::JobState::kFailed:
+      return v1::JOB_STATE_FAILED;
+    case storage::JobState::kCancelled:
+      return v1::JOB_STATE_CANCELLED;
+  }
+  return v1::JOB_STATE_UNSPECIFIED;
+}
+
+bool IsFinal(storage::JobState state) {
+  return state == storage::JobState::kDone || state == storage::JobState::kFailed ||
+         state == storage::JobState::kCancelled;
+}
+
+GraphFormat FromWire(v1::GraphFormat format) {
+  return format == v1::GRAPH_FORMAT_ONNX ? GraphFormat::kOnnx : GraphFormat::kHloText;
+}
+
+absl::Status CheckJobId(const std::string& id) {
+  if (id.empty()) return absl::InvalidArgumentError("job_id is empty");
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+CompileServiceImpl::CompileServiceImpl(const DaemonConfig& config, storage::Store& store,
+                                       Metrics& metrics, JobScheduler& scheduler,
+                                       std::string metrics_address)
+    : config_(config),
+      store_(store),
+      metrics_(metrics),
+      scheduler_(scheduler),
+      metrics_address_(std::move(metrics_address)),
+      start_(Clock::now()) {}
+
+absl::StatusOr<JobSpec> CompileServiceImpl::BuildSpec(
+    const v1::SubmitCompileRequest& request) const {
+  JobSpec spec;
+  // Cheap checks first: a bad parameter should not cost a parse of a large graph.
+  for (const std::string& name : request.tasks()) spec.tasks.push_back(name);
+  if (spec.tasks.empty()) spec.tasks.push_back("pass-order");
+  std::set<std::string> seen;
+  std::vector<std::string> known;
+  for (const Task* task : TaskRegistry::Global().All()) known.emplace_back(task->name());
+  spec.target = request.target().empty() ? "cpu" : request.target();
+  spec.options = TaskOptions(request.options().begin(), request.options().end());
+  for (const std::string& name : spec.tasks) {
+    const Task* task = TaskRegistry::Global().Find(name);
+    if (task == nullptr) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("unknown task '", name, "' (known: ", absl::StrJoin(known, ", "), ")"));
+    }
+    if (!seen.insert(name).second) {
+      return absl::InvalidArgumentError(absl::StrCat("task '", name, "' is named twice"));
+    }
+    const std::vector<std::string> targets = task->targets();
+    if (std::find(targets.begin(), targets.end(), spec.target) == targets.end()) {
+      return absl::InvalidArgumentError(absl::StrCat("task ", name, " has no target '", spec.target,
+                                                     "' (known: ", absl::StrJoin(targets, ", "),
+                                                     ")"));
+    }
+    if (absl::Status s = task->ValidateOptions(spec.options); !s.ok()) return s;
+  }
+  spec.strategy = request.strategy().empty() ? config_.default_strategy : request.strategy();
+  const opt::StrategyRegistry& strategies = opt::StrategyRegistry::Global();
+  if (!strategies.Create(spec.strategy).ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("unknown strategy '", spec.strategy,
+                     "' (known: ", absl::StrJoin(strategies.Names(), ", "), ")"));
+  }
+  const int64_t steps = request.budget().steps();
+  if (steps < 0) {
+    return absl::InvalidArgumentError(absl::StrCat("budget.steps is ", steps, "; must be >= 0"));
+  }
+  if (steps > config_.max_budget_steps) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("budget.steps ", steps, " exceeds this daemon's limit of ",
+                     config_.max_budget_steps, " (--max-budget-steps)"));
+  }
+  spec.budget_steps = steps == 0 ? config_.default_budget_steps : steps;
+  const double seconds = request.budget().seconds();
+  if (!std::isfinite(seconds) || seconds < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("budget.seconds is ", seconds, "; must be a finite number >= 0"));
+  }
+  spec.budget_seconds = seconds;
+  spec.skip_cache = request.skip_cache();
+  spec.graph_name = request.graph().name();
+
+  GraphLimits limits;
+  limits.max_bytes = config_.max_graph_bytes;
+  limits.max_instructions = config_.max_instructions;
+  absl::StatusOr<LoadedGraph> graph = LoadGraph(
+      request.graph().data(), FromWire(request.graph().format()), request.graph().name(), limits);
+  if (!graph.ok()) return graph.status();
+  spec.module = std::move(graph->module);
+  spec.fingerprint = std::move(graph->fingerprint);
+  return spec;
+}
+
+absl::StatusOr<JobSpec> CompileServiceImpl::DecodeStoredJob(
+    const storage::JobRecord& record) const {
+  v1::SubmitCompileRequest request;
+  if (!request.ParseFromString(record.request)) {
+    return absl::DataLossError(absl::StrCat("job ", record.id, ": the stored request is corrupt"));
+  }
+  absl::StatusOr<JobSpec> spec = BuildSpec(request);
+  if (!spec.ok()) return spec.status();
+  spec->request = record.request;
+  if (spec->fingerprint != record.key.fingerprint) {
+    // The fingerprint changed with the code (a new version reads the graph differently).
+    return absl::FailedPreconditionError(
+        absl::StrCat("job ", record.id, ": the graph's fingerprint changed since it was queued"));
+  }
+  return spec;
+}
+
+absl::Status CompileServiceImpl::FillResult(const storage::ResultRecord& record, bool from_cache,
+                                            bool omit_artifacts, v1::TaskResult* result) const {
+  result->set_task(record.key.task);
+  result->set_target(record.key.target);
+  result->set_fingerprint(record.key.fingerprint);
+  result->set_strategy(record.strategy);
+  result->set_original_score(record.original_score.value_or(0));
+  result->set_baseline_score(record.baseline_score);
+  result->set_tuned_score(record.tuned_score);
+  result->set_budget_steps(record.budget_steps);
+  if (!omit_artifacts) {
+    for (const auto& [name, data] : record.artifacts) (*result->mutable_artifacts())[name] = data;
+  }
+  v1::Provenance* provenance = result->mutable_provenance();
+  provenance->set_worker(record.provenance.worker);
+  provenance->set_mltune_version(record.provenance.mltune_version);
+  provenance->set_search_version(record.key.search_version);
+  provenance->set_created_unix_ms(record.provenance.created_ms);
+  provenance->set_updated_unix_ms(record.provenance.updated_ms);
+  result->set_from_cache(from_cache);
+  result->set_cache_hits(record.hit_count);
+  return absl::OkStatus();
+}
+
+absl::Status CompileServiceImpl::FillJob(const JobView& view, v1::Job* job) {
+  const storage::JobRecord& r = view.record;
+  job->set_job_id(r.id);
+  job->set_state(ToWire(r.state));
+  job->set_target(r.key.target);
+  job->set_strategy(r.strategy);
+  job->mutable_budget()->set_steps(r.budget_steps);
+  job->set_fingerprint(r.key.fingerprint);
+  if (view.spec != nullptr) {
+    for (const std::string& task : view.spec->tasks) job->add_tasks(task);
+    job->mutable_budget()->set_seconds(view.spec->budget_seconds);
+    job->set_graph_name(view.spec->graph_name);
+  } else {
+    for (absl::string_view task : absl::StrSplit(r.key.task, ','))
+      job->add_tasks(std::string(task));
+    v1::SubmitCompileRequest request;
+    if (request.ParseFromString(r.request)) {
+      job->mutable_budget()->set_seconds(request.budget().seconds());
+      job->set_graph_name(request.graph().name());
+    }
+  }
+  job->set_progress(r.progress);
+  if (r.best_score.has_value()) job->set_best_score(*r.best_score);
+  job->set_steps_done(view.steps_done);
+  job->set_error(r.error);
+  job->set_attempts(r.attempts);
+  job->set_created_unix_ms(r.created_ms);
+  job->set_started_unix_ms(r.started_ms);
+  job->set_finished_unix_ms(r.finished_ms);
+  if (r.state == storage::JobState::kDone) {
+    for (const std::string& task : job->tasks()) {
+      storage::CacheKey key{r.key.fingerprint, task, r.key.target, r.key.search_version};
+      absl::StatusOr<std::optional<storage::ResultRecord>> result = store_.LookupResult(key);
+      if (!result.ok()) return result.status();
+      if (!result->has_value()) continue;
+      absl::Status s = FillResult(**result, false, false, job->add_results());
+      if (!s.ok()) return s;
+    }
+  }
+  return absl::OkStatus();
+}
+
+grpc::Status CompileServiceImpl::SubmitCompile(grpc::ServerContext*,
+                                               const v1::SubmitCompileRequest* request,
+                                               v1::SubmitCompileResponse* response) {
+  RpcScope scope(metrics_, "SubmitCompile");
+  absl::StatusOr<JobSpec> spec = BuildSpec(*request);
+  if (!spec.ok()) return scope.Done(spec.status());
+
+  // The cache answers when every task has a result with at least the requested budget.
+  if (!spec->skip_cache) {
+    std::vector<storage::ResultRecord> hits;
+    for (const std::string& task : spec->tasks) {
+      absl::StatusOr<std::optional<storage::ResultRecord>> cached =
+          store_.LookupResult(spec->TaskKey(task));
+      if (!cached.ok()) return scope.Done(cached.status());
+      if (storage::Decide(*cached, spec->budget_steps) != storage::CacheDecision::kHit) break;
+      hits.push_back(**cached);
+    }
+    if (hits.size() == spec->tasks.size()) {
+      v1::Job* job = response->mutable_job();
+      job->set_state(v1::JOB_STATE_DONE);
+      for (const std::string& task : spec->tasks) job->add_tasks(task);
+      job->set_target(spec->target);
+      job->set_strategy(spec->strategy);
+      job->mutable_budget()->set_steps(spec->budget_steps);
+      job->mutable_budget()->set_seconds(spec->budget_seconds);
+      job->set_fingerprint(spec->fingerprint);
+      job->set_graph_name(spec->graph_name);
+      job->set_progress(1);
+      for (storage::ResultRecord& hit : hits) {
+        absl::StatusOr<int64_t> count = store_.RecordHit(hit.key);
+        if (count.ok()) hit.hit_count = *count;
+        absl::Status s = FillResult(hit, true, false, job->add_results());
+        if (!s.ok()) return scope.Done(s);
+        metrics_.CacheHit(hit.key.task);
+        ++cache_hits_;
+      }
+      job->set_best_score(hits.back().tuned_score);
+      response->set_cached(true);
+      return scope.Done(absl::OkStatus());
+    }
+  }
+  for (const std::string& task : spec->tasks) metrics_.CacheMiss(task);
+  ++cache_misses_;
+
+  spec->request = request->SerializeAsString();
+  absl::StatusOr<JobScheduler::Submitted> submitted =
+      scheduler_.Submit(std::make_shared<const JobSpec>(*std::move(spec)));
+  if (!submitted.ok()) return scope.Done(submitted.status());
+  response->set_job_id(submitted->job_id);
+  response->set_attached(submitted->attached);
+  absl::StatusOr<JobView> view = scheduler_.Get(submitted->job_id);
+  if (!view.ok()) return scope.Done(view.status());
+  return scope.Done(FillJob(*view, response->mutable_job()));
+}
+
+grpc::Status CompileServiceImpl::WatchJob(grpc::ServerContext* context,
+                                          const v1::WatchJobRequest* request,
+                                          grpc::ServerWriter<v1::Job>* writer) {
+  RpcScope scope(metrics_, "WatchJob");
+  if (absl::Status s = CheckJobId(request->job_id()); !s.ok()) return scope.Done(s);
+  int64_t sent_version = -1;
+  while (true) {
+    absl::StatusOr<JobView> view = scheduler_.Get(request->job_id());
+    if (!view.ok()) return scope.Done(view.status());
+    if (!view->live || view->version != sent_version) {
+      v1::Job job;
+      if (absl::Status s = FillJob(*view, &job); !s.ok()) return scope.Done(s);
+      if (!writer->Write(job)) {
+        return scope.Done(absl::CancelledError("the watcher went away"));
+      }
+      sent_version = view->version;
+    }
+    if (IsFinal(view->record.state)) return scope.Done(absl::OkStatus());
+    if (!view->live || scheduler_.stopped()) {
+      return scope.Done(absl::UnavailableError(
+          absl::StrCat("mltuned is shutting down; job ", request->job_id(),
+                       " stays queued and resumes when the daemon restarts")));
+    }
+    if (context->IsCancelled()) return scope.Done(absl::CancelledError("the watcher went away"));
+    scheduler_.WaitForChange(request->job_id(), sent_version, std::chrono::milliseconds(500));
+  }
+}
+
+grpc::Status CompileServiceImpl::GetJob(grpc::ServerContext*, const v1::GetJobRequest* request,
+                                        v1::Job* response) {
+  RpcScope scope(metrics_, "GetJob");
+  if (absl::Status s = CheckJobId(request->job_id()); !s.ok()) return scope.Done(s);
+  absl::StatusOr<JobView> view = scheduler_.Get(request->job_id());
+  if (!view.ok()) return scope.Done(view.status());
+  return scope.Done(FillJob(*view, response));
+}
+
+grpc::Status CompileServiceImpl::CancelJob(grpc::ServerContext*,
+                                           const v1::CancelJobRequest* request,
+                                           v1::CancelJobResponse* response) {
+  RpcScope scope(metrics_, "CancelJob");
+  if (absl::Status s = CheckJobId(request->job_id()); !s.ok()) return scope.Done(s);
+  absl::StatusOr<JobView> view = scheduler_.Cancel(request->job_id());
+  if (!view.ok()) return scope.Done(view.status());
+  return scope.Done(FillJob(*view, response->mutable_job()));
+}
+
+grpc::Status CompileServiceImpl::LookupCache(grpc::ServerContext*,
+                                             const v1::LookupCacheRequest* request,
+                                             v1::LookupCacheResponse* response) {
+  RpcScope scope(metrics_, "LookupCache");
+  std::string fingerprint;
+  if (request->has_graph()) {
+    GraphLimits limits;
+    limits.max_bytes = config_.max_graph_bytes;
+    limits.max_instructions = config_.max_instructions;
+    absl::StatusOr<LoadedGraph> graph =
+        LoadGraph(request->graph().data(), FromWire(request->graph().format()),
+                  request->graph().name(), limits);
+    if (!graph.ok()) return scope.Done(graph.status());
+    fingerprint = std::move(graph->fingerprint);
+  } else if (!request->fingerprint().empty()) {
+    fingerprint = request->fingerprint();
+  } else {
+    return scope.Done(absl::InvalidArgumentError("give a graph or a fingerprint to look up"));
+  }
+  response->set_fingerprint(fingerprint);
+  absl::StatusOr<std::vector<storage::ResultRecord>> results =
+      store_.LookupResultsByFingerprint(fingerprint);
+  if (!results.ok()) return scope.Done(results.status());
+  for (const storage::ResultRecord& record : *results) {
+    if (record.key.search_version != kSearchVersion) continue;
+    if (!request->task().empty() && record.key.task != request->task()) continue;
+    if (!request->target().empty() && record.key.target != request->target()) continue;
+    absl::Status s = FillResult(record, true, request->omit_artifacts(), response->add_results());
+    if (!s.ok()) return scope.Done(s);
+  }
+  return scope.Done(absl::OkStatus());
+}
+
+grpc::Status CompileServiceImpl::ListStrategies(grpc::ServerContext*,
+                                                const v1::ListStrategiesRequest*,
+                                                v1::ListStrategiesResponse* response) {
+  RpcScope scope(metrics_, "ListStrategies");
+  const opt::StrategyRegistry& strategies = opt::StrategyRegistry::Global();
+  for (const std::string& name : strategies.Names()) {
+    v1::StrategyInfo* info = response->add_strategies();
+    info->set_name(name);
+    info->set_description(strategies.Description(name));
+  }
+  for (const Task* task : TaskRegistry::Global().All()) {
+    v1::TaskInfo* info = response->add_tasks();
+    info->set_name(std::string(task->name()));
+    info->set_description(task->description());
+    for (const std::string& target : task->targets()) info->add_targets(target);
+  }
+  response->set_default_strategy(config_.default_strategy);
+  return scope.Done(absl::OkStatus());
+}
+
+grpc::Status CompileServiceImpl::ListWorkers(grpc::ServerContext*, const v1::ListWorkersRequest*,
+                                             v1::ListWorkersResponse* response) {
+  RpcScope scope(metrics_, "ListWorkers");
+  std::set<std::string> targets;
+  for (const Task* task : TaskRegistry::Global().All()) {
+    for (const std::string& target : task->targets()) targets.insert(target);
+  }
+  for (const WorkerView& worker : scheduler_.Workers()) {
+    v1::WorkerInfo* info = response->add_workers();
+    info->set_name(worker.name);
+    info->set_kind("in-process");
+    for (const std::string& target : targets) info->add_targets(target);
+    info->set_scorer("op-count");
+    info->set_state(worker.job_id.empty() ? "idle" : "busy");
+    info->set_job_id(worker.job_id);
+    info->set_candidates_evaluated(worker.candidates_evaluated);
+  }
+  return scope.Done(absl::OkStatus());
+}
+
+grpc::Status CompileServiceImpl::GetStats(grpc::ServerContext*, const v1::GetStatsRequest*,
+                                          v1::GetStatsResponse* response) {
+  RpcScope scope(metrics_, "GetStats");
+  response->set_version(kMltuneVersion);
+  response->set_search_version(kSearchVersion);
+  response->set_uptime_seconds(std::chrono::duration<double>(Clock::now() - start_).count());
+  response->set_queue_depth(scheduler_.queue_depth());
+  response->set_queue_capacity(scheduler_.queue_capacity());
+  response->set_jobs_running(scheduler_.running());
+  response->set_worker_threads(scheduler_.worker_threads());
+  absl::StatusOr<std::map<std::string, int64_t>> jobs = store_.CountJobsByState();
+  if (!jobs.ok()) return scope.Done(jobs.status());
+  for (const auto& [state, count] : *jobs) (*response->mutable_jobs_by_state())[state] = count;
+  response->set_cache_hits(cache_hits_);
+  response->set_cache_misses(cache_misses_);
+  absl::StatusOr<int64_t> results = store_.CountResults();
+  if (!results.ok()) return scope.Done(results.status());
+  response->set_cached_results(*results);
+  absl::StatusOr<int64_t> measurements = store_.CountMeasurements();
+  if (!measurements.ok()) return scope.Done(measurements.status());
+  response->set_measurements(*measurements);
+  response->set_data_dir(config_.data_dir);
+  response->set_store_path(store_.path());
+  response->set_metrics_address(metrics_address_);
+  return scope.Done(absl::OkStatus());
+}
+
+}  // namespace mltune::daemon

@@ -1,0 +1,120 @@
+#include "daemon/config.h"
+
+#include <ostream>
+#include <thread>
+
+#include "CLI/CLI.hpp"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "daemon/version.h"
+
+namespace mltune::daemon {
+namespace {
+
+absl::Status CheckAddress(const std::string& flag, const std::string& address, bool allow_empty) {
+  if (address.empty() && allow_empty) return absl::OkStatus();
+  const size_t colon = address.rfind(':');
+  int port = -1;
+  if (colon == std::string::npos || colon == 0 ||
+      !absl::SimpleAtoi(address.substr(colon + 1), &port) || port < 0 || port > 65535) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--", flag, "='", address, "': expected HOST:PORT (port 0 picks a free one)"));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status ValidateConfig(const DaemonConfig& c) {
+  if (absl::Status s = CheckAddress("listen", c.listen, false); !s.ok()) return s;
+  if (absl::Status s = CheckAddress("metrics-listen", c.metrics_listen, true); !s.ok()) return s;
+  auto positive = [](const char* flag, double value) -> absl::Status {
+    if (value > 0) return absl::OkStatus();
+    return absl::InvalidArgumentError(absl::StrCat("--", flag, " must be positive, got ", value));
+  };
+  if (c.data_dir.empty()) return absl::InvalidArgumentError("--data-dir must not be empty");
+  if (c.worker_threads < 0) return absl::InvalidArgumentError("--worker-threads must be >= 0");
+  for (auto [flag, value] : {std::pair<const char*, double>{"queue-size", c.queue_size},
+                             {"rpc-threads", c.rpc_threads},
+                             {"max-graph-bytes", static_cast<double>(c.max_graph_bytes)},
+                             {"max-instructions", static_cast<double>(c.max_instructions)},
+                             {"max-budget-steps", static_cast<double>(c.max_budget_steps)},
+                             {"max-job-seconds", c.max_job_seconds},
+                             {"default-budget-steps", static_cast<double>(c.default_budget_steps)},
+                             {"max-attempts", c.max_attempts}}) {
+    if (absl::Status s = positive(flag, value); !s.ok()) return s;
+  }
+  if (c.drain_seconds < 0) return absl::InvalidArgumentError("--drain-seconds must be >= 0");
+  if (c.default_budget_steps > c.max_budget_steps) {
+    return absl::InvalidArgumentError("--default-budget-steps exceeds --max-budget-steps");
+  }
+  // gRPC messages are limited to 2 GiB.
+  if (c.max_graph_bytes > (int64_t{1} << 30)) {
+    return absl::InvalidArgumentError("--max-graph-bytes must be at most 1 GiB");
+  }
+  return absl::OkStatus();
+}
+
+std::optional<int> ParseDaemonFlags(int argc, char** argv, DaemonConfig* config, std::ostream& out,
+                                    std::ostream& err) {
+  CLI::App app{"mltuned: the mltune autotuning daemon (gRPC mltune.v1.CompileService)", "mltuned"};
+  app.set_config("--config", "", "Read flags from this TOML/INI file (key = value, flag names)");
+  app.set_version_flag("--version", std::string(kMltuneVersion));
+  DaemonConfig& c = *config;
+  app.add_option("--listen", c.listen, "gRPC address HOST:PORT (port 0: a free port)")
+      ->capture_default_str();
+  app.add_option("--metrics-listen", c.metrics_listen,
+                 "Prometheus /metrics address HOST:PORT (\"\": not served)")
+      ->capture_default_str();
+  app.add_option("--data-dir", c.data_dir, "Folder of the SQLite store (mltune.db)")
+      ->capture_default_str();
+  app.add_option("--ready-file", c.ready_file,
+                 "Write listen=, metrics=, store=, pid= lines here once serving");
+  app.add_option("--worker-threads", c.worker_threads, "Jobs run at once (0: one per core)")
+      ->capture_default_str();
+  app.add_option("--queue-size", c.queue_size, "Queued jobs before RESOURCE_EXHAUSTED")
+      ->capture_default_str();
+  app.add_option("--rpc-threads", c.rpc_threads, "Most RPCs served at once")->capture_default_str();
+  app.add_option("--max-graph-bytes", c.max_graph_bytes, "Largest graph accepted, in bytes")
+      ->capture_default_str();
+  app.add_option("--max-instructions", c.max_instructions,
+                 "Largest graph accepted, in instructions")
+      ->capture_default_str();
+  app.add_option("--max-budget-steps", c.max_budget_steps, "Largest search budget accepted")
+      ->capture_default_str();
+  app.add_option("--max-job-seconds", c.max_job_seconds, "Deadline of every job")
+      ->capture_default_str();
+  app.add_option("--default-budget-steps", c.default_budget_steps,
+                 "Budget of a request that names none")
+      ->capture_default_str();
+  app.add_option("--default-strategy", c.default_strategy, "Strategy of a request that names none")
+      ->capture_default_str();
+  app.add_option("--drain-seconds", c.drain_seconds,
+                 "On SIGTERM, how long running jobs may finish before they are checkpointed")
+      ->capture_default_str();
+  app.add_option("--max-attempts", c.max_attempts,
+                 "A job running at this many crashes fails instead of resuming")
+      ->capture_default_str();
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp&) {
+    out << app.help();
+    return 0;
+  } catch (const CLI::CallForVersion&) {
+    out << "mltuned " << kMltuneVersion << "\n";
+    return 0;
+  } catch (const CLI::ParseError& e) {
+    err << "mltuned: error: " << e.what() << "\n";
+    return 2;
+  }
+  if (c.worker_threads == 0) {
+    c.worker_threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  }
+  if (absl::Status s = ValidateConfig(c); !s.ok()) {
+    err << "mltuned: error: " << s.message() << "\n";
+    return 2;
+  }
+  return std::nullopt;
+}
+
+}  // namespace mltune::daemon

@@ -1,0 +1,45 @@
+// mltuned's configuration: command-line flags, optionally read from a config file (--config FILE,
+// TOML/INI `key = value` lines with the flags' long names), command line winning.
+#pragma once
+
+#include <cstdint>
+#include <iosfwd>
+#include <optional>
+#include <string>
+
+#include "absl/status/status.h"
+
+namespace mltune::daemon {
+
+inline constexpr char kDefaultListen[] = "127.0.0.1:8470";
+inline constexpr char kDefaultMetricsListen[] = "127.0.0.1:9470";
+
+struct DaemonConfig {
+  std::string listen = kDefaultListen;                 // gRPC; port 0 picks a free port
+  std::string metrics_listen = kDefaultMetricsListen;  // Prometheus /metrics; "" = not served
+  std::string data_dir = "./var";                      // the store is DATA_DIR/mltune.db
+  std::string ready_file;  // written (atomically) once serving: listen=, metrics=, store=, pid=
+  int worker_threads = 0;  // jobs run at once; 0 = one per CPU core
+  int queue_size = 64;     // queued jobs beyond which SubmitCompile answers RESOURCE_EXHAUSTED
+  int rpc_threads = 64;    // most RPCs served at once (WatchJob streams hold one each)
+  int64_t max_graph_bytes = int64_t{64} << 20;
+  int64_t max_instructions = 1'000'000;
+  int64_t max_budget_steps = 1'000'000;
+  double max_job_seconds = 3600;  // deadline of every job, whatever its budget says
+  int64_t default_budget_steps = 1000;
+  std::string default_strategy = "beam";
+  // On SIGTERM: how long running jobs may go on before they are stopped and checkpointed (their
+  // best so far cached, the job queued again for the next start).
+  double drain_seconds = 10;
+  int max_attempts = 3;  // a job that was running at a crash this often fails instead of resuming
+};
+
+// Checks ranges and the addresses' HOST:PORT form; InvalidArgument naming the flag.
+absl::Status ValidateConfig(const DaemonConfig& config);
+
+// Parses mltuned's command line into `config`. Returns nullopt to go on, or the exit code when
+// the process should exit now (0 after --help or --version, 2 after an error, printed to `err`).
+std::optional<int> ParseDaemonFlags(int argc, char** argv, DaemonConfig* config, std::ostream& out,
+                                    std::ostream& err);
+
+}  // namespace mltune::daemon

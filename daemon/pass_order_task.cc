@@ -1,0 +1,154 @@
+// The "pass-order" task: searches the order of XLA's HLO passes that minimises the op count
+// (optimizers/pass_order), against XLA's default pipeline for the target as the baseline. The
+// score is analytical (op count), so every in-process worker scores it.
+#include <memory>
+#include <string>
+#include <unordered_set>
+#include <vector>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "daemon/task.h"
+#include "ir/hlo_printer.h"
+#include "ir/verifier.h"
+#include "optimizers/pass_order/pass_order.h"
+#include "passes/default_pipelines.h"
+
+namespace mltune::daemon {
+namespace {
+
+constexpr char kName[] = "pass-order";
+constexpr int64_t kMaxSequenceLength = 200;
+
+struct ParsedOptions {
+  uint64_t seed = 0;
+  int64_t max_length = 40;
+  bool warm_start = true;
+};
+
+absl::StatusOr<ParsedOptions> ParseOptions(const TaskOptions& options) {
+  ParsedOptions parsed;
+  for (const auto& [key, value] : options) {
+    bool ok = true;
+    if (key == "seed") {
+      ok = absl::SimpleAtoi(value, &parsed.seed);
+    } else if (key == "max_length") {
+      ok = absl::SimpleAtoi(value, &parsed.max_length) && parsed.max_length >= 1 &&
+           parsed.max_length <= kMaxSequenceLength;
+    } else if (key == "warm_start") {
+      ok = absl::SimpleAtob(value, &parsed.warm_start);
+    } else {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "unknown option '", key, "' for task pass-order (known: seed, max_length, warm_start)"));
+    }
+    if (!ok) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "option ", key, "='", value, "': expected ",
+          key == "seed"         ? "an unsigned integer"
+          : key == "max_length" ? absl::StrCat("an integer in [1, ", kMaxSequenceLength, "]")
+                                : "true or false"));
+    }
+  }
+  return parsed;
+}
+
+absl::StatusOr<int64_t> DefaultPipelineOpCount(const ir::Module& module,
+                                               const std::string& target) {
+  std::unique_ptr<passes::Pipeline> pipeline = passes::MakeDefaultPipeline(target);
+  if (pipeline == nullptr) {
+    return absl::InvalidArgumentError(absl::StrCat("unknown target '", target, "'"));
+  }
+  std::unique_ptr<ir::Module> copy = module.Clone();
+  absl::StatusOr<bool> changed = pipeline->Run(*copy);
+  if (!changed.ok()) {
+    return absl::InternalError(
+        absl::StrCat("XLA's default ", target, " pipeline failed: ", changed.status().message()));
+  }
+  return opt::pass_order::OpCount(*copy);
+}
+
+class PassOrderTask : public Task {
+ public:
+  std::string_view name() const override { return kName; }
+  std::string description() const override {
+    return "order of XLA's HLO passes that minimises the op count, against XLA's default "
+           "pipeline for the target";
+  }
+  std::vector<std::string> targets() const override { return {"cpu", "gpu"}; }
+
+  absl::Status ValidateOptions(const TaskOptions& options) const override {
+    return ParseOptions(options).status();
+  }
+
+  absl::StatusOr<TaskOutcome> Run(const TaskRequest& request) const override {
+    absl::StatusOr<ParsedOptions> parsed = ParseOptions(request.options);
+    if (!parsed.ok()) return parsed.status();
+    absl::StatusOr<std::unique_ptr<opt::Strategy>> strategy =
+        opt::StrategyRegistry::Global().Create(request.strategy);
+    if (!strategy.ok()) return strategy.status();
+
+    opt::pass_order::PassOrderOptions options;
+    options.episode_length = parsed->max_length;
+    if (parsed->warm_start) options.seed_pipeline = request.target;
+    if (request.continue_from.has_value()) {
+      auto it = request.continue_from->artifacts.find("pass_sequence");
+      if (it != request.continue_from->artifacts.end()) {
+        options.seed_sequences.push_back(absl::StrSplit(it->second, '\n', absl::SkipEmpty()));
+      }
+    }
+    absl::StatusOr<std::unique_ptr<opt::pass_order::PassOrderProblem>> problem =
+        opt::pass_order::PassOrderProblem::Create(*request.module, options);
+    if (!problem.ok()) return problem.status();
+    absl::StatusOr<int64_t> baseline = DefaultPipelineOpCount(*request.module, request.target);
+    if (!baseline.ok()) return baseline.status();
+
+    // Every distinct pass sequence scored goes to the measurement log.
+    TaskOutcome outcome;
+    outcome.scorer = "op-count";
+    std::unordered_set<std::string> logged;
+    opt::Budget budget = request.budget;
+    const opt::pass_order::PassOrderProblem& p = **problem;
+    budget.on_step = [&](const opt::Budget::Report& report) {
+      if (report.candidate != nullptr) {
+        std::string configuration = absl::StrJoin(p.PassNames(*report.candidate), ",");
+        if (logged.insert(configuration).second) {
+          storage::MeasurementRecord m;
+          m.graph_key = request.fingerprint;
+          m.task = kName;
+          m.target = request.target;
+          m.configuration = std::move(configuration);
+          m.value = report.score;
+          m.worker = request.worker;
+          outcome.measurements.push_back(std::move(m));
+        }
+      }
+      if (request.budget.on_step) request.budget.on_step(report);
+    };
+    absl::StatusOr<opt::Result> result = (*strategy)->Search(**problem, budget, parsed->seed);
+    if (!result.ok()) return result.status();
+
+    std::unique_ptr<ir::Module> best = (*problem)->Apply(result->best);
+    if (absl::Status verified = ir::VerifyModule(*best); !verified.ok()) {
+      return absl::InternalError(
+          absl::StrCat("the best module does not verify: ", verified.message()));
+    }
+    outcome.original_score = static_cast<double>((*problem)->initial_op_count());
+    outcome.baseline_score = static_cast<double>(*baseline);
+    outcome.tuned_score = static_cast<double>(opt::pass_order::OpCount(*best));
+    outcome.steps = result->steps;
+    outcome.stopped = request.budget.stop && request.budget.stop();
+    outcome.complete = !outcome.stopped && (!result->budget_exhausted || budget.max_steps <= 0 ||
+                                            result->steps >= budget.max_steps);
+    outcome.artifacts["optimized_hlo"] = ir::PrintModule(*best);
+    outcome.artifacts["pass_sequence"] = absl::StrJoin((*problem)->PassNames(result->best), "\n");
+    return outcome;
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<Task> MakePassOrderTask() { return std::make_unique<PassOrderTask>(); }
+
+}  // namespace mltune::daemon

@@ -1,0 +1,83 @@
+// Tuning tasks the daemon runs ("pass-order" now; tile sizes, fusion, placement and MCM
+// partitioning later): each turns a verified graph, a target, a strategy and a budget into a
+// tuned result with artifacts. A new task is one file plus one line in task_registry.cc.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "ir/module.h"
+#include "optimizers/core/search.h"
+#include "storage/store.h"
+
+namespace mltune::daemon {
+
+using TaskOptions = std::map<std::string, std::string>;
+
+struct TaskRequest {
+  const ir::Module* module = nullptr;  // verified
+  std::string fingerprint;             // of `module`
+  std::string target;
+  std::string strategy;
+  TaskOptions options;  // validated by Task::ValidateOptions
+  // Steps and seconds; `stop` and `on_step` are the daemon's cancellation and progress hooks.
+  opt::Budget budget;
+  // The cached result to continue from (a larger budget than the cache's), or nullopt.
+  std::optional<storage::ResultRecord> continue_from;
+  std::string worker;  // the name measurements are recorded under
+};
+
+struct TaskOutcome {
+  double original_score = 0;  // the graph as given
+  double baseline_score = 0;  // the compiler's default for the target
+  double tuned_score = 0;     // the best found (never worse than continue_from's)
+  int64_t steps = 0;          // charged by the search
+  bool stopped = false;       // budget.stop ended the search early
+  // The search used its whole step budget or ended on its own; false when time or `stop` cut it
+  // short (then the cache records only the steps actually spent).
+  bool complete = true;
+  std::string scorer;  // what a score is, e.g. "op-count"
+  // "optimized_hlo", "pass_sequence", ... (the cache stores them as given).
+  std::map<std::string, std::string> artifacts;
+  // Every distinct candidate scored, for the measurement log (the cost models' training data).
+  std::vector<storage::MeasurementRecord> measurements;
+};
+
+class Task {
+ public:
+  virtual ~Task() = default;
+  virtual std::string_view name() const = 0;
+  virtual std::string description() const = 0;
+  virtual std::vector<std::string> targets() const = 0;
+  // InvalidArgument naming the bad key or value, and the keys the task knows.
+  virtual absl::Status ValidateOptions(const TaskOptions& options) const = 0;
+  // Thread-safe: the daemon runs one job per worker thread on the same Task.
+  virtual absl::StatusOr<TaskOutcome> Run(const TaskRequest& request) const = 0;
+};
+
+class TaskRegistry {
+ public:
+  // Every built-in task.
+  static const TaskRegistry& Global();
+
+  void Register(std::unique_ptr<Task> task);
+  // nullptr when unknown.
+  const Task* Find(std::string_view name) const;
+  std::vector<const Task*> All() const;  // by name
+
+ private:
+  std::map<std::string, std::unique_ptr<Task>, std::less<>> tasks_;
+};
+
+// The pass-ordering task (pass_order_task.cc).
+std::unique_ptr<Task> MakePassOrderTask();
+
+}  // namespace mltune::daemon
