@@ -25,6 +25,8 @@ int64_t UnixMs() {
       .count();
 }
 
+constexpr size_t kRecentJobs = 256;
+
 std::string WorkerName(int index) { return absl::StrCat("inprocess-", index); }
 
 // Store errors in the background have no caller to return to: they go to the daemon's log.
@@ -180,6 +182,12 @@ absl::StatusOr<JobView> JobScheduler::Get(const std::string& job_id) {
     std::lock_guard<std::mutex> lock(mu_);
     auto it = live_.find(job_id);
     if (it != live_.end()) return ViewLocked(*it->second);
+    for (auto r = recent_.rbegin(); r != recent_.rend(); ++r) {
+      if ((*r)->id != job_id) continue;
+      JobView view = ViewLocked(**r);
+      view.live = false;
+      return view;
+    }
   }
   absl::StatusOr<storage::JobRecord> record = store_.GetJob(job_id);
   if (!record.ok()) return record.status();
@@ -435,6 +443,8 @@ void JobScheduler::Finish(const std::shared_ptr<LiveJob>& job, storage::JobState
   job->record.error = message;
   if (state != storage::JobState::kQueued) job->record.finished_ms = UnixMs();
   live_.erase(job->id);
+  recent_.push_back(job);
+  if (recent_.size() > kRecentJobs) recent_.pop_front();
   if (auto it = in_flight_.find(job->dedup_key); it != in_flight_.end() && it->second == job->id) {
     in_flight_.erase(it);
   }

@@ -145,6 +145,8 @@ class JobScheduler {
   std::deque<std::shared_ptr<LiveJob>> queue_;
   std::map<std::string, std::shared_ptr<LiveJob>> live_;  // by job id: queued or running
   std::map<std::string, std::string> in_flight_;          // dedup key -> job id
+  // The last finished jobs, newest last: their views keep what the store does not (steps done).
+  std::deque<std::shared_ptr<LiveJob>> recent_;
   std::vector<WorkerView> workers_;
   int64_t running_ = 0;
   std::atomic<bool> shutting_down_{false};

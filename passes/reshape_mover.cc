@@ -186,22 +186,30 @@ bool MoveOnce(Computation& c) {
       order.push_back(i);
     }
   }
-  // Drop candidates whose rearrange operands have users that would keep the rearrange alive.
-  bool removed = true;
-  while (removed && !candidates.empty()) {
-    removed = false;
-    for (Instruction* i : order) {
-      if (!candidates.count(i)) continue;
-      for (const Instruction* op : i->operands()) {
-        if (!IsRearrange(op)) continue;
-        const bool outside = std::any_of(op->users().begin(), op->users().end(),
-                                         [&](Instruction* u) { return !candidates.count(u); });
-        const bool is_root = c.root() == op;
-        if (outside || is_root) {
-          candidates.erase(i);
-          removed = true;
-          break;
-        }
+  // Drop candidates whose rearrange operands have users that would keep the rearrange alive, to a
+  // fixed point. A worklist revisits only the candidates sharing a rearrange with a dropped one
+  // (a full rescan per drop was quadratic on long chains).
+  auto keeps_rearrange_alive = [&](const Instruction* i) {
+    for (const Instruction* op : i->operands()) {
+      if (!IsRearrange(op)) continue;
+      if (c.root() == op) return true;
+      if (std::any_of(op->users().begin(), op->users().end(),
+                      [&](Instruction* u) { return !candidates.count(u); })) {
+        return true;
+      }
+    }
+    return false;
+  };
+  std::vector<Instruction*> work(order.rbegin(), order.rend());
+  while (!work.empty()) {
+    Instruction* i = work.back();
+    work.pop_back();
+    if (!candidates.count(i) || !keeps_rearrange_alive(i)) continue;
+    candidates.erase(i);
+    for (const Instruction* op : i->operands()) {
+      if (!IsRearrange(op)) continue;
+      for (Instruction* u : op->users()) {
+        if (u != i && candidates.count(u)) work.push_back(u);
       }
     }
   }

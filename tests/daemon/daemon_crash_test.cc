@@ -1,0 +1,199 @@
+// mltuned killed with SIGKILL in the middle of a job, then started again on the same data
+// directory: the store opens and passes its integrity check, no row is corrupt, and the job is
+// resumed (or failed once it has used up --max-attempts). The daemon runs as a real child process.
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/str_split.h"
+#include "client/rpc_client.h"
+#include "gtest/gtest.h"
+#include "storage/store.h"
+#include "tests/daemon/daemon_test_util.h"
+
+namespace mltune::daemon {
+namespace {
+
+namespace fs = std::filesystem;
+using client::Client;
+using client::JobInfo;
+using client::JobState;
+using testing::ReadFile;
+using testing::SlowHlo;
+using testing::TempDir;
+
+class Child {
+ public:
+  // Starts mltuned on ephemeral ports with `data_dir`; waits for its ready file.
+  static std::unique_ptr<Child> Start(const fs::path& data_dir,
+                                      std::vector<std::string> extra = {}) {
+    auto child = std::unique_ptr<Child>(new Child);
+    const fs::path ready = data_dir / "ready";
+    fs::remove(ready);
+    child->log_ = (data_dir / "mltuned.log").string();
+    std::vector<std::string> args = {MLTUNE_DAEMON_PATH,
+                                     "--listen",
+                                     "127.0.0.1:0",
+                                     "--metrics-listen",
+                                     "",
+                                     "--data-dir",
+                                     data_dir.string(),
+                                     "--ready-file",
+                                     ready.string(),
+                                     "--max-budget-steps",
+                                     "100000000",
+                                     "--worker-threads",
+                                     "1"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    child->pid_ = fork();
+    if (child->pid_ == 0) {
+      const int fd = open(child->log_.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+      dup2(fd, 1);
+      dup2(fd, 2);
+      std::vector<char*> argv;
+      for (std::string& a : args) argv.push_back(a.data());
+      argv.push_back(nullptr);
+      execv(argv[0], argv.data());
+      _exit(127);
+    }
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    while (!fs::exists(ready) && std::chrono::steady_clock::now() < deadline) {
+      int status = 0;
+      if (waitpid(child->pid_, &status, WNOHANG) == child->pid_) {
+        ADD_FAILURE() << "mltuned exited early:\n" << ReadFile(child->log_);
+        child->pid_ = -1;
+        return nullptr;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    for (absl::string_view line : absl::StrSplit(ReadFile(ready), '\n')) {
+      if (absl::ConsumePrefix(&line, "listen=")) child->address_ = std::string(line);
+    }
+    EXPECT_FALSE(child->address_.empty()) << ReadFile(child->log_);
+    return child;
+  }
+  ~Child() {
+    if (pid_ > 0) Signal(SIGKILL);
+  }
+  const std::string& address() const { return address_; }
+  const std::string& log() const { return log_; }
+  // Sends `signal` and reaps the child; returns its wait status.
+  int Signal(int signal) {
+    kill(pid_, signal);
+    int status = 0;
+    waitpid(pid_, &status, 0);
+    pid_ = -1;
+    return status;
+  }
+
+ private:
+  Child() = default;
+  pid_t pid_ = -1;
+  std::string address_;
+  std::string log_;
+};
+
+client::SubmitRequest SlowRequest() {
+  client::SubmitRequest request;
+  request.graph = SlowHlo();
+  request.graph_name = "slow.hlo";
+  request.strategy = "random";
+  request.budget.steps = 50'000'000;
+  request.budget.seconds = 120;
+  return request;
+}
+
+void WaitUntilRunning(Client& client, const std::string& id, int64_t attempts) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (std::chrono::steady_clock::now() < deadline) {
+    absl::StatusOr<JobInfo> job = client.GetJob(id);
+    ASSERT_TRUE(job.ok()) << job.status();
+    if (job->state == JobState::kRunning && job->attempts == attempts && job->steps_done > 0) {
+      return;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  FAIL() << "job " << id << " never ran (attempt " << attempts << ")";
+}
+
+// Submits the slow job, waits until it searches, and kills the daemon with SIGKILL.
+std::string SubmitAndKill(const fs::path& data_dir) {
+  std::unique_ptr<Child> daemon = Child::Start(data_dir);
+  if (daemon == nullptr) return "";
+  std::unique_ptr<Client> client = Client::Connect(daemon->address());
+  absl::StatusOr<client::SubmitResponse> submitted = client->Submit(SlowRequest());
+  EXPECT_TRUE(submitted.ok()) << submitted.status();
+  if (!submitted.ok()) return "";
+  WaitUntilRunning(*client, submitted->job_id, 1);
+  // Long enough for progress writes to be in flight when the kill lands.
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+  const int status = daemon->Signal(SIGKILL);
+  EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+  return submitted->job_id;
+}
+
+// The store after the crash: opens (quick_check included), passes the integrity check, and
+// still says the job was running.
+void ExpectIntactStoreWithRunningJob(const fs::path& data_dir, const std::string& id) {
+  absl::StatusOr<std::unique_ptr<storage::Store>> store =
+      storage::Store::Open((data_dir / "mltune.db").string());
+  ASSERT_TRUE(store.ok()) << store.status();
+  EXPECT_TRUE((*store)->CheckIntegrity().ok());
+  absl::StatusOr<storage::JobRecord> job = (*store)->GetJob(id);
+  ASSERT_TRUE(job.ok()) << job.status();
+  EXPECT_EQ(job->state, storage::JobState::kRunning);
+  EXPECT_EQ(job->attempts, 1);
+  EXPECT_GT(job->progress, 0);
+  absl::StatusOr<std::vector<storage::JobRecord>> all = (*store)->ListJobs();
+  ASSERT_TRUE(all.ok()) << all.status();
+  EXPECT_EQ(all->size(), 1u);
+  EXPECT_TRUE((*store)->CountMeasurements().ok());
+  EXPECT_TRUE((*store)->CountResults().ok());
+}
+
+TEST(DaemonCrashTest, AJobRunningAtSigkillIsResumedOnRestart) {
+  TempDir dir;
+  const std::string id = SubmitAndKill(dir.path());
+  ASSERT_FALSE(id.empty());
+  ExpectIntactStoreWithRunningJob(dir.path(), id);
+
+  std::unique_ptr<Child> daemon = Child::Start(dir.path());
+  ASSERT_NE(daemon, nullptr);
+  std::unique_ptr<Client> client = Client::Connect(daemon->address());
+  WaitUntilRunning(*client, id, 2);
+  ASSERT_TRUE(client->Cancel(id).ok());
+  absl::StatusOr<JobInfo> final_job = client->Watch(id);
+  ASSERT_TRUE(final_job.ok()) << final_job.status();
+  EXPECT_EQ(final_job->state, JobState::kCancelled);
+  EXPECT_EQ(final_job->attempts, 2);
+  // And SIGTERM still stops it cleanly.
+  const int status = daemon->Signal(SIGTERM);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << ReadFile(daemon->log());
+  EXPECT_NE(ReadFile(daemon->log()).find("stopped cleanly"), std::string::npos);
+}
+
+TEST(DaemonCrashTest, AJobThatKeepsCrashingTheDaemonFailsAfterMaxAttempts) {
+  TempDir dir;
+  const std::string id = SubmitAndKill(dir.path());
+  ASSERT_FALSE(id.empty());
+  ExpectIntactStoreWithRunningJob(dir.path(), id);
+
+  std::unique_ptr<Child> daemon = Child::Start(dir.path(), {"--max-attempts", "1"});
+  ASSERT_NE(daemon, nullptr);
+  std::unique_ptr<Client> client = Client::Connect(daemon->address());
+  absl::StatusOr<JobInfo> job = client->GetJob(id);
+  ASSERT_TRUE(job.ok()) << job.status();
+  EXPECT_EQ(job->state, JobState::kFailed);
+  EXPECT_NE(job->error.find("daemon stopped"), std::string::npos) << job->error;
+  EXPECT_NE(ReadFile(daemon->log()).find(id), std::string::npos);
+}
+
+}  // namespace
+}  // namespace mltune::daemon
