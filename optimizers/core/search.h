@@ -97,6 +97,9 @@ class Problem {
 };
 
 struct Budget {
+  Budget() = default;
+  Budget(int64_t steps, double seconds) : max_steps(steps), max_seconds(seconds) {}
+
   int64_t max_steps = 1000;  // <= 0: unlimited
   double max_seconds = 0;    // <= 0: unlimited; checked before each step
   // Checked before each step like max_seconds: once it returns true the budget counts as spent,
