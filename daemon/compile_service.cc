@@ -84,8 +84,31 @@ CompileServiceImpl::CompileServiceImpl(const DaemonConfig& config, storage::Stor
       metrics_address_(std::move(metrics_address)),
       start_(Clock::now()) {}
 
-absl::StatusOr<JobSpec> CompileServiceImpl::BuildSpec(
-    const v1::SubmitCompileRequest& request) const {
+absl::Status CompileServiceImpl::LoadModule(const v1::Graph& graph, JobSpec* spec) const {
+  GraphLimits limits;
+  limits.max_bytes = config_.max_graph_bytes;
+  limits.max_instructions = config_.max_instructions;
+  absl::StatusOr<LoadedGraph> loaded =
+      LoadGraph(graph.data(), FromWire(graph.format()), graph.name(), limits);
+  if (!loaded.ok()) return loaded.status();
+  fingerprints_.Insert(FingerprintCache::Key(graph.data(), FromWire(graph.format())),
+                       loaded->fingerprint);
+  spec->module = std::move(loaded->module);
+  spec->fingerprint = std::move(loaded->fingerprint);
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::string> CompileServiceImpl::GraphFingerprint(const v1::Graph& graph) const {
+  std::optional<std::string> known =
+      fingerprints_.Find(FingerprintCache::Key(graph.data(), FromWire(graph.format())));
+  if (known.has_value()) return *known;
+  JobSpec spec;
+  if (absl::Status s = LoadModule(graph, &spec); !s.ok()) return s;
+  return spec.fingerprint;
+}
+
+absl::StatusOr<JobSpec> CompileServiceImpl::BuildSpec(const v1::SubmitCompileRequest& request,
+                                                      bool need_module) const {
   JobSpec spec;
   // Cheap checks first: a bad parameter should not cost a parse of a large graph.
   for (const std::string& name : request.tasks()) spec.tasks.push_back(name);
@@ -138,14 +161,15 @@ absl::StatusOr<JobSpec> CompileServiceImpl::BuildSpec(
   spec.skip_cache = request.skip_cache();
   spec.graph_name = request.graph().name();
 
-  GraphLimits limits;
-  limits.max_bytes = config_.max_graph_bytes;
-  limits.max_instructions = config_.max_instructions;
-  absl::StatusOr<LoadedGraph> graph = LoadGraph(
-      request.graph().data(), FromWire(request.graph().format()), request.graph().name(), limits);
-  if (!graph.ok()) return graph.status();
-  spec.module = std::move(graph->module);
-  spec.fingerprint = std::move(graph->fingerprint);
+  if (!need_module) {
+    std::optional<std::string> known = fingerprints_.Find(
+        FingerprintCache::Key(request.graph().data(), FromWire(request.graph().format())));
+    if (known.has_value()) {
+      spec.fingerprint = *std::move(known);
+      return spec;
+    }
+  }
+  if (absl::Status s = LoadModule(request.graph(), &spec); !s.ok()) return s;
   return spec;
 }
 
@@ -155,7 +179,7 @@ absl::StatusOr<JobSpec> CompileServiceImpl::DecodeStoredJob(
   if (!request.ParseFromString(record.request)) {
     return absl::DataLossError(absl::StrCat("job ", record.id, ": the stored request is corrupt"));
   }
-  absl::StatusOr<JobSpec> spec = BuildSpec(request);
+  absl::StatusOr<JobSpec> spec = BuildSpec(request, /*need_module=*/true);
   if (!spec.ok()) return spec.status();
   spec->request = record.request;
   if (spec->fingerprint != record.key.fingerprint) {
@@ -236,7 +260,8 @@ grpc::Status CompileServiceImpl::SubmitCompile(grpc::ServerContext*,
                                                const v1::SubmitCompileRequest* request,
                                                v1::SubmitCompileResponse* response) {
   RpcScope scope(metrics_, "SubmitCompile");
-  absl::StatusOr<JobSpec> spec = BuildSpec(*request);
+  // A graph seen before is not parsed again unless the cache cannot answer.
+  absl::StatusOr<JobSpec> spec = BuildSpec(*request, /*need_module=*/false);
   if (!spec.ok()) return scope.Done(spec.status());
 
   // The cache answers when every task has a result with at least the requested budget.
@@ -275,6 +300,9 @@ grpc::Status CompileServiceImpl::SubmitCompile(grpc::ServerContext*,
   }
   for (const std::string& task : spec->tasks) metrics_.CacheMiss(task);
   ++cache_misses_;
+  if (spec->module == nullptr) {
+    if (absl::Status s = LoadModule(request->graph(), &*spec); !s.ok()) return scope.Done(s);
+  }
 
   spec->request = request->SerializeAsString();
   absl::StatusOr<JobScheduler::Submitted> submitted =
@@ -315,8 +343,8 @@ grpc::Status CompileServiceImpl::WatchJob(grpc::ServerContext* context,
   }
 }
 
-grpc::Status CompileServiceImpl::GetJob(grpc::ServerContext*, const v1::GetJobRequest* request,
-                                        v1::Job* response) {
+grpc::Status CompileServiceImpl::DoGetJob(const v1::GetJobRequest& r, v1::Job* response) {
+  const v1::GetJobRequest* request = &r;
   RpcScope scope(metrics_, "GetJob");
   if (absl::Status s = CheckJobId(request->job_id()); !s.ok()) return scope.Done(s);
   absl::StatusOr<JobView> view = scheduler_.Get(request->job_id());
@@ -324,9 +352,9 @@ grpc::Status CompileServiceImpl::GetJob(grpc::ServerContext*, const v1::GetJobRe
   return scope.Done(FillJob(*view, response));
 }
 
-grpc::Status CompileServiceImpl::CancelJob(grpc::ServerContext*,
-                                           const v1::CancelJobRequest* request,
-                                           v1::CancelJobResponse* response) {
+grpc::Status CompileServiceImpl::DoCancelJob(const v1::CancelJobRequest& r,
+                                             v1::CancelJobResponse* response) {
+  const v1::CancelJobRequest* request = &r;
   RpcScope scope(metrics_, "CancelJob");
   if (absl::Status s = CheckJobId(request->job_id()); !s.ok()) return scope.Done(s);
   absl::StatusOr<JobView> view = scheduler_.Cancel(request->job_id());
@@ -334,20 +362,15 @@ grpc::Status CompileServiceImpl::CancelJob(grpc::ServerContext*,
   return scope.Done(FillJob(*view, response->mutable_job()));
 }
 
-grpc::Status CompileServiceImpl::LookupCache(grpc::ServerContext*,
-                                             const v1::LookupCacheRequest* request,
-                                             v1::LookupCacheResponse* response) {
+grpc::Status CompileServiceImpl::DoLookupCache(const v1::LookupCacheRequest& r,
+                                               v1::LookupCacheResponse* response) {
+  const v1::LookupCacheRequest* request = &r;
   RpcScope scope(metrics_, "LookupCache");
   std::string fingerprint;
   if (request->has_graph()) {
-    GraphLimits limits;
-    limits.max_bytes = config_.max_graph_bytes;
-    limits.max_instructions = config_.max_instructions;
-    absl::StatusOr<LoadedGraph> graph =
-        LoadGraph(request->graph().data(), FromWire(request->graph().format()),
-                  request->graph().name(), limits);
-    if (!graph.ok()) return scope.Done(graph.status());
-    fingerprint = std::move(graph->fingerprint);
+    absl::StatusOr<std::string> graph_fingerprint = GraphFingerprint(request->graph());
+    if (!graph_fingerprint.ok()) return scope.Done(graph_fingerprint.status());
+    fingerprint = *std::move(graph_fingerprint);
   } else if (!request->fingerprint().empty()) {
     fingerprint = request->fingerprint();
   } else {
@@ -367,9 +390,7 @@ grpc::Status CompileServiceImpl::LookupCache(grpc::ServerContext*,
   return scope.Done(absl::OkStatus());
 }
 
-grpc::Status CompileServiceImpl::ListStrategies(grpc::ServerContext*,
-                                                const v1::ListStrategiesRequest*,
-                                                v1::ListStrategiesResponse* response) {
+grpc::Status CompileServiceImpl::DoListStrategies(v1::ListStrategiesResponse* response) {
   RpcScope scope(metrics_, "ListStrategies");
   const opt::StrategyRegistry& strategies = opt::StrategyRegistry::Global();
   for (const std::string& name : strategies.Names()) {
@@ -387,8 +408,7 @@ grpc::Status CompileServiceImpl::ListStrategies(grpc::ServerContext*,
   return scope.Done(absl::OkStatus());
 }
 
-grpc::Status CompileServiceImpl::ListWorkers(grpc::ServerContext*, const v1::ListWorkersRequest*,
-                                             v1::ListWorkersResponse* response) {
+grpc::Status CompileServiceImpl::DoListWorkers(v1::ListWorkersResponse* response) {
   RpcScope scope(metrics_, "ListWorkers");
   std::set<std::string> targets;
   for (const Task* task : TaskRegistry::Global().All()) {
@@ -407,8 +427,7 @@ grpc::Status CompileServiceImpl::ListWorkers(grpc::ServerContext*, const v1::Lis
   return scope.Done(absl::OkStatus());
 }
 
-grpc::Status CompileServiceImpl::GetStats(grpc::ServerContext*, const v1::GetStatsRequest*,
-                                          v1::GetStatsResponse* response) {
+grpc::Status CompileServiceImpl::DoGetStats(v1::GetStatsResponse* response) {
   RpcScope scope(metrics_, "GetStats");
   response->set_version(kMltuneVersion);
   response->set_search_version(kSearchVersion);
@@ -432,6 +451,52 @@ grpc::Status CompileServiceImpl::GetStats(grpc::ServerContext*, const v1::GetSta
   response->set_store_path(store_.path());
   response->set_metrics_address(metrics_address_);
   return scope.Done(absl::OkStatus());
+}
+
+// The callback entry points answer inline (see CompileServiceBase).
+namespace {
+grpc::ServerUnaryReactor* FinishNow(grpc::CallbackServerContext* context,
+                                    const grpc::Status& status) {
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  reactor->Finish(status);
+  return reactor;
+}
+}  // namespace
+
+grpc::ServerUnaryReactor* CompileServiceImpl::GetJob(grpc::CallbackServerContext* context,
+                                                     const v1::GetJobRequest* request,
+                                                     v1::Job* response) {
+  return FinishNow(context, DoGetJob(*request, response));
+}
+
+grpc::ServerUnaryReactor* CompileServiceImpl::CancelJob(grpc::CallbackServerContext* context,
+                                                        const v1::CancelJobRequest* request,
+                                                        v1::CancelJobResponse* response) {
+  return FinishNow(context, DoCancelJob(*request, response));
+}
+
+grpc::ServerUnaryReactor* CompileServiceImpl::LookupCache(grpc::CallbackServerContext* context,
+                                                          const v1::LookupCacheRequest* request,
+                                                          v1::LookupCacheResponse* response) {
+  return FinishNow(context, DoLookupCache(*request, response));
+}
+
+grpc::ServerUnaryReactor* CompileServiceImpl::ListStrategies(grpc::CallbackServerContext* context,
+                                                             const v1::ListStrategiesRequest*,
+                                                             v1::ListStrategiesResponse* response) {
+  return FinishNow(context, DoListStrategies(response));
+}
+
+grpc::ServerUnaryReactor* CompileServiceImpl::ListWorkers(grpc::CallbackServerContext* context,
+                                                          const v1::ListWorkersRequest*,
+                                                          v1::ListWorkersResponse* response) {
+  return FinishNow(context, DoListWorkers(response));
+}
+
+grpc::ServerUnaryReactor* CompileServiceImpl::GetStats(grpc::CallbackServerContext* context,
+                                                       const v1::GetStatsRequest*,
+                                                       v1::GetStatsResponse* response) {
+  return FinishNow(context, DoGetStats(response));
 }
 
 }  // namespace mltune::daemon

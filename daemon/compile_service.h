@@ -9,6 +9,7 @@
 
 #include "absl/status/statusor.h"
 #include "daemon/config.h"
+#include "daemon/graph_input.h"
 #include "daemon/job_scheduler.h"
 #include "daemon/metrics/metrics.h"
 #include "mltune/v1/compile_service.grpc.pb.h"
@@ -16,7 +17,19 @@
 
 namespace mltune::daemon {
 
-class CompileServiceImpl final : public mltune::v1::CompileService::Service {
+// The hot read paths (LookupCache, GetJob and the listings) use gRPC's callback API: they answer
+// on the thread that read the request, without the hand-off to a sync worker thread that cost
+// more than the lookup itself (bench/daemon_load). SubmitCompile may parse a large graph and
+// WatchJob blocks between updates, so they stay on the sync thread pool.
+using CompileServiceBase = mltune::v1::CompileService::WithCallbackMethod_LookupCache<
+    mltune::v1::CompileService::WithCallbackMethod_GetJob<
+        mltune::v1::CompileService::WithCallbackMethod_CancelJob<
+            mltune::v1::CompileService::WithCallbackMethod_ListStrategies<
+                mltune::v1::CompileService::WithCallbackMethod_ListWorkers<
+                    mltune::v1::CompileService::WithCallbackMethod_GetStats<
+                        mltune::v1::CompileService::Service>>>>>>;
+
+class CompileServiceImpl final : public CompileServiceBase {
  public:
   CompileServiceImpl(const DaemonConfig& config, storage::Store& store, Metrics& metrics,
                      JobScheduler& scheduler, std::string metrics_address);
@@ -26,27 +39,46 @@ class CompileServiceImpl final : public mltune::v1::CompileService::Service {
                              mltune::v1::SubmitCompileResponse* response) override;
   grpc::Status WatchJob(grpc::ServerContext* context, const mltune::v1::WatchJobRequest* request,
                         grpc::ServerWriter<mltune::v1::Job>* writer) override;
-  grpc::Status GetJob(grpc::ServerContext* context, const mltune::v1::GetJobRequest* request,
-                      mltune::v1::Job* response) override;
-  grpc::Status CancelJob(grpc::ServerContext* context, const mltune::v1::CancelJobRequest* request,
-                         mltune::v1::CancelJobResponse* response) override;
-  grpc::Status LookupCache(grpc::ServerContext* context,
-                           const mltune::v1::LookupCacheRequest* request,
-                           mltune::v1::LookupCacheResponse* response) override;
-  grpc::Status ListStrategies(grpc::ServerContext* context,
-                              const mltune::v1::ListStrategiesRequest* request,
-                              mltune::v1::ListStrategiesResponse* response) override;
-  grpc::Status ListWorkers(grpc::ServerContext* context,
-                           const mltune::v1::ListWorkersRequest* request,
-                           mltune::v1::ListWorkersResponse* response) override;
-  grpc::Status GetStats(grpc::ServerContext* context, const mltune::v1::GetStatsRequest* request,
-                        mltune::v1::GetStatsResponse* response) override;
+  grpc::ServerUnaryReactor* GetJob(grpc::CallbackServerContext* context,
+                                   const mltune::v1::GetJobRequest* request,
+                                   mltune::v1::Job* response) override;
+  grpc::ServerUnaryReactor* CancelJob(grpc::CallbackServerContext* context,
+                                      const mltune::v1::CancelJobRequest* request,
+                                      mltune::v1::CancelJobResponse* response) override;
+  grpc::ServerUnaryReactor* LookupCache(grpc::CallbackServerContext* context,
+                                        const mltune::v1::LookupCacheRequest* request,
+                                        mltune::v1::LookupCacheResponse* response) override;
+  grpc::ServerUnaryReactor* ListStrategies(grpc::CallbackServerContext* context,
+                                           const mltune::v1::ListStrategiesRequest* request,
+                                           mltune::v1::ListStrategiesResponse* response) override;
+  grpc::ServerUnaryReactor* ListWorkers(grpc::CallbackServerContext* context,
+                                        const mltune::v1::ListWorkersRequest* request,
+                                        mltune::v1::ListWorkersResponse* response) override;
+  grpc::ServerUnaryReactor* GetStats(grpc::CallbackServerContext* context,
+                                     const mltune::v1::GetStatsRequest* request,
+                                     mltune::v1::GetStatsResponse* response) override;
 
   // Rebuilds a stored job's spec from its serialized request (the scheduler's Decoder).
   absl::StatusOr<JobSpec> DecodeStoredJob(const storage::JobRecord& record) const;
 
  private:
-  absl::StatusOr<JobSpec> BuildSpec(const mltune::v1::SubmitCompileRequest& request) const;
+  grpc::Status DoGetJob(const mltune::v1::GetJobRequest& request, mltune::v1::Job* response);
+  grpc::Status DoCancelJob(const mltune::v1::CancelJobRequest& request,
+                           mltune::v1::CancelJobResponse* response);
+  grpc::Status DoLookupCache(const mltune::v1::LookupCacheRequest& request,
+                             mltune::v1::LookupCacheResponse* response);
+  grpc::Status DoListStrategies(mltune::v1::ListStrategiesResponse* response);
+  grpc::Status DoListWorkers(mltune::v1::ListWorkersResponse* response);
+  grpc::Status DoGetStats(mltune::v1::GetStatsResponse* response);
+
+  // Validates a request into a spec. The graph is parsed unless `need_module` is false and its
+  // bytes were seen before: then only spec.fingerprint is set (enough to answer from the cache).
+  absl::StatusOr<JobSpec> BuildSpec(const mltune::v1::SubmitCompileRequest& request,
+                                    bool need_module) const;
+  // Parses and verifies the request's graph into spec->module and spec->fingerprint.
+  absl::Status LoadModule(const mltune::v1::Graph& graph, JobSpec* spec) const;
+  // The graph's fingerprint, from the FingerprintCache or by loading it.
+  absl::StatusOr<std::string> GraphFingerprint(const mltune::v1::Graph& graph) const;
   absl::Status FillJob(const JobView& view, mltune::v1::Job* job);
   absl::Status FillResult(const storage::ResultRecord& record, bool from_cache, bool omit_artifacts,
                           mltune::v1::TaskResult* result) const;
@@ -57,6 +89,7 @@ class CompileServiceImpl final : public mltune::v1::CompileService::Service {
   JobScheduler& scheduler_;
   std::string metrics_address_;
   std::chrono::steady_clock::time_point start_;
+  mutable FingerprintCache fingerprints_;
   std::atomic<int64_t> cache_hits_{0};
   std::atomic<int64_t> cache_misses_{0};
 };

@@ -1,5 +1,7 @@
 #include "daemon/graph_input.h"
 
+#include <openssl/evp.h>
+
 #include "absl/strings/str_cat.h"
 #include "ir/fingerprint.h"
 #include "ir/hlo_parser.h"
@@ -41,6 +43,42 @@ absl::StatusOr<LoadedGraph> LoadGraph(std::string_view data, GraphFormat format,
   loaded.fingerprint = ir::Fingerprint(**module);
   loaded.module = std::shared_ptr<const ir::Module>(*std::move(module));
   return loaded;
+}
+
+std::string FingerprintCache::Key(std::string_view data, GraphFormat format) {
+  const unsigned char tag = format == GraphFormat::kOnnx ? 'o' : 'h';
+  std::string digest(EVP_MAX_MD_SIZE, '\0');
+  unsigned int length = 0;
+  EVP_MD_CTX* ctx = EVP_MD_CTX_new();
+  EVP_DigestInit_ex(ctx, EVP_sha256(), nullptr);
+  EVP_DigestUpdate(ctx, &tag, 1);
+  EVP_DigestUpdate(ctx, data.data(), data.size());
+  EVP_DigestFinal_ex(ctx, reinterpret_cast<unsigned char*>(digest.data()), &length);
+  EVP_MD_CTX_free(ctx);
+  digest.resize(length);
+  return digest;
+}
+
+std::optional<std::string> FingerprintCache::Find(const std::string& key) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = index_.find(key);
+  if (it == index_.end()) return std::nullopt;
+  lru_.splice(lru_.begin(), lru_, it->second);
+  return it->second->second;
+}
+
+void FingerprintCache::Insert(const std::string& key, const std::string& fingerprint) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (auto it = index_.find(key); it != index_.end()) {
+    lru_.splice(lru_.begin(), lru_, it->second);
+    return;
+  }
+  lru_.emplace_front(key, fingerprint);
+  index_[key] = lru_.begin();
+  if (lru_.size() > capacity_) {
+    index_.erase(lru_.back().first);
+    lru_.pop_back();
+  }
 }
 
 }  // namespace mltune::daemon

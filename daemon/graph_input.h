@@ -4,9 +4,13 @@
 #pragma once
 
 #include <cstdint>
+#include <list>
 #include <memory>
+#include <mutex>
+#include <optional>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 
 #include "absl/status/statusor.h"
 #include "ir/module.h"
@@ -28,5 +32,26 @@ struct LoadedGraph {
 // `name` appears in errors ("" = "<graph>").
 absl::StatusOr<LoadedGraph> LoadGraph(std::string_view data, GraphFormat format,
                                       const std::string& name, const GraphLimits& limits);
+
+// Remembers the structural fingerprint of graph bytes already parsed, keyed by the SHA-256 of the
+// bytes and their format, so a repeated lookup or cached submit of the same graph skips the parse,
+// the verifier and the structural hash (together ~100x the cost of hashing the bytes). Only graphs
+// that loaded successfully under the daemon's limits are remembered. Thread-safe; LRU.
+class FingerprintCache {
+ public:
+  explicit FingerprintCache(size_t capacity = 4096) : capacity_(capacity) {}
+
+  // The key of `data` in `format`: a binary SHA-256.
+  static std::string Key(std::string_view data, GraphFormat format);
+  std::optional<std::string> Find(const std::string& key);
+  void Insert(const std::string& key, const std::string& fingerprint);
+
+ private:
+  using Entry = std::pair<std::string, std::string>;  // key, fingerprint
+  size_t capacity_;
+  std::mutex mu_;
+  std::list<Entry> lru_;  // most recent first
+  std::unordered_map<std::string, std::list<Entry>::iterator> index_;
+};
 
 }  // namespace mltune::daemon
