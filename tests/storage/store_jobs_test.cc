@@ -192,6 +192,22 @@ TEST_F(JobsTest, ListJobsFiltersByStateOldestFirst) {
   EXPECT_EQ(names(*store_->ListJobs(JobState::kQueued)),
             (std::vector<std::string>{"job0", "job2"}));
   EXPECT_TRUE(store_->ListJobs(JobState::kDone)->empty());
+  absl::StatusOr<std::map<std::string, int64_t>> counts = store_->CountJobsByState();
+  ASSERT_TRUE(counts.ok()) << counts.status();
+  EXPECT_EQ(*counts, (std::map<std::string, int64_t>{{"cancelled", 1}, {"queued", 2},
+                                                     {"running", 2}}));
+}
+
+TEST_F(JobsTest, CountsAreEmptyOnAFreshStore) {
+  EXPECT_TRUE(store_->CountJobsByState()->empty());
+  EXPECT_EQ(*store_->CountResults(), 0);
+  storage::ResultRecord r;
+  r.key = {"fp", "pass-order", "cpu", "1"};
+  r.tuned_score = 1;
+  ASSERT_TRUE(store_->PutResult(r).ok());
+  r.key.target = "gpu";
+  ASSERT_TRUE(store_->PutResult(r).ok());
+  EXPECT_EQ(*store_->CountResults(), 2);
 }
 
 TEST_F(JobsTest, RecoverAfterCrashResumesRunningJobsUntilTheyUseUpTheirAttempts) {

@@ -1,0 +1,97 @@
+// mltuned's flags and config file: defaults, a TOML file under command-line overrides, and clear
+// errors (exit code 2) for bad values, unknown flags and malformed addresses.
+#include "daemon/config.h"
+
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "tests/daemon/daemon_test_util.h"
+
+namespace mltune::daemon {
+namespace {
+
+struct Parsed {
+  std::optional<int> exit_code;
+  DaemonConfig config;
+  std::string out, err;
+};
+
+Parsed Parse(std::vector<std::string> args) {
+  args.insert(args.begin(), "mltuned");
+  std::vector<char*> argv;
+  for (std::string& a : args) argv.push_back(a.data());
+  Parsed p;
+  std::ostringstream out, err;
+  p.exit_code = ParseDaemonFlags(static_cast<int>(argv.size()), argv.data(), &p.config, out, err);
+  p.out = out.str();
+  p.err = err.str();
+  return p;
+}
+
+TEST(DaemonConfigTest, DefaultsAreTheDocumentedOnes) {
+  Parsed p = Parse({});
+  ASSERT_FALSE(p.exit_code.has_value()) << p.err;
+  EXPECT_EQ(p.config.listen, "127.0.0.1:8470");
+  EXPECT_EQ(p.config.metrics_listen, "127.0.0.1:9470");
+  EXPECT_EQ(p.config.data_dir, "./var");
+  EXPECT_GE(p.config.worker_threads, 1);  // 0 resolves to the core count
+  EXPECT_EQ(p.config.queue_size, 64);
+  EXPECT_EQ(p.config.default_strategy, "beam");
+}
+
+TEST(DaemonConfigTest, AConfigFileSetsFlagsAndTheCommandLineWins) {
+  testing::TempDir dir;
+  const std::string file = (dir.path() / "mltuned.toml").string();
+  std::ofstream(file) << "# mltuned settings\nlisten = \"0.0.0.0:9000\"\nqueue-size = 5\n"
+                         "max-job-seconds = 30.5\ndata-dir = \"/srv/mltune\"\n";
+  Parsed p = Parse({"--config", file, "--queue-size", "7"});
+  ASSERT_FALSE(p.exit_code.has_value()) << p.err;
+  EXPECT_EQ(p.config.listen, "0.0.0.0:9000");
+  EXPECT_EQ(p.config.queue_size, 7);
+  EXPECT_EQ(p.config.max_job_seconds, 30.5);
+  EXPECT_EQ(p.config.data_dir, "/srv/mltune");
+}
+
+TEST(DaemonConfigTest, BadValuesExitWithCode2AndNameTheFlag) {
+  struct Case {
+    std::vector<std::string> args;
+    std::string needle;
+  };
+  for (const Case& c : std::vector<Case>{
+           {{"--queue-size", "0"}, "--queue-size"},
+           {{"--listen", "nonsense"}, "--listen"},
+           {{"--metrics-listen", "host:99999"}, "--metrics-listen"},
+           {{"--worker-threads", "many"}, "--worker-threads"},
+           {{"--max-graph-bytes", "4000000000"}, "--max-graph-bytes"},
+           {{"--default-budget-steps", "10", "--max-budget-steps", "5"}, "--default-budget-steps"},
+           {{"--no-such-flag"}, "--no-such-flag"},
+           {{"--config", "/no/such/file.toml"}, "file.toml"},
+       }) {
+    Parsed p = Parse(c.args);
+    EXPECT_EQ(p.exit_code, std::optional<int>(2)) << c.needle;
+    EXPECT_NE(p.err.find(c.needle), std::string::npos) << p.err;
+  }
+}
+
+TEST(DaemonConfigTest, HelpAndVersionExitZero) {
+  Parsed help = Parse({"--help"});
+  EXPECT_EQ(help.exit_code, std::optional<int>(0));
+  EXPECT_NE(help.out.find("--data-dir"), std::string::npos);
+  EXPECT_NE(help.out.find("--config"), std::string::npos);
+  Parsed version = Parse({"--version"});
+  EXPECT_EQ(version.exit_code, std::optional<int>(0));
+  EXPECT_NE(version.out.find("0.1.0"), std::string::npos);
+}
+
+TEST(DaemonConfigTest, ValidateConfigAcceptsAnEmptyMetricsAddress) {
+  DaemonConfig config;
+  config.metrics_listen = "";
+  config.worker_threads = 1;
+  EXPECT_TRUE(ValidateConfig(config).ok());
+}
+
+}  // namespace
+}  // namespace mltune::daemon
