@@ -199,10 +199,10 @@ int main(int argc, char** argv) {
       "mltuned at %s (%s), graph %s (%d bytes, fingerprint %.12s...), cache seeded in %.2f s\n",
       address, daemon ? absl::StrFormat("child pid %d", daemon->pid()) : "running daemon",
       graph_path, graph.size(), fingerprint, MsSince(seed_start) / 1000);
-  std::cout << absl::StrFormat("%d client threads, %d lookup seconds per row, %s, %d cores\n",
-                               clients, seconds,
-                               omit_artifacts ? "artifacts omitted" : "artifacts included",
-                               std::thread::hardware_concurrency());
+  std::cout << absl::StrFormat(
+      "%d client threads, %g s per lookup row, %g s of submits, %s, %d cores\n", clients, seconds,
+      submit_seconds, omit_artifacts ? "artifacts omitted" : "artifacts included",
+      std::thread::hardware_concurrency());
 
   std::vector<Row> rows;
   mltune::client::LookupRequest by_fp;

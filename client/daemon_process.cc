@@ -61,9 +61,10 @@ absl::StatusOr<std::unique_ptr<DaemonProcess>> DaemonProcess::Start(const Daemon
   const std::string ready_file = (fs::path(pattern) / "ready").string();
   fs::create_directories(data_dir);
 
-  std::vector<std::string> args = {options.binary,     "--listen",     "127.0.0.1:0",
-                                   "--metrics-listen", "127.0.0.1:0",  "--data-dir",
-                                   data_dir,           "--ready-file", ready_file};
+  std::vector<std::string> args = {
+      options.binary, "--listen",         "127.0.0.1:0",
+      "--data-dir",   data_dir,           "--ready-file",
+      ready_file,     "--metrics-listen", options.serve_metrics ? "127.0.0.1:0" : ""};
   args.insert(args.end(), options.extra_args.begin(), options.extra_args.end());
   // Everything the child needs is built before fork: only async-signal-safe calls after it.
   std::vector<char*> argv;

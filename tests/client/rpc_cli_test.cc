@@ -72,6 +72,24 @@ int ClosedPort() {
   return ntohs(addr.sin_port);
 }
 
+// A graph whose search runs far longer than a test (as tests/daemon's SlowHlo): `blocks` blocks
+// of work for algsimp and CSE, each instruction with few users so every pass stays linear.
+std::string WriteSlowHlo(const std::string& path, int blocks = 3000) {
+  std::ofstream out(path);
+  out << "HloModule slow\n\nENTRY e {\n  p = f32[16,16] parameter(0)\n"
+      << "  zero = f32[] constant(0)\n  one = f32[] constant(1)\n  x0 = f32[16,16] negate(p)\n";
+  for (int i = 1; i <= blocks; ++i) {
+    out << "  o" << i << " = f32[16,16] broadcast(one), dimensions={}\n"
+        << "  a" << i << " = f32[16,16] multiply(x" << i - 1 << ", o" << i << ")\n"
+        << "  z" << i << " = f32[16,16] broadcast(zero), dimensions={}\n"
+        << "  d" << i << " = f32[16,16] add(a" << i << ", z" << i << ")\n"
+        << "  e" << i << " = f32[16,16] add(a" << i << ", z" << i << ")\n"
+        << "  x" << i << " = f32[16,16] maximum(d" << i << ", e" << i << ")\n";
+  }
+  out << "  ROOT r = f32[16,16] negate(x" << blocks << ")\n}\n";
+  return path;
+}
+
 // "submitted job ID" -> ID.
 std::string JobIdFrom(const std::string& out) {
   std::smatch m;
@@ -116,6 +134,9 @@ class RpcCliTest : public ::testing::Test {
 #else
     client::DaemonOptions options;
     options.binary = MLTUNE_DAEMON_PATH;
+    // No grace period for running jobs on SIGTERM: teardown should not wait on a search.
+    options.extra_args = {"--drain-seconds", "0"};
+    options.serve_metrics = false;  // stops in milliseconds instead of ~2 s
     auto daemon = client::DaemonProcess::Start(options);
     ASSERT_TRUE(daemon.ok()) << daemon.status();
     daemon_ = *std::move(daemon);
@@ -295,8 +316,10 @@ TEST_F(RpcCliTest, BadOptionIsRejected) {
 }
 
 TEST_F(RpcCliTest, AttachThenCancel) {
-  // A budget far too large to finish during the test.
-  const std::string args = Example() + " --budget 100000000 --strategy random --option seed=7";
+  // A search far too long to finish during the test.
+  const std::string slow = WriteSlowHlo(TempPath("slow.hlo"));
+  const std::string args =
+      slow + " --budget 1000000 --seconds 120 --strategy random --option seed=7";
   Result first = Submit(args + " --json");
   ASSERT_EQ(first.exit_code, 0) << first.err;
   nlohmann::json submitted = nlohmann::json::parse(first.out);
@@ -325,6 +348,8 @@ TEST_F(RpcCliTest, AttachThenCancel) {
   // A finished job cannot be cancelled again.
   cancel = RunCli("cancel " + id + server_);
   EXPECT_EQ(cancel.exit_code, 1) << cancel.out << cancel.err;
+  EXPECT_NE(cancel.err.find(id), std::string::npos) << cancel.err;
+  fs::remove(slow);
 }
 
 }  // namespace
