@@ -64,6 +64,9 @@ std::string FormatUnixMs(int64_t ms) {
 
 // Percent by which `to` is lower than `from` (scores are costs: positive = better).
 double PercentLower(double from, double to) { return from != 0 ? 100.0 * (from - to) / from : 0; }
+// Signed change from `from` to `to` in percent (computed as to - from so equal scores print 0.0,
+// not -0.0).
+double PercentChange(double from, double to) { return from != 0 ? 100.0 * (to - from) / from : 0; }
 
 std::vector<std::string> PassSequence(const TaskResult& r) {
   auto it = r.artifacts.find("pass_sequence");
@@ -80,15 +83,16 @@ std::string ScoreLabel(const std::string& task) {
 }
 
 void PrintTaskResult(const TaskResult& r, std::ostream& out) {
-  out << absl::StrFormat(
-      "%s on %s: strategy %s, budget %d steps%s\n", r.task, r.target,
-      r.strategy.empty() ? "-" : r.strategy, r.budget_steps,
-      r.from_cache ? absl::StrCat(", from cache (", r.cache_hits, " hits)") : "");
+  out << absl::StrFormat("%s on %s: strategy %s, budget %d steps%s\n", r.task, r.target,
+                         r.strategy.empty() ? "-" : r.strategy, r.budget_steps,
+                         r.from_cache ? absl::StrCat(", from cache (", r.cache_hits,
+                                                     r.cache_hits == 1 ? " hit)" : " hits)")
+                                      : "");
   out << absl::StrFormat("  original %-22s %10g\n", ScoreLabel(r.task), r.original_score);
   out << absl::StrFormat("  baseline (XLA default)          %10g  (%+.1f%%)\n", r.baseline_score,
-                         -PercentLower(r.original_score, r.baseline_score));
+                         PercentChange(r.original_score, r.baseline_score));
   out << absl::StrFormat("  tuned                           %10g  (%+.1f%%)\n", r.tuned_score,
-                         -PercentLower(r.original_score, r.tuned_score));
+                         PercentChange(r.original_score, r.tuned_score));
   out << absl::StrFormat("  improvement vs baseline         %9.1f%%\n",
                          PercentLower(r.baseline_score, r.tuned_score));
   const std::vector<std::string> passes = PassSequence(r);
@@ -220,12 +224,23 @@ int ReportFinished(const JobInfo& job, const std::string& output, bool json, std
   return kExitOk;
 }
 
-std::string ProgressText(const JobInfo& j) {
-  std::string text = absl::StrFormat("job %s %-9s %3.0f%%  steps %d", j.job_id,
-                                     JobStateName(j.state), 100 * j.progress, j.steps_done);
+// "steps 420/1000  best 215"
+std::string StepsText(const JobInfo& j) {
+  std::string text = absl::StrCat("steps ", j.steps_done);
   if (j.budget.steps > 0) absl::StrAppend(&text, "/", j.budget.steps);
   if (j.best_score.has_value()) absl::StrAppend(&text, absl::StrFormat("  best %g", *j.best_score));
   return text;
+}
+
+// "42%  steps 420/1000  best 215"
+std::string ProgressDetails(const JobInfo& j) {
+  return absl::StrFormat("%.0f%%  %s", 100 * j.progress, StepsText(j));
+}
+
+// Fixed-width state and percentage, so a live line does not jump about as it is redrawn.
+std::string ProgressText(const JobInfo& j) {
+  return absl::StrFormat("job %s %-9s %3.0f%%  %s", j.job_id, JobStateName(j.state),
+                         100 * j.progress, StepsText(j));
 }
 
 // Shows a job's snapshots on `err` in the chosen style.
@@ -378,8 +393,9 @@ int RunResult(const ResultCommand& cmd, std::ostream& out, std::ostream& err) {
   if (!job.ok()) return FailJob(job.status(), cmd.job, err);
   if (!IsFinal(job->state)) {
     if (cmd.json) PrintJson(JobJson(*job), out);
-    err << "job " << job->job_id << " is " << JobStateName(job->state) << " (" << ProgressText(*job)
-        << "): no result yet; follow it with `mltune watch " << job->job_id << "`\n";
+    err << "job " << job->job_id << " is " << JobStateName(job->state) << " ("
+        << ProgressDetails(*job) << "): no result yet; follow it with `mltune watch " << job->job_id
+        << "`\n";
     return kExitNoResult;
   }
   return ReportFinished(*job, cmd.output, cmd.json, out, err);
@@ -387,7 +403,7 @@ int RunResult(const ResultCommand& cmd, std::ostream& out, std::ostream& err) {
 
 int RunLookup(const LookupCommand& cmd, std::ostream& out, std::ostream& err) {
   if (cmd.file.empty() == cmd.fingerprint.empty()) {
-    err << "error: lookup needs a FILE or --fingerprint FP (not both)\n";
+    err << "error: lookup needs a FILE or --fingerprint FP, not both\n";
     return kExitError;
   }
   LookupRequest request;

@@ -135,7 +135,7 @@ class RpcCliTest : public ::testing::Test {
     client::DaemonOptions options;
     options.binary = MLTUNE_DAEMON_PATH;
     // No grace period for running jobs on SIGTERM: teardown should not wait on a search.
-    options.extra_args = {"--drain-seconds", "0"};
+    options.extra_args = {"--drain-seconds", "0", "--max-budget-steps", "100000000"};
     options.serve_metrics = false;  // stops in milliseconds instead of ~2 s
     auto daemon = client::DaemonProcess::Start(options);
     ASSERT_TRUE(daemon.ok()) << daemon.status();
@@ -319,7 +319,7 @@ TEST_F(RpcCliTest, AttachThenCancel) {
   // A search far too long to finish during the test.
   const std::string slow = WriteSlowHlo(TempPath("slow.hlo"));
   const std::string args =
-      slow + " --budget 1000000 --seconds 120 --strategy random --option seed=7";
+      slow + " --budget 50000000 --seconds 120 --strategy random --option seed=7";
   Result first = Submit(args + " --json");
   ASSERT_EQ(first.exit_code, 0) << first.err;
   nlohmann::json submitted = nlohmann::json::parse(first.out);
