@@ -139,8 +139,10 @@ class PassOrderTask : public Task {
     outcome.tuned_score = static_cast<double>(opt::pass_order::OpCount(*best));
     outcome.steps = result->steps;
     outcome.stopped = request.budget.stop && request.budget.stop();
-    outcome.complete = !outcome.stopped && (!result->budget_exhausted || budget.max_steps <= 0 ||
-                                            result->steps >= budget.max_steps);
+    // Only time or `stop` cut a search short: a step budget counts as spent even when the last
+    // candidate did not fit in its final steps (annealing may end a step or two early).
+    const bool out_of_time = budget.max_seconds > 0 && result->seconds >= budget.max_seconds;
+    outcome.complete = !outcome.stopped && !(result->budget_exhausted && out_of_time);
     outcome.artifacts["optimized_hlo"] = ir::PrintModule(*best);
     outcome.artifacts["pass_sequence"] = absl::StrJoin((*problem)->PassNames(result->best), "\n");
     return outcome;

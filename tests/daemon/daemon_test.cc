@@ -191,6 +191,26 @@ TEST_F(DaemonTest, TheCacheAnswersAfterARestartAndALargerBudgetContinues) {
   EXPECT_TRUE(client_->Lookup(by_fingerprint)->results.empty());
 }
 
+TEST_F(DaemonTest, EveryStrategysFinishedSearchIsCachedWithTheWholeBudget) {
+  Start();
+  // One graph per strategy: the cache key has no strategy in it (any strategy's answer serves).
+  int blocks = 40;
+  for (const std::string strategy : {"random", "greedy", "beam", "annealing", "evolutionary"}) {
+    ++blocks;
+    absl::StatusOr<client::SubmitResponse> first =
+        client_->Submit(Request(SlowHlo(blocks), 700, strategy));
+    ASSERT_TRUE(first.ok()) << first.status();
+    const JobInfo done = WaitUntilFinal(*client_, first->job_id);
+    ASSERT_EQ(done.state, JobState::kDone) << strategy << ": " << done.error;
+    EXPECT_EQ(done.results.at(0).budget_steps, 700) << strategy;
+    // The repeat is a cache hit, whatever the strategy's last step was.
+    absl::StatusOr<client::SubmitResponse> again =
+        client_->Submit(Request(SlowHlo(blocks), 700, strategy));
+    ASSERT_TRUE(again.ok()) << again.status();
+    EXPECT_TRUE(again->cached) << strategy;
+  }
+}
+
 TEST_F(DaemonTest, IdenticalConcurrentSubmitsShareOneJob) {
   Start();
   std::vector<absl::StatusOr<client::SubmitResponse>> responses(4, absl::UnknownError(""));
