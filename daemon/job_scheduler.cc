@@ -26,6 +26,7 @@ int64_t UnixMs() {
 }
 
 constexpr size_t kRecentJobs = 256;
+constexpr size_t kMeasurementBatch = 1000;
 
 std::string WorkerName(int index) { return absl::StrCat("inprocess-", index); }
 
@@ -352,6 +353,19 @@ std::optional<storage::JobState> JobScheduler::RunTask(int worker,
   request.budget.max_seconds =
       spec.budget_seconds > 0 ? std::min(spec.budget_seconds, remaining) : remaining;
   request.budget.stop = [this, job] { return job->cancel.load() || stop_running_.load(); };
+  // Measurements reach the store in batches while the search runs, so a long search neither
+  // holds them all in memory nor loses them all to a crash.
+  std::vector<storage::MeasurementRecord> batch;
+  absl::Status log_status;
+  auto flush = [&] {
+    if (batch.empty() || !log_status.ok()) return;
+    log_status = store_.AppendMeasurements(batch);
+    batch.clear();
+  };
+  request.record_measurement = [&](storage::MeasurementRecord m) {
+    batch.push_back(std::move(m));
+    if (batch.size() >= kMeasurementBatch) flush();
+  };
 
   const double task_share = 1.0 / static_cast<double>(spec.tasks.size());
   Clock::time_point last_touch = Clock::now();
@@ -382,6 +396,7 @@ std::optional<storage::JobState> JobScheduler::RunTask(int worker,
   };
 
   absl::StatusOr<TaskOutcome> outcome = task->Run(request);
+  flush();
   if (!outcome.ok()) {
     *error = absl::StrCat("task ", task_name, ": ", outcome.status().message());
     return storage::JobState::kFailed;
@@ -395,8 +410,8 @@ std::optional<storage::JobState> JobScheduler::RunTask(int worker,
     job->record.progress = task_share * static_cast<double>(task_index + 1);
     Touch(*job);
   }
-  if (absl::Status s = store_.AppendMeasurements(outcome->measurements); !s.ok()) {
-    *error = absl::StrCat("store: ", s.message());
+  if (!log_status.ok()) {
+    *error = absl::StrCat("store: ", log_status.message());
     return storage::JobState::kFailed;
   }
 

@@ -111,7 +111,8 @@ class PassOrderTask : public Task {
     opt::Budget budget = request.budget;
     const opt::pass_order::PassOrderProblem& p = **problem;
     budget.on_step = [&](const opt::Budget::Report& report) {
-      if (report.candidate != nullptr) {
+      if (request.record_measurement && report.candidate != nullptr &&
+          logged.size() < kMaxMeasurementsPerRun) {
         std::string configuration = absl::StrJoin(p.PassNames(*report.candidate), ",");
         if (logged.insert(configuration).second) {
           storage::MeasurementRecord m;
@@ -121,7 +122,7 @@ class PassOrderTask : public Task {
           m.configuration = std::move(configuration);
           m.value = report.score;
           m.worker = request.worker;
-          outcome.measurements.push_back(std::move(m));
+          request.record_measurement(std::move(m));
         }
       }
       if (request.budget.on_step) request.budget.on_step(report);

@@ -33,7 +33,14 @@ struct TaskRequest {
   // The cached result to continue from (a larger budget than the cache's), or nullopt.
   std::optional<storage::ResultRecord> continue_from;
   std::string worker;  // the name measurements are recorded under
+  // Receives every distinct candidate scored, for the measurement log (the cost models' training
+  // data). The daemon batches the writes; may be empty.
+  std::function<void(storage::MeasurementRecord)> record_measurement;
 };
+
+// A task logs at most this many distinct candidates per run: the de-duplication set and the log
+// stay bounded on searches of millions of steps.
+inline constexpr size_t kMaxMeasurementsPerRun = 100'000;
 
 struct TaskOutcome {
   double original_score = 0;  // the graph as given
@@ -47,8 +54,6 @@ struct TaskOutcome {
   std::string scorer;  // what a score is, e.g. "op-count"
   // "optimized_hlo", "pass_sequence", ... (the cache stores them as given).
   std::map<std::string, std::string> artifacts;
-  // Every distinct candidate scored, for the measurement log (the cost models' training data).
-  std::vector<storage::MeasurementRecord> measurements;
 };
 
 class Task {

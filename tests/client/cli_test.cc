@@ -8,33 +8,16 @@
 
 #include "nlohmann/json.hpp"
 #include "tests/support/corpus.h"
+#include "tests/support/run_command.h"
 
 namespace mltune {
 namespace {
 
-struct Result {
-  int exit_code = -1;
-  std::string out;
-  std::string err;
-};
+using Result = testing::CommandResult;
 
 // Runs the CLI with stdout and stderr captured separately.
 Result RunCli(const std::string& args) {
-  const std::string err_path =
-      (std::filesystem::temp_directory_path() / ("mltune_cli_err_" + std::to_string(getpid())))
-          .string();
-  const std::string cmd = std::string(MLTUNE_CLI_PATH) + " " + args + " 2>" + err_path;
-  Result r;
-  FILE* pipe = popen(cmd.c_str(), "r");
-  if (pipe == nullptr) return r;
-  std::array<char, 4096> buf;
-  size_t n;
-  while ((n = fread(buf.data(), 1, buf.size(), pipe)) > 0) r.out.append(buf.data(), n);
-  const int status = pclose(pipe);
-  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  r.err = testing::ReadFile(err_path);
-  std::filesystem::remove(err_path);
-  return r;
+  return testing::RunCommand(std::string(MLTUNE_CLI_PATH) + " " + args);
 }
 
 std::string Example() { return testing::SourcePath("examples/mlp_train_step.hlo"); }
