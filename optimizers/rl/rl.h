@@ -52,14 +52,19 @@ class Environment {
   virtual int episode_length() const = 0;
   // Starts an episode on instance `index` in [0, instance_count()).
   virtual int instance_count() const = 0;
-  virtual absl::StatusOr<Observation> Reset(int index) = 0;
+  // Observations are immutable and may be shared (equal states give the same object), so replay
+  // buffers hold pointers, not copies.
+  virtual absl::StatusOr<std::shared_ptr<const Observation>> Reset(int index) = 0;
   struct StepResult {
-    Observation observation;
+    std::shared_ptr<const Observation> observation;
     double reward = 0;       // score decrease relative to the start
     double improvement = 0;  // (start - now) / start: the reached state's value
     bool done = false;
   };
   virtual absl::StatusOr<StepResult> Step(int action) = 0;
+  // Work done beyond the steps taken, for fair comparisons with search strategies: pass
+  // ordering computes each state's action mask by trying every pass once (cached per state).
+  virtual int64_t pass_runs() const { return 0; }
 };
 
 struct AgentConfig {
@@ -68,6 +73,7 @@ struct AgentConfig {
   std::vector<std::string> action_names;
   Algo algo = Algo::kPpo;
   EncoderKind encoder = EncoderKind::kMlp;
+  int episode_length = 20;  // of the environment it trained in; serving rolls out as long
   int hidden = 128;
   double learning_rate = 1e-3;
   double gamma = 0.99;
@@ -98,24 +104,25 @@ struct TrainProgress {
 
 struct TrainOptions {
   int episodes = 200;
-  int eval_every = 50;           // episodes; 0 = never
+  int eval_every = 50;              // episodes; 0 = never
   std::vector<int> eval_instances;  // empty: every instance
+  // Evaluate on this environment's instances (e.g. held-out graphs) instead of the training one.
+  Environment* eval_env = nullptr;
   std::function<void(const TrainProgress&)> on_progress;  // after each episode
 };
 
 struct Rollout {
-  std::vector<int> actions;      // as taken
-  double best_improvement = 0;   // the best state reached along the rollout
-  int best_length = 0;           // its prefix length
+  std::vector<int> actions;     // as taken
+  double best_improvement = 0;  // the best state reached along the rollout
+  int best_length = 0;          // its prefix length
   int64_t steps = 0;
 };
 
 class Agent {
  public:
   // `feature_size` and `node_feature_size` come from the environment the agent will see.
-  static absl::StatusOr<std::unique_ptr<Agent>> Create(const AgentConfig& config,
-                                                       int action_count, int feature_size,
-                                                       int node_feature_size);
+  static absl::StatusOr<std::unique_ptr<Agent>> Create(const AgentConfig& config, int action_count,
+                                                       int feature_size, int node_feature_size);
   // From Save()'s bytes; InvalidArgument for bytes that are not a checkpoint.
   static absl::StatusOr<std::unique_ptr<Agent>> Load(std::string_view checkpoint);
   virtual ~Agent() = default;
@@ -147,6 +154,7 @@ struct InferenceResult {
   std::vector<std::string> best_sequence;  // the best prefix found, as pass names
   double best_improvement = 0;             // relative op-count reduction it reaches
   int64_t steps = 0;                       // environment steps spent
+  int64_t pass_runs = 0;                   // passes run, action masks included
   int rollouts = 0;
   double seconds = 0;
 };
