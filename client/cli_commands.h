@@ -63,4 +63,26 @@ int RunSearch(const SearchCommand& cmd, std::ostream& out, std::ostream& err);
 // `mltune passes`: every registered pass with its one-line description.
 int RunListPasses(std::ostream& out, std::ostream& err);
 
+struct TrainAgentCommand {
+  std::string task = "pass-order";
+  std::vector<std::string> graphs;  // HLO files, or folders searched recursively
+  std::string algo;                 // ppo, dqn or maxq
+  std::string encoder = "mlp";      // mlp or gnn
+  int episodes = 200;
+  int episode_length = 20;
+  uint64_t seed = 0;
+  int eval_every = 25;    // episodes; 0 = only the final evaluation
+  double holdout = 0.25;  // fraction of the graphs held out for evaluation, in [0, 1)
+  int64_t min_ops = 50;   // smaller graphs are skipped
+  std::string store = "./var/mltune.db";
+  bool no_store = false;
+  std::string csv;             // training curve as CSV ("" = don't)
+  std::string svg;             // training curve as an SVG plot ("" = don't)
+  bool live_progress = false;  // one progress line redrawn with '\r' (a terminal), else lines
+};
+// `mltune train-agent`: trains an RL agent (optimizers/rl) on a set of graphs with a held-out
+// split, evaluates it against the start and XLA's default CPU pipeline, writes the training curve
+// and stores the checkpoint as the next version of `pass-order/rl-<algo>`.
+int RunTrainAgent(const TrainAgentCommand& cmd, std::ostream& out, std::ostream& err);
+
 }  // namespace mltune::client

@@ -80,6 +80,33 @@ int main(int argc, char** argv) {
   search_cmd->add_flag("!--no-warm-start", search.warm_start,
                        "Do not start from the default pipeline's order (search from scratch)");
 
+#ifdef MLTUNE_WITH_RL
+  TrainAgentCommand train;
+  auto* train_cmd = app.add_subcommand(
+      "train-agent",
+      "Train an RL pass-ordering agent on HLO graphs (held-out split by fingerprint); store the "
+      "checkpoint as the next version of pass-order/rl-<algo>");
+  train_cmd->add_option("--task", train.task, "Task: pass-order")->required();
+  train_cmd->add_option("--graphs", train.graphs, "HLO files, or folders searched recursively")
+      ->required();
+  train_cmd->add_option("--algo", train.algo, "ppo, dqn or maxq")->required();
+  train_cmd->add_option("--encoder", train.encoder, "mlp or gnn")->default_val("mlp");
+  train_cmd->add_option("--episodes", train.episodes, "Training episodes")->default_val(200);
+  train_cmd->add_option("--episode-length", train.episode_length, "Passes per episode")
+      ->default_val(20);
+  train_cmd->add_option("--seed", train.seed, "Seed")->default_val(0);
+  train_cmd->add_option("--eval-every", train.eval_every, "Evaluate every K episodes (0: never)")
+      ->default_val(25);
+  train_cmd->add_option("--holdout", train.holdout, "Fraction of the graphs held out, [0, 1)")
+      ->default_val(0.25);
+  train_cmd->add_option("--min-ops", train.min_ops, "Skip graphs with fewer ops")->default_val(50);
+  train_cmd->add_option("--store", train.store, "SQLite store for the checkpoint")
+      ->default_val("./var/mltune.db");
+  train_cmd->add_flag("--no-store", train.no_store, "Do not store the checkpoint");
+  train_cmd->add_option("--csv", train.csv, "Write the training curve as CSV");
+  train_cmd->add_option("--svg", train.svg, "Write the training curve as an SVG plot");
+#endif
+
   // ---- RPC subcommands (client/rpc_commands.h) ----
   auto add_server = [](CLI::App* cmd, std::string& server) {
     cmd->add_option("--server", server,
@@ -180,6 +207,12 @@ int main(int argc, char** argv) {
   if (*passes_cmd) return RunListPasses(std::cout, std::cerr);
   if (*opt_cmd) return RunOpt(opt, std::cout, std::cerr);
   if (*search_cmd) return RunSearch(search, std::cout, std::cerr);
+#ifdef MLTUNE_WITH_RL
+  if (*train_cmd) {
+    train.live_progress = isatty(STDERR_FILENO);
+    return RunTrainAgent(train, std::cout, std::cerr);
+  }
+#endif
   submit.progress = watch.progress = progress_style;
   if (*submit_cmd) return RunSubmit(submit, std::cout, std::cerr);
   if (*watch_cmd) return RunWatch(watch, std::cout, std::cerr);
