@@ -1,5 +1,6 @@
 #include "daemon/compile_service.h"
 
+#include <algorithm>
 #include <cmath>
 #include <set>
 #include <utility>
@@ -8,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
 #include "daemon/graph_input.h"
 #include "daemon/task.h"
 #include "daemon/version.h"
@@ -107,6 +109,39 @@ absl::StatusOr<std::string> CompileServiceImpl::GraphFingerprint(const v1::Graph
   return spec.fingerprint;
 }
 
+absl::Status CompileServiceImpl::CheckStrategy(const JobSpec& spec) const {
+  const opt::StrategyRegistry& strategies = opt::StrategyRegistry::Global();
+  if (strategies.Create(spec.strategy).ok()) return absl::OkStatus();
+  // Otherwise every task must run it itself, with its model trained.
+  std::vector<std::string> known = strategies.Names();
+  bool own_by_all = true;
+  for (const std::string& name : spec.tasks) {
+    const Task* task = TaskRegistry::Global().Find(name);
+    bool own = false;
+    for (const Task::OwnStrategy& strategy : task->own_strategies()) {
+      known.push_back(strategy.name);
+      if (strategy.name != spec.strategy) continue;
+      own = true;
+      if (strategy.model.empty()) continue;
+      absl::StatusOr<std::optional<storage::ModelRecord>> model =
+          store_.LatestModel(strategy.model);
+      if (!model.ok()) return model.status();
+      if (!model->has_value()) {
+        return absl::FailedPreconditionError(absl::StrCat(
+            "strategy ", spec.strategy, " needs a trained model ", strategy.model,
+            " and the store has none; train one with `mltune train-agent --task ", name, " --algo ",
+            absl::StripPrefix(spec.strategy, "rl-"), " --graphs DIR --store ", store_.path(), "`"));
+      }
+    }
+    own_by_all = own_by_all && own;
+  }
+  if (own_by_all) return absl::OkStatus();
+  std::sort(known.begin(), known.end());
+  known.erase(std::unique(known.begin(), known.end()), known.end());
+  return absl::InvalidArgumentError(absl::StrCat("unknown strategy '", spec.strategy,
+                                                 "' (known: ", absl::StrJoin(known, ", "), ")"));
+}
+
 absl::StatusOr<JobSpec> CompileServiceImpl::BuildSpec(const v1::SubmitCompileRequest& request,
                                                       bool need_module) const {
   JobSpec spec;
@@ -136,12 +171,7 @@ absl::StatusOr<JobSpec> CompileServiceImpl::BuildSpec(const v1::SubmitCompileReq
     if (absl::Status s = task->ValidateOptions(spec.options); !s.ok()) return s;
   }
   spec.strategy = request.strategy().empty() ? config_.default_strategy : request.strategy();
-  const opt::StrategyRegistry& strategies = opt::StrategyRegistry::Global();
-  if (!strategies.Create(spec.strategy).ok()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("unknown strategy '", spec.strategy,
-                     "' (known: ", absl::StrJoin(strategies.Names(), ", "), ")"));
-  }
+  if (absl::Status s = CheckStrategy(spec); !s.ok()) return s;
   const int64_t steps = request.budget().steps();
   if (steps < 0) {
     return absl::InvalidArgumentError(absl::StrCat("budget.steps is ", steps, "; must be >= 0"));
@@ -399,6 +429,20 @@ grpc::Status CompileServiceImpl::DoListStrategies(v1::ListStrategiesResponse* re
     info->set_description(strategies.Description(name));
   }
   for (const Task* task : TaskRegistry::Global().All()) {
+    for (const Task::OwnStrategy& strategy : task->own_strategies()) {
+      v1::StrategyInfo* info = response->add_strategies();
+      info->set_name(strategy.name);
+      std::string model = "no trained model yet";
+      if (!strategy.model.empty()) {
+        absl::StatusOr<std::optional<storage::ModelRecord>> record =
+            store_.LatestModel(strategy.model);
+        if (record.ok() && record->has_value()) {
+          model = absl::StrCat("model ", strategy.model, " v", (*record)->version);
+        }
+      }
+      info->set_description(
+          absl::StrCat(std::string(task->name()), " only: ", strategy.description, "; ", model));
+    }
     v1::TaskInfo* info = response->add_tasks();
     info->set_name(std::string(task->name()));
     info->set_description(task->description());

@@ -75,6 +75,9 @@ class CompileServiceImpl final : public CompileServiceBase {
   // bytes were seen before: then only spec.fingerprint is set (enough to answer from the cache).
   absl::StatusOr<JobSpec> BuildSpec(const mltune::v1::SubmitCompileRequest& request,
                                     bool need_module) const;
+  // OK for a registered strategy, or one every requested task runs itself (with its model
+  // trained: FailedPrecondition otherwise); InvalidArgument naming the known ones.
+  absl::Status CheckStrategy(const JobSpec& spec) const;
   // Parses and verifies the request's graph into spec->module and spec->fingerprint.
   absl::Status LoadModule(const mltune::v1::Graph& graph, JobSpec* spec) const;
   // The graph's fingerprint, from the FingerprintCache or by loading it.

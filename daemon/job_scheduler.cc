@@ -348,6 +348,7 @@ std::optional<storage::JobState> JobScheduler::RunTask(int worker,
   request.strategy = spec.strategy;
   request.options = spec.options;
   request.worker = WorkerName(worker);
+  request.latest_model = [this](const std::string& name) { return store_.LatestModel(name); };
   if (resume) request.continue_from = **cached;
   request.budget.max_steps = steps;
   request.budget.max_seconds =

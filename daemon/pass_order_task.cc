@@ -1,19 +1,24 @@
 // The "pass-order" task: searches the order of XLA's HLO passes that minimises the op count
 // (optimizers/pass_order), against XLA's default pipeline for the target as the baseline. The
 // score is analytical (op count), so every in-process worker scores it.
+#include <chrono>
 #include <memory>
 #include <string>
 #include <unordered_set>
 #include <vector>
 
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
 #include "daemon/task.h"
 #include "ir/hlo_printer.h"
 #include "ir/verifier.h"
 #include "optimizers/pass_order/pass_order.h"
+#include "optimizers/rl/rl.h"
 #include "passes/default_pipelines.h"
 
 namespace mltune::daemon {
@@ -26,7 +31,15 @@ struct ParsedOptions {
   uint64_t seed = 0;
   int64_t max_length = 40;
   bool warm_start = true;
+  int64_t rollouts = 4;    // rl-*: sampled rollouts after the greedy one
+  bool fine_tune = false;  // rl-*: train on the graph with what is left of the budget
 };
+
+constexpr const char* kAgents[] = {"ppo", "dqn", "maxq"};
+
+std::string ModelName(std::string_view algo) {
+  return absl::StrCat("pass-order/rl-", std::string(algo));
+}
 
 absl::StatusOr<ParsedOptions> ParseOptions(const TaskOptions& options) {
   ParsedOptions parsed;
@@ -39,15 +52,23 @@ absl::StatusOr<ParsedOptions> ParseOptions(const TaskOptions& options) {
            parsed.max_length <= kMaxSequenceLength;
     } else if (key == "warm_start") {
       ok = absl::SimpleAtob(value, &parsed.warm_start);
+    } else if (key == "rollouts") {
+      ok = absl::SimpleAtoi(value, &parsed.rollouts) && parsed.rollouts >= 0 &&
+           parsed.rollouts <= 1000;
+    } else if (key == "fine_tune") {
+      ok = absl::SimpleAtob(value, &parsed.fine_tune);
     } else {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "unknown option '", key, "' for task pass-order (known: seed, max_length, warm_start)"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("unknown option '", key,
+                       "' for task pass-order (known: seed, max_length, warm_start, rollouts, "
+                       "fine_tune)"));
     }
     if (!ok) {
       return absl::InvalidArgumentError(absl::StrCat(
           "option ", key, "='", value, "': expected ",
           key == "seed"         ? "an unsigned integer"
           : key == "max_length" ? absl::StrCat("an integer in [1, ", kMaxSequenceLength, "]")
+          : key == "rollouts"   ? "an integer in [0, 1000]"
                                 : "true or false"));
     }
   }
@@ -82,12 +103,29 @@ class PassOrderTask : public Task {
     return ParseOptions(options).status();
   }
 
+  std::vector<OwnStrategy> own_strategies() const override {
+    std::vector<OwnStrategy> own;
+    for (const char* algo : kAgents) {
+      own.push_back({absl::StrCat("rl-", algo),
+                     absl::StrCat("the newest trained ", absl::AsciiStrToUpper(algo),
+                                  " agent (mltune train-agent): greedy + sampled rollouts, "
+                                  "optional fine-tuning (options rollouts, fine_tune)"),
+                     ModelName(algo)});
+    }
+    return own;
+  }
+
   absl::StatusOr<TaskOutcome> Run(const TaskRequest& request) const override {
     absl::StatusOr<ParsedOptions> parsed = ParseOptions(request.options);
     if (!parsed.ok()) return parsed.status();
-    absl::StatusOr<std::unique_ptr<opt::Strategy>> strategy =
-        opt::StrategyRegistry::Global().Create(request.strategy);
-    if (!strategy.ok()) return strategy.status();
+    const bool learned = absl::StartsWith(request.strategy, "rl-");
+    std::unique_ptr<opt::Strategy> strategy;
+    if (!learned) {
+      absl::StatusOr<std::unique_ptr<opt::Strategy>> created =
+          opt::StrategyRegistry::Global().Create(request.strategy);
+      if (!created.ok()) return created.status();
+      strategy = *std::move(created);
+    }
 
     opt::pass_order::PassOrderOptions options;
     options.episode_length = parsed->max_length;
@@ -127,7 +165,9 @@ class PassOrderTask : public Task {
       }
       if (request.budget.on_step) request.budget.on_step(report);
     };
-    absl::StatusOr<opt::Result> result = (*strategy)->Search(**problem, budget, parsed->seed);
+    absl::StatusOr<opt::Result> result = learned
+                                             ? RunAgent(request, *parsed, **problem, budget)
+                                             : strategy->Search(**problem, budget, parsed->seed);
     if (!result.ok()) return result.status();
 
     std::unique_ptr<ir::Module> best = (*problem)->Apply(result->best);
@@ -147,6 +187,60 @@ class PassOrderTask : public Task {
     outcome.artifacts["optimized_hlo"] = ir::PrintModule(*best);
     outcome.artifacts["pass_sequence"] = absl::StrJoin((*problem)->PassNames(result->best), "\n");
     return outcome;
+  }
+
+ private:
+  // A learned agent as a strategy: the agent's best sequence and the seeds (XLA's order, the
+  // cached best), each scored on the problem, the best of them as the result.
+  static absl::StatusOr<opt::Result> RunAgent(const TaskRequest& request,
+                                              const ParsedOptions& options,
+                                              opt::pass_order::PassOrderProblem& problem,
+                                              const opt::Budget& budget) {
+    const std::string algo(absl::StripPrefix(request.strategy, "rl-"));
+    if (!request.latest_model) return absl::InternalError("no model store for learned agents");
+    absl::StatusOr<std::optional<storage::ModelRecord>> model =
+        request.latest_model(ModelName(algo));
+    if (!model.ok()) return model.status();
+    if (!model->has_value()) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("no trained ", ModelName(algo),
+                       " model in the store; train one with "
+                       "`mltune train-agent --task pass-order --algo ",
+                       algo, " --graphs DIR --store STORE`"));
+    }
+    absl::StatusOr<std::unique_ptr<opt::rl::Agent>> agent = opt::rl::Agent::Load((*model)->data);
+    if (!agent.ok()) return agent.status();
+    opt::rl::InferenceOptions inference;
+    inference.max_steps = budget.max_steps > 0 ? budget.max_steps : 200;
+    inference.sampled_rollouts = static_cast<int>(options.rollouts);
+    inference.fine_tune = options.fine_tune;
+    inference.seed = options.seed;
+    inference.stop = budget.stop;
+    const auto start = std::chrono::steady_clock::now();
+    absl::StatusOr<opt::rl::InferenceResult> inferred = opt::rl::InferPassOrder(
+        **agent, std::shared_ptr<const ir::Module>(request.module->Clone()), inference);
+    if (!inferred.ok()) return inferred.status();
+
+    opt::Result result;
+    result.strategy = request.strategy;
+    result.steps = inferred->steps;
+    result.initial_score = problem.initial_score();
+    std::vector<opt::Candidate> candidates = problem.SeedCandidates();
+    absl::StatusOr<opt::Candidate> found = problem.ParseCandidate(inferred->best_sequence);
+    if (!found.ok()) return found.status();
+    candidates.insert(candidates.begin(), *found);
+    result.best_score = result.initial_score;
+    for (const opt::Candidate& candidate : candidates) {
+      const double score = problem.Observe(candidate).score;
+      if (budget.on_step) budget.on_step({result.steps, result.best_score, &candidate, score});
+      if (score < result.best_score) {
+        result.best_score = score;
+        result.best = candidate;
+      }
+    }
+    result.seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    return result;
   }
 };
 

@@ -33,6 +33,9 @@ struct TaskRequest {
   // The cached result to continue from (a larger budget than the cache's), or nullopt.
   std::optional<storage::ResultRecord> continue_from;
   std::string worker;  // the name measurements are recorded under
+  // The newest checkpoint of a learned model by name (e.g. "pass-order/rl-ppo"), from the store.
+  std::function<absl::StatusOr<std::optional<storage::ModelRecord>>(const std::string&)>
+      latest_model;
   // Receives every distinct candidate scored, for the measurement log (the cost models' training
   // data). The daemon batches the writes; may be empty.
   std::function<void(storage::MeasurementRecord)> record_measurement;
@@ -64,6 +67,14 @@ class Task {
   virtual std::vector<std::string> targets() const = 0;
   // InvalidArgument naming the bad key or value, and the keys the task knows.
   virtual absl::Status ValidateOptions(const TaskOptions& options) const = 0;
+  // Strategies the task runs itself, beside opt::StrategyRegistry's (e.g. learned agents): name,
+  // description, and the model the strategy needs from the store ("" = none).
+  struct OwnStrategy {
+    std::string name;
+    std::string description;
+    std::string model;
+  };
+  virtual std::vector<OwnStrategy> own_strategies() const { return {}; }
   // Thread-safe: the daemon runs one job per worker thread on the same Task.
   virtual absl::StatusOr<TaskOutcome> Run(const TaskRequest& request) const = 0;
 };

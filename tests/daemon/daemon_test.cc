@@ -14,6 +14,7 @@
 #include "gtest/gtest.h"
 #include "ir/hlo_parser.h"
 #include "ir/verifier.h"
+#include "optimizers/rl/rl.h"
 #include "storage/store.h"
 #include "tests/daemon/daemon_test_util.h"
 #include "tests/support/equivalence.h"
@@ -389,6 +390,66 @@ TEST_F(DaemonTest, ListingsDescribeTasksStrategiesAndWorkers) {
   EXPECT_EQ(stats->worker_threads, 2);
   EXPECT_EQ(stats->queue_capacity, 64);
   EXPECT_EQ(stats->version, "0.1.0");
+}
+
+TEST_F(DaemonTest, LearnedAgentsServeOnceTrainedAndSayHowToTrainBefore) {
+  Start();
+  // No model yet: a clear error that says how to get one.
+  absl::StatusOr<client::SubmitResponse> early =
+      client_->Submit(Request(ExampleHlo(), 100, "rl-maxq"));
+  ASSERT_EQ(early.status().code(), absl::StatusCode::kFailedPrecondition) << early.status();
+  EXPECT_NE(early.status().message().find("mltune train-agent"), std::string::npos);
+
+  // Train a small Max-Q agent on the example, as `mltune train-agent` would, into the store.
+  absl::StatusOr<std::unique_ptr<ir::Module>> module = ir::ParseHloText(ExampleHlo());
+  ASSERT_TRUE(module.ok());
+  std::shared_ptr<const ir::Module> shared(*std::move(module));
+  opt::rl::PassOrderEnvOptions env_options;
+  env_options.episode_length = 6;
+  absl::StatusOr<std::unique_ptr<opt::rl::Environment>> env =
+      opt::rl::MakePassOrderEnvironment({shared}, env_options);
+  ASSERT_TRUE(env.ok()) << env.status();
+  opt::rl::AgentConfig config;
+  config.algo = opt::rl::Algo::kMaxQ;
+  config.action_names = opt::rl::PassOrderActionNames(**env);
+  config.episode_length = 6;
+  config.hidden = 32;
+  absl::StatusOr<std::unique_ptr<opt::rl::Agent>> agent = opt::rl::Agent::Create(
+      config, (*env)->action_count(), (*env)->feature_size(), (*env)->node_feature_size());
+  ASSERT_TRUE(agent.ok()) << agent.status();
+  opt::rl::TrainOptions train;
+  train.episodes = 10;
+  train.eval_every = 0;
+  ASSERT_TRUE((*agent)->Train(**env, train).ok());
+  {
+    absl::StatusOr<std::unique_ptr<storage::Store>> store =
+        storage::Store::Open(daemon_->store_path());
+    ASSERT_TRUE(store.ok()) << store.status();
+    ASSERT_TRUE((*store)->PutModel("pass-order/rl-maxq", 1, (*agent)->Save(), "{}").ok());
+  }
+
+  absl::StatusOr<client::StrategyList> list = client_->ListStrategies();
+  ASSERT_TRUE(list.ok());
+  bool listed = false;
+  for (const client::NamedInfo& s : list->strategies) {
+    if (s.name == "rl-maxq") listed = s.description.find("v1") != std::string::npos;
+  }
+  EXPECT_TRUE(listed);
+
+  SubmitRequest request = Request(ExampleHlo(), 60, "rl-maxq");
+  request.options["rollouts"] = "2";
+  absl::StatusOr<client::SubmitResponse> submitted = client_->Submit(request);
+  ASSERT_TRUE(submitted.ok()) << submitted.status();
+  const JobInfo done = WaitUntilFinal(*client_, submitted->job_id);
+  ASSERT_EQ(done.state, JobState::kDone) << done.error;
+  ASSERT_EQ(done.results.size(), 1u);
+  EXPECT_EQ(done.results[0].strategy, "rl-maxq");
+  EXPECT_LE(done.results[0].tuned_score, done.results[0].baseline_score);
+  absl::StatusOr<std::unique_ptr<ir::Module>> before = ir::ParseHloText(ExampleHlo());
+  absl::StatusOr<std::unique_ptr<ir::Module>> after =
+      ir::ParseHloText(done.results[0].artifacts.at("optimized_hlo"));
+  ASSERT_TRUE(before.ok() && after.ok());
+  EXPECT_TRUE(mltune::testing::CheckEquivalent(**before, **after).ok());
 }
 
 TEST(DaemonStartTest, ATakenPortIsAClearError) {
