@@ -374,8 +374,9 @@ TEST_F(DaemonTest, ListingsDescribeTasksStrategiesAndWorkers) {
   ASSERT_TRUE(list.ok()) << list.status();
   std::vector<std::string> names;
   for (const client::NamedInfo& s : list->strategies) names.push_back(s.name);
-  EXPECT_EQ(names,
-            (std::vector<std::string>{"annealing", "beam", "evolutionary", "greedy", "random"}));
+  EXPECT_EQ(names, (std::vector<std::string>{"annealing", "beam", "evolutionary", "greedy",
+                                             "random", "rl-ppo", "rl-dqn", "rl-maxq"}));
+  EXPECT_NE(list->strategies.back().description.find("no trained model yet"), std::string::npos);
   EXPECT_EQ(list->default_strategy, "beam");
   ASSERT_EQ(list->tasks.size(), 1u);
   EXPECT_EQ(list->tasks[0].name, "pass-order");
