@@ -29,8 +29,15 @@ namespace fs = std::filesystem;
 namespace rl = opt::rl;
 using Clock = std::chrono::steady_clock;
 
+struct InputFile {
+  std::string path;
+  std::string display;  // relative to the folder it was found in, or the path as given
+  bool operator<(const InputFile& o) const { return path < o.path; }
+  bool operator==(const InputFile& o) const { return path == o.path; }
+};
+
 struct Graph {
-  std::string file;
+  std::string file;  // InputFile::display
   std::string name;  // the module's name
   std::string fingerprint;
   int64_t ops = 0;
@@ -52,9 +59,9 @@ bool IsHloFileName(const std::string& name) {
 
 // Files named on the command line are taken as they are; folders are searched recursively for
 // HLO files. Sorted and deduplicated, so the run does not depend on directory order.
-std::optional<std::vector<std::string>> CollectFiles(const std::vector<std::string>& inputs,
-                                                     std::ostream& err) {
-  std::vector<std::string> files;
+std::optional<std::vector<InputFile>> CollectFiles(const std::vector<std::string>& inputs,
+                                                   std::ostream& err) {
+  std::vector<InputFile> files;
   for (const std::string& input : inputs) {
     std::error_code ec;
     if (fs::is_directory(input, ec)) {
@@ -62,7 +69,7 @@ std::optional<std::vector<std::string>> CollectFiles(const std::vector<std::stri
                input, fs::directory_options::skip_permission_denied, ec);
            !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
         if (it->is_regular_file(ec) && IsHloFileName(it->path().filename().string())) {
-          files.push_back(it->path().string());
+          files.push_back({it->path().string(), it->path().lexically_relative(input).string()});
         }
       }
       if (ec) {
@@ -70,7 +77,7 @@ std::optional<std::vector<std::string>> CollectFiles(const std::vector<std::stri
         return std::nullopt;
       }
     } else if (fs::is_regular_file(input, ec)) {
-      files.push_back(input);
+      files.push_back({input, input});
     } else {
       err << "error: " << input << ": no such file or folder\n";
       return std::nullopt;
@@ -84,11 +91,13 @@ std::optional<std::vector<std::string>> CollectFiles(const std::vector<std::stri
 // Parses and verifies every file; skips (with a note) those that fail, are smaller than
 // `min_ops`, or repeat a graph already loaded: a duplicate could otherwise land on both sides of
 // the split.
-std::vector<Graph> LoadGraphs(const std::vector<std::string>& files, int64_t min_ops,
+std::vector<Graph> LoadGraphs(const std::vector<InputFile>& files, int64_t min_ops,
                               std::ostream& err) {
   std::vector<Graph> graphs;
   std::map<std::string, std::string> seen;  // fingerprint -> file
-  for (const std::string& file : files) {
+  int small = 0;
+  for (const InputFile& input : files) {
+    const std::string& file = input.path;
     absl::StatusOr<std::unique_ptr<ir::Module>> module = ir::ParseHloFile(file);
     if (!module.ok()) {
       err << "note: skipping " << file << ": " << module.status().message() << "\n";
@@ -102,7 +111,7 @@ std::vector<Graph> LoadGraphs(const std::vector<std::string>& files, int64_t min
     Graph g;
     g.ops = opt::pass_order::OpCount(**module);
     if (g.ops < min_ops) {
-      err << "note: skipping " << file << ": " << g.ops << " ops < --min-ops " << min_ops << "\n";
+      ++small;  // common in a corpus: one note for all of them
       continue;
     }
     g.fingerprint = ir::Fingerprint(**module);
@@ -111,10 +120,14 @@ std::vector<Graph> LoadGraphs(const std::vector<std::string>& files, int64_t min
       err << "note: skipping " << file << ": the same graph as " << it->second << "\n";
       continue;
     }
-    g.file = file;
+    g.file = input.display;
     g.name = (*module)->name();
     g.module = std::shared_ptr<const ir::Module>(*std::move(module));
     graphs.push_back(std::move(g));
+  }
+  if (small > 0) {
+    err << "note: skipping " << small << " file" << (small == 1 ? "" : "s") << " with fewer than "
+        << "--min-ops " << min_ops << " ops\n";
   }
   return graphs;
 }
@@ -241,10 +254,8 @@ absl::StatusOr<GraphEval> EvaluateGraph(rl::Agent& agent, const Graph& graph, in
 nlohmann::ordered_json GraphsJson(const std::vector<Graph>& graphs) {
   nlohmann::ordered_json j = nlohmann::ordered_json::array();
   for (const Graph& g : graphs) {
-    j.push_back({{"name", g.name},
-                 {"file", fs::path(g.file).filename().string()},
-                 {"fingerprint", g.fingerprint},
-                 {"ops", g.ops}});
+    j.push_back(
+        {{"name", g.name}, {"file", g.file}, {"fingerprint", g.fingerprint}, {"ops", g.ops}});
   }
   return j;
 }
@@ -293,7 +304,7 @@ int RunTrainAgent(const TrainAgentCommand& cmd, std::ostream& out, std::ostream&
   const std::string model_name = absl::StrCat("pass-order/rl-", algo_name);
 
   // ---- Graphs and the split.
-  std::optional<std::vector<std::string>> files = CollectFiles(cmd.graphs, err);
+  std::optional<std::vector<InputFile>> files = CollectFiles(cmd.graphs, err);
   if (!files) return 1;
   if (files->empty()) {
     err << "error: no HLO files (*.hlo, *.txt, optionally .gz) found in "
