@@ -530,10 +530,10 @@ int main(int argc, char** argv) {
                 tr.n == 0                       ? "NOT MEASURED, none held out"
                 : tr.mean >= kTransformerTarget ? "MET"
                                                 : "NOT MET",
-                tr.n ? Pct(tr.mean).c_str() : "-", tr.n);
+                tr.n ? absl::StrFormat("%+.2f%%", 100 * tr.mean).c_str() : "-", tr.n);
     std::printf("  %-5s mean improvement on the mixed set >= %.1f%%: %s (%s on %d)\n",
                 m.name.c_str(), 100 * kMixedTarget, mixed.mean >= kMixedTarget ? "MET" : "NOT MET",
-                Pct(mixed.mean).c_str(), mixed.n);
+                absl::StrFormat("%+.2f%%", 100 * mixed.mean).c_str(), mixed.n);
     // Met only when the agent reaches greedy's result on every held-out graph greedy improved,
     // within 20% of greedy's steps on average.
     const GreedyMatch match = greedy ? MatchGreedy(graphs, *greedy, m) : GreedyMatch{};
