@@ -301,7 +301,7 @@ class TorchAgent : public Agent {
     std::deque<double> recent_returns;
     int episode = 0;
     double loss_value = 0;
-    while (episode < options.episodes) {
+    while (episode < options.episodes && !(options.stop && options.stop())) {
       std::vector<std::vector<PpoStep>> episodes;
       std::vector<int> finished;
       for (int k = 0; k < config_.episodes_per_update && episode < options.episodes; ++k) {
@@ -421,7 +421,8 @@ class TorchAgent : public Agent {
   absl::StatusOr<std::vector<TrainProgress>> TrainQ(Environment& env, const TrainOptions& options) {
     std::deque<double> recent_returns;
     double loss_value = 0;
-    for (int episode = 1; episode <= options.episodes; ++episode) {
+    for (int episode = 1; episode <= options.episodes && !(options.stop && options.stop());
+         ++episode) {
       const int index = static_cast<int>(rng_() % env.instance_count());
       absl::StatusOr<std::shared_ptr<const Observation>> obs = env.Reset(index);
       if (!obs.ok()) return obs.status();

@@ -49,6 +49,7 @@ absl::StatusOr<InferenceResult> InferPassOrder(Agent& agent,
       TrainOptions train;
       train.episodes = static_cast<int>(episodes);
       train.eval_every = 0;
+      train.stop = options.stop;
       absl::StatusOr<std::vector<TrainProgress>> trained = agent.Train(**env, train);
       if (!trained.ok()) return trained.status();
       if (!trained->empty()) result.steps += trained->back().env_steps;

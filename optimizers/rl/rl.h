@@ -109,6 +109,8 @@ struct TrainOptions {
   // Evaluate on this environment's instances (e.g. held-out graphs) instead of the training one.
   Environment* eval_env = nullptr;
   std::function<void(const TrainProgress&)> on_progress;  // after each episode
+  // Checked between episodes (PPO: between updates): training ends early once it returns true.
+  std::function<bool()> stop;
 };
 
 struct Rollout {

@@ -156,6 +156,22 @@ TEST(AgentTest, TrainingIsReproducibleForASeed) {
   }
 }
 
+TEST(AgentTest, TrainingStopsWhenAskedBetweenEpisodes) {
+  for (Algo algo : {Algo::kPpo, Algo::kMaxQ}) {
+    std::unique_ptr<Agent> agent = MustCreate(algo, EncoderKind::kMlp);
+    LockEnvironment env;
+    TrainOptions options;
+    options.episodes = 500;
+    options.eval_every = 0;
+    int progress_reports = 0;
+    options.on_progress = [&](const TrainProgress&) { ++progress_reports; };
+    options.stop = [&] { return progress_reports >= 16; };
+    absl::StatusOr<std::vector<TrainProgress>> history = agent->Train(env, options);
+    ASSERT_TRUE(history.ok());
+    EXPECT_EQ(history->size(), 16u) << AlgoName(algo);
+  }
+}
+
 TEST(AgentTest, ACheckpointRoundTripsAndBadBytesAreRefused) {
   std::unique_ptr<Agent> agent = MustCreate(Algo::kMaxQ, EncoderKind::kGnn);
   LockEnvironment env;
