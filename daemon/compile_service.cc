@@ -244,21 +244,33 @@ absl::Status CompileServiceImpl::FillResult(const storage::ResultRecord& record,
   return absl::OkStatus();
 }
 
+namespace {
+// What a job was asked to do, as the wire shows it.
+void FillRequestFields(const JobSpec& spec, v1::Job* job) {
+  for (const std::string& task : spec.tasks) job->add_tasks(task);
+  job->set_target(spec.target);
+  job->set_strategy(spec.strategy);
+  job->mutable_budget()->set_steps(spec.budget_steps);
+  job->mutable_budget()->set_seconds(spec.budget_seconds);
+  job->set_fingerprint(spec.fingerprint);
+  job->set_graph_name(spec.graph_name);
+}
+}  // namespace
+
 absl::Status CompileServiceImpl::FillJob(const JobView& view, v1::Job* job) {
   const storage::JobRecord& r = view.record;
   job->set_job_id(r.id);
   job->set_state(ToWire(r.state));
-  job->set_target(r.key.target);
-  job->set_strategy(r.strategy);
-  job->mutable_budget()->set_steps(r.budget_steps);
-  job->set_fingerprint(r.key.fingerprint);
   if (view.spec != nullptr) {
-    for (const std::string& task : view.spec->tasks) job->add_tasks(task);
-    job->mutable_budget()->set_seconds(view.spec->budget_seconds);
-    job->set_graph_name(view.spec->graph_name);
+    FillRequestFields(*view.spec, job);
   } else {
+    // Only the store knows this job: its row has the key and budget, the stored request the rest.
     for (absl::string_view task : absl::StrSplit(r.key.task, ','))
       job->add_tasks(std::string(task));
+    job->set_target(r.key.target);
+    job->set_strategy(r.strategy);
+    job->mutable_budget()->set_steps(r.budget_steps);
+    job->set_fingerprint(r.key.fingerprint);
     v1::SubmitCompileRequest request;
     if (request.ParseFromString(r.request)) {
       job->mutable_budget()->set_seconds(request.budget().seconds());
@@ -307,13 +319,7 @@ grpc::Status CompileServiceImpl::SubmitCompile(grpc::ServerContext*,
     if (hits.size() == spec->tasks.size()) {
       v1::Job* job = response->mutable_job();
       job->set_state(v1::JOB_STATE_DONE);
-      for (const std::string& task : spec->tasks) job->add_tasks(task);
-      job->set_target(spec->target);
-      job->set_strategy(spec->strategy);
-      job->mutable_budget()->set_steps(spec->budget_steps);
-      job->mutable_budget()->set_seconds(spec->budget_seconds);
-      job->set_fingerprint(spec->fingerprint);
-      job->set_graph_name(spec->graph_name);
+      FillRequestFields(*spec, job);
       job->set_progress(1);
       for (storage::ResultRecord& hit : hits) {
         absl::StatusOr<int64_t> count = store_.RecordHit(hit.key);

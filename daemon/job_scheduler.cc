@@ -57,6 +57,7 @@ struct JobScheduler::LiveJob {
   std::atomic<bool> cancel{false};
   int64_t steps_done = 0;
   int64_t version = 0;
+  Clock::time_point started;  // of this attempt; deadlines use it (immune to wall-clock jumps)
 };
 
 JobScheduler::JobScheduler(storage::Store& store, Metrics& metrics, SchedulerOptions options,
@@ -271,7 +272,6 @@ void JobScheduler::WorkerLoop(int index) {
 }
 
 void JobScheduler::RunJob(int worker, const std::shared_ptr<LiveJob>& job) {
-  const Clock::time_point start = Clock::now();
   if (absl::Status s = store_.UpdateJobState(job->id, storage::JobState::kRunning, 0); !s.ok()) {
     LogError(absl::StrCat("starting job ", job->id), s);
     Finish(job, storage::JobState::kFailed, absl::StrCat("store: ", s.message()));
@@ -282,6 +282,7 @@ void JobScheduler::RunJob(int worker, const std::shared_ptr<LiveJob>& job) {
     job->record.state = storage::JobState::kRunning;
     job->record.attempts += 1;
     job->record.started_ms = UnixMs();
+    job->started = Clock::now();
     job->record.progress = 0;
     Touch(*job);
   }
@@ -297,7 +298,7 @@ void JobScheduler::RunJob(int worker, const std::shared_ptr<LiveJob>& job) {
   Finish(job, final_state, error);
   if (final_state != storage::JobState::kQueued) {
     metrics_.ObserveJob(absl::StrJoin(job->spec->tasks, ","), storage::JobStateName(final_state),
-                        SecondsSince(start));
+                        SecondsSince(job->started));
   }
 }
 
@@ -332,9 +333,7 @@ std::optional<storage::JobState> JobScheduler::RunTask(int worker,
   if (resume && !spec.skip_cache) steps = std::max<int64_t>(1, steps - (*cached)->budget_steps);
 
   // The job's deadline covers all its tasks.
-  const double elapsed_job_seconds =
-      static_cast<double>(UnixMs() - job->record.started_ms) / 1000.0;
-  const double remaining = options_.max_job_seconds - elapsed_job_seconds;
+  const double remaining = options_.max_job_seconds - SecondsSince(job->started);
   if (remaining <= 0) {
     *error = absl::StrCat("deadline exceeded: the job ran past --max-job-seconds (",
                           options_.max_job_seconds, " s)");
