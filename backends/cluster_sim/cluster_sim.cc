@@ -1,0 +1,1 @@
+#include "backends/cluster_sim/cluster_sim.h"

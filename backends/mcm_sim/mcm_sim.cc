@@ -1,0 +1,1 @@
+#include "backends/mcm_sim/mcm_sim.h"

@@ -1,0 +1,1 @@
+#include "backends/tpu_sim/tpu_sim.h"
