@@ -30,8 +30,8 @@ std::string TileName(const TileConfig& tile);  // "256x512x128" (+ " single-buff
 
 struct KernelTiming {
   bool valid = false;
-  std::string error;  // e.g. "tile 1024x2048x2048 needs 40.0 MiB of VMEM; the target has 16.0 MiB"
-  double seconds = 0;     // total, overheads included
+  std::string error;   // e.g. "tile 1024x2048x2048 needs 40.0 MiB of VMEM; the target has 16.0 MiB"
+  double seconds = 0;  // total, overheads included
   double compute_s = 0;   // matrix + vector work, padded
   double dma_s = 0;       // HBM traffic at HBM bandwidth
   double hbm_bytes = 0;   // with re-reads across tiles
@@ -75,6 +75,8 @@ class TpuSimulator {
 
  private:
   TpuSimulator(TargetSpec spec, TpuSimOptions options);
+  // The deterministic model; SimulateKernel adds the noise.
+  KernelTiming Model(const costmodels::KernelSummary& kernel, const TileConfig& tile) const;
   double Noise();
 
   TargetSpec spec_;

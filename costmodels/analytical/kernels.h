@@ -19,8 +19,9 @@ struct FusionPlan {
   int32_t size() const { return static_cast<int32_t>(kernels.size()); }
 };
 
-// Nodes the planner may fuse into their consumers (elementwise-like or matrix/reduction ops that
-// are not outputs-only... see kernels.cc): the positions of the fusion decision vector.
+// Nodes the planner may fuse into their consumers (ops with users that are not opaque, and not
+// reductions or gathers, which stay kernel roots), in topological order: the positions of the
+// fusion decision vector.
 std::vector<int32_t> FusibleProducers(const OpGraph& graph);
 
 // Greedy fusion in reverse topological order: a producer joins its consumers' kernel when every
@@ -42,21 +43,21 @@ struct KernelSummary {
   std::string name;          // its root op's name
   std::string element_type;  // of the root
   int64_t element_bytes = 4;
-  bool opaque = false;    // one op that cannot be tiled (control flow, custom call, sort, ...)
-  bool matmul = false;    // has a dot or convolution; `mm` and `matmul_element_bytes` are set
+  bool opaque = false;  // one op that cannot be tiled (control flow, custom call, sort, ...)
+  bool matmul = false;  // has a dot or convolution; `mm` and `matmul_element_bytes` are set
   MatmulDims mm;
   int64_t matmul_element_bytes = 4;
-  double matrix_flops = 0;           // of the matrix op
-  double vector_flops = 0;           // everything else (elementwise, reductions)
+  double matrix_flops = 0;  // of the matrix op
+  double vector_flops = 0;  // everything else (elementwise, reductions)
   double transcendentals = 0;
-  double matmul_input_bytes = 0;     // the matrix op's two operands (re-read across tiles)
-  double other_input_bytes = 0;      // the kernel's other inputs from outside (read once)
-  double output_bytes = 0;           // results used outside the kernel or by the module
-  double weight_bytes = 0;           // parameters and constants read (counted in inputs)
+  double matmul_input_bytes = 0;  // the matrix op's two operands (re-read across tiles)
+  double other_input_bytes = 0;   // the kernel's other inputs from outside (read once)
+  double output_bytes = 0;        // results used outside the kernel or by the module
+  double weight_bytes = 0;        // parameters and constants read (counted in inputs)
   // The iteration space of a non-matmul kernel: its largest array as rows x cols.
   int64_t rows = 1, cols = 1;
   int32_t ops = 0;
-  OpCost roofline_cost;              // sum of flops, transcendentals and kernel-level bytes
+  OpCost roofline_cost;  // sum of flops, transcendentals and kernel-level bytes
 
   double input_bytes() const { return matmul_input_bytes + other_input_bytes; }
 };
