@@ -11,6 +11,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "daemon/graph_input.h"
+#include "daemon/sim_workers.h"
 #include "daemon/task.h"
 #include "daemon/version.h"
 #include "optimizers/core/search.h"
@@ -146,12 +147,16 @@ absl::StatusOr<JobSpec> CompileServiceImpl::BuildSpec(const v1::SubmitCompileReq
                                                       bool need_module) const {
   JobSpec spec;
   // Cheap checks first: a bad parameter should not cost a parse of a large graph.
+  // A worker name (tpu-sim, ...) means its default spec; the cache keys on the spec's name.
+  spec.target = ResolveTarget(request.target().empty() ? "cpu" : request.target());
   for (const std::string& name : request.tasks()) spec.tasks.push_back(name);
-  if (spec.tasks.empty()) spec.tasks.push_back("pass-order");
+  if (spec.tasks.empty()) {
+    const SimWorker* simulated = WorkerForTarget(spec.target);
+    spec.tasks.push_back(simulated != nullptr ? simulated->default_task : "pass-order");
+  }
   std::set<std::string> seen;
   std::vector<std::string> known;
   for (const Task* task : TaskRegistry::Global().All()) known.emplace_back(task->name());
-  spec.target = request.target().empty() ? "cpu" : request.target();
   spec.options = TaskOptions(request.options().begin(), request.options().end());
   for (const std::string& name : spec.tasks) {
     const Task* task = TaskRegistry::Global().Find(name);
@@ -419,7 +424,9 @@ grpc::Status CompileServiceImpl::DoLookupCache(const v1::LookupCacheRequest& r,
   for (const storage::ResultRecord& record : *results) {
     if (record.key.search_version != kSearchVersion) continue;
     if (!request->task().empty() && record.key.task != request->task()) continue;
-    if (!request->target().empty() && record.key.target != request->target()) continue;
+    if (!request->target().empty() && record.key.target != ResolveTarget(request->target())) {
+      continue;
+    }
     absl::Status s = FillResult(record, true, request->omit_artifacts(), response->add_results());
     if (!s.ok()) return scope.Done(s);
   }
@@ -473,6 +480,27 @@ grpc::Status CompileServiceImpl::DoListWorkers(v1::ListWorkersResponse* response
     info->set_state(worker.job_id.empty() ? "idle" : "busy");
     info->set_job_id(worker.job_id);
     info->set_candidates_evaluated(worker.candidates_evaluated);
+  }
+  // The simulators score the candidates of jobs on their targets, whichever thread runs them.
+  const std::map<std::string, int64_t> simulated = scheduler_.SimulatedCandidates();
+  const std::vector<WorkerView> threads = scheduler_.Workers();
+  for (const SimWorker& sim : SimWorkers()) {
+    v1::WorkerInfo* info = response->add_workers();
+    info->set_name(sim.name);
+    info->set_kind("simulator");
+    for (const std::string& target : TargetsOf(sim)) info->add_targets(target);
+    info->set_scorer(sim.scorer);
+    std::string busy_job;
+    for (const WorkerView& thread : threads) {
+      const SimWorker* serving = WorkerForTarget(thread.target);
+      if (!thread.job_id.empty() && serving != nullptr && serving->name == sim.name) {
+        busy_job = thread.job_id;
+      }
+    }
+    info->set_state(busy_job.empty() ? "idle" : "busy");
+    info->set_job_id(busy_job);
+    auto it = simulated.find(sim.name);
+    info->set_candidates_evaluated(it == simulated.end() ? 0 : it->second);
   }
   return scope.Done(absl::OkStatus());
 }

@@ -18,6 +18,8 @@ struct DaemonConfig {
   std::string listen = kDefaultListen;                 // gRPC; port 0 picks a free port
   std::string metrics_listen = kDefaultMetricsListen;  // Prometheus /metrics; "" = not served
   std::string data_dir = "./var";                      // the store is DATA_DIR/mltune.db
+  // More target specs (*.json, backends/spec format) on top of the built-in ones; "" = none.
+  std::string specs_dir;
   std::string ready_file;  // written (atomically) once serving: listen=, metrics=, store=, pid=
   int worker_threads = 0;  // jobs run at once; 0 = one per CPU core
   int queue_size = 64;     // queued jobs beyond which SubmitCompile answers RESOURCE_EXHAUSTED

@@ -4,6 +4,7 @@
 #include <mutex>
 
 #include "absl/strings/str_cat.h"
+#include "backends/spec/target_spec.h"
 #include "daemon/compile_service.h"
 #include "daemon/job_scheduler.h"
 #include "daemon/metrics/metrics.h"
@@ -30,6 +31,13 @@ struct Daemon::Impl {
 
 absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(const DaemonConfig& config) {
   if (absl::Status s = ValidateConfig(config); !s.ok()) return s;
+  if (!config.specs_dir.empty()) {
+    // Start-up only: the registry is read without locks once jobs run.
+    if (absl::Status s = backends::TargetRegistry::Global().AddDirectory(config.specs_dir);
+        !s.ok()) {
+      return s;
+    }
+  }
   auto impl = std::make_unique<Impl>();
   impl->config = config;
   const std::filesystem::path store_path = std::filesystem::path(config.data_dir) / "mltune.db";

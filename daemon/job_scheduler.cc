@@ -8,6 +8,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "daemon/sim_workers.h"
 #include "daemon/version.h"
 
 namespace mltune::daemon {
@@ -214,6 +215,11 @@ std::vector<WorkerView> JobScheduler::Workers() {
   return workers_;
 }
 
+std::map<std::string, int64_t> JobScheduler::SimulatedCandidates() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return simulated_candidates_;
+}
+
 int64_t JobScheduler::queue_depth() {
   std::lock_guard<std::mutex> lock(mu_);
   return static_cast<int64_t>(queue_.size());
@@ -258,6 +264,7 @@ void JobScheduler::WorkerLoop(int index) {
       queue_.pop_front();
       ++running_;
       workers_[index].job_id = job->id;
+      workers_[index].target = job->spec->target;
       UpdateGauges();
     }
     RunJob(index, job);
@@ -265,6 +272,7 @@ void JobScheduler::WorkerLoop(int index) {
       std::lock_guard<std::mutex> lock(mu_);
       --running_;
       workers_[index].job_id.clear();
+      workers_[index].target.clear();
       UpdateGauges();
     }
     work_cv_.notify_all();  // Shutdown waits for running_ == 0 on the same variable
@@ -346,7 +354,9 @@ std::optional<storage::JobState> JobScheduler::RunTask(int worker,
   request.target = spec.target;
   request.strategy = spec.strategy;
   request.options = spec.options;
-  request.worker = WorkerName(worker);
+  // Simulated targets are scored by their simulator, whose name the measurement log records.
+  const SimWorker* simulated = WorkerForTarget(spec.target);
+  request.worker = simulated != nullptr ? simulated->name : WorkerName(worker);
   request.latest_model = [this](const std::string& name) { return store_.LatestModel(name); };
   if (resume) request.continue_from = **cached;
   request.budget.max_steps = steps;
@@ -405,6 +415,7 @@ std::optional<storage::JobState> JobScheduler::RunTask(int worker,
   {
     std::lock_guard<std::mutex> lock(mu_);
     workers_[worker].candidates_evaluated += outcome->steps;
+    if (simulated != nullptr) simulated_candidates_[simulated->name] += outcome->steps;
     job->steps_done = outcome->steps;
     job->record.best_score = outcome->tuned_score;
     job->record.progress = task_share * static_cast<double>(task_index + 1);

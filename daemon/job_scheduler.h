@@ -60,6 +60,7 @@ struct JobView {
 struct WorkerView {
   std::string name;
   std::string job_id;  // "" when idle
+  std::string target;  // of the job it runs
   int64_t candidates_evaluated = 0;
 };
 
@@ -106,6 +107,8 @@ class JobScheduler {
                      std::chrono::milliseconds timeout);
 
   std::vector<WorkerView> Workers();
+  // Candidates scored per simulated worker (tpu-sim, ...) since start-up.
+  std::map<std::string, int64_t> SimulatedCandidates();
   int64_t queue_depth();
   int64_t running();
   int worker_threads() const { return options_.worker_threads; }
@@ -148,6 +151,7 @@ class JobScheduler {
   // The last finished jobs, newest last: their views keep what the store does not (steps done).
   std::deque<std::shared_ptr<LiveJob>> recent_;
   std::vector<WorkerView> workers_;
+  std::map<std::string, int64_t> simulated_candidates_;
   int64_t running_ = 0;
   std::atomic<bool> shutting_down_{false};
   std::atomic<bool> stop_running_{false};  // running jobs must stop (after the drain)

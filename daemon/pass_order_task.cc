@@ -1,6 +1,6 @@
 // The "pass-order" task: searches the order of XLA's HLO passes that minimises the op count
-// (optimizers/pass_order), against XLA's default pipeline for the target as the baseline. The
-// score is analytical (op count), so every in-process worker scores it.
+// (optimizers/pass_order) on cpu and gpu, or the simulated time on tpu-sim targets, against XLA's
+// default pipeline for the target as the baseline.
 #include <chrono>
 #include <memory>
 #include <string>
@@ -14,6 +14,11 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "backends/spec/target_spec.h"
+#include "backends/tpu_sim/tpu_sim.h"
+#include "costmodels/analytical/kernels.h"
+#include "costmodels/analytical/op_graph.h"
+#include "daemon/sim_workers.h"
 #include "daemon/task.h"
 #include "ir/hlo_printer.h"
 #include "ir/verifier.h"
@@ -75,29 +80,60 @@ absl::StatusOr<ParsedOptions> ParseOptions(const TaskOptions& options) {
   return parsed;
 }
 
-absl::StatusOr<int64_t> DefaultPipelineOpCount(const ir::Module& module,
-                                               const std::string& target) {
-  std::unique_ptr<passes::Pipeline> pipeline = passes::MakeDefaultPipeline(target);
+// XLA's pipeline for the target; TPU-like simulated targets use the GPU (accelerator) order.
+std::string PipelineFor(const std::string& target) {
+  return target == "cpu" || target == "gpu" ? target : "gpu";
+}
+
+// The score of a module on the target: the op count, or on tpu-sim targets the simulated time
+// (default fusion and tiles) in seconds.
+absl::StatusOr<opt::pass_order::ScoreFn> MakeScorer(const std::string& target,
+                                                    std::string* scorer) {
+  const backends::TargetSpec* spec = backends::TargetRegistry::Global().Find(target);
+  if (spec == nullptr) {
+    *scorer = "op-count";
+    return opt::pass_order::ScoreFn(
+        [](const ir::Module& m) { return static_cast<double>(opt::pass_order::OpCount(m)); });
+  }
+  absl::StatusOr<backends::tpu::TpuSimulator> sim = backends::tpu::TpuSimulator::Create(*spec);
+  if (!sim.ok()) return sim.status();
+  *scorer = "simulated seconds";
+  auto shared = std::make_shared<const backends::tpu::TpuSimulator>(*std::move(sim));
+  return opt::pass_order::ScoreFn([shared](const ir::Module& m) {
+    const costmodels::OpGraph graph = costmodels::BuildOpGraph(m);
+    backends::tpu::TpuSimulator sim = *shared;  // noise-free: the copy's state is never shared
+    return sim.Simulate(costmodels::SummarizeKernels(graph, costmodels::PlanFusion(graph))).seconds;
+  });
+}
+
+absl::StatusOr<double> DefaultPipelineScore(const ir::Module& module, const std::string& target,
+                                            const opt::pass_order::ScoreFn& score) {
+  const std::string pipeline_name = PipelineFor(target);
+  std::unique_ptr<passes::Pipeline> pipeline = passes::MakeDefaultPipeline(pipeline_name);
   if (pipeline == nullptr) {
     return absl::InvalidArgumentError(absl::StrCat("unknown target '", target, "'"));
   }
   std::unique_ptr<ir::Module> copy = module.Clone();
   absl::StatusOr<bool> changed = pipeline->Run(*copy);
   if (!changed.ok()) {
-    return absl::InternalError(
-        absl::StrCat("XLA's default ", target, " pipeline failed: ", changed.status().message()));
+    return absl::InternalError(absl::StrCat("XLA's default ", pipeline_name,
+                                            " pipeline failed: ", changed.status().message()));
   }
-  return opt::pass_order::OpCount(*copy);
+  return score(*copy);
 }
 
 class PassOrderTask : public Task {
  public:
   std::string_view name() const override { return kName; }
   std::string description() const override {
-    return "order of XLA's HLO passes that minimises the op count, against XLA's default "
-           "pipeline for the target";
+    return "order of XLA's HLO passes that minimises the op count (cpu, gpu) or the simulated "
+           "time (tpu-sim targets), against XLA's default pipeline for the target";
   }
-  std::vector<std::string> targets() const override { return {"cpu", "gpu"}; }
+  std::vector<std::string> targets() const override {
+    std::vector<std::string> targets = {"cpu", "gpu"};
+    for (const std::string& t : TargetsOfWorker("tpu-sim")) targets.push_back(t);
+    return targets;
+  }
 
   absl::Status ValidateOptions(const TaskOptions& options) const override {
     return ParseOptions(options).status();
@@ -127,9 +163,13 @@ class PassOrderTask : public Task {
       strategy = *std::move(created);
     }
 
+    TaskOutcome outcome;
+    absl::StatusOr<opt::pass_order::ScoreFn> score = MakeScorer(request.target, &outcome.scorer);
+    if (!score.ok()) return score.status();
     opt::pass_order::PassOrderOptions options;
     options.episode_length = parsed->max_length;
-    if (parsed->warm_start) options.seed_pipeline = request.target;
+    if (outcome.scorer != "op-count") options.cost_model = *score;
+    if (parsed->warm_start) options.seed_pipeline = PipelineFor(request.target);
     if (request.continue_from.has_value()) {
       auto it = request.continue_from->artifacts.find("pass_sequence");
       if (it != request.continue_from->artifacts.end()) {
@@ -139,12 +179,10 @@ class PassOrderTask : public Task {
     absl::StatusOr<std::unique_ptr<opt::pass_order::PassOrderProblem>> problem =
         opt::pass_order::PassOrderProblem::Create(*request.module, options);
     if (!problem.ok()) return problem.status();
-    absl::StatusOr<int64_t> baseline = DefaultPipelineOpCount(*request.module, request.target);
+    absl::StatusOr<double> baseline = DefaultPipelineScore(*request.module, request.target, *score);
     if (!baseline.ok()) return baseline.status();
 
     // Every distinct pass sequence scored goes to the measurement log.
-    TaskOutcome outcome;
-    outcome.scorer = "op-count";
     std::unordered_set<std::string> logged;
     opt::Budget budget = request.budget;
     const opt::pass_order::PassOrderProblem& p = **problem;
@@ -175,9 +213,9 @@ class PassOrderTask : public Task {
       return absl::InternalError(
           absl::StrCat("the best module does not verify: ", verified.message()));
     }
-    outcome.original_score = static_cast<double>((*problem)->initial_op_count());
-    outcome.baseline_score = static_cast<double>(*baseline);
-    outcome.tuned_score = static_cast<double>(opt::pass_order::OpCount(*best));
+    outcome.original_score = (*score)(*request.module);
+    outcome.baseline_score = *baseline;
+    outcome.tuned_score = (*score)(*best);
     outcome.steps = result->steps;
     outcome.stopped = request.budget.stop && request.budget.stop();
     // Only time or `stop` cut a search short: a step budget counts as spent even when the last

@@ -95,5 +95,11 @@ class TaskRegistry {
 
 // The pass-ordering task (pass_order_task.cc).
 std::unique_ptr<Task> MakePassOrderTask();
+// Tile sizes and fusion on tpu-sim (tpu_tasks.cc).
+std::unique_ptr<Task> MakeTileTask();
+std::unique_ptr<Task> MakeFusionTask();
+// Multi-chip-module partitioning on mcm-sim and placement on cluster-sim (partition_tasks.cc).
+std::unique_ptr<Task> MakeMcmPartitionTask();
+std::unique_ptr<Task> MakePlacementTask();
 
 }  // namespace mltune::daemon

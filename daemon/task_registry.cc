@@ -8,6 +8,10 @@ const TaskRegistry& TaskRegistry::Global() {
   static const TaskRegistry* registry = [] {
     auto* r = new TaskRegistry;
     r->Register(MakePassOrderTask());
+    r->Register(MakeTileTask());
+    r->Register(MakeFusionTask());
+    r->Register(MakeMcmPartitionTask());
+    r->Register(MakePlacementTask());
     return r;
   }();
   return *registry;

@@ -1,5 +1,6 @@
 #include "backends/spec/target_spec.h"
 
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -181,6 +182,56 @@ absl::StatusOr<std::map<std::string, TargetSpec>> LoadTargetSpecs(const std::str
   }
   if (ec) return absl::NotFoundError(absl::StrCat(dir, ": ", ec.message()));
   return specs;
+}
+
+}  // namespace mltune::backends
+
+namespace mltune::backends {
+
+TargetRegistry& TargetRegistry::Global() {
+  static TargetRegistry* registry = [] {
+    auto* r = new TargetRegistry;
+    for (const auto& [name, text] : BuiltinTargetSpecTexts()) {
+      absl::StatusOr<TargetSpec> spec =
+          ParseTargetSpec(text, absl::StrCat("<built-in ", name, ">"));
+      // The built-ins are parsed by a test at build time; a bad one is a build defect.
+      if (!spec.ok()) std::abort();
+      r->Add(*std::move(spec));
+    }
+    return r;
+  }();
+  return *registry;
+}
+
+absl::Status TargetRegistry::AddDirectory(const std::string& dir) {
+  absl::StatusOr<std::map<std::string, TargetSpec>> specs = LoadTargetSpecs(dir);
+  if (!specs.ok()) return specs.status();
+  for (auto& [name, spec] : *specs) Add(std::move(spec));
+  return absl::OkStatus();
+}
+
+void TargetRegistry::Add(TargetSpec spec) {
+  std::string name = spec.name;
+  specs_.insert_or_assign(std::move(name), std::move(spec));
+}
+
+const TargetSpec* TargetRegistry::Find(std::string_view name) const {
+  auto it = specs_.find(name);
+  return it == specs_.end() ? nullptr : &it->second;
+}
+
+std::vector<const TargetSpec*> TargetRegistry::OfKind(std::string_view kind) const {
+  std::vector<const TargetSpec*> out;
+  for (const auto& [name, spec] : specs_) {
+    if (spec.kind == kind) out.push_back(&spec);
+  }
+  return out;
+}
+
+std::vector<std::string> TargetRegistry::Names() const {
+  std::vector<std::string> out;
+  for (const auto& [name, spec] : specs_) out.push_back(name);
+  return out;
 }
 
 }  // namespace mltune::backends

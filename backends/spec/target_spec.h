@@ -56,3 +56,27 @@ absl::StatusOr<TargetSpec> LoadTargetSpec(const std::string& path);
 absl::StatusOr<std::map<std::string, TargetSpec>> LoadTargetSpecs(const std::string& dir);
 
 }  // namespace mltune::backends
+
+namespace mltune::backends {
+
+// The targets a process knows: the specs built into the binary (backends/specs/*.json at build
+// time), plus any a directory adds at start-up (a file with a built-in's name replaces it).
+// Mutated only during start-up, before threads read it.
+class TargetRegistry {
+ public:
+  static TargetRegistry& Global();
+
+  absl::Status AddDirectory(const std::string& dir);
+  void Add(TargetSpec spec);
+  const TargetSpec* Find(std::string_view name) const;                 // nullptr when unknown
+  std::vector<const TargetSpec*> OfKind(std::string_view kind) const;  // by name
+  std::vector<std::string> Names() const;                              // sorted
+
+ private:
+  std::map<std::string, TargetSpec, std::less<>> specs_;
+};
+
+// The built-in specs' JSON texts by name (generated at build time).
+const std::map<std::string, std::string>& BuiltinTargetSpecTexts();
+
+}  // namespace mltune::backends

@@ -3,6 +3,7 @@
 #include "backends/spec/target_spec.h"
 
 #include <filesystem>
+#include <fstream>
 #include <string>
 
 #include "gtest/gtest.h"
@@ -78,6 +79,40 @@ TEST(TargetSpecTest, MissingAndBadFieldsAreNamed) {
     EXPECT_NE(spec.status().message().find(c.needle), std::string::npos) << spec.status();
   }
   EXPECT_EQ(LoadTargetSpec("/no/such.json").status().code(), absl::StatusCode::kNotFound);
+}
+
+}  // namespace
+}  // namespace mltune::backends
+
+namespace mltune::backends {
+namespace {
+
+TEST(TargetRegistryTest, BuiltinSpecsAreCompiledInAndParse) {
+  const TargetRegistry& registry = TargetRegistry::Global();
+  EXPECT_EQ(registry.Names().size(), BuiltinTargetSpecTexts().size());
+  EXPECT_GE(registry.Names().size(), 9u);
+  ASSERT_NE(registry.Find("tpu-v4-core"), nullptr);
+  EXPECT_EQ(registry.Find("tpu-v4-core")->kind, "tpu");
+  EXPECT_EQ(registry.Find("mcm-36")->devices, 36);
+  EXPECT_EQ(registry.OfKind("gpu-cluster").size(), 6u);
+  EXPECT_EQ(registry.Find("no-such-target"), nullptr);
+}
+
+TEST(TargetRegistryTest, DirectoryReplacesABuiltinOfTheSameName) {
+  TargetRegistry registry;
+  const std::string dir = ::testing::TempDir() + "/mltune_specs_override";
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir + "/tpu-v4-core.json") << BuiltinTargetSpecTexts().at("tpu-v4-core");
+  std::ofstream(dir + "/tiny.json")
+      << R"({"name": "tiny", "kind": "tpu", "clock_ghz": 1, "peak_ops": {"f32": 1e12}, "devices": 1,
+             "memory": [{"name": "hbm", "bytes": 1000, "bandwidth": 1e9}]})";
+  ASSERT_TRUE(registry.AddDirectory(dir).ok()) << registry.AddDirectory(dir);
+  EXPECT_NE(registry.Find("tiny"), nullptr);
+  std::ofstream(dir + "/broken.json") << "{";
+  const absl::Status bad = registry.AddDirectory(dir);
+  EXPECT_FALSE(bad.ok());
+  EXPECT_NE(std::string(bad.message()).find("broken.json"), std::string::npos) << bad;
 }
 
 }  // namespace

@@ -1,0 +1,129 @@
+// The tpu-sim tasks: "tile" (a tile per kernel of the default fusion) and "fusion" (which
+// producers join their consumers' kernels), scored in simulated seconds on a TPU-like core spec,
+// against the compiler's defaults (DefaultTile, all-fused) as the baseline.
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "backends/tpu_sim/tpu_sim.h"
+#include "costmodels/analytical/kernels.h"
+#include "costmodels/analytical/op_graph.h"
+#include "daemon/config_search.h"
+#include "daemon/sim_workers.h"
+#include "nlohmann/json.hpp"
+#include "optimizers/fusion/fusion_problem.h"
+#include "optimizers/tiling/tile_problem.h"
+
+namespace mltune::daemon {
+namespace {
+
+using nlohmann::json;
+
+absl::StatusOr<backends::tpu::TpuSimulator> MakeSimulator(const TaskRequest& request,
+                                                          const ConfigTaskOptions& options) {
+  absl::StatusOr<const backends::TargetSpec*> spec = FindSpec(request.target);
+  if (!spec.ok()) return spec.status();
+  backends::tpu::TpuSimOptions sim;
+  sim.noise_stddev = options.noise;
+  sim.seed = options.seed;
+  return backends::tpu::TpuSimulator::Create(**spec, sim);
+}
+
+json KernelTable(const std::vector<costmodels::KernelSummary>& kernels,
+                 const backends::tpu::TpuResult& timing,
+                 const std::vector<backends::tpu::TileConfig>* tiles) {
+  json out = json::array();
+  for (size_t i = 0; i < kernels.size() && i < timing.kernels.size(); ++i) {
+    json k = {{"kernel", kernels[i].name},
+              {"ops", kernels[i].ops},
+              {"seconds", timing.kernels[i].seconds},
+              {"hbm_bytes", timing.kernels[i].hbm_bytes},
+              {"steps", timing.kernels[i].steps}};
+    if (tiles != nullptr && !kernels[i].opaque) k["tile"] = backends::tpu::TileName((*tiles)[i]);
+    out.push_back(std::move(k));
+  }
+  return out;
+}
+
+class TileTask : public Task {
+ public:
+  std::string_view name() const override { return "tile"; }
+  std::string description() const override {
+    return "tile sizes (m, n, k, double buffering) per kernel of the default fusion, in "
+           "simulated seconds, against the compiler's default tiles";
+  }
+  std::vector<std::string> targets() const override { return TargetsOfWorker("tpu-sim"); }
+  absl::Status ValidateOptions(const TaskOptions& options) const override {
+    return ParseConfigTaskOptions(name(), options, true).status();
+  }
+
+  absl::StatusOr<TaskOutcome> Run(const TaskRequest& request) const override {
+    absl::StatusOr<ConfigTaskOptions> options =
+        ParseConfigTaskOptions(name(), request.options, true);
+    if (!options.ok()) return options.status();
+    absl::StatusOr<backends::tpu::TpuSimulator> sim = MakeSimulator(request, *options);
+    if (!sim.ok()) return sim.status();
+    const costmodels::OpGraph graph = costmodels::BuildOpGraph(*request.module);
+    opt::tiling::TpuTileProblem problem(
+        costmodels::SummarizeKernels(graph, costmodels::PlanFusion(graph)), *std::move(sim));
+    const double baseline = problem.Evaluate(problem.DefaultCandidate());
+    absl::StatusOr<ConfigSearchRun> run = RunConfigSearch(request, name(), problem, options->seed,
+                                                          baseline, baseline, "simulated seconds");
+    if (!run.ok()) return run.status();
+    const std::vector<backends::tpu::TileConfig> tiles = problem.Decode(run->best);
+    run->outcome.artifacts["tiles"] =
+        KernelTable(problem.kernels(), problem.Simulate(run->best), &tiles).dump(1);
+    return std::move(run->outcome);
+  }
+};
+
+class FusionTask : public Task {
+ public:
+  std::string_view name() const override { return "fusion"; }
+  std::string description() const override {
+    return "which producers fuse into their consumers' kernels (XLA's rules), in simulated "
+           "seconds with default tiles, against the compiler's default fusion";
+  }
+  std::vector<std::string> targets() const override { return TargetsOfWorker("tpu-sim"); }
+  absl::Status ValidateOptions(const TaskOptions& options) const override {
+    return ParseConfigTaskOptions(name(), options, true).status();
+  }
+
+  absl::StatusOr<TaskOutcome> Run(const TaskRequest& request) const override {
+    absl::StatusOr<ConfigTaskOptions> options =
+        ParseConfigTaskOptions(name(), request.options, true);
+    if (!options.ok()) return options.status();
+    absl::StatusOr<backends::tpu::TpuSimulator> sim = MakeSimulator(request, *options);
+    if (!sim.ok()) return sim.status();
+    backends::tpu::TpuSimulator unfused_sim = *sim;
+    opt::fusion::TpuFusionProblem problem(costmodels::BuildOpGraph(*request.module),
+                                          *std::move(sim));
+    const costmodels::OpGraph& graph = problem.graph();
+    const backends::tpu::TpuResult unfused =
+        unfused_sim.Simulate(costmodels::SummarizeKernels(graph, costmodels::Unfused(graph)));
+    const double baseline = problem.Evaluate(problem.DefaultCandidate());
+    absl::StatusOr<ConfigSearchRun> run =
+        RunConfigSearch(request, name(), problem, options->seed,
+                        unfused.valid ? unfused.seconds : baseline, baseline, "simulated seconds");
+    if (!run.ok()) return run.status();
+    const costmodels::FusionPlan plan = problem.Plan(run->best);
+    json kernels = KernelTable(costmodels::SummarizeKernels(graph, plan),
+                               problem.Simulate(run->best), nullptr);
+    for (size_t k = 0; k < plan.kernels.size() && k < kernels.size(); ++k) {
+      json ops = json::array();
+      for (int32_t node : plan.kernels[k])
+        ops.push_back(graph.nodes[static_cast<size_t>(node)].name);
+      kernels[k]["op_names"] = std::move(ops);
+    }
+    run->outcome.artifacts["kernels"] = kernels.dump(1);
+    return std::move(run->outcome);
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<Task> MakeTileTask() { return std::make_unique<TileTask>(); }
+std::unique_ptr<Task> MakeFusionTask() { return std::make_unique<FusionTask>(); }
+
+}  // namespace mltune::daemon

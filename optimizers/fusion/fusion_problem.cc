@@ -1,0 +1,39 @@
+#include "optimizers/fusion/fusion_problem.h"
+
+#include <limits>
+
+#include "absl/strings/str_cat.h"
+
+namespace mltune::opt::fusion {
+
+TpuFusionProblem::TpuFusionProblem(costmodels::OpGraph graph, backends::tpu::TpuSimulator sim)
+    : graph_(std::move(graph)), sim_(std::move(sim)) {
+  producers_ = costmodels::FusibleProducers(graph_);
+  space_.choices = {2};
+  space_.max_length = static_cast<int64_t>(producers_.size());
+  space_.fixed_length = true;
+  (void)AddSeed(DefaultCandidate());
+}
+
+std::string TpuFusionProblem::ActionName(int64_t position, Action action) const {
+  return absl::StrCat(
+      graph_.nodes[static_cast<size_t>(producers_[static_cast<size_t>(position)])].name,
+      action != 0 ? ":fuse" : ":keep");
+}
+
+costmodels::FusionPlan TpuFusionProblem::Plan(const Candidate& candidate) const {
+  std::vector<uint8_t> allow(candidate.size());
+  for (size_t i = 0; i < candidate.size(); ++i) allow[i] = candidate[i] != 0 ? 1 : 0;
+  return costmodels::PlanFusion(graph_, allow);
+}
+
+backends::tpu::TpuResult TpuFusionProblem::Simulate(const Candidate& candidate) {
+  return sim_.Simulate(costmodels::SummarizeKernels(graph_, Plan(candidate)));
+}
+
+double TpuFusionProblem::Evaluate(const Candidate& candidate) {
+  const backends::tpu::TpuResult r = Simulate(candidate);
+  return r.valid ? r.seconds : std::numeric_limits<double>::infinity();
+}
+
+}  // namespace mltune::opt::fusion

@@ -1,0 +1,40 @@
+// Multi-chip-module partitioning on the MCM simulator (Xie et al. 2022): one decision per op in
+// topological order, "start the next chip here" or not, so every candidate flows from lower to
+// higher chips without skipping one; the pipeline's stage time (1 / throughput) is the score and
+// a partition breaking the triangle or SRAM constraint scores +infinity. The balanced partition
+// is the seed.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "backends/mcm_sim/mcm_sim.h"
+#include "costmodels/analytical/op_graph.h"
+#include "optimizers/core/config_problem.h"
+
+namespace mltune::opt::mcm {
+
+class McmPartitionProblem : public ConfigProblem {
+ public:
+  McmPartitionProblem(costmodels::OpGraph graph, backends::mcm::McmSimulator sim);
+
+  std::string name() const override { return "mcm-partition"; }
+  SearchSpace space() const override { return space_; }
+  std::string ActionName(int64_t position, Action action) const override;
+  double Evaluate(const Candidate& candidate) override;
+
+  // A partition in this encoding: chips non-decreasing in node order (others are not encodable).
+  Candidate Encode(const std::vector<int32_t>& chip_of_node) const;
+  std::vector<int32_t> Decode(const Candidate& candidate) const;
+  Candidate BalancedCandidate() const;
+  backends::mcm::McmResult Simulate(const Candidate& candidate) const;
+  const costmodels::OpGraph& graph() const { return graph_; }
+  const backends::mcm::McmSimulator& simulator() const { return sim_; }
+
+ private:
+  costmodels::OpGraph graph_;
+  backends::mcm::McmSimulator sim_;
+  SearchSpace space_;
+};
+
+}  // namespace mltune::opt::mcm
