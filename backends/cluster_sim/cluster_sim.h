@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -32,6 +33,9 @@ struct Schedule {
   std::vector<std::vector<int32_t>> device_order;  // per device: node ids in run order
   // Per sending device: (node, destination device) in send order.
   std::vector<std::vector<std::pair<int32_t, int32_t>>> send_order;
+  // Per receiving device: (node, source device) in receive order; a transfer needs both of its
+  // channels, so replaying the send order alone could pair them differently.
+  std::vector<std::vector<std::pair<int32_t, int32_t>>> recv_order;
 };
 
 struct ClusterResult {
@@ -53,7 +57,8 @@ class ClusterSimulator {
   static absl::StatusOr<ClusterSimulator> Create(const TargetSpec& spec);
 
   // `device_of_node[i]` is node i's device. Deterministic; thread-safe (const).
-  ClusterResult Simulate(const costmodels::OpGraph& graph, const std::vector<int32_t>& device_of_node,
+  ClusterResult Simulate(const costmodels::OpGraph& graph,
+                         const std::vector<int32_t>& device_of_node,
                          const SimulationOptions& options = {}) const;
   // Runs `schedule` (from a Simulate of the same graph and placement) in its recorded orders.
   ClusterResult Replay(const costmodels::OpGraph& graph, const std::vector<int32_t>& device_of_node,
