@@ -65,7 +65,9 @@ JobScheduler::JobScheduler(storage::Store& store, Metrics& metrics, SchedulerOpt
                            Decoder decoder)
     : store_(store), metrics_(metrics), options_(std::move(options)), decoder_(std::move(decoder)) {
   options_.worker_threads = std::max(1, options_.worker_threads);
-  for (int i = 0; i < options_.worker_threads; ++i) workers_.push_back({WorkerName(i), "", 0});
+  for (int i = 0; i < options_.worker_threads; ++i)
+    workers_.push_back(
+        {.name = WorkerName(i), .job_id = "", .target = "", .candidates_evaluated = 0});
 }
 
 JobScheduler::~JobScheduler() { Shutdown(0); }

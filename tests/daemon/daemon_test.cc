@@ -378,12 +378,16 @@ TEST_F(DaemonTest, ListingsDescribeTasksStrategiesAndWorkers) {
                                              "random", "rl-ppo", "rl-dqn", "rl-maxq"}));
   EXPECT_NE(list->strategies.back().description.find("no trained model yet"), std::string::npos);
   EXPECT_EQ(list->default_strategy, "beam");
-  ASSERT_EQ(list->tasks.size(), 1u);
-  EXPECT_EQ(list->tasks[0].name, "pass-order");
-  EXPECT_EQ(list->tasks[0].targets, (std::vector<std::string>{"cpu", "gpu"}));
+  std::vector<std::string> tasks;
+  for (const client::NamedInfo& t : list->tasks) tasks.push_back(t.name);
+  EXPECT_EQ(tasks, (std::vector<std::string>{"fusion", "mcm-partition", "pass-order", "placement",
+                                             "tile"}));
+  EXPECT_EQ(list->tasks[2].targets,
+            (std::vector<std::string>{"cpu", "gpu", "tpu-v3-core", "tpu-v4-core"}));
   absl::StatusOr<std::vector<client::WorkerInfo>> workers = client_->ListWorkers();
   ASSERT_TRUE(workers.ok()) << workers.status();
-  ASSERT_EQ(workers->size(), 2u);
+  // Two job threads, then the three simulators (tests/daemon/sim_tasks_test.cc).
+  ASSERT_EQ(workers->size(), 5u);
   EXPECT_EQ((*workers)[0].name, "inprocess-0");
   EXPECT_EQ((*workers)[0].state, "idle");
   absl::StatusOr<client::ServerStats> stats = client_->GetStats();

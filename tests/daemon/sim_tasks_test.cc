@@ -1,0 +1,176 @@
+// The simulated workers through a real mltuned: tile and fusion on tpu-sim, mcm-partition on
+// mcm-sim, placement on cluster-sim and pass-order scored in simulated seconds, each submitted by
+// target (a worker name resolving to its default spec), searched, cached and listed.
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "client/rpc_client.h"
+#include "gtest/gtest.h"
+#include "nlohmann/json.hpp"
+#include "tests/daemon/daemon_test_util.h"
+
+namespace mltune::daemon {
+namespace {
+
+using client::Client;
+using client::JobInfo;
+using client::JobState;
+using client::SubmitRequest;
+using testing::ExampleHlo;
+using testing::MustStart;
+using testing::TempDir;
+using testing::TestConfig;
+
+class SimTasksTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    daemon_ = MustStart(TestConfig(dir_.path()));
+    ASSERT_NE(daemon_, nullptr);
+    client_ = Client::Connect(daemon_->address());
+    ASSERT_TRUE(client_->WaitForReady(10).ok());
+  }
+
+  // Submits and waits; the finished job's only result.
+  client::TaskResult Run(const std::string& target, std::vector<std::string> tasks,
+                         int64_t steps = 300, const std::string& strategy = "annealing") {
+    SubmitRequest request;
+    request.graph = ExampleHlo();
+    request.graph_name = "mlp.hlo";
+    request.target = target;
+    request.tasks = std::move(tasks);
+    request.budget.steps = steps;
+    request.strategy = strategy;
+    absl::StatusOr<client::SubmitResponse> submitted = client_->Submit(request);
+    EXPECT_TRUE(submitted.ok()) << submitted.status();
+    if (!submitted.ok()) return {};
+    if (submitted->cached) return submitted->job.results.at(0);
+    absl::StatusOr<JobInfo> job = client_->Watch(submitted->job_id);
+    EXPECT_TRUE(job.ok()) << job.status();
+    EXPECT_EQ(job->state, JobState::kDone) << job->error;
+    absl::StatusOr<JobInfo> done = client_->GetJob(submitted->job_id);
+    EXPECT_TRUE(done.ok() && done->results.size() == 1u);
+    return done.ok() && !done->results.empty() ? done->results[0] : client::TaskResult{};
+  }
+
+  TempDir dir_;
+  std::unique_ptr<Daemon> daemon_;
+  std::unique_ptr<Client> client_;
+};
+
+TEST_F(SimTasksTest, TileSearchOnTpuSimBeatsOrMatchesDefaultTiles) {
+  const client::TaskResult r = Run("tpu-sim", {"tile"});
+  EXPECT_EQ(r.task, "tile");
+  EXPECT_EQ(r.target, "tpu-v4-core");  // the worker's default spec
+  EXPECT_GT(r.baseline_score, 0);
+  EXPECT_LE(r.tuned_score, r.baseline_score);
+  EXPECT_NE(r.provenance.worker.find("tpu-sim"), std::string::npos) << r.provenance.worker;
+  ASSERT_TRUE(r.artifacts.contains("configuration"));
+  ASSERT_TRUE(r.artifacts.contains("tiles"));
+  const nlohmann::json tiles = nlohmann::json::parse(r.artifacts.at("tiles"));
+  ASSERT_TRUE(tiles.is_array());
+  ASSERT_FALSE(tiles.empty());
+  double sum = 0;
+  for (const nlohmann::json& k : tiles) sum += k.at("seconds").get<double>();
+  EXPECT_NEAR(sum, r.tuned_score, 1e-9 * r.tuned_score + 1e-15);
+
+  // The alias and the spec name share one cache entry.
+  SubmitRequest again;
+  again.graph = ExampleHlo();
+  again.target = "tpu-v4-core";
+  again.tasks = {"tile"};
+  again.budget.steps = 300;
+  again.strategy = "annealing";
+  absl::StatusOr<client::SubmitResponse> cached = client_->Submit(again);
+  ASSERT_TRUE(cached.ok()) << cached.status();
+  EXPECT_TRUE(cached->cached);
+
+  absl::StatusOr<client::ServerStats> stats = client_->GetStats();
+  ASSERT_TRUE(stats.ok());
+  EXPECT_GE(stats->measurements, 1);
+}
+
+TEST_F(SimTasksTest, FusionSearchStartsFromTheDefaultFusionWhichBeatsNoFusion) {
+  const client::TaskResult r = Run("tpu-v3-core", {"fusion"});
+  EXPECT_EQ(r.task, "fusion");
+  EXPECT_LT(r.baseline_score, r.original_score);  // fused kernels move less through HBM
+  EXPECT_LE(r.tuned_score, r.baseline_score);
+  const nlohmann::json kernels = nlohmann::json::parse(r.artifacts.at("kernels"));
+  ASSERT_FALSE(kernels.empty());
+  EXPECT_TRUE(kernels[0].contains("op_names"));
+}
+
+TEST_F(SimTasksTest, McmSimDefaultsToPartitioningAndReportsThroughput) {
+  const client::TaskResult r = Run("mcm-sim", {});
+  EXPECT_EQ(r.task, "mcm-partition");
+  EXPECT_EQ(r.target, "mcm-36");
+  EXPECT_LE(r.tuned_score, r.baseline_score);
+  const nlohmann::json partition = nlohmann::json::parse(r.artifacts.at("partition"));
+  ASSERT_TRUE(partition.is_object());
+  ASSERT_FALSE(partition.empty());
+  for (const auto& [op, chip] : partition.items()) {
+    EXPECT_GE(chip.get<int>(), 0) << op;
+    EXPECT_LT(chip.get<int>(), 36) << op;
+  }
+  const nlohmann::json summary = nlohmann::json::parse(r.artifacts.at("summary"));
+  EXPECT_NEAR(summary.at("throughput_per_s").get<double>() * r.tuned_score, 1.0, 1e-9);
+}
+
+TEST_F(SimTasksTest, ClusterSimDefaultsToPlacementNoWorseThanMetf) {
+  const client::TaskResult r = Run("cluster-sim", {});
+  EXPECT_EQ(r.task, "placement");
+  EXPECT_EQ(r.target, "gpu-4x-nvlink");
+  EXPECT_LE(r.tuned_score, r.baseline_score);
+  EXPECT_GT(r.tuned_score, 0);
+  const nlohmann::json placement = nlohmann::json::parse(r.artifacts.at("placement"));
+  ASSERT_FALSE(placement.empty());
+  const nlohmann::json summary = nlohmann::json::parse(r.artifacts.at("summary"));
+  EXPECT_DOUBLE_EQ(summary.at("makespan_seconds").get<double>(), r.tuned_score);
+  EXPECT_EQ(summary.at("busy_seconds").size(), 4u);
+}
+
+TEST_F(SimTasksTest, PassOrderOnATpuTargetIsScoredInSimulatedSeconds) {
+  const client::TaskResult r = Run("tpu-v4-core", {"pass-order"}, 100, "beam");
+  EXPECT_LE(r.tuned_score, r.baseline_score);
+  EXPECT_LT(r.tuned_score, 1.0);  // seconds of a small MLP, not an op count
+  EXPECT_GT(r.tuned_score, 0);
+  EXPECT_NE(r.provenance.worker.find("simulated seconds"), std::string::npos)
+      << r.provenance.worker;
+}
+
+TEST_F(SimTasksTest, ATaskOnATargetItCannotRunIsInvalidArgumentNamingTheTargets) {
+  SubmitRequest request;
+  request.graph = ExampleHlo();
+  request.target = "cpu";
+  request.tasks = {"tile"};
+  absl::StatusOr<client::SubmitResponse> r = client_->Submit(request);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(r.status().message().find("tpu-v4-core"), std::string::npos) << r.status();
+  request.target = "tpu-sim";
+  request.options["noise"] = "-1";
+  r = client_->Submit(request);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("noise"), std::string::npos) << r.status();
+}
+
+TEST_F(SimTasksTest, WorkersListTheSimulatorsWithTheirTargetsAndCounts) {
+  Run("tpu-sim", {"tile"}, 50);
+  absl::StatusOr<std::vector<client::WorkerInfo>> workers = client_->ListWorkers();
+  ASSERT_TRUE(workers.ok()) << workers.status();
+  std::map<std::string, client::WorkerInfo> by_name;
+  for (const client::WorkerInfo& w : *workers) by_name[w.name] = w;
+  ASSERT_TRUE(by_name.contains("tpu-sim"));
+  ASSERT_TRUE(by_name.contains("mcm-sim"));
+  ASSERT_TRUE(by_name.contains("cluster-sim"));
+  EXPECT_EQ(by_name["tpu-sim"].kind, "simulator");
+  EXPECT_EQ(by_name["tpu-sim"].targets, (std::vector<std::string>{"tpu-v3-core", "tpu-v4-core"}));
+  EXPECT_EQ(by_name["mcm-sim"].targets, std::vector<std::string>{"mcm-36"});
+  EXPECT_EQ(by_name["cluster-sim"].targets.size(), 6u);
+  EXPECT_GE(by_name["tpu-sim"].candidates_evaluated, 50);
+  EXPECT_EQ(by_name["mcm-sim"].candidates_evaluated, 0);
+  EXPECT_EQ(by_name["tpu-sim"].state, "idle");
+}
+
+}  // namespace
+}  // namespace mltune::daemon
