@@ -78,8 +78,14 @@ std::vector<std::string> PassSequence(const TaskResult& r) {
   return passes;
 }
 
-std::string ScoreLabel(const std::string& task) {
-  return task == "pass-order" ? "op count" : "score";
+// What the scores are: the worker records "<worker>/<scorer>" ("inprocess-0/op-count",
+// "tpu-sim/simulated seconds").
+std::string ScoreLabel(const TaskResult& r) {
+  const size_t slash = r.provenance.worker.rfind('/');
+  const std::string scorer =
+      slash == std::string::npos ? "" : r.provenance.worker.substr(slash + 1);
+  if (scorer == "op-count" || (scorer.empty() && r.task == "pass-order")) return "op count";
+  return scorer.empty() ? "score" : scorer;
 }
 
 void PrintTaskResult(const TaskResult& r, std::ostream& out) {
@@ -88,16 +94,25 @@ void PrintTaskResult(const TaskResult& r, std::ostream& out) {
                          r.from_cache ? absl::StrCat(", from cache (", r.cache_hits,
                                                      r.cache_hits == 1 ? " hit)" : " hits)")
                                       : "");
-  out << absl::StrFormat("  original %-22s %10g\n", ScoreLabel(r.task), r.original_score);
-  out << absl::StrFormat("  baseline (XLA default)          %10g  (%+.1f%%)\n", r.baseline_score,
+  out << absl::StrFormat("  original %-22s %10g\n", ScoreLabel(r), r.original_score);
+  out << absl::StrFormat("  baseline (%s)%*s%10g  (%+.1f%%)\n",
+                         r.task == "pass-order" ? "XLA default" : "compiler default",
+                         r.task == "pass-order" ? 10 : 5, "", r.baseline_score,
                          PercentChange(r.original_score, r.baseline_score));
   out << absl::StrFormat("  tuned                           %10g  (%+.1f%%)\n", r.tuned_score,
                          PercentChange(r.original_score, r.tuned_score));
   out << absl::StrFormat("  improvement vs baseline         %9.1f%%\n",
                          PercentLower(r.baseline_score, r.tuned_score));
-  const std::vector<std::string> passes = PassSequence(r);
-  out << absl::StrFormat("  pass sequence (%d): %s\n", passes.size(),
-                         passes.empty() ? "(none)" : absl::StrJoin(passes, ","));
+  if (r.task == "pass-order") {
+    const std::vector<std::string> passes = PassSequence(r);
+    out << absl::StrFormat("  pass sequence (%d): %s\n", passes.size(),
+                           passes.empty() ? "(none)" : absl::StrJoin(passes, ","));
+  } else {
+    std::vector<std::string> names;
+    for (const auto& [name, bytes] : r.artifacts) names.push_back(name);
+    out << absl::StrFormat("  artifacts: %s (mltune result JOB --json shows them)\n",
+                           absl::StrJoin(names, ", "));
+  }
   const Provenance& p = r.provenance;
   out << absl::StrFormat(
       "  provenance: worker %s, mltune %s, search version %s, created %s, updated %s\n",
