@@ -16,6 +16,8 @@
 #include <cstdlib>
 #include <filesystem>
 #include <functional>
+#include <limits>
+#include <map>
 #include <random>
 
 #include "CLI/CLI.hpp"
@@ -150,9 +152,13 @@ int main(int argc, char** argv) {
   opt::Candidate mcm_candidate(static_cast<size_t>(graph.size()));
   // About one boundary per 36th of the ops, so partitions spread over the chips.
   std::bernoulli_distribution boundary(std::min(1.0, 35.0 / std::max(1, graph.size())));
+  std::map<std::string, int64_t> violations;
   const Row mcm_row = Measure("mcm-sim: partition (mcm-36)", seconds, [&] {
     for (opt::Action& a : mcm_candidate) a = boundary(rng) ? 1 : 0;
-    return mcm.Evaluate(mcm_candidate);
+    const backends::mcm::McmResult r = mcm.Simulate(mcm_candidate);
+    ++violations[backends::mcm::ConstraintName(r.violated)];
+    return r.valid && r.stage_seconds > 0 ? r.stage_seconds
+                                          : std::numeric_limits<double>::infinity();
   });
 
   opt::placement::PlacementProblem placement(
@@ -175,5 +181,14 @@ int main(int argc, char** argv) {
   for (const Row* row : {&roofline, &tile_row, &fusion_row, &mcm_row, &placement_row, &metf_row}) {
     Print(*row, reference);
   }
+  std::printf("\nmcm-sim random partitions by first broken constraint:");
+  for (const auto& [name, count] : violations) {
+    std::printf(" %s %.1f%%", name.c_str(),
+                100.0 * static_cast<double>(count) / static_cast<double>(mcm_row.candidates));
+  }
+  const backends::mcm::McmResult balanced = mcm.Simulate(mcm.BalancedCandidate());
+  std::printf("\nmcm-sim balanced partition: %s, %d chips, %.0f inferences/s\n",
+              balanced.valid ? "valid" : balanced.error.c_str(), balanced.chips_used,
+              balanced.throughput);
   return 0;
 }

@@ -94,7 +94,13 @@ void PrintTaskResult(const TaskResult& r, std::ostream& out) {
                          r.from_cache ? absl::StrCat(", from cache (", r.cache_hits,
                                                      r.cache_hits == 1 ? " hit)" : " hits)")
                                       : "");
-  out << absl::StrFormat("  original %-22s %10g\n", ScoreLabel(r), r.original_score);
+  // Long units (simulated stage seconds) get their own line so the numbers stay aligned.
+  const std::string unit = ScoreLabel(r);
+  if (unit.size() <= 22) {
+    out << absl::StrFormat("  original %-22s %10g\n", unit, r.original_score);
+  } else {
+    out << absl::StrFormat("  scores in %s\n  original %-22s %10g\n", unit, "", r.original_score);
+  }
   out << absl::StrFormat("  baseline (%s)%*s%10g  (%+.1f%%)\n",
                          r.task == "pass-order" ? "XLA default" : "compiler default",
                          r.task == "pass-order" ? 10 : 5, "", r.baseline_score,

@@ -468,8 +468,11 @@ grpc::Status CompileServiceImpl::DoListStrategies(v1::ListStrategiesResponse* re
 grpc::Status CompileServiceImpl::DoListWorkers(v1::ListWorkersResponse* response) {
   RpcScope scope(metrics_, "ListWorkers");
   std::set<std::string> targets;
+  // Job threads score in-process only the targets no simulator serves (cpu, gpu).
   for (const Task* task : TaskRegistry::Global().All()) {
-    for (const std::string& target : task->targets()) targets.insert(target);
+    for (const std::string& target : task->targets()) {
+      if (WorkerForTarget(target) == nullptr) targets.insert(target);
+    }
   }
   for (const WorkerView& worker : scheduler_.Workers()) {
     v1::WorkerInfo* info = response->add_workers();

@@ -9,7 +9,7 @@ const std::vector<SimWorker>& SimWorkers() {
       {"tpu-sim", "tpu", "tpu-v4-core", "pass-order", "simulated seconds",
        "TPU-like core: kernel time from fusion and tiles (MXU padding, HBM re-reads, VMEM, "
        "double buffering)"},
-      {"mcm-sim", "mcm", "mcm-36", "mcm-partition", "simulated pipeline stage seconds",
+      {"mcm-sim", "mcm", "mcm-36", "mcm-partition", "simulated stage seconds",
        "multi-chip module: pipeline partitions over a ring of chips, 1 / max(compute + transfer)"},
       {"cluster-sim", "gpu-cluster", "gpu-4x-nvlink", "placement", "simulated makespan seconds",
        "multi-device cluster: event-driven placement simulator with links and memory"},
