@@ -60,6 +60,18 @@ struct SearchCommand {
 // `mltune search pass-order`: best pass order found within the budget, against XLA's default.
 int RunSearch(const SearchCommand& cmd, std::ostream& out, std::ostream& err);
 
+struct SimulateCommand {
+  std::string file;
+  std::string target;     // a spec name, or a simulated worker's name (tpu-sim, mcm-sim, ...)
+  int64_t top = 10;       // tpu targets: kernels listed, slowest first (0 = all)
+  bool json = false;      // one JSON object instead of the tables
+  std::string specs_dir;  // more target specs (*.json), as mltuned's --specs-dir
+};
+// `mltune simulate`: what the simulated worker of the target's kind (tpu-sim, mcm-sim,
+// cluster-sim) says about the module's entry computation with the compiler's default decisions:
+// kernel times, a pipeline partition's stages, or a placement's makespan.
+int RunSimulate(const SimulateCommand& cmd, std::ostream& out, std::ostream& err);
+
 // `mltune passes`: every registered pass with its one-line description.
 int RunListPasses(std::ostream& out, std::ostream& err);
 

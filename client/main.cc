@@ -80,6 +80,23 @@ int main(int argc, char** argv) {
   search_cmd->add_flag("!--no-warm-start", search.warm_start,
                        "Do not start from the default pipeline's order (search from scratch)");
 
+  SimulateCommand simulate;
+  auto* simulate_cmd = app.add_subcommand(
+      "simulate",
+      "What a simulated worker says about the module: TPU kernel times, a multi-chip pipeline, "
+      "or a cluster placement, by the target's kind");
+  simulate_cmd->add_option("file", simulate.file, "HLO text file")->required();
+  simulate_cmd
+      ->add_option("--target", simulate.target,
+                   "Target spec (mltuned's names, e.g. tpu-v4-core, mcm-36, gpu-8x-pcie) or a "
+                   "simulator: tpu-sim, mcm-sim, cluster-sim")
+      ->required();
+  simulate_cmd->add_option("--top", simulate.top, "TPU targets: kernels listed (0: all)")
+      ->default_val(10);
+  simulate_cmd->add_flag("--json", simulate.json, "Print JSON instead of tables");
+  simulate_cmd->add_option("--specs-dir", simulate.specs_dir,
+                           "More target specs (*.json), as mltuned's --specs-dir");
+
 #ifdef MLTUNE_WITH_RL
   TrainAgentCommand train;
   auto* train_cmd = app.add_subcommand(
@@ -207,6 +224,7 @@ int main(int argc, char** argv) {
   if (*passes_cmd) return RunListPasses(std::cout, std::cerr);
   if (*opt_cmd) return RunOpt(opt, std::cout, std::cerr);
   if (*search_cmd) return RunSearch(search, std::cout, std::cerr);
+  if (*simulate_cmd) return RunSimulate(simulate, std::cout, std::cerr);
 #ifdef MLTUNE_WITH_RL
   if (*train_cmd) {
     train.live_progress = isatty(STDERR_FILENO);

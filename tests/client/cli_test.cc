@@ -1,6 +1,7 @@
 // The `mltune` binary end to end: outputs, JSON, exit codes and error messages.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <array>
 #include <cstdio>
 #include <filesystem>
@@ -193,6 +194,184 @@ TEST(CliSearchTest, FindsAnOrderAtLeastAsGoodAsNothing) {
   Result bad = RunCli("search pass-order " + in + " --strategy telepathy");
   EXPECT_EQ(bad.exit_code, 1);
   EXPECT_NE(bad.err.find("greedy"), std::string::npos) << bad.err;  // lists the real ones
+}
+
+}  // namespace
+}  // namespace mltune
+
+namespace mltune {
+namespace {
+
+// `mltune simulate`: the simulated workers' view of a module, offline.
+std::string JaxExample() { return testing::SourcePath("examples/mlp_train_step_jax.hlo"); }
+
+// The number after `label` on its line of `out`, in seconds ("45.2 µs", "1.20 ms", "3.00 s").
+double SecondsAfter(const std::string& out, const std::string& label) {
+  const size_t at = out.find(label);
+  if (at == std::string::npos) return -1;
+  const std::string line = out.substr(at + label.size(), out.find('\n', at) - at - label.size());
+  double value = 0;
+  char unit[8] = {};
+  if (std::sscanf(line.c_str(), " %lf %7s", &value, unit) != 2) return -1;
+  const std::string u = unit;
+  if (u == "ns") return value * 1e-9;
+  if (u == "µs") return value * 1e-6;
+  if (u == "ms") return value * 1e-3;
+  if (u == "s") return value;
+  return -1;
+}
+
+TEST(CliSimulateTest, TpuSimPrintsKernelsAndTotals) {
+  Result r = RunCli("simulate " + JaxExample() + " --target tpu-sim --top 3");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("module jit_mlp_train_step on tpu-v4-core, simulated by tpu-sim\n"),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("kernels (default fusion)"), std::string::npos) << r.out;
+  const double fused = SecondsAfter(r.out, "total, default fusion and tiles");
+  EXPECT_GT(fused, 0) << r.out;
+  EXPECT_GT(SecondsAfter(r.out, "roofline sum (reference)"), 0) << r.out;
+  // Fusing saves kernel launches and HBM round trips: unfused is slower on this graph.
+  const size_t unfused_at = r.out.find("kernels)", r.out.find("total, unfused ("));
+  ASSERT_NE(unfused_at, std::string::npos) << r.out;
+  EXPECT_GT(SecondsAfter(r.out.substr(unfused_at), "kernels)"), fused) << r.out;
+  const size_t header = r.out.find("KERNEL");
+  ASSERT_NE(header, std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("top 3 of"), std::string::npos) << r.out;
+  // The header and exactly three kernel rows, then the timing line.
+  std::string table = r.out.substr(header);
+  EXPECT_EQ(std::count(table.begin(), table.end(), '\n'), 5) << table;
+  EXPECT_NE(table.find("matmul "), std::string::npos) << table;
+}
+
+TEST(CliSimulateTest, McmSimPrintsThroughputAndChips) {
+  Result r = RunCli("simulate " + JaxExample() + " --target mcm-sim");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("on mcm-36, simulated by mcm-sim\n"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("throughput"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("inferences/s"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("CHIP"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("all ops on one chip: "), std::string::npos) << r.out;
+}
+
+TEST(CliSimulateTest, ClusterSimPrintsMakespanAndDevices) {
+  Result r = RunCli("simulate " + JaxExample() + " --target cluster-sim");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("on gpu-4x-nvlink, simulated by cluster-sim\n"), std::string::npos) << r.out;
+  EXPECT_GT(SecondsAfter(r.out, "makespan, m-ETF placement"), 0) << r.out;
+  EXPECT_GT(SecondsAfter(r.out, "makespan, all on device 0"), 0) << r.out;
+  EXPECT_NE(r.out.find("DEVICE"), std::string::npos) << r.out;
+  // A spec name directly: eight devices, rows 0..7.
+  Result eight = RunCli("simulate " + JaxExample() + " --target gpu-8x-pcie");
+  ASSERT_EQ(eight.exit_code, 0) << eight.err;
+  EXPECT_NE(eight.out.find("\n7 "), std::string::npos) << eight.out;
+  EXPECT_EQ(eight.out.find("\n8 "), std::string::npos) << eight.out;
+}
+
+TEST(CliSimulateTest, JsonHasTheSameFacts) {
+  Result tpu = RunCli("simulate --json " + JaxExample() + " --target tpu-sim --top 2");
+  ASSERT_EQ(tpu.exit_code, 0) << tpu.err;
+  auto t = nlohmann::json::parse(tpu.out);
+  EXPECT_EQ(t["module"], "jit_mlp_train_step");
+  EXPECT_EQ(t["target"], "tpu-v4-core");
+  EXPECT_EQ(t["kind"], "tpu");
+  EXPECT_EQ(t["simulator"], "tpu-sim");
+  EXPECT_GT(t["ops"].get<int>(), 0);
+  EXPECT_GT(t["kernels"].get<int>(), 0);
+  EXPECT_LE(t["kernels"].get<int>(), t["ops"].get<int>());
+  EXPECT_EQ(t["unfused"]["kernels"], t["ops"]);
+  EXPECT_TRUE(t["default"]["valid"].get<bool>());
+  EXPECT_GT(t["default"]["seconds"].get<double>(), 0);
+  EXPECT_GT(t["unfused"]["seconds"].get<double>(), 0);
+  EXPECT_GT(t["roofline_seconds"].get<double>(), 0);
+  ASSERT_EQ(t["top_kernels"].size(), 2u);
+  EXPECT_GE(t["top_kernels"][0]["seconds"].get<double>(),
+            t["top_kernels"][1]["seconds"].get<double>());
+  for (const char* key : {"kernel", "ops", "kind", "tile", "steps", "hbm_bytes", "vmem_bytes",
+                          "compute_seconds", "dma_seconds", "seconds", "share"}) {
+    EXPECT_TRUE(t["top_kernels"][0].contains(key)) << key;
+  }
+  Result all = RunCli("simulate --json " + JaxExample() + " --target tpu-v4-core --top 0");
+  ASSERT_EQ(all.exit_code, 0) << all.err;
+  auto a = nlohmann::json::parse(all.out);
+  ASSERT_EQ(a["top_kernels"].size(), a["kernels"].get<size_t>());
+  double shares = 0;
+  for (const auto& k : a["top_kernels"]) shares += k["share"].get<double>();
+  EXPECT_NEAR(shares, 1.0, 1e-9);
+
+  Result mcm = RunCli("simulate --json " + JaxExample() + " --target mcm-sim");
+  ASSERT_EQ(mcm.exit_code, 0) << mcm.err;
+  auto m = nlohmann::json::parse(mcm.out);
+  EXPECT_EQ(m["target"], "mcm-36");
+  EXPECT_EQ(m["chips"], 36);
+  ASSERT_TRUE(m["balanced"]["valid"].get<bool>()) << mcm.out;
+  EXPECT_GT(m["balanced"]["throughput_per_s"].get<double>(), 0);
+  EXPECT_NEAR(m["balanced"]["throughput_per_s"].get<double>() *
+                  m["balanced"]["stage_seconds"].get<double>(),
+              1.0, 1e-9);
+  EXPECT_EQ(m["balanced"]["per_chip"].size(), m["balanced"]["chips_used"].get<size_t>());
+  int chip_ops = 0;
+  for (const auto& c : m["balanced"]["per_chip"]) chip_ops += c["ops"].get<int>();
+  EXPECT_EQ(chip_ops, m["ops"].get<int>());
+  EXPECT_TRUE(m["one_chip"].contains("valid"));
+
+  Result cluster = RunCli("simulate --json " + JaxExample() + " --target cluster-sim");
+  ASSERT_EQ(cluster.exit_code, 0) << cluster.err;
+  auto c = nlohmann::json::parse(cluster.out);
+  EXPECT_EQ(c["target"], "gpu-4x-nvlink");
+  EXPECT_EQ(c["kind"], "gpu-cluster");
+  ASSERT_TRUE(c["metf"]["valid"].get<bool>()) << cluster.out;
+  EXPECT_GT(c["metf"]["makespan_seconds"].get<double>(), 0);
+  EXPECT_GT(c["one_device"]["makespan_seconds"].get<double>(), 0);
+  EXPECT_GT(c["speedup"].get<double>(), 0);
+  ASSERT_EQ(c["metf"]["per_device"].size(), 4u);
+  int placed = 0;
+  for (const auto& d : c["metf"]["per_device"]) {
+    placed += d["ops"].get<int>();
+    EXPECT_LE(d["utilization"].get<double>(), 1.0 + 1e-9);
+  }
+  EXPECT_EQ(placed, c["ops"].get<int>());
+}
+
+TEST(CliSimulateTest, UnknownTargetListsTheKnownOnes) {
+  Result r = RunCli("simulate " + JaxExample() + " --target tpu-v9");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_TRUE(r.out.empty()) << r.out;
+  EXPECT_NE(r.err.find("unknown target 'tpu-v9'"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("tpu-v4-core"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("gpu-8x-pcie"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("cluster-sim = gpu-4x-nvlink"), std::string::npos) << r.err;
+  Result missing = RunCli("simulate " + JaxExample());  // --target is required
+  EXPECT_EQ(missing.exit_code, 1);
+  EXPECT_NE(missing.err.find("--target"), std::string::npos) << missing.err;
+}
+
+TEST(CliSimulateTest, SpecsDirAddsTargets) {
+  const auto dir = std::filesystem::temp_directory_path() / "mltune_cli_specs";
+  std::filesystem::create_directories(dir);
+  std::string spec = testing::ReadFile(testing::SourcePath("backends/specs/mcm-36.json"));
+  spec.replace(spec.find("\"mcm-36\""), 8, "\"mcm-4\"");
+  spec.replace(spec.find("\"devices\": 36"), 13, "\"devices\": 4");
+  std::ofstream(dir / "mcm-4.json") << spec;
+  Result r =
+      RunCli("simulate --json " + JaxExample() + " --target mcm-4 --specs-dir " + dir.string());
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["target"], "mcm-4");
+  EXPECT_EQ(j["chips"], 4);
+  Result without = RunCli("simulate " + JaxExample() + " --target mcm-4");
+  EXPECT_EQ(without.exit_code, 1);
+}
+
+TEST(CliSimulateTest, BadFileIsAParseError) {
+  const std::string bad = WriteTemp("mltune_cli_bad_sim.hlo",
+                                    "HloModule m\nENTRY e {\n  p = f32[2] parameter(0)\n"
+                                    "  ROOT r = f32[2] frobnicate(p)\n}\n");
+  Result r = RunCli("simulate " + bad + " --target tpu-sim");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_TRUE(r.out.empty()) << r.out;
+  EXPECT_NE(r.err.find("mltune_cli_bad_sim.hlo:4:"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("frobnicate"), std::string::npos) << r.err;
 }
 
 }  // namespace
