@@ -137,10 +137,15 @@ int main(int argc, char** argv) {
   auto* submit_cmd = app.add_subcommand(
       "submit", "Tune a graph through mltuned: answered from its cache, or queued as a job");
   submit_cmd->add_option("file", submit.file, "HLO text file")->required();
-  submit_cmd->add_option("--task", submit.tasks, "Task to run (repeatable; default pass-order)")
+  submit_cmd
+      ->add_option("--task", submit.tasks,
+                   "Task to run (repeatable; default: the target's natural task)")
       ->delimiter(',')
       ->allow_extra_args(false);
-  submit_cmd->add_option("--target", submit.target, "Target: cpu or gpu")->default_val("cpu");
+  submit_cmd
+      ->add_option("--target", submit.target,
+                   "Target: cpu, gpu, a spec name or tpu-sim|mcm-sim|cluster-sim")
+      ->default_val("cpu");
   submit_cmd->add_option("--strategy", submit.strategy,
                          "random, greedy, beam, annealing or evolutionary (default: the daemon's)");
   submit_cmd->add_option("--budget", submit.budget, "Search steps (0: the daemon's default)");
