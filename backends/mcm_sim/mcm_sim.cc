@@ -394,37 +394,52 @@ std::vector<int32_t> McmSimulator::BalancedPartition(const OpGraph& graph) const
   std::vector<int32_t> best(static_cast<size_t>(n), 0);
   if (n == 0) return best;
   OpTimer timer(spec_, *SramLevel(spec_));
-  std::vector<double> before(static_cast<size_t>(n) + 1, 0);  // compute of the ops before i
+  // Two ways to balance: by compute alone, and by compute and weight bytes together (a model
+  // whose weights exceed one chip's SRAM needs its weights spread as much as its work).
+  std::vector<double> compute(static_cast<size_t>(n)), weights(static_cast<size_t>(n), 0);
+  double total_compute = 0, total_weights = 0;
   for (int32_t i = 0; i < n; ++i) {
-    before[static_cast<size_t>(i) + 1] =
-        before[static_cast<size_t>(i)] + timer.Seconds(graph.nodes[static_cast<size_t>(i)]);
+    const OpNode& node = graph.nodes[static_cast<size_t>(i)];
+    compute[static_cast<size_t>(i)] = timer.Seconds(node);
+    for (const costmodels::OpWeight& w : node.weights) weights[static_cast<size_t>(i)] += w.bytes;
+    total_compute += compute[static_cast<size_t>(i)];
+    total_weights += weights[static_cast<size_t>(i)];
   }
-  const double total = before[static_cast<size_t>(n)];
   double best_throughput = 0;
   {
     const McmResult one_chip = Simulate(graph, best);
     if (one_chip.valid) best_throughput = one_chip.throughput;
   }
   std::vector<int32_t> candidate(static_cast<size_t>(n));
+  std::vector<double> before(static_cast<size_t>(n) + 1, 0);  // load of the ops before i
   const int32_t max_runs = std::min(chips(), n);
-  for (int32_t runs = 2; runs <= max_runs; ++runs) {
-    // Each op goes to the share of total compute its midpoint falls in. A single op longer than a
-    // share would leave a share empty, so runs are renumbered consecutively (no skipped chip).
-    const double share = total / runs;
-    int32_t chip = 0, previous_share = 0;
+  for (int metric = 0; metric < 2; ++metric) {
+    if (metric == 1 && total_weights <= 0) break;
     for (int32_t i = 0; i < n; ++i) {
-      const double midpoint =
-          (before[static_cast<size_t>(i)] + before[static_cast<size_t>(i) + 1]) / 2;
-      const int32_t in_share =
-          share > 0 ? std::min(static_cast<int32_t>(midpoint / share), runs - 1) : 0;
-      if (i > 0 && in_share > previous_share) ++chip;
-      previous_share = in_share;
-      candidate[static_cast<size_t>(i)] = chip;
+      double load = total_compute > 0 ? compute[static_cast<size_t>(i)] / total_compute : 0;
+      if (metric == 1) load += weights[static_cast<size_t>(i)] / total_weights;
+      before[static_cast<size_t>(i) + 1] = before[static_cast<size_t>(i)] + load;
     }
-    const McmResult result = Simulate(graph, candidate);
-    if (result.valid && result.throughput > best_throughput) {
-      best_throughput = result.throughput;
-      best = candidate;
+    const double total = before[static_cast<size_t>(n)];
+    for (int32_t runs = 2; runs <= max_runs; ++runs) {
+      // Each op goes to the share of the total load its midpoint falls in. A single op larger than
+      // a share would leave a share empty, so runs are renumbered consecutively (no skipped chip).
+      const double share = total / runs;
+      int32_t chip = 0, previous_share = 0;
+      for (int32_t i = 0; i < n; ++i) {
+        const double midpoint =
+            (before[static_cast<size_t>(i)] + before[static_cast<size_t>(i) + 1]) / 2;
+        const int32_t in_share =
+            share > 0 ? std::min(static_cast<int32_t>(midpoint / share), runs - 1) : 0;
+        if (i > 0 && in_share > previous_share) ++chip;
+        previous_share = in_share;
+        candidate[static_cast<size_t>(i)] = chip;
+      }
+      const McmResult result = Simulate(graph, candidate);
+      if (result.valid && result.throughput > best_throughput) {
+        best_throughput = result.throughput;
+        best = candidate;
+      }
     }
   }
   return best;

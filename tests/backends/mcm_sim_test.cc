@@ -438,6 +438,24 @@ TEST(McmSimTest, BalancedPartitionAvoidsOverfullSram) {
   EXPECT_EQ(r.chips_used, 4);
 }
 
+TEST(McmSimTest, BalancedPartitionSpreadsWeightsWhenComputeIsLopsided) {
+  // All the compute is in the first op, all the weights in the last three (30 MB each, 64 MB per
+  // chip): cutting by compute alone leaves the three weights on one chip, cutting by compute and
+  // weights together spreads them.
+  OpGraph graph;
+  AddOp(graph, "heavy", "s8", Cost(1e10), 1e3, {}, {});
+  for (int32_t i = 1; i < 4; ++i) {
+    const int32_t w = AddWeight(graph, 3e7);
+    AddOp(graph, "op." + std::to_string(i), "s8", Cost(1e3), 1e3, {{i - 1, 1e3}}, {w});
+  }
+  graph.LinkUsers();
+  const McmSimulator sim = Sim(TestSpec(4));
+  EXPECT_EQ(sim.Simulate(graph, {0, 1, 1, 1}).violated, Constraint::kSramCapacity);
+  const McmResult r = sim.Simulate(graph, sim.BalancedPartition(graph));
+  ASSERT_TRUE(r.valid) << r.error;
+  EXPECT_GE(r.chips_used, 2);
+}
+
 TEST(McmSimTest, CreateRejectsBadSpecs) {
   TargetSpec tpu = TestSpec();
   tpu.kind = "tpu";
