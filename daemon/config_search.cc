@@ -5,6 +5,7 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "daemon/sim_workers.h"
 
 namespace mltune::daemon {
 
@@ -38,6 +39,21 @@ absl::StatusOr<const backends::TargetSpec*> FindSpec(std::string_view target) {
     return absl::InvalidArgumentError(absl::StrCat("no target spec '", std::string(target), "'"));
   }
   return spec;
+}
+
+std::vector<std::string> ConfigTask::targets() const { return TargetsOfWorker(worker_); }
+
+absl::Status ConfigTask::ValidateOptions(const TaskOptions& options) const {
+  return ParseConfigTaskOptions(name_, options, allow_noise_).status();
+}
+
+absl::StatusOr<TaskOutcome> ConfigTask::Run(const TaskRequest& request) const {
+  absl::StatusOr<ConfigTaskOptions> options =
+      ParseConfigTaskOptions(name_, request.options, allow_noise_);
+  if (!options.ok()) return options.status();
+  absl::StatusOr<const backends::TargetSpec*> spec = FindSpec(request.target);
+  if (!spec.ok()) return spec.status();
+  return Search(request, *options, **spec);
 }
 
 absl::StatusOr<ConfigSearchRun> RunConfigSearch(const TaskRequest& request, std::string_view task,

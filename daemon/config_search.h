@@ -28,6 +28,33 @@ absl::StatusOr<ConfigTaskOptions> ParseConfigTaskOptions(std::string_view task,
 // The spec of a resolved target name, or InvalidArgument.
 absl::StatusOr<const backends::TargetSpec*> FindSpec(std::string_view target);
 
+// Base of the configuration tasks: a name, a description, the simulated worker whose targets it
+// runs on and whether it takes `noise`; Run parses the options and finds the spec, then calls
+// Search.
+class ConfigTask : public Task {
+ public:
+  ConfigTask(std::string name, std::string description, std::string worker, bool allow_noise)
+      : name_(std::move(name)),
+        description_(std::move(description)),
+        worker_(std::move(worker)),
+        allow_noise_(allow_noise) {}
+
+  std::string_view name() const override { return name_; }
+  std::string description() const override { return description_; }
+  std::vector<std::string> targets() const override;
+  absl::Status ValidateOptions(const TaskOptions& options) const override;
+  absl::StatusOr<TaskOutcome> Run(const TaskRequest& request) const final;
+
+ protected:
+  virtual absl::StatusOr<TaskOutcome> Search(const TaskRequest& request,
+                                             const ConfigTaskOptions& options,
+                                             const backends::TargetSpec& spec) const = 0;
+
+ private:
+  std::string name_, description_, worker_;
+  bool allow_noise_;
+};
+
 struct ConfigSearchRun {
   opt::Candidate best;  // the best configuration (a seed when the search found nothing better)
   TaskOutcome outcome;  // scores, steps, completion; artifacts["configuration"]

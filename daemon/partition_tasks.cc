@@ -29,25 +29,19 @@ json Assignment(const costmodels::OpGraph& graph, const std::vector<int32_t>& un
   return out;
 }
 
-class McmPartitionTask : public Task {
+class McmPartitionTask : public ConfigTask {
  public:
-  std::string_view name() const override { return "mcm-partition"; }
-  std::string description() const override {
-    return "ops onto the chips of a multi-chip module as a pipeline (acyclic, no skipped chip, "
-           "no chip triangle, SRAM), in simulated stage seconds, against the balanced partition";
-  }
-  std::vector<std::string> targets() const override { return TargetsOfWorker("mcm-sim"); }
-  absl::Status ValidateOptions(const TaskOptions& options) const override {
-    return ParseConfigTaskOptions(name(), options, false).status();
-  }
+  McmPartitionTask()
+      : ConfigTask(
+            "mcm-partition",
+            "ops onto the chips of a multi-chip module as a pipeline (acyclic, no skipped chip, "
+            "no chip triangle, SRAM), in simulated stage seconds, against the balanced partition",
+            "mcm-sim", false) {}
 
-  absl::StatusOr<TaskOutcome> Run(const TaskRequest& request) const override {
-    absl::StatusOr<ConfigTaskOptions> options =
-        ParseConfigTaskOptions(name(), request.options, false);
-    if (!options.ok()) return options.status();
-    absl::StatusOr<const backends::TargetSpec*> spec = FindSpec(request.target);
-    if (!spec.ok()) return spec.status();
-    absl::StatusOr<backends::mcm::McmSimulator> sim = backends::mcm::McmSimulator::Create(**spec);
+ protected:
+  absl::StatusOr<TaskOutcome> Search(const TaskRequest& request, const ConfigTaskOptions& options,
+                                     const backends::TargetSpec& spec) const override {
+    absl::StatusOr<backends::mcm::McmSimulator> sim = backends::mcm::McmSimulator::Create(spec);
     if (!sim.ok()) return sim.status();
     opt::mcm::McmPartitionProblem problem(costmodels::BuildOpGraph(*request.module),
                                           *std::move(sim));
@@ -56,7 +50,7 @@ class McmPartitionTask : public Task {
     const backends::mcm::McmResult one_chip = problem.simulator().Simulate(
         problem.graph(), std::vector<int32_t>(static_cast<size_t>(problem.graph().size()), 0));
     absl::StatusOr<ConfigSearchRun> run = RunConfigSearch(
-        request, name(), problem, options->seed, one_chip.valid ? one_chip.stage_seconds : baseline,
+        request, name(), problem, options.seed, one_chip.valid ? one_chip.stage_seconds : baseline,
         baseline, "simulated stage seconds");
     if (!run.ok()) return run.status();
     const backends::mcm::McmResult best = problem.Simulate(run->best);
@@ -73,26 +67,20 @@ class McmPartitionTask : public Task {
   }
 };
 
-class PlacementTask : public Task {
+class PlacementTask : public ConfigTask {
  public:
-  std::string_view name() const override { return "placement"; }
-  std::string description() const override {
-    return "ops onto the devices of a cluster (event-driven simulation with links and memory), "
-           "in simulated makespan seconds, against Baechi's m-ETF placement";
-  }
-  std::vector<std::string> targets() const override { return TargetsOfWorker("cluster-sim"); }
-  absl::Status ValidateOptions(const TaskOptions& options) const override {
-    return ParseConfigTaskOptions(name(), options, false).status();
-  }
+  PlacementTask()
+      : ConfigTask(
+            "placement",
+            "ops onto the devices of a cluster (event-driven simulation with links and memory), "
+            "in simulated makespan seconds, against Baechi's m-ETF placement",
+            "cluster-sim", false) {}
 
-  absl::StatusOr<TaskOutcome> Run(const TaskRequest& request) const override {
-    absl::StatusOr<ConfigTaskOptions> options =
-        ParseConfigTaskOptions(name(), request.options, false);
-    if (!options.ok()) return options.status();
-    absl::StatusOr<const backends::TargetSpec*> spec = FindSpec(request.target);
-    if (!spec.ok()) return spec.status();
+ protected:
+  absl::StatusOr<TaskOutcome> Search(const TaskRequest& request, const ConfigTaskOptions& options,
+                                     const backends::TargetSpec& spec) const override {
     absl::StatusOr<backends::cluster::ClusterSimulator> sim =
-        backends::cluster::ClusterSimulator::Create(**spec);
+        backends::cluster::ClusterSimulator::Create(spec);
     if (!sim.ok()) return sim.status();
     opt::placement::PlacementProblem problem(costmodels::BuildOpGraph(*request.module),
                                              *std::move(sim));
@@ -100,7 +88,7 @@ class PlacementTask : public Task {
     const double one_device =
         problem.Evaluate(opt::Candidate(static_cast<size_t>(problem.graph().size()), 0));
     absl::StatusOr<ConfigSearchRun> run = RunConfigSearch(
-        request, name(), problem, options->seed, std::isfinite(one_device) ? one_device : baseline,
+        request, name(), problem, options.seed, std::isfinite(one_device) ? one_device : baseline,
         baseline, "simulated makespan seconds");
     if (!run.ok()) return run.status();
     const backends::cluster::ClusterResult best = problem.Simulate(run->best);

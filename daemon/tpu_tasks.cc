@@ -20,14 +20,12 @@ namespace {
 
 using nlohmann::json;
 
-absl::StatusOr<backends::tpu::TpuSimulator> MakeSimulator(const TaskRequest& request,
+absl::StatusOr<backends::tpu::TpuSimulator> MakeSimulator(const backends::TargetSpec& spec,
                                                           const ConfigTaskOptions& options) {
-  absl::StatusOr<const backends::TargetSpec*> spec = FindSpec(request.target);
-  if (!spec.ok()) return spec.status();
   backends::tpu::TpuSimOptions sim;
   sim.noise_stddev = options.noise;
   sim.seed = options.seed;
-  return backends::tpu::TpuSimulator::Create(**spec, sim);
+  return backends::tpu::TpuSimulator::Create(spec, sim);
 }
 
 json KernelTable(const std::vector<costmodels::KernelSummary>& kernels,
@@ -46,29 +44,24 @@ json KernelTable(const std::vector<costmodels::KernelSummary>& kernels,
   return out;
 }
 
-class TileTask : public Task {
+class TileTask : public ConfigTask {
  public:
-  std::string_view name() const override { return "tile"; }
-  std::string description() const override {
-    return "tile sizes (m, n, k, double buffering) per kernel of the default fusion, in "
-           "simulated seconds, against the compiler's default tiles";
-  }
-  std::vector<std::string> targets() const override { return TargetsOfWorker("tpu-sim"); }
-  absl::Status ValidateOptions(const TaskOptions& options) const override {
-    return ParseConfigTaskOptions(name(), options, true).status();
-  }
+  TileTask()
+      : ConfigTask("tile",
+                   "tile sizes (m, n, k, double buffering) per kernel of the default fusion, in "
+                   "simulated seconds, against the compiler's default tiles",
+                   "tpu-sim", true) {}
 
-  absl::StatusOr<TaskOutcome> Run(const TaskRequest& request) const override {
-    absl::StatusOr<ConfigTaskOptions> options =
-        ParseConfigTaskOptions(name(), request.options, true);
-    if (!options.ok()) return options.status();
-    absl::StatusOr<backends::tpu::TpuSimulator> sim = MakeSimulator(request, *options);
+ protected:
+  absl::StatusOr<TaskOutcome> Search(const TaskRequest& request, const ConfigTaskOptions& options,
+                                     const backends::TargetSpec& spec) const override {
+    absl::StatusOr<backends::tpu::TpuSimulator> sim = MakeSimulator(spec, options);
     if (!sim.ok()) return sim.status();
     const costmodels::OpGraph graph = costmodels::BuildOpGraph(*request.module);
     opt::tiling::TpuTileProblem problem(
         costmodels::SummarizeKernels(graph, costmodels::PlanFusion(graph)), *std::move(sim));
     const double baseline = problem.Evaluate(problem.DefaultCandidate());
-    absl::StatusOr<ConfigSearchRun> run = RunConfigSearch(request, name(), problem, options->seed,
+    absl::StatusOr<ConfigSearchRun> run = RunConfigSearch(request, name(), problem, options.seed,
                                                           baseline, baseline, "simulated seconds");
     if (!run.ok()) return run.status();
     const std::vector<backends::tpu::TileConfig> tiles = problem.Decode(run->best);
@@ -78,23 +71,18 @@ class TileTask : public Task {
   }
 };
 
-class FusionTask : public Task {
+class FusionTask : public ConfigTask {
  public:
-  std::string_view name() const override { return "fusion"; }
-  std::string description() const override {
-    return "which producers fuse into their consumers' kernels (XLA's rules), in simulated "
-           "seconds with default tiles, against the compiler's default fusion";
-  }
-  std::vector<std::string> targets() const override { return TargetsOfWorker("tpu-sim"); }
-  absl::Status ValidateOptions(const TaskOptions& options) const override {
-    return ParseConfigTaskOptions(name(), options, true).status();
-  }
+  FusionTask()
+      : ConfigTask("fusion",
+                   "which producers fuse into their consumers' kernels (XLA's rules), in simulated "
+                   "seconds with default tiles, against the compiler's default fusion",
+                   "tpu-sim", true) {}
 
-  absl::StatusOr<TaskOutcome> Run(const TaskRequest& request) const override {
-    absl::StatusOr<ConfigTaskOptions> options =
-        ParseConfigTaskOptions(name(), request.options, true);
-    if (!options.ok()) return options.status();
-    absl::StatusOr<backends::tpu::TpuSimulator> sim = MakeSimulator(request, *options);
+ protected:
+  absl::StatusOr<TaskOutcome> Search(const TaskRequest& request, const ConfigTaskOptions& options,
+                                     const backends::TargetSpec& spec) const override {
+    absl::StatusOr<backends::tpu::TpuSimulator> sim = MakeSimulator(spec, options);
     if (!sim.ok()) return sim.status();
     backends::tpu::TpuSimulator unfused_sim = *sim;
     opt::fusion::TpuFusionProblem problem(costmodels::BuildOpGraph(*request.module),
@@ -104,7 +92,7 @@ class FusionTask : public Task {
         unfused_sim.Simulate(costmodels::SummarizeKernels(graph, costmodels::Unfused(graph)));
     const double baseline = problem.Evaluate(problem.DefaultCandidate());
     absl::StatusOr<ConfigSearchRun> run =
-        RunConfigSearch(request, name(), problem, options->seed,
+        RunConfigSearch(request, name(), problem, options.seed,
                         unfused.valid ? unfused.seconds : baseline, baseline, "simulated seconds");
     if (!run.ok()) return run.status();
     const costmodels::FusionPlan plan = problem.Plan(run->best);
