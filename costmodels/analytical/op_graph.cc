@@ -81,58 +81,45 @@ double Bytes(const ir::Shape& shape) {
   return bytes;
 }
 
+OpCost CalledCost(const ir::Computation& computation);
+
+bool CallsComputations(Opcode op) {
+  return op == Opcode::kWhile || op == Opcode::kConditional || op == Opcode::kCall ||
+         op == Opcode::kFusion;
+}
+
+// Adds what `instr`'s called computations run to `cost`. A fusion's memory traffic is its own
+// operands and result only, so its body adds work but no bytes.
+void AddCalledCosts(const ir::Instruction& instr, OpCost* cost) {
+  for (const ir::Computation* called : instr.called_computations()) {
+    const OpCost inner = CalledCost(*called);
+    cost->flops += inner.flops;
+    cost->transcendentals += inner.transcendentals;
+    cost->matrix_flops += inner.matrix_flops;
+    if (instr.opcode() != Opcode::kFusion) {
+      cost->bytes_read += inner.bytes_read;
+      cost->bytes_written += inner.bytes_written;
+    }
+  }
+}
+
 // Costs of everything a computation runs, nested control flow included (reducers are inside
 // their reduce's cost already).
 OpCost CalledCost(const ir::Computation& computation) {
   OpCost total;
   for (const ir::Instruction* instr : computation.instructions()) {
     total += InstructionCost(*instr);
-    switch (instr->opcode()) {
-      case Opcode::kWhile:
-      case Opcode::kConditional:
-      case Opcode::kCall:
-      case Opcode::kFusion:
-        for (const ir::Computation* called : instr->called_computations()) {
-          OpCost inner = CalledCost(*called);
-          total.flops += inner.flops;
-          total.transcendentals += inner.transcendentals;
-          total.matrix_flops += inner.matrix_flops;
-          // A fusion's memory traffic is its own operands and result only.
-          if (instr->opcode() != Opcode::kFusion) {
-            total.bytes_read += inner.bytes_read;
-            total.bytes_written += inner.bytes_written;
-          }
-        }
-        break;
-      default:
-        break;
-    }
+    if (CallsComputations(instr->opcode())) AddCalledCosts(*instr, &total);
   }
   return total;
 }
 
 OpCost NodeCost(const ir::Instruction& instr) {
   OpCost cost = InstructionCost(instr);
-  switch (instr.opcode()) {
-    case Opcode::kWhile:
-    case Opcode::kConditional:
-    case Opcode::kCall:
-    case Opcode::kFusion: {
-      if (instr.opcode() == Opcode::kFusion) cost.flops = 0;
-      for (const ir::Computation* called : instr.called_computations()) {
-        const OpCost inner = CalledCost(*called);
-        cost.flops += inner.flops;
-        cost.transcendentals += inner.transcendentals;
-        cost.matrix_flops += inner.matrix_flops;
-        if (instr.opcode() != Opcode::kFusion) {
-          cost.bytes_read += inner.bytes_read;
-          cost.bytes_written += inner.bytes_written;
-        }
-      }
-      break;
-    }
-    default:
-      break;
+  if (CallsComputations(instr.opcode())) {
+    // A fusion's work is its body's, not one op per result element.
+    if (instr.opcode() == Opcode::kFusion) cost.flops = 0;
+    AddCalledCosts(instr, &cost);
   }
   return cost;
 }
@@ -147,14 +134,12 @@ void FillMatmul(const ir::Instruction& instr, OpNode* node) {
   if (instr.opcode() == Opcode::kDot && instr.dot_dnums.has_value()) {
     const ir::DotDimensionNumbers& d = *instr.dot_dnums;
     const std::vector<int64_t>& lhs = instr.operand(0)->shape().dimensions();
-    const std::vector<int64_t>& rhs = instr.operand(1)->shape().dimensions();
     node->matmul = true;
     node->mm.batch = Product(lhs, d.lhs_batch_dimensions);
     node->mm.k = Product(lhs, d.lhs_contracting_dimensions);
     const int64_t bk = std::max<int64_t>(1, node->mm.batch * node->mm.k);
     node->mm.m = instr.operand(0)->shape().ElementCount() / bk;
     node->mm.n = instr.operand(1)->shape().ElementCount() / bk;
-    (void)rhs;
   } else if (instr.opcode() == Opcode::kConvolution && instr.conv_dnums.has_value()) {
     const ir::ConvolutionDimensionNumbers& d = *instr.conv_dnums;
     const std::vector<int64_t>& kernel = instr.operand(1)->shape().dimensions();
@@ -183,8 +168,6 @@ OpGraph BuildOpGraph(const ir::Module& module) {
   OpGraph graph;
   graph.module_name = module.name();
   const ir::Computation& entry = *module.entry();
-  std::unordered_map<const ir::Instruction*, int32_t> node_of;
-  std::unordered_map<const ir::Instruction*, int32_t> weight_of;
 
   // The ops and weights an operand's data comes from, through plumbing.
   struct Source {
@@ -201,7 +184,6 @@ OpGraph BuildOpGraph(const ir::Module& module) {
     if (IsWeight(op)) {
       const int32_t id = graph.weight_count++;
       graph.weight_bytes.push_back(Bytes(instr->shape()));
-      weight_of[instr] = id;
       source_of[instr].weights.push_back(id);
       continue;
     }
@@ -261,7 +243,6 @@ OpGraph BuildOpGraph(const ir::Module& module) {
         if (!seen) node.weights.push_back({w, graph.weight_bytes[static_cast<size_t>(w)]});
       }
     }
-    node_of[instr] = id;
     source_of[instr].nodes.push_back(id);
     graph.nodes.push_back(std::move(node));
   }
