@@ -1,0 +1,1204 @@
+#include "backends/cpu/codegen.h"
+
+#include <algorithm>
+#include <cmath>
+#include <functional>
+#include <limits>
+#include <map>
+#include <unordered_map>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+
+namespace mltune::backends::cpu {
+namespace {
+
+using ir::Instruction;
+using ir::Opcode;
+using ir::PrimitiveType;
+using Idx = std::vector<std::string>;
+
+constexpr int64_t kAlign = 64;
+int64_t AlignUp(int64_t v, int64_t a) { return (v + a - 1) / a * a; }
+
+std::string CType(PrimitiveType t) {
+  switch (t) {
+    case PrimitiveType::kPred:
+      return "bool";
+    case PrimitiveType::kS8:
+      return "int8_t";
+    case PrimitiveType::kS16:
+      return "int16_t";
+    case PrimitiveType::kS32:
+      return "int32_t";
+    case PrimitiveType::kS64:
+      return "int64_t";
+    case PrimitiveType::kU8:
+      return "uint8_t";
+    case PrimitiveType::kU16:
+      return "uint16_t";
+    case PrimitiveType::kU32:
+      return "uint32_t";
+    case PrimitiveType::kU64:
+      return "uint64_t";
+    case PrimitiveType::kF64:
+      return "double";
+    default:
+      return "float";
+  }
+}
+// pred is stored one byte per element, as in Literal.
+std::string StorageType(PrimitiveType t) {
+  return t == PrimitiveType::kPred ? "uint8_t" : CType(t);
+}
+
+std::string LiteralText(const ir::Literal& lit, int64_t i) {
+  const PrimitiveType t = lit.element_type();
+  const std::string ct = CType(t);
+  if (t == PrimitiveType::kPred) return lit.GetAsBool(i) ? "true" : "false";
+  if (ir::IsFloatingPoint(t)) {
+    const double v = lit.GetAsDouble(i);
+    if (std::isnan(v)) return absl::StrCat("std::numeric_limits<", ct, ">::quiet_NaN()");
+    if (std::isinf(v)) {
+      return absl::StrCat(v < 0 ? "-" : "", "std::numeric_limits<", ct, ">::infinity()");
+    }
+    return absl::StrFormat(t == PrimitiveType::kF32 ? "(float)%.9g" : "(double)%.17g", v);
+  }
+  if (ir::IsSignedIntegral(t)) {
+    const int64_t v = lit.GetAsInt64(i);
+    if (v == std::numeric_limits<int64_t>::min()) return "std::numeric_limits<int64_t>::min()";
+    return absl::StrCat("(", ct, ")", v, "LL");
+  }
+  return absl::StrCat("(", ct, ")", lit.GetAsUint64(i), "ULL");
+}
+
+std::string Linear(const std::vector<int64_t>& dims, const Idx& idx) {
+  std::vector<std::string> terms;
+  int64_t stride = 1;
+  for (int64_t d = static_cast<int64_t>(dims.size()) - 1; d >= 0; --d) {
+    const size_t du = static_cast<size_t>(d);
+    if (dims[du] != 1 && idx[du] != "0") {
+      terms.push_back(stride == 1 ? absl::StrCat("(", idx[du], ")")
+                                  : absl::StrCat("(", idx[du], ")*", stride, "LL"));
+    }
+    stride *= dims[du];
+  }
+  if (terms.empty()) return "0";
+  std::reverse(terms.begin(), terms.end());
+  return absl::StrJoin(terms, " + ");
+}
+
+int64_t Product(const std::vector<int64_t>& v) {
+  int64_t p = 1;
+  for (int64_t x : v) p *= x;
+  return p;
+}
+
+// File-scope arrays for the program's non-scalar constants, each emitted once.
+class ConstantPool {
+ public:
+  std::string Name(const Instruction* c) {
+    auto it = names_.find(c);
+    if (it != names_.end()) return it->second;
+    const std::string name = absl::StrCat("cst_", names_.size());
+    const ir::Literal& lit = *c->literal;
+    std::string text = absl::StrCat("static const ", StorageType(lit.element_type()), " ", name,
+                                    "[", std::max<int64_t>(1, lit.element_count()), "] = {");
+    for (int64_t i = 0; i < lit.element_count(); ++i) {
+      absl::StrAppend(&text, i == 0 ? "" : ",", (i % 8 == 7) ? "\n  " : "", LiteralText(lit, i));
+    }
+    absl::StrAppend(&text, "};\n");
+    decls_ += text;
+    names_[c] = name;
+    return name;
+  }
+  const std::string& decls() const { return decls_; }
+
+ private:
+  std::unordered_map<const Instruction*, std::string> names_;
+  std::string decls_;
+};
+
+std::string CompareOp(ir::ComparisonDirection d) {
+  switch (d) {
+    case ir::ComparisonDirection::kEq:
+      return "==";
+    case ir::ComparisonDirection::kNe:
+      return "!=";
+    case ir::ComparisonDirection::kGe:
+      return ">=";
+    case ir::ComparisonDirection::kGt:
+      return ">";
+    case ir::ComparisonDirection::kLe:
+      return "<=";
+    case ir::ComparisonDirection::kLt:
+      return "<";
+  }
+  return "==";
+}
+
+// The C++ expression of elementwise `instr` on operand expressions `a` (XLA semantics through the
+// prelude's mt_* helpers).
+std::string ElementwiseExpr(const Instruction& instr, const std::vector<std::string>& a) {
+  const std::string ct = CType(instr.shape().element_type());
+  auto call = [&](const char* fn) { return absl::StrCat(fn, "(", absl::StrJoin(a, ", "), ")"); };
+  switch (instr.opcode()) {
+    case Opcode::kAdd:
+      return call("mt_add");
+    case Opcode::kSubtract:
+      return call("mt_sub");
+    case Opcode::kMultiply:
+      return call("mt_mul");
+    case Opcode::kDivide:
+      return call("mt_div");
+    case Opcode::kRemainder:
+      return call("mt_rem");
+    case Opcode::kMaximum:
+      return call("mt_max");
+    case Opcode::kMinimum:
+      return call("mt_min");
+    case Opcode::kPower:
+      return call("mt_pow");
+    case Opcode::kAtan2:
+      return call("std::atan2");
+    case Opcode::kShiftLeft:
+      return call("mt_shl");
+    case Opcode::kShiftRightLogical:
+      return call("mt_shrl");
+    case Opcode::kShiftRightArithmetic:
+      return call("mt_shra");
+    case Opcode::kAnd:
+      return absl::StrCat("(", ct, ")(", a[0], " & ", a[1], ")");
+    case Opcode::kOr:
+      return absl::StrCat("(", ct, ")(", a[0], " | ", a[1], ")");
+    case Opcode::kXor:
+      return absl::StrCat("(", ct, ")(", a[0], " ^ ", a[1], ")");
+    case Opcode::kCompare:
+      return absl::StrCat("(", a[0], " ", CompareOp(*instr.comparison_direction), " ", a[1], ")");
+    case Opcode::kSelect:
+      return absl::StrCat("(", a[0], " ? ", a[1], " : ", a[2], ")");
+    case Opcode::kClamp:
+      return absl::StrCat("mt_clamp<", ct, ">(", a[0], ", ", a[1], ", ", a[2], ")");
+    case Opcode::kConvert:
+      return absl::StrCat("mt_convert<", ct, ">(", a[0], ")");
+    case Opcode::kCopy:
+      return a[0];
+    case Opcode::kAbs:
+      return call("mt_abs");
+    case Opcode::kNegate:
+      return call("mt_neg");
+    case Opcode::kSign:
+      return call("mt_sign");
+    case Opcode::kNot:
+      return call("mt_not");
+    case Opcode::kPopulationCount:
+      return call("mt_popcnt");
+    case Opcode::kClz:
+      return call("mt_clz");
+    case Opcode::kExp:
+      return call("mt_exp");
+    case Opcode::kTanh:
+      return call("mt_tanh");
+    case Opcode::kLogistic:
+      return call("mt_logistic");
+    case Opcode::kRsqrt:
+      return absl::StrCat("(", ct, ")1 / std::sqrt(", a[0], ")");
+    case Opcode::kIsFinite:
+      return absl::StrCat("(bool)std::isfinite(", a[0], ")");
+    case Opcode::kRoundNearestAfz:
+      return call("std::round");
+    case Opcode::kRoundNearestEven:
+      return call("std::nearbyint");
+    case Opcode::kExpm1:
+      return absl::StrCat("(", ct, ")", call("std::expm1"));
+    case Opcode::kLog:
+      return absl::StrCat("(", ct, ")", call("std::log"));
+    case Opcode::kLog1p:
+      return absl::StrCat("(", ct, ")", call("std::log1p"));
+    case Opcode::kSqrt:
+      return absl::StrCat("(", ct, ")", call("std::sqrt"));
+    case Opcode::kCbrt:
+      return absl::StrCat("(", ct, ")", call("std::cbrt"));
+    case Opcode::kSin:
+      return absl::StrCat("(", ct, ")", call("std::sin"));
+    case Opcode::kCos:
+      return absl::StrCat("(", ct, ")", call("std::cos"));
+    case Opcode::kTan:
+      return absl::StrCat("(", ct, ")", call("std::tan"));
+    case Opcode::kFloor:
+      return absl::StrCat("(", ct, ")", call("std::floor"));
+    case Opcode::kCeil:
+      return absl::StrCat("(", ct, ")", call("std::ceil"));
+    case Opcode::kErf:
+      return absl::StrCat("(", ct, ")", call("std::erf"));
+    default:
+      return absl::StrCat("/* no expression for ", std::string(ir::OpcodeName(instr.opcode())),
+                          " */ ", ct, "(0)");
+  }
+}
+
+std::string Clamp(const std::string& v, int64_t lo, int64_t hi) {
+  return absl::StrCat("std::min<int64_t>(std::max<int64_t>(", v, ", ", lo, "), ", hi, ")");
+}
+
+struct LoopOptions {
+  bool simd = false;
+  int64_t unroll = 1;
+  int64_t block = 0;
+  bool parallel = false;
+};
+
+class KernelEmitter {
+ public:
+  KernelEmitter(const Kernel& kernel, const KernelConfig& config, ConstantPool* pool)
+      : k_(kernel), config_(config), pool_(pool) {}
+
+  absl::StatusOr<std::string> Emit(const std::string& fn);
+  int64_t workspace_bytes() const { return ws_bytes_; }
+  bool uses_onednn() const { return onednn_; }
+  const std::string& helpers() const { return helpers_; }
+
+ private:
+  int64_t Param(std::string_view name) const {
+    for (size_t i = 0; i < k_.params.size(); ++i) {
+      if (k_.params[i].name == name) return config_[i];
+    }
+    return 0;
+  }
+  int64_t Alloc(int64_t bytes) {
+    const int64_t off = ws_bytes_;
+    ws_bytes_ = AlignUp(ws_bytes_ + std::max<int64_t>(bytes, 1), kAlign);
+    return off;
+  }
+  void Line(const std::string& s) { absl::StrAppend(&code_, indent_, s, "\n"); }
+  void Open(const std::string& s) {
+    Line(s);
+    indent_ += "  ";
+  }
+  void Close() {
+    indent_.resize(indent_.size() - 2);
+    Line("}");
+  }
+  std::string NewName(const std::string& prefix) { return absl::StrCat(prefix, counter_++); }
+  std::string Var(const std::string& type, const std::string& expr) {
+    const std::string v = NewName("v");
+    Line(absl::StrCat("const ", type, " ", v, " = ", expr, ";"));
+    return v;
+  }
+  std::string IntVar(const std::string& expr) { return Var("int64_t", expr); }
+  void PushScope() { memo_.emplace_back(); }
+  void PopScope() { memo_.pop_back(); }
+
+  // The value of `instr` at `idx` (a C++ expression: a variable or a literal).
+  std::string Value(const Instruction* instr, const Idx& idx);
+  std::string Compute(const Instruction* instr, const Idx& idx);
+  std::string External(const Instruction* instr, const Idx& idx);
+  std::string HeavyLoad(const Idx& idx);
+  std::string Reducer(const ir::Computation& comp, PrimitiveType t);
+
+  // Emits a loop nest over `dims`; `body` runs in the innermost scope with the indices.
+  void LoopNest(const std::vector<int64_t>& dims, const LoopOptions& opts,
+                const std::function<void(const Idx&)>& body);
+  void StoreOutputs(const std::vector<const Instruction*>& outputs, const LoopOptions& opts);
+  std::string OutPtr(const Instruction* o) const { return out_ptr_.at(o); }
+
+  absl::Status EmitLoop();
+  absl::Status EmitReduce();
+  absl::Status EmitReduceWindow();
+  absl::Status EmitMatmul();
+  // GEMM over packed A [batch][m][k], B [batch][k][n] into C [batch][m][n].
+  void EmitGemm(const std::string& a, const std::string& b, const std::string& c, int64_t batch,
+                int64_t m, int64_t n, int64_t kdim);
+
+  const Kernel& k_;
+  KernelConfig config_;
+  ConstantPool* pool_;
+  std::string code_, helpers_, indent_ = "  ";
+  std::vector<std::map<std::string, std::string>> memo_;
+  std::unordered_map<const Instruction*, std::string> in_ptr_, out_ptr_;
+  int64_t counter_ = 0, ws_bytes_ = 0;
+  bool onednn_ = false;
+  // After a matrix op's GEMM, its value is read from `heavy_buffer_` (HeavyLoad).
+  std::string heavy_buffer_;
+  std::function<std::string(const Idx&)> heavy_index_;
+  std::unordered_map<const ir::Computation*, std::string> reducers_;
+};
+
+std::string KernelEmitter::Value(const Instruction* instr, const Idx& idx) {
+  const std::string key =
+      absl::StrCat(reinterpret_cast<uintptr_t>(instr), ":", absl::StrJoin(idx, ","));
+  for (auto it = memo_.rbegin(); it != memo_.rend(); ++it) {
+    auto found = it->find(key);
+    if (found != it->end()) return found->second;
+  }
+  std::string v;
+  if (!heavy_buffer_.empty() && instr == k_.root) {
+    v = HeavyLoad(idx);
+  } else if (!k_.Contains(instr)) {
+    v = External(instr, idx);
+  } else {
+    v = Compute(instr, idx);
+  }
+  memo_.back()[key] = v;
+  return v;
+}
+
+std::string KernelEmitter::External(const Instruction* instr, const Idx& idx) {
+  const Instruction* base = BaseValue(instr);
+  const PrimitiveType t = instr->shape().element_type();
+  if (base->opcode() == Opcode::kConstant) {
+    if (base->literal->element_count() == 1) return LiteralText(*base->literal, 0);
+    return Var(CType(t), absl::StrCat("(", CType(t), ")", pool_->Name(base), "[",
+                                      Linear(instr->shape().dimensions(), idx), "]"));
+  }
+  const std::string load =
+      absl::StrCat(in_ptr_.at(base), "[", Linear(instr->shape().dimensions(), idx), "]");
+  return Var(CType(t), t == PrimitiveType::kPred ? absl::StrCat("(bool)", load) : load);
+}
+
+std::string KernelEmitter::HeavyLoad(const Idx& idx) {
+  return Var("float", absl::StrCat(heavy_buffer_, "[", heavy_index_(idx), "]"));
+}
+
+std::string KernelEmitter::Reducer(const ir::Computation& comp, PrimitiveType t) {
+  auto it = reducers_.find(&comp);
+  if (it != reducers_.end()) return it->second;
+  const std::string name = absl::StrCat("red_", k_.id, "_", reducers_.size());
+  const std::string ct = CType(t);
+  std::string text = absl::StrCat("inline ", ct, " ", name, "(", ct, " p0, ", ct, " p1) {\n");
+  std::unordered_map<const Instruction*, std::string> var;
+  int n = 0;
+  for (const Instruction* i : comp.MakePostOrder()) {
+    if (i->opcode() == Opcode::kParameter) {
+      var[i] = i->parameter_number == 0 ? "p0" : "p1";
+      continue;
+    }
+    if (i->opcode() == Opcode::kConstant) {
+      var[i] = LiteralText(*i->literal, 0);
+      continue;
+    }
+    std::vector<std::string> args;
+    for (const Instruction* operand : i->operands()) args.push_back(var.at(operand));
+    const std::string v = absl::StrCat("r", n++);
+    absl::StrAppend(&text, "  const ", CType(i->shape().element_type()), " ", v, " = ",
+                    ElementwiseExpr(*i, args), ";\n");
+    var[i] = v;
+  }
+  absl::StrAppend(&text, "  return ", var.at(comp.root()), ";\n}\n");
+  helpers_ += text;
+  reducers_[&comp] = name;
+  return name;
+}
+
+std::string KernelEmitter::Compute(const Instruction* instr, const Idx& idx) {
+  const PrimitiveType t = instr->shape().element_type();
+  const std::string ct = CType(t);
+  const std::vector<int64_t>& dims = instr->shape().dimensions();
+  const Opcode opcode = instr->opcode();
+  if (opcode == Opcode::kCopy) return Value(instr->operand(0), idx);
+  if (ir::IsElementwise(opcode)) {
+    std::vector<std::string> args;
+    for (const Instruction* operand : instr->operands()) args.push_back(Value(operand, idx));
+    return Var(ct, ElementwiseExpr(*instr, args));
+  }
+  std::string e;
+  switch (opcode) {
+    case Opcode::kBroadcast: {
+      Idx o;
+      for (int64_t d : instr->dimensions) o.push_back(idx[static_cast<size_t>(d)]);
+      return Value(instr->operand(0), o);
+    }
+    case Opcode::kTranspose: {
+      Idx o(idx.size());
+      for (size_t j = 0; j < idx.size(); ++j) {
+        o[static_cast<size_t>(instr->dimensions[j])] = idx[j];
+      }
+      return Value(instr->operand(0), o);
+    }
+    case Opcode::kReshape:
+    case Opcode::kBitcast: {
+      const std::vector<int64_t>& od = instr->operand(0)->shape().dimensions();
+      std::vector<int64_t> a, b;
+      for (int64_t d : dims) {
+        if (d != 1) a.push_back(d);
+      }
+      for (int64_t d : od) {
+        if (d != 1) b.push_back(d);
+      }
+      Idx o(od.size(), "0");
+      if (a == b) {  // only unit dimensions change: map the others one to one
+        size_t j = 0;
+        for (size_t i = 0; i < dims.size(); ++i) {
+          if (dims[i] == 1) continue;
+          while (od[j] == 1) ++j;
+          o[j++] = idx[i];
+        }
+      } else {
+        const std::string lin = IntVar(Linear(dims, idx));
+        const std::vector<int64_t> strides = ir::RowMajorStrides(od);
+        for (size_t j = 0; j < od.size(); ++j) {
+          if (od[j] == 1) continue;
+          o[j] = j == 0 ? absl::StrCat(lin, " / ", strides[j])
+                        : absl::StrCat("(", lin, " / ", strides[j], ") % ", od[j]);
+        }
+      }
+      return Value(instr->operand(0), o);
+    }
+    case Opcode::kSlice: {
+      Idx o(idx.size());
+      for (size_t d = 0; d < idx.size(); ++d) {
+        const ir::SliceDim& s = instr->slice[d];
+        std::string x = s.stride == 1 ? idx[d] : absl::StrCat("(", idx[d], ")*", s.stride);
+        o[d] = s.start == 0 ? x : absl::StrCat(x, " + ", s.start);
+      }
+      return Value(instr->operand(0), o);
+    }
+    case Opcode::kReverse: {
+      Idx o = idx;
+      for (int64_t d : instr->dimensions) {
+        const size_t du = static_cast<size_t>(d);
+        o[du] = absl::StrCat(dims[du] - 1, " - (", idx[du], ")");
+      }
+      return Value(instr->operand(0), o);
+    }
+    case Opcode::kConcatenate: {
+      const size_t d = static_cast<size_t>(instr->dimensions[0]);
+      std::vector<int64_t> offsets;
+      int64_t off = 0;
+      for (const Instruction* operand : instr->operands()) {
+        offsets.push_back(off);
+        off += operand->shape().dimensions(static_cast<int64_t>(d));
+      }
+      std::string result;
+      for (int64_t j = instr->operand_count() - 1; j >= 0; --j) {
+        const size_t ju = static_cast<size_t>(j);
+        const int64_t size = instr->operand(j)->shape().dimensions(static_cast<int64_t>(d));
+        Idx o = idx;
+        o[d] = Clamp(absl::StrCat(idx[d], " - ", offsets[ju]), 0, std::max<int64_t>(0, size - 1));
+        if (size == 0) continue;
+        const std::string v = Value(instr->operand(j), o);
+        result = result.empty() ? v
+                                : absl::StrCat("((", idx[d], ") < ", offsets[ju + 1], " ? ", v,
+                                               " : ", result, ")");
+      }
+      e = result;
+      break;
+    }
+    case Opcode::kPad: {
+      const std::vector<int64_t>& od = instr->operand(0)->shape().dimensions();
+      Idx o(idx.size());
+      std::vector<std::string> valid;
+      for (size_t d = 0; d < idx.size(); ++d) {
+        const ir::PaddingDim& p = instr->padding[d];
+        if (p.low == 0 && p.high == 0 && p.interior == 0) {
+          o[d] = idx[d];
+          continue;
+        }
+        const std::string tpos = IntVar(absl::StrCat("(", idx[d], ") - (", p.low, "LL)"));
+        if (p.interior == 0) {
+          valid.push_back(absl::StrCat(tpos, " >= 0 && ", tpos, " < ", od[d]));
+          o[d] = Clamp(tpos, 0, std::max<int64_t>(0, od[d] - 1));
+        } else {
+          const int64_t step = p.interior + 1;
+          valid.push_back(absl::StrCat(tpos, " >= 0 && ", tpos, " % ", step, " == 0 && ", tpos,
+                                       " / ", step, " < ", od[d]));
+          o[d] = Clamp(absl::StrCat(tpos, " / ", step), 0, std::max<int64_t>(0, od[d] - 1));
+        }
+      }
+      const std::string padv = Value(instr->operand(1), {});
+      if (Product(od) == 0) return padv;
+      const std::string v = Value(instr->operand(0), o);
+      if (valid.empty()) return v;
+      e = absl::StrCat("(", absl::StrJoin(valid, " && "), ") ? ", v, " : ", padv);
+      break;
+    }
+    case Opcode::kIota:
+      e = absl::StrCat("(", ct, ")(", idx[static_cast<size_t>(instr->iota_dimension)], ")");
+      break;
+    case Opcode::kDynamicSlice: {
+      const std::vector<int64_t>& od = instr->operand(0)->shape().dimensions();
+      Idx o(idx.size());
+      for (size_t d = 0; d < idx.size(); ++d) {
+        const std::string s = Value(instr->operand(static_cast<int64_t>(d) + 1), {});
+        const std::string start = IntVar(Clamp(absl::StrCat("(int64_t)", s), 0, od[d] - dims[d]));
+        o[d] = absl::StrCat("(", idx[d], ") + ", start);
+      }
+      return Value(instr->operand(0), o);
+    }
+    case Opcode::kDynamicUpdateSlice: {
+      const std::vector<int64_t>& ud = instr->operand(1)->shape().dimensions();
+      Idx u(idx.size());
+      std::vector<std::string> inside;
+      for (size_t d = 0; d < idx.size(); ++d) {
+        const std::string s = Value(instr->operand(static_cast<int64_t>(d) + 2), {});
+        const std::string start = IntVar(Clamp(absl::StrCat("(int64_t)", s), 0, dims[d] - ud[d]));
+        inside.push_back(absl::StrCat("(", idx[d], ") >= ", start, " && (", idx[d], ") < ", start,
+                                      " + ", ud[d]));
+        u[d] = Clamp(absl::StrCat("(", idx[d], ") - ", start), 0, std::max<int64_t>(0, ud[d] - 1));
+      }
+      const std::string base = Value(instr->operand(0), idx);
+      if (Product(ud) == 0) return base;
+      const std::string upd = Value(instr->operand(1), u);
+      e = absl::StrCat("(", absl::StrJoin(inside, " && "), ") ? ", upd, " : ", base);
+      break;
+    }
+    default:
+      e = absl::StrCat("/* unsupported ", std::string(ir::OpcodeName(opcode)), " */ 0");
+      break;
+  }
+  return Var(ct, e);
+}
+
+void KernelEmitter::LoopNest(const std::vector<int64_t>& dims, const LoopOptions& opts,
+                             const std::function<void(const Idx&)>& body) {
+  const size_t rank = dims.size();
+  const std::string p = NewName("i");
+  Idx idx(rank);
+  for (size_t d = 0; d < rank; ++d) idx[d] = dims[d] == 1 ? "0" : absl::StrCat(p, "_", d);
+  int opened = 0;
+  auto open_loop = [&](size_t d, const std::string& from, const std::string& to, bool inner) {
+    if (opened == 0 && opts.parallel) Line("#pragma omp parallel for schedule(static)");
+    if (inner && opts.simd) Line("#pragma GCC ivdep");
+    if (inner && opts.unroll > 1) Line(absl::StrCat("#pragma GCC unroll ", opts.unroll));
+    Open(absl::StrCat("for (int64_t ", idx[d], " = ", from, "; ", idx[d], " < ", to, "; ++", idx[d],
+                      ") {"));
+    ++opened;
+  };
+  std::vector<size_t> loops;
+  for (size_t d = 0; d < rank; ++d) {
+    if (dims[d] != 1) loops.push_back(d);
+  }
+  Open("{");
+  if (opts.block > 0 && loops.size() >= 2) {
+    const size_t a = loops[loops.size() - 2], b = loops.back();
+    for (size_t j = 0; j + 2 < loops.size(); ++j) {
+      open_loop(loops[j], "0", absl::StrCat(dims[loops[j]]), false);
+    }
+    const std::string ab = absl::StrCat(idx[a], "b"), bb = absl::StrCat(idx[b], "b");
+    if (opened == 0 && opts.parallel) Line("#pragma omp parallel for schedule(static)");
+    Open(absl::StrCat("for (int64_t ", ab, " = 0; ", ab, " < ", dims[a], "; ", ab,
+                      " += ", opts.block, ") {"));
+    ++opened;
+    Open(absl::StrCat("for (int64_t ", bb, " = 0; ", bb, " < ", dims[b], "; ", bb,
+                      " += ", opts.block, ") {"));
+    ++opened;
+    open_loop(a, ab, absl::StrCat("std::min<int64_t>(", ab, " + ", opts.block, ", ", dims[a], ")"),
+              false);
+    open_loop(b, bb, absl::StrCat("std::min<int64_t>(", bb, " + ", opts.block, ", ", dims[b], ")"),
+              true);
+  } else {
+    for (size_t j = 0; j < loops.size(); ++j) {
+      open_loop(loops[j], "0", absl::StrCat(dims[loops[j]]), j + 1 == loops.size());
+    }
+  }
+  PushScope();
+  body(idx);
+  PopScope();
+  for (int i = 0; i < opened; ++i) Close();
+  Close();
+}
+
+void KernelEmitter::StoreOutputs(const std::vector<const Instruction*>& outputs,
+                                 const LoopOptions& opts) {
+  // Outputs of one shape share a loop nest (and their common subexpressions).
+  std::map<std::vector<int64_t>, std::vector<const Instruction*>> groups;
+  std::vector<std::vector<int64_t>> order;
+  for (const Instruction* o : outputs) {
+    auto& g = groups[o->shape().dimensions()];
+    if (g.empty()) order.push_back(o->shape().dimensions());
+    g.push_back(o);
+  }
+  for (const std::vector<int64_t>& dims : order) {
+    if (Product(dims) == 0) continue;
+    LoopNest(dims, opts, [&](const Idx& idx) {
+      for (const Instruction* o : groups[dims]) {
+        const std::string v = Value(o, idx);
+        const bool pred = o->shape().element_type() == PrimitiveType::kPred;
+        Line(absl::StrCat(OutPtr(o), "[", Linear(dims, idx), "] = ", pred ? "(uint8_t)" : "", v,
+                          ";"));
+      }
+    });
+  }
+}
+
+absl::Status KernelEmitter::EmitLoop() {
+  LoopOptions opts;
+  opts.block = Param("block");
+  opts.unroll = Param("unroll");
+  opts.simd = Param("simd") != 0;
+  opts.parallel = Param("parallel") != 0;
+  StoreOutputs(k_.outputs, opts);
+  return absl::OkStatus();
+}
+
+absl::Status KernelEmitter::EmitReduce() {
+  const Instruction* r = k_.root;
+  const Instruction* x = r->operand(0);
+  const PrimitiveType t = r->shape().element_type();
+  const std::string ct = CType(t);
+  const std::vector<int64_t>& xd = x->shape().dimensions();
+  const std::vector<int64_t>& od = r->shape().dimensions();
+  std::vector<bool> reduced(xd.size(), false);
+  for (int64_t d : r->dimensions) reduced[static_cast<size_t>(d)] = true;
+  std::vector<const Instruction*> others;
+  for (const Instruction* o : k_.outputs) {
+    if (o != r) others.push_back(o);
+  }
+  StoreOutputs(others, LoopOptions{.simd = true});
+  if (Product(od) == 0) return absl::OkStatus();
+  const std::string red = Reducer(*r->to_apply(), t);
+  const std::string init = Value(r->operand(1), {});
+  const std::string out = OutPtr(r);
+  const bool pred = t == PrimitiveType::kPred;
+  const std::string load_cast = pred ? "(bool)" : "";
+  const std::string store_cast = pred ? "(uint8_t)" : "";
+  const bool parallel = Param("parallel") != 0;
+  std::vector<size_t> red_dims, kept_dims;
+  for (size_t d = 0; d < xd.size(); ++d) (reduced[d] ? red_dims : kept_dims).push_back(d);
+
+  if (Param("order") == 1 || Product(xd) == 0) {
+    // Walk the operand in memory order; each element folds into its output element.
+    LoopNest(od, LoopOptions{.simd = true}, [&](const Idx& oi) {
+      Line(absl::StrCat(out, "[", Linear(od, oi), "] = ", store_cast, init, ";"));
+    });
+    if (Product(xd) == 0) return absl::OkStatus();
+    const bool inner_kept = !xd.empty() && !reduced.back();
+    const bool outer_kept = !xd.empty() && !reduced.front();
+    LoopOptions opts{.simd = inner_kept, .parallel = parallel && outer_kept};
+    LoopNest(xd, opts, [&](const Idx& idx) {
+      Idx oi;
+      for (size_t d : kept_dims) oi.push_back(idx[d]);
+      const std::string v = Value(x, idx);
+      const std::string slot = absl::StrCat(out, "[", Linear(od, oi), "]");
+      Line(absl::StrCat(slot, " = ", store_cast, red, "(", load_cast, slot, ", ", v, ");"));
+    });
+    return absl::OkStatus();
+  }
+  // Reduced dimensions innermost, `lanes` partial accumulators on the last one.
+  const int64_t lanes = red_dims.empty() ? 1 : std::max<int64_t>(1, Param("lanes"));
+  std::vector<int64_t> kept_sizes;
+  for (size_t d : kept_dims) kept_sizes.push_back(xd[d]);
+  LoopNest(kept_sizes, LoopOptions{.parallel = parallel}, [&](const Idx& ki) {
+    Idx idx(xd.size());
+    for (size_t j = 0; j < kept_dims.size(); ++j) idx[kept_dims[j]] = ki[j];
+    const std::string acc = NewName("acc");
+    Line(absl::StrCat(ct, " ", acc, "[", lanes, "];"));
+    Line(absl::StrCat("for (int l = 0; l < ", lanes, "; ++l) ", acc, "[l] = ", init, ";"));
+    int opened = 0;
+    for (size_t j = 0; j + 1 < red_dims.size(); ++j) {
+      const size_t d = red_dims[j];
+      idx[d] = xd[d] == 1 ? "0" : NewName("r");
+      if (xd[d] != 1) {
+        Open(absl::StrCat("for (int64_t ", idx[d], " = 0; ", idx[d], " < ", xd[d], "; ++", idx[d],
+                          ") {"));
+        ++opened;
+      }
+    }
+    if (!red_dims.empty()) {
+      const size_t last = red_dims.back();
+      const int64_t n = xd[last];
+      const std::string j = NewName("j");
+      Line(absl::StrCat("int64_t ", j, " = 0;"));
+      if (lanes > 1) {
+        Open(absl::StrCat("for (; ", j, " + ", lanes, " <= ", n, "; ", j, " += ", lanes, ") {"));
+        Line("#pragma omp simd");
+        Open(absl::StrCat("for (int l = 0; l < ", lanes, "; ++l) {"));
+        PushScope();
+        idx[last] = absl::StrCat(j, " + l");
+        const std::string v = Value(x, idx);
+        Line(absl::StrCat(acc, "[l] = ", red, "(", acc, "[l], ", v, ");"));
+        PopScope();
+        Close();
+        Close();
+      }
+      Open(absl::StrCat("for (; ", j, " < ", n, "; ++", j, ") {"));
+      PushScope();
+      idx[last] = j;
+      const std::string v = Value(x, idx);
+      Line(absl::StrCat(acc, "[0] = ", red, "(", acc, "[0], ", v, ");"));
+      PopScope();
+      Close();
+    }
+    for (int i = 0; i < opened; ++i) Close();
+    Line(absl::StrCat("for (int l = 1; l < ", lanes, "; ++l) ", acc, "[0] = ", red, "(", acc,
+                      "[0], ", acc, "[l]);"));
+    Line(absl::StrCat(out, "[", Linear(od, ki), "] = ", store_cast, acc, "[0];"));
+  });
+  return absl::OkStatus();
+}
+
+absl::Status KernelEmitter::EmitReduceWindow() {
+  const Instruction* r = k_.root;
+  const Instruction* x = r->operand(0);
+  const PrimitiveType t = r->shape().element_type();
+  const std::string ct = CType(t);
+  const std::vector<int64_t>& xd = x->shape().dimensions();
+  const std::vector<int64_t>& od = r->shape().dimensions();
+  std::vector<const Instruction*> others;
+  for (const Instruction* o : k_.outputs) {
+    if (o != r) others.push_back(o);
+  }
+  StoreOutputs(others, LoopOptions{.simd = true});
+  if (Product(od) == 0) return absl::OkStatus();
+  const std::string red = Reducer(*r->to_apply(), t);
+  const std::string init = Value(r->operand(1), {});
+  const bool pred = t == PrimitiveType::kPred;
+  std::vector<ir::WindowDim> win(xd.size());
+  if (r->window.has_value()) {
+    for (size_t d = 0; d < xd.size() && d < r->window->dims.size(); ++d)
+      win[d] = r->window->dims[d];
+  }
+  LoopOptions opts{.simd = Param("simd") != 0, .parallel = Param("parallel") != 0};
+  LoopNest(od, opts, [&](const Idx& oi) {
+    const std::string acc = NewName("acc");
+    Line(absl::StrCat(ct, " ", acc, " = ", init, ";"));
+    Idx xi(xd.size());
+    std::vector<std::string> valid;
+    int opened = 0;
+    for (size_t d = 0; d < xd.size(); ++d) {
+      const ir::WindowDim& w = win[d];
+      std::string wv = "0";
+      if (w.size != 1) {
+        wv = NewName("w");
+        Open(absl::StrCat("for (int64_t ", wv, " = 0; ", wv, " < ", w.size, "; ++", wv, ") {"));
+        ++opened;
+      }
+      const std::string raw = IntVar(absl::StrCat("(", oi[d], ")*", w.stride, " - ", w.padding_low,
+                                                  " + ", wv, "*", w.window_dilation));
+      std::string pos = raw;
+      if (w.base_dilation > 1) {
+        valid.push_back(absl::StrCat(raw, " >= 0 && ", raw, " % ", w.base_dilation, " == 0"));
+        pos = IntVar(absl::StrCat(raw, " / ", w.base_dilation));
+      }
+      if (w.padding_low != 0 || w.padding_high != 0 || w.base_dilation > 1) {
+        valid.push_back(absl::StrCat(pos, " >= 0 && ", pos, " < ", xd[d]));
+      }
+      xi[d] = pos;
+    }
+    if (!valid.empty()) Open(absl::StrCat("if (", absl::StrJoin(valid, " && "), ") {"));
+    PushScope();
+    const std::string v = Value(x, xi);
+    Line(absl::StrCat(acc, " = ", red, "(", acc, ", ", v, ");"));
+    PopScope();
+    if (!valid.empty()) Close();
+    for (int i = 0; i < opened; ++i) Close();
+    Line(absl::StrCat(OutPtr(r), "[", Linear(od, oi), "] = ", pred ? "(uint8_t)" : "", acc, ";"));
+  });
+  return absl::OkStatus();
+}
+
+void KernelEmitter::EmitGemm(const std::string& a, const std::string& b, const std::string& c,
+                             int64_t batch, int64_t m, int64_t n, int64_t kdim) {
+  if (batch * m * n == 0) return;
+  const bool parallel = Param("parallel") != 0;
+  if (Param("impl") == 1) {
+    onednn_ = true;
+    Open(absl::StrCat("for (int64_t g = 0; g < ", batch, "; ++g) {"));
+    Line(absl::StrCat("dnnl_sgemm('N', 'N', ", m, ", ", n, ", ", kdim, ", 1.f, ", a, " + g*",
+                      m * kdim, "LL, ", kdim, ", ", b, " + g*", kdim * n, "LL, ", n, ", 0.f, ", c,
+                      " + g*", m * n, "LL, ", n, ");"));
+    Close();
+    return;
+  }
+  const MicroKernelShape mk = MicroKernel(Param("micro"));
+  const int64_t mr = mk.rows, nr = 16 * mk.vectors;
+  const int64_t mc = AlignUp(Param("mc"), mr), nc = AlignUp(Param("nc"), nr);
+  const int64_t kc = std::max<int64_t>(1, std::min(Param("kc"), kdim));
+  const int64_t pa = Alloc(AlignUp(std::min(mc, AlignUp(m, mr)), mr) * kc * 4);
+  const int64_t pb = Alloc(AlignUp(std::min(nc, AlignUp(n, nr)), nr) * kc * 4);
+  Open(absl::StrCat("for (int64_t g = 0; g < ", batch, "; ++g) {"));
+  Line(absl::StrCat("mt_gemm<", mr, ", ", mk.vectors, ">(", m, ", ", n, ", ", kdim, ", ", a,
+                    " + g*", m * kdim, "LL, ", kdim, ", ", b, " + g*", kdim * n, "LL, ", n, ", ", c,
+                    " + g*", m * n, "LL, ", n, ", ", mc, ", ", kc, ", ", nc, ", (float*)(ws + ", pa,
+                    "), (float*)(ws + ", pb, "), ", parallel ? "true" : "false", ");"));
+  Close();
+}
+
+absl::Status KernelEmitter::EmitMatmul() {
+  const Instruction* mm = k_.root;
+  const Instruction* lhs = mm->operand(0);
+  const Instruction* rhs = mm->operand(1);
+  const std::vector<int64_t>& ld = lhs->shape().dimensions();
+  const std::vector<int64_t>& rd = rhs->shape().dimensions();
+  const std::vector<int64_t>& od = mm->shape().dimensions();
+  std::vector<const Instruction*> others;
+  for (const Instruction* o : k_.outputs) {
+    if (o != mm) others.push_back(o);
+  }
+  // Packs `operand` into [order...] row-major at ws + offset, unless it already is a buffer laid
+  // out so; returns the pointer expression.
+  auto pack = [&](const Instruction* operand, const std::vector<int64_t>& order,
+                  const std::vector<int64_t>& dims,
+                  const std::function<void(const Idx&, Idx*, std::string*)>& map) -> std::string {
+    bool identity = true;
+    for (size_t i = 0; i < order.size(); ++i) identity &= order[i] == static_cast<int64_t>(i);
+    if (identity && map == nullptr && !k_.Contains(operand) &&
+        BaseValue(operand)->opcode() != Opcode::kConstant) {
+      return absl::StrCat("(const float*)", in_ptr_.at(BaseValue(operand)));
+    }
+    const int64_t off = Alloc(Product(dims) * 4);
+    const std::string name = NewName("pk");
+    Line(absl::StrCat("float* ", name, " = (float*)(ws + ", off, ");"));
+    LoopNest(dims, LoopOptions{.simd = map == nullptr}, [&](const Idx& ni) {
+      Idx oi(operand->shape().dimensions().size());
+      std::string guard;
+      if (map == nullptr) {
+        for (size_t i = 0; i < order.size(); ++i) oi[static_cast<size_t>(order[i])] = ni[i];
+      } else {
+        map(ni, &oi, &guard);
+      }
+      if (guard.empty()) {
+        const std::string v = Value(operand, oi);
+        Line(absl::StrCat(name, "[", Linear(dims, ni), "] = ", v, ";"));
+      } else {
+        Open(absl::StrCat("if (", guard, ") {"));
+        PushScope();
+        const std::string v = Value(operand, oi);
+        Line(absl::StrCat(name, "[", Linear(dims, ni), "] = ", v, ";"));
+        PopScope();
+        Close();
+        Line(absl::StrCat("else ", name, "[", Linear(dims, ni), "] = 0.f;"));
+      }
+    });
+    return name;
+  };
+
+  int64_t batch = 1, m = 1, n = 1, kdim = 1;
+  std::string a, b;
+  bool direct = false;  // C is the output buffer, in its layout
+  if (mm->opcode() == Opcode::kDot) {
+    const ir::DotDimensionNumbers& dn = *mm->dot_dnums;
+    std::vector<int64_t> lorder, rorder;
+    std::vector<bool> lused(ld.size(), false), rused(rd.size(), false);
+    for (int64_t d : dn.lhs_batch_dimensions) lorder.push_back(d), lused[d] = true;
+    for (int64_t d : dn.lhs_contracting_dimensions) lused[d] = true;
+    for (size_t d = 0; d < ld.size(); ++d) {
+      if (!lused[d]) lorder.push_back(static_cast<int64_t>(d)), m *= ld[d];
+    }
+    for (int64_t d : dn.lhs_contracting_dimensions) lorder.push_back(d), kdim *= ld[d];
+    for (int64_t d : dn.lhs_batch_dimensions) batch *= ld[static_cast<size_t>(d)];
+    for (int64_t d : dn.rhs_batch_dimensions) rorder.push_back(d), rused[d] = true;
+    for (int64_t d : dn.rhs_contracting_dimensions) rorder.push_back(d), rused[d] = true;
+    for (size_t d = 0; d < rd.size(); ++d) {
+      if (!rused[d]) rorder.push_back(static_cast<int64_t>(d)), n *= rd[d];
+    }
+    std::vector<int64_t> lp, rp;
+    for (int64_t d : lorder) lp.push_back(ld[static_cast<size_t>(d)]);
+    for (int64_t d : rorder) rp.push_back(rd[static_cast<size_t>(d)]);
+    a = pack(lhs, lorder, lp, nullptr);
+    b = pack(rhs, rorder, rp, nullptr);
+    direct = others.empty() && k_.outputs.size() == 1;
+    heavy_index_ = [od](const Idx& idx) { return Linear(od, idx); };
+  } else {
+    const ir::ConvolutionDimensionNumbers& dn = *mm->conv_dnums;
+    const size_t ns = dn.input_spatial_dimensions.size();
+    std::vector<ir::WindowDim> win(ns);
+    if (mm->window.has_value()) {
+      for (size_t d = 0; d < ns && d < mm->window->dims.size(); ++d) win[d] = mm->window->dims[d];
+    }
+    for (const ir::WindowDim& w : win) {
+      if (w.window_reversal) return absl::UnimplementedError("window reversal is not lowered");
+    }
+    const int64_t groups = mm->feature_group_count;
+    const int64_t nb = ld[static_cast<size_t>(dn.input_batch_dimension)];
+    const int64_t cg = ld[static_cast<size_t>(dn.input_feature_dimension)] / groups;
+    const int64_t og = od[static_cast<size_t>(dn.output_feature_dimension)] / groups;
+    std::vector<int64_t> os, ks, xs;
+    for (size_t d = 0; d < ns; ++d) {
+      os.push_back(od[static_cast<size_t>(dn.output_spatial_dimensions[d])]);
+      ks.push_back(rd[static_cast<size_t>(dn.kernel_spatial_dimensions[d])]);
+      xs.push_back(ld[static_cast<size_t>(dn.input_spatial_dimensions[d])]);
+    }
+    batch = groups;
+    m = nb * Product(os);
+    kdim = cg * Product(ks);
+    n = og;
+    // im2col: A[g][b, o...][c, k...]
+    std::vector<int64_t> adims = {groups, nb};
+    adims.insert(adims.end(), os.begin(), os.end());
+    adims.push_back(cg);
+    adims.insert(adims.end(), ks.begin(), ks.end());
+    a = pack(lhs, {}, adims, [&](const Idx& ni, Idx* xi, std::string* guard) {
+      const std::string& g = ni[0];
+      (*xi)[static_cast<size_t>(dn.input_batch_dimension)] = ni[1];
+      const std::string& c = ni[2 + ns];
+      (*xi)[static_cast<size_t>(dn.input_feature_dimension)] =
+          groups == 1 ? c : absl::StrCat("(", g, ")*", cg, " + ", c);
+      std::vector<std::string> valid;
+      for (size_t d = 0; d < ns; ++d) {
+        const ir::WindowDim& w = win[d];
+        const std::string raw =
+            IntVar(absl::StrCat("(", ni[2 + d], ")*", w.stride, " - ", w.padding_low, " + (",
+                                ni[3 + ns + d], ")*", w.window_dilation));
+        std::string pos = raw;
+        if (w.base_dilation > 1) {
+          valid.push_back(absl::StrCat(raw, " >= 0 && ", raw, " % ", w.base_dilation, " == 0"));
+          pos = IntVar(absl::StrCat(raw, " / ", w.base_dilation));
+        }
+        valid.push_back(absl::StrCat(pos, " >= 0 && ", pos, " < ", xs[d]));
+        (*xi)[static_cast<size_t>(dn.input_spatial_dimensions[d])] = pos;
+      }
+      *guard = absl::StrJoin(valid, " && ");
+    });
+    // weights: B[g][c, k...][n]
+    std::vector<int64_t> bdims = {groups, cg};
+    bdims.insert(bdims.end(), ks.begin(), ks.end());
+    bdims.push_back(og);
+    b = pack(rhs, {}, bdims, [&](const Idx& ni, Idx* wi, std::string* guard) {
+      (*wi)[static_cast<size_t>(dn.kernel_input_feature_dimension)] = ni[1];
+      (*wi)[static_cast<size_t>(dn.kernel_output_feature_dimension)] =
+          groups == 1 ? ni[2 + ns] : absl::StrCat("(", ni[0], ")*", og, " + ", ni[2 + ns]);
+      for (size_t d = 0; d < ns; ++d) {
+        (*wi)[static_cast<size_t>(dn.kernel_spatial_dimensions[d])] = ni[2 + d];
+      }
+      guard->clear();
+    });
+    bool nhwc = dn.output_batch_dimension == 0 &&
+                dn.output_feature_dimension == static_cast<int64_t>(ns) + 1;
+    for (size_t d = 0; d < ns; ++d) {
+      nhwc &= dn.output_spatial_dimensions[d] == static_cast<int64_t>(d) + 1;
+    }
+    direct = others.empty() && k_.outputs.size() == 1 && groups == 1 && nhwc;
+    const int64_t mm_rows = m;
+    heavy_index_ = [=, &dn](const Idx& idx) {
+      Idx sp;
+      for (size_t d = 0; d < ns; ++d) {
+        sp.push_back(idx[static_cast<size_t>(dn.output_spatial_dimensions[d])]);
+      }
+      const std::string& bi = idx[static_cast<size_t>(dn.output_batch_dimension)];
+      const std::string& f = idx[static_cast<size_t>(dn.output_feature_dimension)];
+      const std::string row = absl::StrCat("(", bi, ")*", Product(os), "LL + ", Linear(os, sp));
+      if (groups == 1) return absl::StrCat("(", row, ")*", og, "LL + (", f, ")");
+      return absl::StrCat("((", f, ") / ", og, " * ", mm_rows, "LL + ", row, ")*", og, "LL + (", f,
+                          ") % ", og);
+    };
+  }
+  std::string c;
+  if (direct) {
+    c = OutPtr(mm);
+  } else {
+    c = NewName("acc");
+    Line(absl::StrCat("float* ", c, " = (float*)(ws + ", Alloc(batch * m * n * 4), ");"));
+  }
+  EmitGemm(a, b, c, batch, m, n, kdim);
+  if (!direct) {
+    heavy_buffer_ = c;
+    std::vector<const Instruction*> outs = others;
+    if (std::find(k_.outputs.begin(), k_.outputs.end(), mm) != k_.outputs.end()) {
+      outs.insert(outs.begin(), mm);
+    }
+    LoopOptions opts{.simd = true};
+    StoreOutputs(outs, opts);
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::string> KernelEmitter::Emit(const std::string& fn) {
+  if (config_.empty()) config_ = DefaultConfig(k_);
+  if (config_.size() != k_.params.size()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "kernel '", k_.name, "' takes ", k_.params.size(), " parameters; got ", config_.size()));
+  }
+  for (size_t i = 0; i < k_.params.size(); ++i) {
+    const std::vector<int64_t>& c = k_.params[i].choices;
+    if (std::find(c.begin(), c.end(), config_[i]) == c.end()) {
+      return absl::InvalidArgumentError(absl::StrCat("kernel '", k_.name, "': ", k_.params[i].name,
+                                                     "=", config_[i], " is not a choice"));
+    }
+  }
+  memo_.emplace_back();
+  std::string header;
+  int64_t slot = 0;
+  for (const Instruction* in : k_.inputs) {
+    const std::string name = absl::StrCat("in", slot);
+    absl::StrAppend(&header, "  const ", StorageType(in->shape().element_type()), "* __restrict ",
+                    name, " = (const ", StorageType(in->shape().element_type()), "*)b[", slot,
+                    "];\n");
+    in_ptr_[in] = name;
+    ++slot;
+  }
+  for (size_t j = 0; j < k_.outputs.size(); ++j) {
+    const Instruction* o = k_.outputs[j];
+    const std::string name = absl::StrCat("out", j);
+    absl::StrAppend(&header, "  ", StorageType(o->shape().element_type()), "* __restrict ", name,
+                    " = (", StorageType(o->shape().element_type()), "*)b[", slot, "];\n");
+    out_ptr_[o] = name;
+    ++slot;
+  }
+  absl::Status s;
+  switch (k_.kind) {
+    case KernelKind::kLoop:
+      s = EmitLoop();
+      break;
+    case KernelKind::kReduce:
+      s = EmitReduce();
+      break;
+    case KernelKind::kReduceWindow:
+      s = EmitReduceWindow();
+      break;
+    case KernelKind::kDot:
+    case KernelKind::kConvolution:
+      s = EmitMatmul();
+      break;
+  }
+  if (!s.ok()) return s;
+  return absl::StrCat(helpers_, "// kernel ", k_.id, ": ", KernelKindName(k_.kind), " '", k_.name,
+                      "', ", k_.members.size(), " ops\n", "void ", fn,
+                      "(char* const* b, char* ws) {\n  (void)ws;\n", header, code_, "}\n");
+}
+
+struct Emitted {
+  std::string text;
+  int64_t workspace = 0;
+  bool onednn = false;
+};
+
+absl::StatusOr<Emitted> EmitKernel(const Kernel& kernel, const KernelConfig& config,
+                                   ConstantPool* pool) {
+  KernelEmitter emitter(kernel, config, pool);
+  absl::StatusOr<std::string> text = emitter.Emit(absl::StrCat("k", kernel.id));
+  if (!text.ok()) return text.status();
+  return Emitted{*std::move(text), emitter.workspace_bytes(), emitter.uses_onednn()};
+}
+
+std::string Assemble(const ConstantPool& pool, const std::string& kernels, const std::string& entry,
+                     int64_t scratch) {
+  return absl::StrCat(Prelude(), "\nnamespace {\n", pool.decls(), kernels, "}  // namespace\n\n",
+                      "extern \"C\" int64_t mltune_scratch_bytes() { return ", scratch, "; }\n",
+                      "extern \"C\" void mltune_entry(void* const* args, void* const* results, "
+                      "char* scratch) {\n  (void)args; (void)results; (void)scratch;\n",
+                      entry, "}\n");
+}
+
+}  // namespace
+
+MicroKernelShape MicroKernel(int64_t micro) {
+  switch (micro) {
+    case 1:
+      return {12, 2};
+    case 2:
+      return {8, 3};
+    case 3:
+      return {4, 4};
+    default:
+      return {6, 2};
+  }
+}
+
+absl::StatusOr<Program> GenerateKernel(const LoweredModule& module, int32_t kernel,
+                                       const KernelConfig& config) {
+  if (kernel < 0 || kernel >= static_cast<int32_t>(module.kernels.size())) {
+    return absl::InvalidArgumentError(absl::StrCat("no kernel ", kernel));
+  }
+  const Kernel& k = module.kernels[static_cast<size_t>(kernel)];
+  ConstantPool pool;
+  absl::StatusOr<Emitted> e = EmitKernel(k, config, &pool);
+  if (!e.ok()) return e.status();
+  Program p;
+  std::string entry = "  char* b[] = {";
+  size_t slot = 0;
+  for (const Instruction* in : k.inputs) {
+    p.params.push_back(in->shape());
+    absl::StrAppend(&entry, slot++ == 0 ? "" : ", ", "(char*)args[", p.params.size() - 1, "]");
+  }
+  for (const Instruction* o : k.outputs) {
+    p.results.push_back(o->shape());
+    absl::StrAppend(&entry, slot++ == 0 ? "" : ", ", "(char*)results[", p.results.size() - 1, "]");
+  }
+  absl::StrAppend(&entry, "};\n  k", k.id, "(b, scratch);\n");
+  p.scratch_bytes = AlignUp(e->workspace, kAlign);
+  p.uses_onednn = e->onednn;
+  p.source = Assemble(pool, e->text, entry, p.scratch_bytes);
+  return p;
+}
+
+absl::StatusOr<Program> GenerateModule(const LoweredModule& module,
+                                       const std::vector<KernelConfig>& configs) {
+  ConstantPool pool;
+  Program p;
+  for (const Instruction* param : module.parameters) p.params.push_back(param->shape());
+  for (const Instruction* r : module.results) p.results.push_back(r->shape());
+  const int32_t nk = static_cast<int32_t>(module.kernels.size());
+
+  // Where each value lives: args[i], results[j] (its first result slot) or scratch + offset.
+  std::unordered_map<const Instruction*, std::string> where;
+  for (size_t i = 0; i < module.parameters.size(); ++i) {
+    where[module.parameters[i]] = absl::StrCat("(char*)args[", i, "]");
+  }
+  for (size_t j = 0; j < module.results.size(); ++j) {
+    const Instruction* r = module.results[j];
+    if (module.producer.count(r) != 0 && where.count(r) == 0) {
+      where[r] = absl::StrCat("(char*)results[", j, "]");
+    }
+  }
+  // Temporaries: live from their kernel to their last reader; first fit by offset.
+  std::unordered_map<const Instruction*, int32_t> last_use;
+  for (const Kernel& k : module.kernels) {
+    for (const Instruction* o : k.outputs) last_use[o] = std::max(last_use[o], k.id);
+    for (const Instruction* in : k.inputs) last_use[in] = std::max(last_use[in], k.id);
+  }
+  struct Live {
+    int64_t offset, size;
+    int32_t until;
+  };
+  std::vector<Live> live;
+  int64_t temp_bytes = 0;
+  std::string kernels_text, entry;
+  int64_t workspace = 0;
+  for (int32_t id = 0; id < nk; ++id) {
+    const Kernel& k = module.kernels[static_cast<size_t>(id)];
+    live.erase(
+        std::remove_if(live.begin(), live.end(), [&](const Live& l) { return l.until < id; }),
+        live.end());
+    for (const Instruction* o : k.outputs) {
+      if (where.count(o) != 0) continue;
+      const int64_t size = AlignUp(std::max<int64_t>(1, o->shape().ByteSize()), kAlign);
+      std::sort(live.begin(), live.end(),
+                [](const Live& x, const Live& y) { return x.offset < y.offset; });
+      int64_t offset = 0;
+      for (const Live& l : live) {
+        if (offset + size <= l.offset) break;
+        offset = std::max(offset, l.offset + l.size);
+      }
+      live.push_back({offset, size, last_use[o]});
+      temp_bytes = std::max(temp_bytes, offset + size);
+      where[o] = absl::StrCat("scratch + ", offset);
+    }
+    const KernelConfig empty;
+    const KernelConfig& config =
+        static_cast<size_t>(id) < configs.size() ? configs[static_cast<size_t>(id)] : empty;
+    absl::StatusOr<Emitted> e = EmitKernel(k, config, &pool);
+    if (!e.ok()) return e.status();
+    kernels_text += e->text;
+    workspace = std::max(workspace, e->workspace);
+    p.uses_onednn |= e->onednn;
+    std::vector<std::string> bufs;
+    for (const Instruction* in : k.inputs) bufs.push_back(where.at(in));
+    for (const Instruction* o : k.outputs) bufs.push_back(where.at(o));
+    absl::StrAppend(&entry, "  { char* b[] = {", absl::StrJoin(bufs, ", "), "}; k", k.id,
+                    "(b, ws); }\n");
+  }
+  const int64_t ws_offset = AlignUp(temp_bytes, kAlign);
+  p.scratch_bytes = ws_offset + AlignUp(workspace, kAlign);
+  entry = absl::StrCat("  char* const ws = scratch + ", ws_offset, ";\n  (void)ws;\n", entry);
+  // Results not written in place: parameters, constants, a value listed twice.
+  for (size_t j = 0; j < module.results.size(); ++j) {
+    const Instruction* r = module.results[j];
+    const std::string slot = absl::StrCat("(char*)results[", j, "]");
+    const int64_t bytes = r->shape().ByteSize();
+    if (bytes == 0) continue;
+    std::string src;
+    if (r->opcode() == Opcode::kConstant) {
+      src = absl::StrCat("(const char*)", pool.Name(r));
+    } else {
+      src = where.at(r);
+    }
+    if (src != slot)
+      absl::StrAppend(&entry, "  std::memcpy(", slot, ", ", src, ", ", bytes, ");\n");
+  }
+  p.source = Assemble(pool, kernels_text, entry, p.scratch_bytes);
+  return p;
+}
+
+}  // namespace mltune::backends::cpu

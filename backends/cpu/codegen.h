@@ -1,0 +1,43 @@
+// C++ source generation for lowered kernels. A Program is one translation unit exporting
+//   extern "C" void mltune_entry(void* const* args, void* const* results, char* scratch);
+//   extern "C" int64_t mltune_scratch_bytes();
+// over logical row-major buffers: the whole module (its kernels in order, temporaries placed in
+// `scratch` with reuse), or one kernel alone (its inputs as args, its outputs as results), which
+// is what the tile search measures.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "backends/cpu/lowering.h"
+#include "ir/shape.h"
+
+namespace mltune::backends::cpu {
+
+struct Program {
+  std::string source;
+  std::vector<ir::Shape> params;   // array shapes of args
+  std::vector<ir::Shape> results;  // array shapes of results
+  int64_t scratch_bytes = 0;
+  bool uses_onednn = false;
+};
+
+// The source every program starts with (prelude.cc).
+const char* Prelude();
+
+// The register tile (rows, 16-float vectors) of GEMM micro-kernel choice `micro`.
+struct MicroKernelShape {
+  int rows;
+  int vectors;
+};
+MicroKernelShape MicroKernel(int64_t micro);
+
+// `configs` has one entry per kernel (an empty entry, or an empty vector: the defaults).
+absl::StatusOr<Program> GenerateModule(const LoweredModule& module,
+                                       const std::vector<KernelConfig>& configs = {});
+absl::StatusOr<Program> GenerateKernel(const LoweredModule& module, int32_t kernel,
+                                       const KernelConfig& config = {});
+
+}  // namespace mltune::backends::cpu

@@ -1,0 +1,51 @@
+#include "backends/cpu/cpu_backend.h"
+
+#include "ir/evaluator/evaluator.h"
+
+namespace mltune::backends::cpu {
+
+absl::StatusOr<CompiledModule> CompileModule(const ir::Module& module,
+                                             const std::vector<KernelConfig>& configs,
+                                             const costmodels::FusionPlan* plan,
+                                             const CompilerOptions& options) {
+  CompiledModule out;
+  absl::StatusOr<LoweredModule> lowered = Lower(module, plan);
+  if (!lowered.ok()) return lowered.status();
+  out.lowered = *std::move(lowered);
+  for (size_t k = 0; k < out.lowered.kernels.size(); ++k) {
+    const bool given = k < configs.size() && !configs[k].empty();
+    out.configs.push_back(given ? configs[k] : DefaultConfig(out.lowered.kernels[k]));
+  }
+  absl::StatusOr<Program> program = GenerateModule(out.lowered, out.configs);
+  if (!program.ok()) return program.status();
+  out.program = *std::move(program);
+  absl::StatusOr<CompiledObject> object = CompileProgram(out.program, options);
+  if (!object.ok()) return object.status();
+  out.object = *std::move(object);
+  return out;
+}
+
+absl::Status CheckAgainstEvaluator(const ir::Module& module, const CompiledModule& compiled,
+                                   uint64_t seed, const MeasureOptions& options,
+                                   const Tolerance& tolerance, Timing* timing) {
+  absl::StatusOr<std::vector<ir::Literal>> args = ir::MakeRandomArguments(module, seed);
+  if (!args.ok()) return args.status();
+  absl::StatusOr<ir::Literal> expected = ir::Evaluate(module, *args);
+  if (!expected.ok()) return expected.status();
+  absl::StatusOr<std::vector<ir::Literal>> actual =
+      Execute(compiled.object, compiled.program, *args, options, timing);
+  if (!actual.ok()) return actual.status();
+  return CompareLeaves(FlattenLeaves(*expected), *actual, tolerance);
+}
+
+absl::StatusOr<Timing> MeasureKernel(const LoweredModule& module, int32_t kernel,
+                                     const KernelConfig& config, const CompilerOptions& compiler,
+                                     const MeasureOptions& options, uint64_t seed) {
+  absl::StatusOr<Program> program = GenerateKernel(module, kernel, config);
+  if (!program.ok()) return program.status();
+  absl::StatusOr<CompiledObject> object = CompileProgram(*program, compiler);
+  if (!object.ok()) return object.status();
+  return Measure(*object, *program, seed, options);
+}
+
+}  // namespace mltune::backends::cpu

@@ -1,0 +1,44 @@
+// The CPU backend in one call each: compile a module (lower, generate, compile, cache), check it
+// against the reference evaluator, and measure a module or one kernel in the runner child.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "backends/cpu/check.h"
+#include "backends/cpu/codegen.h"
+#include "backends/cpu/compiler.h"
+#include "backends/cpu/lowering.h"
+#include "backends/cpu/runner.h"
+#include "ir/module.h"
+
+namespace mltune::backends::cpu {
+
+struct CompiledModule {
+  LoweredModule lowered;
+  std::vector<KernelConfig> configs;  // one per kernel, resolved (defaults filled in)
+  Program program;
+  CompiledObject object;
+};
+
+// `configs`: one per kernel (missing or empty entries: defaults); `plan`: a fusion plan over
+// costmodels::BuildOpGraph(module), nullptr for the default fusion.
+absl::StatusOr<CompiledModule> CompileModule(const ir::Module& module,
+                                             const std::vector<KernelConfig>& configs = {},
+                                             const costmodels::FusionPlan* plan = nullptr,
+                                             const CompilerOptions& options = {});
+
+// Runs the compiled module once on ir::MakeRandomArguments(module, seed) and compares with the
+// evaluator's results: OK, DataLoss naming the first difference, or the evaluator's or runner's
+// error. With `timing`, the run is also timed on those inputs.
+absl::Status CheckAgainstEvaluator(const ir::Module& module, const CompiledModule& compiled,
+                                   uint64_t seed, const MeasureOptions& options = {},
+                                   const Tolerance& tolerance = {}, Timing* timing = nullptr);
+
+// Compiles kernel `kernel` alone with `config` and times it on seeded random inputs.
+absl::StatusOr<Timing> MeasureKernel(const LoweredModule& module, int32_t kernel,
+                                     const KernelConfig& config, const CompilerOptions& compiler,
+                                     const MeasureOptions& options, uint64_t seed = 0);
+
+}  // namespace mltune::backends::cpu

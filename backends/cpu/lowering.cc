@@ -1,0 +1,354 @@
+#include "backends/cpu/lowering.h"
+
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+#include "backends/cpu/onednn.h"
+
+namespace mltune::backends::cpu {
+namespace {
+
+using ir::Instruction;
+using ir::Opcode;
+using ir::PrimitiveType;
+
+bool SupportedType(PrimitiveType t) {
+  switch (t) {
+    case PrimitiveType::kPred:
+    case PrimitiveType::kS8:
+    case PrimitiveType::kS16:
+    case PrimitiveType::kS32:
+    case PrimitiveType::kS64:
+    case PrimitiveType::kU8:
+    case PrimitiveType::kU16:
+    case PrimitiveType::kU32:
+    case PrimitiveType::kU64:
+    case PrimitiveType::kF32:
+    case PrimitiveType::kF64:
+      return true;
+    default:
+      return false;
+  }
+}
+
+absl::Status Unsupported(const Instruction& instr, std::string_view why) {
+  return absl::UnimplementedError(absl::StrCat(
+      "cpu backend: ", std::string(ir::OpcodeName(instr.opcode())), " '", instr.name(), "'",
+      instr.source_line() > 0 ? absl::StrCat(" (line ", instr.source_line(), ")") : "", ": ",
+      std::string(why)));
+}
+
+// Opcodes a loop kernel computes per element.
+bool IsLoopOp(Opcode op) {
+  if (ir::IsElementwise(op)) {
+    switch (op) {
+      case Opcode::kComplex:
+      case Opcode::kReal:
+      case Opcode::kImag:
+      case Opcode::kReducePrecision:
+      case Opcode::kStochasticConvert:
+      case Opcode::kBitcastConvert:
+        return false;
+      default:
+        return true;
+    }
+  }
+  switch (op) {
+    case Opcode::kBroadcast:
+    case Opcode::kReshape:
+    case Opcode::kBitcast:
+    case Opcode::kTranspose:
+    case Opcode::kSlice:
+    case Opcode::kConcatenate:
+    case Opcode::kPad:
+    case Opcode::kIota:
+    case Opcode::kReverse:
+    case Opcode::kCopy:
+    case Opcode::kDynamicSlice:
+    case Opcode::kDynamicUpdateSlice:
+      return true;
+    default:
+      return false;
+  }
+}
+
+// A reducer the generated code can inline: scalar parameters, constants and loop ops only.
+absl::Status CheckScalarComputation(const Instruction& user, const ir::Computation& comp) {
+  for (const Instruction* i : comp.instructions()) {
+    if (i->opcode() == Opcode::kParameter || i->opcode() == Opcode::kConstant) continue;
+    if (!ir::IsElementwise(i->opcode()) || !IsLoopOp(i->opcode()) || !i->shape().IsScalar()) {
+      return Unsupported(user, absl::StrCat("its computation '", comp.name(), "' uses ",
+                                            std::string(ir::OpcodeName(i->opcode())),
+                                            " (only scalar elementwise ops are inlined)"));
+    }
+  }
+  if (comp.root()->shape().IsTuple()) return Unsupported(user, "variadic reducers are not lowered");
+  return absl::OkStatus();
+}
+
+absl::Status CheckInstruction(const Instruction& instr) {
+  const Opcode op = instr.opcode();
+  if (op == Opcode::kTuple) return absl::OkStatus();
+  if (op == Opcode::kGetTupleElement) {
+    if (instr.operand(0)->opcode() != Opcode::kTuple) {
+      return Unsupported(instr, "only get-tuple-element of a tuple instruction is lowered");
+    }
+    return absl::OkStatus();
+  }
+  if (!instr.shape().IsArray()) return Unsupported(instr, "tuple-shaped results are not lowered");
+  if (!SupportedType(instr.shape().element_type())) {
+    return Unsupported(
+        instr, absl::StrCat("element type ",
+                            std::string(ir::PrimitiveTypeName(instr.shape().element_type())),
+                            " is not generated (pred, s8-s64, u8-u64, f32, f64 are)"));
+  }
+  if (!instr.shape().is_static()) return Unsupported(instr, "dynamic shapes are not lowered");
+  for (const Instruction* operand : instr.operands()) {
+    if (operand->shape().IsArray() && !SupportedType(operand->shape().element_type())) {
+      return Unsupported(instr, "an operand's element type is not generated");
+    }
+  }
+  switch (op) {
+    case Opcode::kParameter:
+      return absl::OkStatus();
+    case Opcode::kConstant:
+      if (instr.literal_elided || !instr.literal.has_value()) {
+        return Unsupported(instr, "the constant's value is elided");
+      }
+      return absl::OkStatus();
+    case Opcode::kBitcast:
+      if (instr.shape().element_type() != instr.operand(0)->shape().element_type()) {
+        return Unsupported(instr, "bitcasts that change the element type are not lowered");
+      }
+      return absl::OkStatus();
+    case Opcode::kCompare:
+      if (instr.comparison_type == ir::ComparisonType::kFloatTotalOrder) {
+        return Unsupported(instr, "total-order comparisons are not generated");
+      }
+      return absl::OkStatus();
+    case Opcode::kReduce:
+      if (instr.operand_count() != 2) return Unsupported(instr, "variadic reduce is not lowered");
+      return CheckScalarComputation(instr, *instr.to_apply());
+    case Opcode::kReduceWindow:
+      if (instr.operand_count() != 2) {
+        return Unsupported(instr, "variadic reduce-window is not lowered");
+      }
+      return CheckScalarComputation(instr, *instr.to_apply());
+    case Opcode::kDot:
+    case Opcode::kConvolution:
+      if (instr.shape().element_type() != PrimitiveType::kF32 ||
+          instr.operand(0)->shape().element_type() != PrimitiveType::kF32 ||
+          instr.operand(1)->shape().element_type() != PrimitiveType::kF32) {
+        return Unsupported(instr, "only f32 matrix ops are generated");
+      }
+      if (op == Opcode::kConvolution && instr.batch_group_count != 1) {
+        return Unsupported(instr, "batch_group_count > 1 is not lowered");
+      }
+      if (op == Opcode::kConvolution &&
+          instr.shape().dimensions(instr.conv_dnums->output_feature_dimension) %
+                  instr.feature_group_count !=
+              0) {
+        return Unsupported(instr, "output features not divisible by feature_group_count");
+      }
+      return absl::OkStatus();
+    default:
+      if (IsLoopOp(op)) return absl::OkStatus();
+      return Unsupported(instr, "no CPU lowering for this op");
+  }
+}
+
+KernelKind KindOf(const Instruction& heavy) {
+  switch (heavy.opcode()) {
+    case Opcode::kReduce:
+      return KernelKind::kReduce;
+    case Opcode::kReduceWindow:
+      return KernelKind::kReduceWindow;
+    case Opcode::kDot:
+      return KernelKind::kDot;
+    case Opcode::kConvolution:
+      return KernelKind::kConvolution;
+    default:
+      return KernelKind::kLoop;
+  }
+}
+
+std::vector<KernelParam> ParamsOf(KernelKind kind) {
+  switch (kind) {
+    case KernelKind::kLoop:
+      // block: 2-D tile of the two minor dimensions (transposes); simd: vectorize the inner loop.
+      return {{"block", {0, 16, 32, 64}},
+              {"unroll", {1, 2, 4, 8}},
+              {"simd", {1, 0}},
+              {"parallel", {0, 1}}};
+    case KernelKind::kReduce:
+      // order 0: reduced dimensions innermost with `lanes` partial accumulators; order 1: walk
+      // the operand in memory order, accumulating into the output.
+      return {{"order", {0, 1}}, {"lanes", {8, 1, 16, 32}}, {"parallel", {0, 1}}};
+    case KernelKind::kReduceWindow:
+      return {{"simd", {1, 0}}, {"parallel", {0, 1}}};
+    case KernelKind::kDot:
+    case KernelKind::kConvolution: {
+      // impl 0: the generated GEMM; 1: oneDNN's sgemm (when the build found it). micro: the
+      // register tile (MicroKernelShape); mc/kc/nc: the cache blocks.
+      std::vector<int64_t> impls = {0};
+      if (OneDnnAvailable()) impls.push_back(1);
+      return {{"impl", impls},
+              {"micro", {0, 1, 2, 3}},
+              {"mc", {96, 48, 192, 384}},
+              {"kc", {256, 128, 384, 512}},
+              {"nc", {1024, 256, 512, 2048, 4096}},
+              {"parallel", {0, 1}}};
+    }
+  }
+  return {};
+}
+
+void CollectLeaves(const Instruction* instr, std::vector<const Instruction*>* out) {
+  if (instr->opcode() == Opcode::kTuple) {
+    for (const Instruction* op : instr->operands()) CollectLeaves(op, out);
+  } else if (instr->opcode() == Opcode::kGetTupleElement &&
+             instr->operand(0)->opcode() == Opcode::kTuple) {
+    CollectLeaves(instr->operand(0)->operand(instr->tuple_index), out);
+  } else {
+    out->push_back(BaseValue(instr));
+  }
+}
+
+}  // namespace
+
+const char* KernelKindName(KernelKind kind) {
+  switch (kind) {
+    case KernelKind::kLoop:
+      return "loop";
+    case KernelKind::kReduce:
+      return "reduce";
+    case KernelKind::kReduceWindow:
+      return "reduce-window";
+    case KernelKind::kDot:
+      return "dot";
+    case KernelKind::kConvolution:
+      return "convolution";
+  }
+  return "?";
+}
+
+KernelConfig DefaultConfig(const Kernel& kernel) {
+  KernelConfig config;
+  for (const KernelParam& p : kernel.params) config.push_back(p.choices.front());
+  return config;
+}
+
+const Instruction* BaseValue(const Instruction* instr) {
+  while (true) {
+    if (instr->opcode() == Opcode::kBitcast) {
+      instr = instr->operand(0);
+    } else if (instr->opcode() == Opcode::kGetTupleElement &&
+               instr->operand(0)->opcode() == Opcode::kTuple) {
+      instr = instr->operand(0)->operand(instr->tuple_index);
+    } else {
+      return instr;
+    }
+  }
+}
+
+absl::Status CheckSupported(const ir::Module& module) {
+  const ir::Computation& entry = *module.entry();
+  for (const Instruction* p : entry.parameters()) {
+    if (!p->shape().IsArray()) return Unsupported(*p, "entry parameters must be arrays");
+  }
+  for (const Instruction* instr : entry.MakePostOrder()) {
+    if (absl::Status s = CheckInstruction(*instr); !s.ok()) return s;
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<LoweredModule> Lower(const ir::Module& module, const costmodels::FusionPlan* plan) {
+  if (absl::Status s = CheckSupported(module); !s.ok()) return s;
+  LoweredModule out;
+  out.module = &module;
+  out.graph = costmodels::BuildOpGraph(module);
+  out.plan = plan != nullptr ? *plan : costmodels::PlanFusion(out.graph);
+  if (absl::Status s = costmodels::ValidateFusion(out.graph, out.plan); !s.ok()) return s;
+  const ir::Computation& entry = *module.entry();
+  out.parameters.assign(entry.parameters().begin(), entry.parameters().end());
+
+  std::unordered_map<std::string, const Instruction*> by_name;
+  const std::vector<Instruction*> order = entry.MakePostOrder();
+  for (const Instruction* instr : order) by_name[instr->name()] = instr;
+  CollectLeaves(entry.root(), &out.results);
+  std::unordered_set<const Instruction*> is_result(out.results.begin(), out.results.end());
+
+  std::unordered_map<const Instruction*, int32_t> kernel_of;
+  out.kernels.resize(static_cast<size_t>(out.plan.size()));
+  for (int32_t k = 0; k < out.plan.size(); ++k) {
+    Kernel& kernel = out.kernels[static_cast<size_t>(k)];
+    kernel.id = k;
+    for (int32_t node : out.plan.kernels[static_cast<size_t>(k)]) {
+      const Instruction* instr = by_name.at(out.graph.nodes[static_cast<size_t>(node)].name);
+      kernel.member_set.insert(instr);
+      kernel_of[instr] = k;
+    }
+  }
+  // A bitcast between two ops of one kernel is inlined as a reshape; elsewhere it is a view of
+  // its operand's buffer.
+  for (const Instruction* instr : order) {
+    if (instr->opcode() != Opcode::kBitcast) continue;
+    auto it = kernel_of.find(instr->operand(0));
+    if (it == kernel_of.end() || instr->users().empty() || is_result.count(instr) != 0) continue;
+    const bool inside =
+        std::all_of(instr->users().begin(), instr->users().end(), [&](const Instruction* u) {
+          auto ku = kernel_of.find(u);
+          return ku != kernel_of.end() && ku->second == it->second;
+        });
+    if (inside) {
+      out.kernels[static_cast<size_t>(it->second)].member_set.insert(instr);
+      kernel_of[instr] = it->second;
+    }
+  }
+
+  for (Kernel& kernel : out.kernels) {
+    for (const Instruction* instr : order) {
+      if (kernel.Contains(instr)) kernel.members.push_back(instr);
+    }
+    kernel.root = kernel.members.back();
+    for (const Instruction* m : kernel.members) {
+      const Opcode op = m->opcode();
+      if (op == Opcode::kReduce || op == Opcode::kReduceWindow || op == Opcode::kDot ||
+          op == Opcode::kConvolution) {
+        kernel.root = m;
+      }
+    }
+    kernel.kind = KindOf(*kernel.root);
+    kernel.name = kernel.root->name();
+    kernel.params = ParamsOf(kernel.kind);
+    std::unordered_set<const Instruction*> seen_input;
+    for (const Instruction* m : kernel.members) {
+      // Outputs: read by anything outside the kernel (plumbing included) or part of the result.
+      bool leaves = is_result.count(m) != 0;
+      for (const Instruction* u : m->users()) {
+        if (!kernel.Contains(u)) leaves = true;
+      }
+      if (leaves && m->opcode() != Opcode::kBitcast) kernel.outputs.push_back(m);
+      for (const Instruction* operand : m->operands()) {
+        if (kernel.Contains(operand)) continue;
+        const Instruction* base = BaseValue(operand);
+        if (base->opcode() == Opcode::kConstant) continue;  // embedded in the source
+        if (seen_input.insert(base).second) kernel.inputs.push_back(base);
+      }
+    }
+    for (const Instruction* o : kernel.outputs) out.producer[o] = kernel.id;
+  }
+  // A member bitcast whose users are outside cannot happen (see above); a member whose only
+  // outside user is a bitcast is an output through BaseValue, which resolves the bitcast.
+  for (const Kernel& kernel : out.kernels) {
+    for (const Instruction* in : kernel.inputs) {
+      if (in->opcode() != Opcode::kParameter && out.producer.count(in) == 0) {
+        return absl::InternalError(absl::StrCat("cpu lowering: kernel '", kernel.name, "' reads '",
+                                                in->name(), "', which no kernel materializes"));
+      }
+    }
+  }
+  return out;
+}
+
+}  // namespace mltune::backends::cpu

@@ -1,0 +1,78 @@
+// Lowering of a module's entry computation to CPU kernels: the op graph is split by a fusion plan
+// (XLA-style loop and input fusion, costmodels::PlanFusion), each kernel gets its kind, its
+// materialized inputs and outputs and its tunable parameters. Buffers are logical row-major
+// arrays (layouts are ignored, as in the reference evaluator), so a bitcast is a view.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <unordered_map>
+#include <unordered_set>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "costmodels/analytical/kernels.h"
+#include "costmodels/analytical/op_graph.h"
+#include "ir/module.h"
+
+namespace mltune::backends::cpu {
+
+enum class KernelKind {
+  kLoop,          // elementwise-like ops, one loop nest per output shape
+  kReduce,        // a reduce with its fused operand expression
+  kReduceWindow,  // a reduce-window (pooling) with its fused operand expression
+  kDot,           // pack, GEMM, epilogue
+  kConvolution,   // im2col pack, GEMM, epilogue
+};
+const char* KernelKindName(KernelKind kind);
+
+// One tunable parameter of a kernel: its name and the values it may take. The first value is the
+// compiler's default.
+struct KernelParam {
+  std::string name;
+  std::vector<int64_t> choices;
+};
+
+struct Kernel {
+  int32_t id = 0;
+  KernelKind kind = KernelKind::kLoop;
+  std::string name;                             // its root op's name
+  const ir::Instruction* root = nullptr;        // the heavy op, or the last member
+  std::vector<const ir::Instruction*> members;  // topological; node ops and inlined bitcasts
+  std::unordered_set<const ir::Instruction*> member_set;
+  // Buffer-backed values read (entry parameters, other kernels' outputs), as base instructions
+  // (bitcast chains resolved), each once.
+  std::vector<const ir::Instruction*> inputs;
+  std::vector<const ir::Instruction*> outputs;  // members whose value leaves the kernel
+  std::vector<KernelParam> params;
+  bool Contains(const ir::Instruction* i) const { return member_set.count(i) != 0; }
+};
+
+// A kernel configuration: one value (not index) per KernelParam.
+using KernelConfig = std::vector<int64_t>;
+KernelConfig DefaultConfig(const Kernel& kernel);
+
+struct LoweredModule {
+  const ir::Module* module = nullptr;
+  costmodels::OpGraph graph;
+  costmodels::FusionPlan plan;
+  std::vector<Kernel> kernels;
+  std::vector<const ir::Instruction*> parameters;  // entry parameters, by number
+  std::vector<const ir::Instruction*> results;     // the root's array leaves, as base values
+  // The kernel producing each materialized value (base instructions only).
+  std::unordered_map<const ir::Instruction*, int32_t> producer;
+};
+
+// Follows bitcasts and get-tuple-element(tuple) to the instruction owning the buffer.
+const ir::Instruction* BaseValue(const ir::Instruction* instr);
+
+// OK when the backend can compile the module; otherwise Unimplemented naming the first op (and
+// its line) it cannot lower and why.
+absl::Status CheckSupported(const ir::Module& module);
+
+// Lowers the entry with `plan`, a fusion plan over costmodels::BuildOpGraph(module) (nullptr: the
+// compiler's default, costmodels::PlanFusion with everything fusible fused).
+absl::StatusOr<LoweredModule> Lower(const ir::Module& module,
+                                    const costmodels::FusionPlan* plan = nullptr);
+
+}  // namespace mltune::backends::cpu

@@ -1,0 +1,301 @@
+// The CPU backend against the reference evaluator, op kind by op kind: each module is lowered,
+// generated, compiled, run in the runner child on seeded random inputs and compared with
+// ir::Evaluate. Kernels with tunable parameters are also checked under every value of each
+// parameter (one at a time), so no configuration the tuner may pick changes results.
+#include <cstdlib>
+#include <string>
+
+#include "backends/cpu/cpu_backend.h"
+#include "gtest/gtest.h"
+#include "ir/hlo_parser.h"
+
+namespace mltune::backends::cpu {
+namespace {
+
+class CpuOpsTest : public ::testing::TestWithParam<const char*> {
+ protected:
+  static void SetUpTestSuite() { setenv("MLTUNE_KERNEL_CACHE", MLTUNE_TEST_KERNEL_CACHE, 0); }
+};
+
+struct Case {
+  const char* name;
+  const char* hlo;
+};
+
+const Case kCases[] = {
+    {"float_elementwise", R"(
+HloModule m
+ENTRY e {
+  a = f32[7,33] parameter(0)
+  b = f32[7,33] parameter(1)
+  add = f32[7,33] add(a, b)
+  mul = f32[7,33] multiply(add, a)
+  sub = f32[7,33] subtract(mul, b)
+  one = f32[] constant(1)
+  ones = f32[7,33] broadcast(one), dimensions={}
+  absb = f32[7,33] abs(b)
+  den = f32[7,33] add(absb, ones)
+  div = f32[7,33] divide(sub, den)
+  mx = f32[7,33] maximum(div, a)
+  mn = f32[7,33] minimum(mx, b)
+  ex = f32[7,33] exponential(mn)
+  th = f32[7,33] tanh(ex)
+  lg = f32[7,33] logistic(div)
+  ln = f32[7,33] log(den)
+  sq = f32[7,33] sqrt(den)
+  rs = f32[7,33] rsqrt(den)
+  ng = f32[7,33] negate(th)
+  sg = f32[7,33] sign(a)
+  fl = f32[7,33] floor(mul)
+  cl = f32[7,33] ceil(mul)
+  pw = f32[7,33] power(den, a)
+  cmp = pred[7,33] compare(a, b), direction=GT
+  sel = f32[7,33] select(cmp, lg, ln)
+  lo = f32[] constant(-0.25)
+  hi = f32[] constant(0.5)
+  los = f32[7,33] broadcast(lo), dimensions={}
+  his = f32[7,33] broadcast(hi), dimensions={}
+  clp = f32[7,33] clamp(los, mul, his)
+  cv = s32[7,33] convert(pw)
+  back = f32[7,33] convert(cv)
+  s1 = f32[7,33] add(sq, rs)
+  s2 = f32[7,33] add(s1, ng)
+  s3 = f32[7,33] add(s2, sg)
+  s4 = f32[7,33] add(s3, fl)
+  s5 = f32[7,33] add(s4, cl)
+  s6 = f32[7,33] add(s5, sel)
+  s7 = f32[7,33] add(s6, clp)
+  ROOT s8 = f32[7,33] add(s7, back)
+})"},
+    {"integer_elementwise", R"(
+HloModule m
+ENTRY e {
+  a = s32[5,9] parameter(0)
+  b = s32[5,9] parameter(1)
+  u = u32[5,9] parameter(2)
+  add = s32[5,9] add(a, b)
+  mul = s32[5,9] multiply(add, b)
+  div = s32[5,9] divide(mul, b)
+  rem = s32[5,9] remainder(mul, b)
+  shl = s32[5,9] shift-left(add, b)
+  sra = s32[5,9] shift-right-arithmetic(mul, b)
+  an = s32[5,9] and(shl, sra)
+  o = s32[5,9] or(an, div)
+  x = s32[5,9] xor(o, rem)
+  n = s32[5,9] not(x)
+  srl = u32[5,9] shift-right-logical(u, u)
+  pc = u32[5,9] popcnt(srl)
+  cz = u32[5,9] count-leading-zeros(u)
+  usum = u32[5,9] add(pc, cz)
+  uc = s32[5,9] convert(usum)
+  mx = s32[5,9] maximum(n, uc)
+  eq = pred[5,9] compare(a, b), direction=EQ
+  p = pred[5,9] not(eq)
+  ROOT t = (s32[5,9], pred[5,9], u32[5,9]) tuple(mx, p, usum)
+})"},
+    {"layout_ops", R"(
+HloModule m
+ENTRY e {
+  a = f32[4,6] parameter(0)
+  b = f32[3,4] parameter(1)
+  t = f32[6,4] transpose(a), dimensions={1,0}
+  r = f32[2,3,4] reshape(t)
+  bb = f32[2,3,4] broadcast(b), dimensions={1,2}
+  s = f32[2,3,4] add(r, bb)
+  rv = f32[2,3,4] reverse(s), dimensions={0,2}
+  sl = f32[2,2,2] slice(rv), slice={[0:2], [1:3], [0:4:2]}
+  sl2 = f32[2,1,2] slice(rv), slice={[0:2], [0:1], [1:3]}
+  cat = f32[2,5,2] concatenate(sl, sl, sl2), dimensions={1}
+  z = f32[] constant(0.5)
+  pd = f32[3,10,3] pad(cat, z), padding=1_0x2_-1_1x0_1
+  io = f32[3,10,3] iota(), iota_dimension=1
+  ROOT out = f32[3,10,3] multiply(pd, io)
+})"},
+    {"dynamic_slices", R"(
+HloModule m
+ENTRY e {
+  a = f32[8,6] parameter(0)
+  u = f32[3,2] parameter(1)
+  i = s32[] parameter(2)
+  j = s32[] parameter(3)
+  ds = f32[3,2] dynamic-slice(a, i, j), dynamic_slice_sizes={3,2}
+  sum = f32[3,2] add(ds, u)
+  ROOT dus = f32[8,6] dynamic-update-slice(a, sum, j, i)
+})"},
+    {"reductions", R"(
+HloModule m
+add {
+  ad0 = f32[] parameter(0)
+  ad1 = f32[] parameter(1)
+  ROOT adr = f32[] add(ad0, ad1)
+}
+max {
+  mx0 = f32[] parameter(0)
+  mx1 = f32[] parameter(1)
+  ROOT mxr = f32[] maximum(mx0, mx1)
+}
+ENTRY e {
+  a = f32[37,130] parameter(0)
+  z = f32[] constant(0)
+  ninf = f32[] constant(-inf)
+  sq = f32[37,130] multiply(a, a)
+  rows = f32[37] reduce(sq, z), dimensions={1}, to_apply=add
+  cols = f32[130] reduce(a, ninf), dimensions={0}, to_apply=max
+  all = f32[] reduce(a, z), dimensions={0,1}, to_apply=add
+  ROOT t = (f32[37], f32[130], f32[]) tuple(rows, cols, all)
+})"},
+    {"softmax", R"(
+HloModule m
+add {
+  ad0 = f32[] parameter(0)
+  ad1 = f32[] parameter(1)
+  ROOT adr = f32[] add(ad0, ad1)
+}
+max {
+  mx0 = f32[] parameter(0)
+  mx1 = f32[] parameter(1)
+  ROOT mxr = f32[] maximum(mx0, mx1)
+}
+ENTRY e {
+  a = f32[19,70] parameter(0)
+  ninf = f32[] constant(-inf)
+  z = f32[] constant(0)
+  m = f32[19] reduce(a, ninf), dimensions={1}, to_apply=max
+  mb = f32[19,70] broadcast(m), dimensions={0}
+  d = f32[19,70] subtract(a, mb)
+  ex = f32[19,70] exponential(d)
+  s = f32[19] reduce(ex, z), dimensions={1}, to_apply=add
+  sb = f32[19,70] broadcast(s), dimensions={0}
+  ROOT o = f32[19,70] divide(ex, sb)
+})"},
+    {"pooling", R"(
+HloModule m
+max {
+  mx0 = f32[] parameter(0)
+  mx1 = f32[] parameter(1)
+  ROOT mxr = f32[] maximum(mx0, mx1)
+}
+add {
+  ad0 = f32[] parameter(0)
+  ad1 = f32[] parameter(1)
+  ROOT adr = f32[] add(ad0, ad1)
+}
+ENTRY e {
+  a = f32[2,9,9,3] parameter(0)
+  ninf = f32[] constant(-inf)
+  z = f32[] constant(0)
+  mp = f32[2,5,5,3] reduce-window(a, ninf), window={size=1x3x3x1 stride=1x2x2x1 pad=0_0x1_1x1_1x0_0}, to_apply=max
+  ap = f32[2,4,4,3] reduce-window(a, z), window={size=1x2x2x1 stride=1x2x2x1}, to_apply=add
+  ROOT t = (f32[2,5,5,3], f32[2,4,4,3]) tuple(mp, ap)
+})"},
+    {"dot_bias_relu", R"(
+HloModule m
+ENTRY e {
+  x = f32[45,70] parameter(0)
+  w = f32[70,37] parameter(1)
+  b = f32[37] parameter(2)
+  d = f32[45,37] dot(x, w), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+  bb = f32[45,37] broadcast(b), dimensions={1}
+  s = f32[45,37] add(d, bb)
+  z = f32[] constant(0)
+  zb = f32[45,37] broadcast(z), dimensions={}
+  ROOT r = f32[45,37] maximum(s, zb)
+})"},
+    {"dot_transposed_batched", R"(
+HloModule m
+ENTRY e {
+  x = f32[3,20,17] parameter(0)
+  w = f32[3,33,17] parameter(1)
+  ROOT d = f32[3,20,33] dot(x, w), lhs_batch_dims={0}, rhs_batch_dims={0}, lhs_contracting_dims={2}, rhs_contracting_dims={2}
+})"},
+    {"dot_plain", R"(
+HloModule m
+ENTRY e {
+  x = f32[130,300] parameter(0)
+  w = f32[300,70] parameter(1)
+  ROOT d = f32[130,70] dot(x, w), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+})"},
+    {"conv_nchw", R"(
+HloModule m
+ENTRY e {
+  x = f32[2,5,11,11] parameter(0)
+  w = f32[7,5,3,3] parameter(1)
+  ROOT c = f32[2,7,6,6] convolution(x, w), window={size=3x3 stride=2x2 pad=1_1x1_1}, dim_labels=bf01_oi01->bf01
+})"},
+    {"conv_nhwc_bias", R"(
+HloModule m
+ENTRY e {
+  x = f32[1,8,8,6] parameter(0)
+  w = f32[3,3,6,10] parameter(1)
+  b = f32[10] parameter(2)
+  c = f32[1,8,8,10] convolution(x, w), window={size=3x3 pad=1_1x1_1}, dim_labels=b01f_01io->b01f
+  bb = f32[1,8,8,10] broadcast(b), dimensions={3}
+  ROOT s = f32[1,8,8,10] add(c, bb)
+})"},
+    {"conv_depthwise_dilated", R"(
+HloModule m
+ENTRY e {
+  x = f32[1,6,9,9] parameter(0)
+  w = f32[6,1,3,3] parameter(1)
+  ROOT c = f32[1,6,9,9] convolution(x, w), window={size=3x3 pad=2_2x2_2 rhs_dilate=2x2}, dim_labels=bf01_oi01->bf01, feature_group_count=6
+})"},
+    {"multi_output_and_passthrough", R"(
+HloModule m
+ENTRY e {
+  a = f32[16] parameter(0)
+  b = f64[16] parameter(1)
+  c = f32[16] constant({1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16})
+  e = f32[16] exponential(a)
+  s = f32[16] add(e, c)
+  d = f64[16] convert(s)
+  m = f64[16] multiply(d, b)
+  ROOT t = (f32[16], f64[16], f32[16], f64[16], f32[16]) tuple(e, m, a, b, c)
+})"},
+};
+
+const Case& Find(const std::string& name) {
+  for (const Case& c : kCases) {
+    if (name == c.name) return c;
+  }
+  std::abort();
+}
+
+TEST_P(CpuOpsTest, MatchesEvaluatorUnderEveryParameterValue) {
+  const Case& c = Find(GetParam());
+  absl::StatusOr<std::unique_ptr<ir::Module>> module = ir::ParseHloText(c.hlo);
+  ASSERT_TRUE(module.ok()) << module.status();
+  absl::StatusOr<CompiledModule> compiled = CompileModule(**module);
+  ASSERT_TRUE(compiled.ok()) << compiled.status();
+  absl::Status check = CheckAgainstEvaluator(**module, *compiled, 7);
+  EXPECT_TRUE(check.ok()) << check << "\n" << compiled->program.source;
+  // Every other value of every parameter, one kernel and parameter at a time.
+  const LoweredModule& lowered = compiled->lowered;
+  for (size_t k = 0; k < lowered.kernels.size(); ++k) {
+    const Kernel& kernel = lowered.kernels[k];
+    for (size_t p = 0; p < kernel.params.size(); ++p) {
+      for (size_t v = 1; v < kernel.params[p].choices.size(); ++v) {
+        std::vector<KernelConfig> configs = compiled->configs;
+        configs[k][p] = kernel.params[p].choices[v];
+        absl::StatusOr<CompiledModule> variant = CompileModule(**module, configs);
+        ASSERT_TRUE(variant.ok()) << variant.status();
+        absl::Status s = CheckAgainstEvaluator(**module, *variant, 11);
+        EXPECT_TRUE(s.ok()) << "kernel " << kernel.name << " " << kernel.params[p].name << "="
+                            << kernel.params[p].choices[v] << ": " << s;
+      }
+    }
+  }
+}
+
+std::vector<const char*> CaseNames() {
+  std::vector<const char*> names;
+  for (const Case& c : kCases) names.push_back(c.name);
+  return names;
+}
+
+INSTANTIATE_TEST_SUITE_P(Ops, CpuOpsTest, ::testing::ValuesIn(CaseNames()),
+                         [](const ::testing::TestParamInfo<const char*>& info) {
+                           return std::string(info.param);
+                         });
+
+}  // namespace
+}  // namespace mltune::backends::cpu
