@@ -479,7 +479,7 @@ grpc::Status CompileServiceImpl::DoListWorkers(v1::ListWorkersResponse* response
     info->set_name(worker.name);
     info->set_kind("in-process");
     for (const std::string& target : targets) info->add_targets(target);
-    info->set_scorer("op-count");
+    info->set_scorer("op-count; measured seconds (tile, fusion)");
     info->set_state(worker.job_id.empty() ? "idle" : "busy");
     info->set_job_id(worker.job_id);
     info->set_candidates_evaluated(worker.candidates_evaluated);

@@ -41,7 +41,16 @@ absl::StatusOr<const backends::TargetSpec*> FindSpec(std::string_view target) {
   return spec;
 }
 
-std::vector<std::string> ConfigTask::targets() const { return TargetsOfWorker(worker_); }
+std::vector<std::string> ConfigTask::targets() const {
+  std::vector<std::string> targets = TargetsOfWorker(worker_);
+  if (RunsOnCpu()) targets.insert(targets.begin(), "cpu");
+  return targets;
+}
+
+absl::StatusOr<TaskOutcome> ConfigTask::SearchCpu(const TaskRequest&,
+                                                  const ConfigTaskOptions&) const {
+  return absl::InvalidArgumentError(absl::StrCat("task ", name_, " does not run on cpu"));
+}
 
 absl::Status ConfigTask::ValidateOptions(const TaskOptions& options) const {
   return ParseConfigTaskOptions(name_, options, allow_noise_).status();
@@ -51,6 +60,7 @@ absl::StatusOr<TaskOutcome> ConfigTask::Run(const TaskRequest& request) const {
   absl::StatusOr<ConfigTaskOptions> options =
       ParseConfigTaskOptions(name_, request.options, allow_noise_);
   if (!options.ok()) return options.status();
+  if (request.target == "cpu" && RunsOnCpu()) return SearchCpu(request, *options);
   absl::StatusOr<const backends::TargetSpec*> spec = FindSpec(request.target);
   if (!spec.ok()) return spec.status();
   return Search(request, *options, **spec);

@@ -30,7 +30,8 @@ absl::StatusOr<const backends::TargetSpec*> FindSpec(std::string_view target);
 
 // Base of the configuration tasks: a name, a description, the simulated worker whose targets it
 // runs on and whether it takes `noise`; Run parses the options and finds the spec, then calls
-// Search.
+// Search. A task that also runs on the real CPU (tile, fusion) overrides SearchCpu, which Run
+// calls for target "cpu".
 class ConfigTask : public Task {
  public:
   ConfigTask(std::string name, std::string description, std::string worker, bool allow_noise)
@@ -49,6 +50,9 @@ class ConfigTask : public Task {
   virtual absl::StatusOr<TaskOutcome> Search(const TaskRequest& request,
                                              const ConfigTaskOptions& options,
                                              const backends::TargetSpec& spec) const = 0;
+  virtual bool RunsOnCpu() const { return false; }
+  virtual absl::StatusOr<TaskOutcome> SearchCpu(const TaskRequest& request,
+                                                const ConfigTaskOptions& options) const;
 
  private:
   std::string name_, description_, worker_;

@@ -10,6 +10,7 @@
 #include "costmodels/analytical/kernels.h"
 #include "costmodels/analytical/op_graph.h"
 #include "daemon/config_search.h"
+#include "daemon/cpu_tasks.h"
 #include "daemon/sim_workers.h"
 #include "nlohmann/json.hpp"
 #include "optimizers/fusion/fusion_problem.h"
@@ -48,11 +49,18 @@ class TileTask : public ConfigTask {
  public:
   TileTask()
       : ConfigTask("tile",
-                   "tile sizes (m, n, k, double buffering) per kernel of the default fusion, in "
-                   "simulated seconds, against the compiler's default tiles",
+                   "per-kernel tiles of the default fusion against the compiler's defaults: on "
+                   "cpu the generated kernels' parameters (blocking, unroll, vectorization, "
+                   "reduction order, GEMM library or register/cache tiles), measured; on tpu "
+                   "targets m, n, k and double buffering in simulated seconds",
                    "tpu-sim", true) {}
 
  protected:
+  bool RunsOnCpu() const override { return true; }
+  absl::StatusOr<TaskOutcome> SearchCpu(const TaskRequest& request,
+                                        const ConfigTaskOptions& options) const override {
+    return SearchCpuTiles(request, options);
+  }
   absl::StatusOr<TaskOutcome> Search(const TaskRequest& request, const ConfigTaskOptions& options,
                                      const backends::TargetSpec& spec) const override {
     absl::StatusOr<backends::tpu::TpuSimulator> sim = MakeSimulator(spec, options);
@@ -75,11 +83,17 @@ class FusionTask : public ConfigTask {
  public:
   FusionTask()
       : ConfigTask("fusion",
-                   "which producers fuse into their consumers' kernels (XLA's rules), in simulated "
-                   "seconds with default tiles, against the compiler's default fusion",
+                   "which producers fuse into their consumers' kernels (XLA's rules) against the "
+                   "compiler's default fusion: on cpu fusion priorities, the whole module "
+                   "measured; on tpu targets fuse/keep per producer in simulated seconds",
                    "tpu-sim", true) {}
 
  protected:
+  bool RunsOnCpu() const override { return true; }
+  absl::StatusOr<TaskOutcome> SearchCpu(const TaskRequest& request,
+                                        const ConfigTaskOptions& options) const override {
+    return SearchCpuFusion(request, options);
+  }
   absl::StatusOr<TaskOutcome> Search(const TaskRequest& request, const ConfigTaskOptions& options,
                                      const backends::TargetSpec& spec) const override {
     absl::StatusOr<backends::tpu::TpuSimulator> sim = MakeSimulator(spec, options);

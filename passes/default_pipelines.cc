@@ -240,4 +240,17 @@ std::vector<std::string> MissingDefaultPipelinePasses(std::string_view target,
   return missing;
 }
 
+absl::StatusOr<std::unique_ptr<ir::Module>> RunDefaultPipeline(const ir::Module& module,
+                                                               std::string_view target) {
+  std::unique_ptr<Pipeline> pipeline = MakeDefaultPipeline(target);
+  if (pipeline == nullptr) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("no default pipeline for target '", std::string(target), "'"));
+  }
+  std::unique_ptr<ir::Module> copy = module.Clone();
+  absl::StatusOr<bool> changed = pipeline->Run(*copy);
+  if (!changed.ok()) return changed.status();
+  return copy;
+}
+
 }  // namespace mltune::passes

@@ -40,6 +40,11 @@ std::unique_ptr<Pipeline> MakeDefaultPipeline(std::string_view target,
                                               std::vector<std::string>* skipped = nullptr,
                                               const Registry& registry = Registry::Global());
 
+// A copy of `module` after `target`'s default pipeline (what a backend compiles by default), or
+// InvalidArgument for an unknown target, or the pipeline's error.
+absl::StatusOr<std::unique_ptr<ir::Module>> RunDefaultPipeline(const ir::Module& module,
+                                                               std::string_view target);
+
 // The distinct pass names `target`'s default pipeline needs that `registry` does not hold, in
 // first-use order.
 std::vector<std::string> MissingDefaultPipelinePasses(

@@ -101,6 +101,68 @@ FusionPlan PlanFusion(const OpGraph& graph, const std::vector<uint8_t>& allow) {
   return plan;
 }
 
+FusionPlan PlanFusionByPriority(const OpGraph& graph, const std::vector<int32_t>& priority) {
+  const int32_t n = graph.size();
+  const std::vector<int32_t> producers = FusibleProducers(graph);
+  // Union-find over kernels, each op starting alone. A kernel absorbs a producer only when all
+  // the producer's users are inside it, so kernels stay convex (no path leaves and re-enters).
+  std::vector<int32_t> parent(static_cast<size_t>(n));
+  std::vector<int32_t> heavy(static_cast<size_t>(n)), opaque(static_cast<size_t>(n));
+  for (int32_t i = 0; i < n; ++i) {
+    parent[static_cast<size_t>(i)] = i;
+    heavy[static_cast<size_t>(i)] = IsHeavy(Node(graph, i)) ? 1 : 0;
+    opaque[static_cast<size_t>(i)] = Node(graph, i).opaque ? 1 : 0;
+  }
+  auto find = [&](int32_t x) {
+    while (parent[static_cast<size_t>(x)] != x) {
+      parent[static_cast<size_t>(x)] = parent[static_cast<size_t>(parent[static_cast<size_t>(x)])];
+      x = parent[static_cast<size_t>(x)];
+    }
+    return x;
+  };
+  std::vector<size_t> order;
+  for (size_t p = 0; p < producers.size(); ++p) {
+    if (p < priority.size() && priority[p] > 0) order.push_back(p);
+  }
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    if (priority[a] != priority[b]) return priority[a] > priority[b];
+    return producers[a] > producers[b];
+  });
+  for (size_t p : order) {
+    const int32_t node = producers[p];
+    const OpNode& op = Node(graph, node);
+    const int32_t target = find(op.users.front());
+    bool ok = true;
+    for (int32_t user : op.users) ok &= find(user) == target;
+    const int32_t own = find(node);
+    if (!ok || own == target || opaque[static_cast<size_t>(target)] != 0 ||
+        heavy[static_cast<size_t>(target)] + heavy[static_cast<size_t>(own)] > 1) {
+      continue;
+    }
+    parent[static_cast<size_t>(own)] = target;
+    heavy[static_cast<size_t>(target)] += heavy[static_cast<size_t>(own)];
+  }
+  // Number kernels by their largest op, which orders them topologically.
+  std::vector<int32_t> root(static_cast<size_t>(n), -1);
+  for (int32_t i = 0; i < n; ++i) root[static_cast<size_t>(find(i))] = i;
+  std::vector<int32_t> number(static_cast<size_t>(n), -1);
+  FusionPlan plan;
+  plan.kernel_of.assign(static_cast<size_t>(n), -1);
+  for (int32_t i = 0; i < n; ++i) {
+    const int32_t r = find(i);
+    if (root[static_cast<size_t>(r)] == i) {
+      number[static_cast<size_t>(r)] = plan.size();
+      plan.kernels.emplace_back();
+    }
+  }
+  for (int32_t i = 0; i < n; ++i) {
+    const int32_t k = number[static_cast<size_t>(find(i))];
+    plan.kernel_of[static_cast<size_t>(i)] = k;
+    plan.kernels[static_cast<size_t>(k)].push_back(i);
+  }
+  return plan;
+}
+
 FusionPlan Unfused(const OpGraph& graph) {
   FusionPlan plan;
   for (int32_t i = 0; i < graph.size(); ++i) {

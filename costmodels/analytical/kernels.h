@@ -29,6 +29,11 @@ std::vector<int32_t> FusibleProducers(const OpGraph& graph);
 // op (dot, convolution, reduction, gather, ...), and `allow` (one flag per FusibleProducers
 // entry; empty = all) lets it. All-allowed is the compiler's default fusion.
 FusionPlan PlanFusion(const OpGraph& graph, const std::vector<uint8_t>& allow = {});
+// Priority fusion (XLA's priority fusion, GO's learned fusion): every fusible producer with a
+// priority above zero, highest priority first (ties: later ops first), joins its consumers'
+// kernel under the same legality rules as PlanFusion; priority 0 keeps it apart. `priority` has
+// one entry per FusibleProducers entry; all ones is PlanFusion's default plan.
+FusionPlan PlanFusionByPriority(const OpGraph& graph, const std::vector<int32_t>& priority);
 // One kernel per op (no fusion).
 FusionPlan Unfused(const OpGraph& graph);
 

@@ -1,0 +1,168 @@
+#include "daemon/cpu_tasks.h"
+
+#include <cmath>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "backends/cpu/cpu_backend.h"
+#include "nlohmann/json.hpp"
+#include "optimizers/fusion/cpu_fusion_problem.h"
+#include "optimizers/tiling/cpu_tile_problem.h"
+#include "passes/default_pipelines.h"
+
+namespace mltune::daemon {
+namespace {
+
+using nlohmann::json;
+namespace cpu = backends::cpu;
+
+// Kernel measurements are short (one kernel, hot caches); module measurements a little longer.
+cpu::MeasureOptions KernelMeasureOptions() {
+  cpu::MeasureOptions m;
+  m.max_seconds = 0.05;
+  m.min_reps = 5;
+  return m;
+}
+cpu::MeasureOptions ModuleMeasureOptions() {
+  cpu::MeasureOptions m;
+  m.max_seconds = 0.2;
+  m.min_reps = 5;
+  return m;
+}
+
+absl::StatusOr<std::unique_ptr<ir::Module>> PrepareModule(const ir::Module& module,
+                                                          const ConfigTaskOptions& options) {
+  if (options.noise != 0) {
+    return absl::InvalidArgumentError("option noise applies to tpu-sim only; cpu is measured");
+  }
+  absl::StatusOr<std::unique_ptr<ir::Module>> optimized = passes::RunDefaultPipeline(module, "cpu");
+  if (!optimized.ok()) {
+    return absl::InternalError(
+        absl::StrCat("XLA's default cpu pipeline failed: ", optimized.status().message()));
+  }
+  if (absl::Status s = cpu::CheckSupported(**optimized); !s.ok()) {
+    return absl::FailedPreconditionError(s.message());
+  }
+  return optimized;
+}
+
+std::string ConfigText(const cpu::Kernel& kernel, const cpu::KernelConfig& config) {
+  std::vector<std::string> parts;
+  for (size_t p = 0; p < kernel.params.size() && p < config.size(); ++p) {
+    parts.push_back(absl::StrCat(kernel.params[p].name, "=", config[p]));
+  }
+  return absl::StrJoin(parts, ",");
+}
+
+// Times the whole module under `configs` and `plan`; +inf (with the error) when it fails.
+absl::StatusOr<double> ModuleSeconds(const ir::Module& module,
+                                     const std::vector<cpu::KernelConfig>& configs,
+                                     const costmodels::FusionPlan* plan, uint64_t seed) {
+  absl::StatusOr<cpu::CompiledModule> compiled = cpu::CompileModule(module, configs, plan);
+  if (!compiled.ok()) return compiled.status();
+  absl::StatusOr<cpu::Timing> t =
+      cpu::Measure(compiled->object, compiled->program, seed, ModuleMeasureOptions());
+  if (!t.ok()) return t.status();
+  return t->median_s;
+}
+
+}  // namespace
+
+absl::StatusOr<TaskOutcome> SearchCpuTiles(const TaskRequest& request,
+                                           const ConfigTaskOptions& options) {
+  absl::StatusOr<std::unique_ptr<ir::Module>> module = PrepareModule(*request.module, options);
+  if (!module.ok()) return module.status();
+  absl::StatusOr<cpu::LoweredModule> lowered = cpu::Lower(**module);
+  if (!lowered.ok()) return absl::FailedPreconditionError(lowered.status().message());
+  const cpu::CompilerOptions compiler;
+  const cpu::MeasureOptions measure = KernelMeasureOptions();
+  opt::tiling::CpuTileProblem problem(
+      *lowered, [&](int32_t k, const cpu::KernelConfig& config) -> absl::StatusOr<double> {
+        absl::StatusOr<cpu::Program> program = cpu::GenerateKernel(*lowered, k, config);
+        if (!program.ok()) return program.status();
+        absl::StatusOr<cpu::CompiledObject> object = cpu::CompileProgram(*program, compiler);
+        if (!object.ok()) return object.status();
+        absl::StatusOr<cpu::Timing> t = cpu::Measure(*object, *program, options.seed, measure);
+        if (!t.ok()) return t.status();
+        // Kernel-level rows: the learned cost model's training data (kernel source key,
+        // its parameters, measured seconds).
+        if (request.record_measurement) {
+          storage::MeasurementRecord m;
+          m.graph_key = object->key;
+          m.task = "tile-kernel";
+          m.target = "cpu";
+          m.configuration = ConfigText(lowered->kernels[static_cast<size_t>(k)], config);
+          m.value = t->median_s;
+          m.worker = request.worker;
+          request.record_measurement(std::move(m));
+        }
+        return t->median_s;
+      });
+  const double baseline = problem.Evaluate(problem.DefaultCandidate());
+  if (!std::isfinite(baseline)) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("the default kernels did not run: ", problem.last_error()));
+  }
+  absl::StatusOr<ConfigSearchRun> run = RunConfigSearch(request, "tile", problem, options.seed,
+                                                        baseline, baseline, "measured seconds");
+  if (!run.ok()) return run.status();
+  const std::vector<cpu::KernelConfig> defaults = problem.Decode(problem.DefaultCandidate());
+  const std::vector<cpu::KernelConfig> tuned = problem.Decode(run->best);
+  json kernels = json::array();
+  for (const cpu::Kernel& k : lowered->kernels) {
+    const size_t i = static_cast<size_t>(k.id);
+    kernels.push_back({{"kernel", k.name},
+                       {"kind", cpu::KernelKindName(k.kind)},
+                       {"ops", k.members.size()},
+                       {"config", ConfigText(k, tuned[i])},
+                       {"default_seconds", problem.KernelSeconds(k.id, defaults[i])},
+                       {"tuned_seconds", problem.KernelSeconds(k.id, tuned[i])}});
+  }
+  run->outcome.artifacts["kernels"] = kernels.dump(1);
+  // The kernels were timed alone; the whole module, default against tuned, confirms the gain.
+  json whole = json::object();
+  absl::StatusOr<double> d = ModuleSeconds(**module, defaults, nullptr, options.seed);
+  absl::StatusOr<double> t = ModuleSeconds(**module, tuned, nullptr, options.seed);
+  if (d.ok()) whole["default_seconds"] = *d;
+  if (t.ok()) whole["tuned_seconds"] = *t;
+  run->outcome.artifacts["module_timing"] = whole.dump();
+  return std::move(run->outcome);
+}
+
+absl::StatusOr<TaskOutcome> SearchCpuFusion(const TaskRequest& request,
+                                            const ConfigTaskOptions& options) {
+  absl::StatusOr<std::unique_ptr<ir::Module>> module = PrepareModule(*request.module, options);
+  if (!module.ok()) return module.status();
+  opt::fusion::CpuFusionProblem problem(
+      costmodels::BuildOpGraph(**module),
+      [&](const costmodels::FusionPlan& plan) -> absl::StatusOr<double> {
+        absl::StatusOr<double> s = ModuleSeconds(**module, {}, &plan, options.seed);
+        return s;
+      });
+  const double baseline = problem.Evaluate(problem.DefaultCandidate());
+  if (!std::isfinite(baseline)) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("the default fusion did not run: ", problem.last_error()));
+  }
+  const costmodels::FusionPlan unfused = costmodels::Unfused(problem.graph());
+  absl::StatusOr<double> original = ModuleSeconds(**module, {}, &unfused, options.seed);
+  absl::StatusOr<ConfigSearchRun> run =
+      RunConfigSearch(request, "fusion", problem, options.seed,
+                      original.ok() ? *original : baseline, baseline, "measured seconds");
+  if (!run.ok()) return run.status();
+  const costmodels::FusionPlan plan = problem.Plan(run->best);
+  json kernels = json::array();
+  for (const std::vector<int32_t>& members : plan.kernels) {
+    json ops = json::array();
+    for (int32_t node : members)
+      ops.push_back(problem.graph().nodes[static_cast<size_t>(node)].name);
+    kernels.push_back({{"op_names", std::move(ops)}});
+  }
+  run->outcome.artifacts["kernels"] = kernels.dump(1);
+  return std::move(run->outcome);
+}
+
+}  // namespace mltune::daemon

@@ -1,0 +1,47 @@
+#include "optimizers/fusion/cpu_fusion_problem.h"
+
+#include <limits>
+
+#include "absl/strings/str_cat.h"
+
+namespace mltune::opt::fusion {
+
+CpuFusionProblem::CpuFusionProblem(costmodels::OpGraph graph, MeasureFn measure)
+    : graph_(std::move(graph)), measure_(std::move(measure)) {
+  producers_ = costmodels::FusibleProducers(graph_);
+  space_.choices = {static_cast<int32_t>(std::size(kPriorities))};
+  space_.max_length = static_cast<int64_t>(producers_.size());
+  space_.fixed_length = true;
+  (void)AddSeed(DefaultCandidate());
+}
+
+std::string CpuFusionProblem::ActionName(int64_t position, Action action) const {
+  return absl::StrCat(
+      graph_.nodes[static_cast<size_t>(producers_[static_cast<size_t>(position)])].name,
+      ":priority=", kPriorities[static_cast<size_t>(action)]);
+}
+
+costmodels::FusionPlan CpuFusionProblem::Plan(const Candidate& candidate) const {
+  std::vector<int32_t> priority(producers_.size(), 1);
+  for (size_t i = 0; i < candidate.size() && i < priority.size(); ++i) {
+    priority[i] = kPriorities[static_cast<size_t>(candidate[i])];
+  }
+  return costmodels::PlanFusionByPriority(graph_, priority);
+}
+
+double CpuFusionProblem::Evaluate(const Candidate& candidate) {
+  const costmodels::FusionPlan plan = Plan(candidate);
+  auto it = cache_.find(plan.kernel_of);
+  if (it != cache_.end()) return it->second;
+  absl::StatusOr<double> seconds = measure_(plan);
+  double value = std::numeric_limits<double>::infinity();
+  if (seconds.ok()) {
+    value = *seconds;
+  } else {
+    last_error_ = std::string(seconds.status().message());
+  }
+  cache_[plan.kernel_of] = value;
+  return value;
+}
+
+}  // namespace mltune::opt::fusion

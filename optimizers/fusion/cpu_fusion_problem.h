@@ -1,0 +1,49 @@
+// Fusion search on the CPU backend, as XLA's priority fusion and GO frame it: a priority per
+// fusible producer orders a greedy fusion pass that keeps XLA's legality rules
+// (costmodels::PlanFusionByPriority); priority 0 keeps a producer out of its consumers' kernel.
+// The score is the whole module's measured time (compiled with default kernel parameters), each
+// distinct plan measured once. All priorities equal, the compiler's default fusion, is the seed.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "costmodels/analytical/kernels.h"
+#include "costmodels/analytical/op_graph.h"
+#include "optimizers/core/config_problem.h"
+
+namespace mltune::opt::fusion {
+
+class CpuFusionProblem : public ConfigProblem {
+ public:
+  using MeasureFn = std::function<absl::StatusOr<double>(const costmodels::FusionPlan&)>;
+  // The priority each action stands for: action 0 is the default priority.
+  static constexpr int32_t kPriorities[] = {1, 0, 2, 3};
+
+  CpuFusionProblem(costmodels::OpGraph graph, MeasureFn measure);
+
+  std::string name() const override { return "fusion"; }
+  SearchSpace space() const override { return space_; }
+  std::string ActionName(int64_t position, Action action) const override;
+  double Evaluate(const Candidate& candidate) override;  // seconds; +inf when it fails
+
+  Candidate DefaultCandidate() const { return Candidate(producers_.size(), 0); }
+  costmodels::FusionPlan Plan(const Candidate& candidate) const;
+  const costmodels::OpGraph& graph() const { return graph_; }
+  int64_t measurements() const { return static_cast<int64_t>(cache_.size()); }
+  const std::string& last_error() const { return last_error_; }
+
+ private:
+  costmodels::OpGraph graph_;
+  MeasureFn measure_;
+  std::vector<int32_t> producers_;
+  SearchSpace space_;
+  std::map<std::vector<int32_t>, double> cache_;  // by kernel_of
+  std::string last_error_;
+};
+
+}  // namespace mltune::opt::fusion

@@ -1,0 +1,67 @@
+#include "optimizers/tiling/cpu_tile_problem.h"
+
+#include <limits>
+
+#include "absl/strings/str_cat.h"
+
+namespace mltune::opt::tiling {
+
+CpuTileProblem::CpuTileProblem(const backends::cpu::LoweredModule& module, MeasureFn measure)
+    : module_(module), measure_(std::move(measure)) {
+  for (const backends::cpu::Kernel& k : module_.kernels) {
+    for (size_t p = 0; p < k.params.size(); ++p) {
+      slots_.push_back({k.id, p});
+      space_.choices.push_back(static_cast<int32_t>(k.params[p].choices.size()));
+    }
+  }
+  space_.max_length = static_cast<int64_t>(slots_.size());
+  space_.fixed_length = true;
+  if (space_.choices.empty()) space_.choices = {1};
+  (void)AddSeed(DefaultCandidate());
+}
+
+std::string CpuTileProblem::ActionName(int64_t position, Action action) const {
+  const Slot& s = slots_[static_cast<size_t>(position)];
+  const backends::cpu::KernelParam& p =
+      module_.kernels[static_cast<size_t>(s.kernel)].params[s.param];
+  return absl::StrCat(module_.kernels[static_cast<size_t>(s.kernel)].name, ":", p.name, "=",
+                      p.choices[static_cast<size_t>(action)]);
+}
+
+std::vector<backends::cpu::KernelConfig> CpuTileProblem::Decode(const Candidate& candidate) const {
+  std::vector<backends::cpu::KernelConfig> configs;
+  for (const backends::cpu::Kernel& k : module_.kernels) configs.push_back(DefaultConfig(k));
+  for (size_t i = 0; i < slots_.size() && i < candidate.size(); ++i) {
+    const Slot& s = slots_[i];
+    const std::vector<int64_t>& choices =
+        module_.kernels[static_cast<size_t>(s.kernel)].params[s.param].choices;
+    configs[static_cast<size_t>(s.kernel)][s.param] = choices[static_cast<size_t>(candidate[i])];
+  }
+  return configs;
+}
+
+double CpuTileProblem::KernelSeconds(int32_t kernel, const backends::cpu::KernelConfig& config) {
+  auto key = std::make_pair(kernel, config);
+  auto it = cache_.find(key);
+  if (it != cache_.end()) return it->second;
+  absl::StatusOr<double> seconds = measure_(kernel, config);
+  double value = std::numeric_limits<double>::infinity();
+  if (seconds.ok()) {
+    value = *seconds;
+  } else {
+    last_error_ = std::string(seconds.status().message());
+  }
+  cache_[key] = value;
+  return value;
+}
+
+double CpuTileProblem::Evaluate(const Candidate& candidate) {
+  const std::vector<backends::cpu::KernelConfig> configs = Decode(candidate);
+  double total = 0;
+  for (size_t k = 0; k < configs.size(); ++k) {
+    total += KernelSeconds(static_cast<int32_t>(k), configs[k]);
+  }
+  return total;
+}
+
+}  // namespace mltune::opt::tiling

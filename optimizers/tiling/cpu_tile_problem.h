@@ -1,0 +1,55 @@
+// Tile search on the CPU backend: every tunable parameter of every kernel (loop blocking,
+// unrolling, vectorization, reduction order, GEMM implementation, register and cache tiles,
+// parallel split) is a position; the score is the sum of the kernels' measured times. Kernels are
+// measured alone, each (kernel, configuration) once, so a step that changes one kernel costs one
+// measurement. The compiler's default configuration is the seed.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "backends/cpu/lowering.h"
+#include "optimizers/core/config_problem.h"
+
+namespace mltune::opt::tiling {
+
+class CpuTileProblem : public ConfigProblem {
+ public:
+  // Seconds of kernel `kernel` under `config`; an error makes the candidate invalid.
+  using MeasureFn =
+      std::function<absl::StatusOr<double>(int32_t kernel, const backends::cpu::KernelConfig&)>;
+
+  CpuTileProblem(const backends::cpu::LoweredModule& module, MeasureFn measure);
+
+  std::string name() const override { return "tile"; }
+  SearchSpace space() const override { return space_; }
+  std::string ActionName(int64_t position, Action action) const override;
+  // Summed kernel seconds; +infinity when a kernel fails to compile or run.
+  double Evaluate(const Candidate& candidate) override;
+
+  Candidate DefaultCandidate() const { return Candidate(slots_.size(), 0); }
+  std::vector<backends::cpu::KernelConfig> Decode(const Candidate& candidate) const;
+  // Seconds of one kernel in `candidate` (measuring it if needed).
+  double KernelSeconds(int32_t kernel, const backends::cpu::KernelConfig& config);
+  int64_t measurements() const { return static_cast<int64_t>(cache_.size()); }
+  const std::string& last_error() const { return last_error_; }
+
+ private:
+  struct Slot {
+    int32_t kernel;
+    size_t param;
+  };
+  const backends::cpu::LoweredModule& module_;
+  MeasureFn measure_;
+  std::vector<Slot> slots_;
+  SearchSpace space_;
+  std::map<std::pair<int32_t, backends::cpu::KernelConfig>, double> cache_;
+  std::string last_error_;
+};
+
+}  // namespace mltune::opt::tiling
