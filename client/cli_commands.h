@@ -58,7 +58,26 @@ struct SearchCommand {
   std::string output;
 };
 // `mltune search pass-order`: best pass order found within the budget, against XLA's default.
+// `mltune search tile|fusion --target cpu`: the CPU backend's kernel parameters or fusion
+// priorities, measured (RunCpuSearch, cpu_commands.cc).
 int RunSearch(const SearchCommand& cmd, std::ostream& out, std::ostream& err);
+int RunCpuSearch(const SearchCommand& cmd, std::ostream& out, std::ostream& err);
+
+struct RunCommand {
+  std::string file;
+  std::string target = "cpu";
+  bool check = false;  // compare with the reference evaluator; exit 1 on a mismatch
+  int64_t repeat = 0;  // timed samples (0: until the spread is small, at most 1 s)
+  bool tuned = false;  // also tune the kernels' parameters and time the tuned module
+  std::string strategy = "annealing";
+  int64_t budget = 32;  // tuning steps
+  uint64_t seed = 0;    // inputs and search
+  int threads = 1;
+  bool json = false;
+};
+// `mltune run`: compiles the module for the CPU (generated kernels), runs it, optionally checks it
+// against the evaluator, and prints its latency (median and spread).
+int RunRun(const RunCommand& cmd, std::ostream& out, std::ostream& err);
 
 struct SimulateCommand {
   std::string file;

@@ -63,7 +63,10 @@ int main(int argc, char** argv) {
   SearchCommand search;
   auto* search_cmd = app.add_subcommand(
       "search", "Search pass orders; compare the best with XLA's default pipeline");
-  search_cmd->add_option("problem", search.problem, "Search problem: pass-order")->required();
+  search_cmd
+      ->add_option("problem", search.problem,
+                   "pass-order, or tile|fusion (the CPU backend's kernels, measured; --target cpu)")
+      ->required();
   search_cmd->add_option("file", search.file, "HLO text file")->required();
   search_cmd
       ->add_option("--strategy", search.strategy, "random, greedy, beam, annealing or evolutionary")
@@ -79,6 +82,23 @@ int main(int argc, char** argv) {
   search_cmd->add_option("-o,--output", search.output, "Write the best module here");
   search_cmd->add_flag("!--no-warm-start", search.warm_start,
                        "Do not start from the default pipeline's order (search from scratch)");
+
+  RunCommand run;
+  auto* run_cmd = app.add_subcommand(
+      "run", "Compile for the CPU (generated kernels), run, check against the evaluator, time");
+  run_cmd->add_option("file", run.file, "HLO text file")->required();
+  run_cmd->add_option("--target", run.target, "cpu (the only target that runs generated code)")
+      ->default_val("cpu");
+  run_cmd->add_flag("--check", run.check,
+                    "Compare with the reference evaluator on seeded random inputs (exit 1 if not)");
+  run_cmd->add_option("--repeat", run.repeat,
+                      "Timed samples (0: until the spread is below 2% or 1 s of runs)");
+  run_cmd->add_flag("--tuned", run.tuned, "Also tune the kernels' parameters and time the result");
+  run_cmd->add_option("--strategy", run.strategy, "Tuning strategy")->default_val("annealing");
+  run_cmd->add_option("--budget", run.budget, "Tuning steps")->default_val(32);
+  run_cmd->add_option("--seed", run.seed, "Seed of the inputs and the search")->default_val(0);
+  run_cmd->add_option("--threads", run.threads, "Threads of the generated code")->default_val(1);
+  run_cmd->add_flag("--json", run.json, "Also print the figures as JSON");
 
   SimulateCommand simulate;
   auto* simulate_cmd = app.add_subcommand(
@@ -230,6 +250,7 @@ int main(int argc, char** argv) {
   if (*opt_cmd) return RunOpt(opt, std::cout, std::cerr);
   if (*search_cmd) return RunSearch(search, std::cout, std::cerr);
   if (*simulate_cmd) return RunSimulate(simulate, std::cout, std::cerr);
+  if (*run_cmd) return RunRun(run, std::cout, std::cerr);
 #ifdef MLTUNE_WITH_RL
   if (*train_cmd) {
     train.live_progress = isatty(STDERR_FILENO);

@@ -33,8 +33,10 @@ absl::StatusOr<int64_t> DefaultPipelineOpCount(const ir::Module& module, const s
 }
 
 int RunSearch(const SearchCommand& cmd, std::ostream& out, std::ostream& err) {
+  if (cmd.problem == "tile" || cmd.problem == "fusion") return RunCpuSearch(cmd, out, err);
   if (cmd.problem != "pass-order") {
-    err << "error: unknown search problem '" << cmd.problem << "' (available: pass-order)\n";
+    err << "error: unknown search problem '" << cmd.problem
+        << "' (available: pass-order, tile, fusion)\n";
     return 1;
   }
   std::unique_ptr<ir::Module> module = LoadVerified(cmd.file, err);

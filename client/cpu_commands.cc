@@ -1,0 +1,286 @@
+// `mltune run FILE --target cpu` and `mltune search tile|fusion FILE --target cpu`: the CPU
+// backend offline. The module goes through XLA's default CPU pipeline, is lowered to generated
+// kernels, compiled (cached on disk) and run in the runner child; --check compares the results
+// with the reference evaluator on the module as given.
+#include <cmath>
+#include <map>
+#include <memory>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "backends/cpu/cpu_backend.h"
+#include "client/cli_commands.h"
+#include "client/load.h"
+#include "ir/evaluator/evaluator.h"
+#include "nlohmann/json.hpp"
+#include "optimizers/core/search.h"
+#include "optimizers/fusion/cpu_fusion_problem.h"
+#include "optimizers/tiling/cpu_tile_problem.h"
+#include "passes/default_pipelines.h"
+
+namespace mltune::client {
+namespace {
+
+namespace cpu = backends::cpu;
+using json = nlohmann::ordered_json;
+
+std::string Ms(double s) { return absl::StrFormat("%.4g ms", s * 1e3); }
+
+std::string KernelCounts(const cpu::LoweredModule& lowered) {
+  std::map<std::string, int> counts;
+  for (const cpu::Kernel& k : lowered.kernels) ++counts[cpu::KernelKindName(k.kind)];
+  std::vector<std::string> parts;
+  for (const auto& [kind, n] : counts) parts.push_back(absl::StrCat(kind, " ", n));
+  return absl::StrJoin(parts, ", ");
+}
+
+// Loads, verifies and runs the cpu pipeline; nullptr after printing the error.
+std::unique_ptr<ir::Module> LoadForCpu(const std::string& file, const std::string& target,
+                                       std::unique_ptr<ir::Module>* original, std::ostream& err) {
+  if (target != "cpu") {
+    err << "error: --target " << target
+        << ": only cpu runs generated code here (simulated targets: mltune simulate, or "
+           "mltune submit to mltuned)\n";
+    return nullptr;
+  }
+  *original = LoadVerified(file, err);
+  if (*original == nullptr) return nullptr;
+  absl::StatusOr<std::unique_ptr<ir::Module>> optimized =
+      passes::RunDefaultPipeline(**original, "cpu");
+  if (!optimized.ok()) {
+    err << "error: XLA's default cpu pipeline failed: " << optimized.status().message() << "\n";
+    return nullptr;
+  }
+  if (absl::Status s = cpu::CheckSupported(**optimized); !s.ok()) {
+    err << "error: " << file << ": " << s.message() << "\n";
+    return nullptr;
+  }
+  return *std::move(optimized);
+}
+
+cpu::MeasureOptions TimingOptions(int64_t repeat, int threads) {
+  cpu::MeasureOptions m;
+  m.threads = threads;
+  if (repeat > 0) {
+    m.min_reps = static_cast<int>(repeat);
+    m.max_reps = static_cast<int>(repeat);
+    m.max_seconds = 1e9;
+  } else {
+    m.max_seconds = 1.0;
+  }
+  return m;
+}
+
+// The tile search of `mltune run --tuned` and `mltune search tile`.
+struct TileOutcome {
+  std::vector<cpu::KernelConfig> configs;
+  double default_seconds = 0, tuned_seconds = 0;  // summed kernel medians
+  int64_t steps = 0, measurements = 0;
+};
+absl::StatusOr<TileOutcome> TuneTiles(const cpu::LoweredModule& lowered,
+                                      const std::string& strategy, int64_t budget, double seconds,
+                                      uint64_t seed, int threads,
+                                      opt::tiling::CpuTileProblem** problem_out = nullptr) {
+  absl::StatusOr<std::unique_ptr<opt::Strategy>> s =
+      opt::StrategyRegistry::Global().Create(strategy);
+  if (!s.ok()) return s.status();
+  cpu::MeasureOptions measure;
+  measure.threads = threads;
+  measure.max_seconds = 0.05;
+  auto problem = std::make_unique<opt::tiling::CpuTileProblem>(
+      lowered, [&](int32_t k, const cpu::KernelConfig& config) -> absl::StatusOr<double> {
+        absl::StatusOr<cpu::Timing> t = cpu::MeasureKernel(lowered, k, config, {}, measure, seed);
+        if (!t.ok()) return t.status();
+        return t->median_s;
+      });
+  TileOutcome out;
+  out.default_seconds = problem->Evaluate(problem->DefaultCandidate());
+  if (!std::isfinite(out.default_seconds)) {
+    return absl::InternalError(absl::StrCat("the default kernels failed: ", problem->last_error()));
+  }
+  absl::StatusOr<opt::Result> r = (*s)->Search(*problem, opt::Budget(budget, seconds), seed);
+  if (!r.ok()) return r.status();
+  opt::Candidate best = r->best;
+  if (!(r->best_score < out.default_seconds)) best = problem->DefaultCandidate();
+  out.configs = problem->Decode(best);
+  out.tuned_seconds = problem->Evaluate(best);
+  out.steps = r->steps;
+  out.measurements = problem->measurements();
+  (void)problem_out;
+  return out;
+}
+
+}  // namespace
+
+int RunRun(const RunCommand& cmd, std::ostream& out, std::ostream& err) {
+  std::unique_ptr<ir::Module> original;
+  std::unique_ptr<ir::Module> module = LoadForCpu(cmd.file, cmd.target, &original, err);
+  if (module == nullptr) return 1;
+  absl::StatusOr<cpu::CompiledModule> compiled = cpu::CompileModule(*module);
+  if (!compiled.ok()) {
+    err << "error: " << compiled.status().message() << "\n";
+    return 1;
+  }
+  json j;
+  j["module"] = module->name();
+  j["ops"] = compiled->lowered.graph.size();
+  j["kernels"] = compiled->lowered.kernels.size();
+  out << "module " << module->name() << ": " << compiled->lowered.graph.size()
+      << " ops after the cpu pipeline, " << compiled->lowered.kernels.size() << " kernels ("
+      << KernelCounts(compiled->lowered) << ")\n";
+  out << "compiled: "
+      << (compiled->object.cache_hit ? "kernel cache hit"
+                                     : absl::StrFormat("%.2f s", compiled->object.compile_seconds))
+      << " (" << compiled->object.path << ")\n";
+  const cpu::MeasureOptions timing_options = TimingOptions(cmd.repeat, cmd.threads);
+  int exit_code = 0;
+  if (cmd.check) {
+    absl::Status s = cpu::CheckAgainstEvaluator(*original, *compiled, cmd.seed, timing_options);
+    j["check"] = s.ok() ? "match" : std::string(s.message());
+    if (s.ok()) {
+      out << "check: matches the reference evaluator (seed " << cmd.seed << ")\n";
+    } else {
+      out << "check: MISMATCH: " << s.message() << "\n";
+      exit_code = 1;
+    }
+  }
+  auto report = [&](const char* label, const cpu::CompiledModule& m) -> absl::StatusOr<double> {
+    absl::StatusOr<cpu::Timing> t = cpu::Measure(m.object, m.program, cmd.seed, timing_options);
+    if (!t.ok()) return t.status();
+    out << "latency (" << label << "): median " << Ms(t->median_s) << ", p25-p75 " << Ms(t->p25_s)
+        << " - " << Ms(t->p75_s) << " (spread " << absl::StrFormat("%.1f%%", t->spread * 100)
+        << "), " << t->samples << " samples of " << t->calls_per_sample << " call(s), "
+        << cmd.threads << " thread(s)\n";
+    j[label] = {{"median_s", t->median_s},
+                {"p25_s", t->p25_s},
+                {"p75_s", t->p75_s},
+                {"spread", t->spread},
+                {"samples", t->samples}};
+    return t->median_s;
+  };
+  absl::StatusOr<double> base = report("default kernels", *compiled);
+  if (!base.ok()) {
+    err << "error: " << base.status().message() << "\n";
+    return 1;
+  }
+  if (cmd.tuned) {
+    absl::StatusOr<TileOutcome> tuned =
+        TuneTiles(compiled->lowered, cmd.strategy, cmd.budget, 0, cmd.seed, cmd.threads);
+    if (!tuned.ok()) {
+      err << "error: tuning: " << tuned.status().message() << "\n";
+      return 1;
+    }
+    absl::StatusOr<cpu::CompiledModule> best = cpu::CompileModule(*module, tuned->configs);
+    if (!best.ok()) {
+      err << "error: " << best.status().message() << "\n";
+      return 1;
+    }
+    out << "tuned: " << cmd.strategy << ", " << tuned->steps << " steps, " << tuned->measurements
+        << " kernel measurements; kernels alone " << Ms(tuned->default_seconds) << " -> "
+        << Ms(tuned->tuned_seconds) << "\n";
+    if (cmd.check) {
+      absl::Status s = cpu::CheckAgainstEvaluator(*original, *best, cmd.seed, timing_options);
+      if (!s.ok()) {
+        out << "check (tuned): MISMATCH: " << s.message() << "\n";
+        exit_code = 1;
+      }
+    }
+    absl::StatusOr<double> t = report("tuned kernels", *best);
+    if (!t.ok()) {
+      err << "error: " << t.status().message() << "\n";
+      return 1;
+    }
+    out << "tuned vs default: " << absl::StrFormat("%+.1f%%", (*t / *base - 1) * 100) << "\n";
+  }
+  if (cmd.json) out << j.dump(1) << "\n";
+  return exit_code;
+}
+
+int RunCpuSearch(const SearchCommand& cmd, std::ostream& out, std::ostream& err) {
+  std::unique_ptr<ir::Module> original;
+  std::unique_ptr<ir::Module> module = LoadForCpu(cmd.file, cmd.target, &original, err);
+  if (module == nullptr) return 1;
+  absl::StatusOr<cpu::LoweredModule> lowered = cpu::Lower(*module);
+  if (!lowered.ok()) {
+    err << "error: " << lowered.status().message() << "\n";
+    return 1;
+  }
+  const cpu::MeasureOptions module_timing = TimingOptions(0, 1);
+  auto module_seconds = [&](const std::vector<cpu::KernelConfig>& configs,
+                            const costmodels::FusionPlan* plan) -> absl::StatusOr<double> {
+    absl::StatusOr<cpu::CompiledModule> m = cpu::CompileModule(*module, configs, plan);
+    if (!m.ok()) return m.status();
+    absl::StatusOr<cpu::Timing> t = cpu::Measure(m->object, m->program, cmd.seed, module_timing);
+    if (!t.ok()) return t.status();
+    return t->median_s;
+  };
+  if (cmd.problem == "tile") {
+    absl::StatusOr<TileOutcome> tuned =
+        TuneTiles(*lowered, cmd.strategy, cmd.budget, cmd.max_seconds, cmd.seed, 1);
+    if (!tuned.ok()) {
+      err << "error: " << tuned.status().message() << "\n";
+      return 1;
+    }
+    out << "tile search on cpu: " << cmd.strategy << ", " << tuned->steps << " steps, "
+        << tuned->measurements << " kernel measurements\n";
+    out << absl::StrFormat("%-28s %-13s %s\n", "kernel", "kind", "tuned parameters");
+    for (const cpu::Kernel& k : lowered->kernels) {
+      std::vector<std::string> params;
+      const cpu::KernelConfig& c = tuned->configs[static_cast<size_t>(k.id)];
+      for (size_t p = 0; p < k.params.size(); ++p) {
+        params.push_back(absl::StrCat(k.params[p].name, "=", c[p]));
+      }
+      out << absl::StrFormat("%-28s %-13s %s\n", k.name.substr(0, 28), cpu::KernelKindName(k.kind),
+                             absl::StrJoin(params, " "));
+    }
+    out << "kernels alone: default " << Ms(tuned->default_seconds) << ", tuned "
+        << Ms(tuned->tuned_seconds) << "\n";
+    absl::StatusOr<double> d = module_seconds({}, nullptr);
+    absl::StatusOr<double> t = module_seconds(tuned->configs, nullptr);
+    if (d.ok() && t.ok()) {
+      out << "whole module: default " << Ms(*d) << ", tuned " << Ms(*t) << " ("
+          << absl::StrFormat("%+.1f%%", (*t / *d - 1) * 100) << ")\n";
+    }
+    return 0;
+  }
+  absl::StatusOr<std::unique_ptr<opt::Strategy>> strategy =
+      opt::StrategyRegistry::Global().Create(cmd.strategy);
+  if (!strategy.ok()) {
+    err << "error: " << strategy.status().message() << "\n";
+    return 1;
+  }
+  opt::fusion::CpuFusionProblem problem(lowered->graph, [&](const costmodels::FusionPlan& plan) {
+    return module_seconds({}, &plan);
+  });
+  const double base = problem.Evaluate(problem.DefaultCandidate());
+  if (!std::isfinite(base)) {
+    err << "error: the default fusion failed: " << problem.last_error() << "\n";
+    return 1;
+  }
+  const costmodels::FusionPlan unfused = costmodels::Unfused(problem.graph());
+  absl::StatusOr<double> none = module_seconds({}, &unfused);
+  absl::StatusOr<opt::Result> r =
+      (*strategy)->Search(problem, opt::Budget(cmd.budget, cmd.max_seconds), cmd.seed);
+  if (!r.ok()) {
+    err << "error: " << r.status().message() << "\n";
+    return 1;
+  }
+  const double best = std::min(base, r->best_score);
+  const costmodels::FusionPlan plan =
+      problem.Plan(r->best_score < base ? r->best : problem.DefaultCandidate());
+  out << "fusion search on cpu: " << cmd.strategy << ", " << r->steps << " steps, "
+      << problem.measurements() << " module measurements\n";
+  if (none.ok())
+    out << "  no fusion        " << Ms(*none) << "  (" << problem.graph().size() << " kernels)\n";
+  out << "  default fusion   " << Ms(base) << "  ("
+      << costmodels::PlanFusion(problem.graph()).size() << " kernels)\n";
+  out << "  best found       " << Ms(best) << "  (" << plan.size() << " kernels, "
+      << absl::StrFormat("%+.1f%%", (best / base - 1) * 100) << " vs default)\n";
+  return 0;
+}
+
+}  // namespace mltune::client
