@@ -1,0 +1,192 @@
+// The CPU backend's execution machinery: the corpus modules it supports run and match the
+// evaluator; a crashing or hanging candidate is reported, never fatal; the kernel cache answers a
+// second compile of the same source; the tile and fusion problems score real measurements.
+#include <cstdlib>
+#include <string>
+
+#include "backends/cpu/cpu_backend.h"
+#include "gtest/gtest.h"
+#include "ir/hlo_parser.h"
+#include "optimizers/fusion/cpu_fusion_problem.h"
+#include "optimizers/tiling/cpu_tile_problem.h"
+#include "passes/default_pipelines.h"
+#include "tests/support/corpus.h"
+
+namespace mltune::backends::cpu {
+namespace {
+
+class CpuRuntimeTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() { setenv("MLTUNE_KERNEL_CACHE", MLTUNE_TEST_KERNEL_CACHE, 0); }
+};
+
+Program HandWritten(const std::string& body) {
+  Program p;
+  p.source = absl::StrCat(
+      "#include <cstdint>\n#include <unistd.h>\nextern \"C\" int64_t mltune_scratch_bytes() { "
+      "return 0; }\nextern \"C\" void mltune_entry(void* const* args, void* const* results, char* "
+      "scratch) {\n",
+      body, "\n}\n");
+  p.params = {ir::Shape(ir::PrimitiveType::kF32, {4})};
+  p.results = {ir::Shape(ir::PrimitiveType::kF32, {4})};
+  return p;
+}
+
+TEST_F(CpuRuntimeTest, CrashingCandidateIsReportedAndTheCallerLives) {
+  const Program p = HandWritten("  *(volatile int*)nullptr = 1; (void)args; (void)results;");
+  absl::StatusOr<CompiledObject> obj = CompileProgram(p);
+  ASSERT_TRUE(obj.ok()) << obj.status();
+  absl::StatusOr<Timing> t = Measure(*obj, p, 0);
+  ASSERT_FALSE(t.ok());
+  EXPECT_EQ(t.status().code(), absl::StatusCode::kAborted);
+  EXPECT_NE(t.status().message().find("signal 11"), std::string::npos) << t.status();
+}
+
+TEST_F(CpuRuntimeTest, HangingCandidateIsKilledAtItsDeadline) {
+  const Program p = HandWritten("  (void)args; (void)results; for (;;) pause();");
+  absl::StatusOr<CompiledObject> obj = CompileProgram(p);
+  ASSERT_TRUE(obj.ok()) << obj.status();
+  MeasureOptions options;
+  options.timeout_seconds = 1;
+  absl::StatusOr<Timing> t = Measure(*obj, p, 0, options);
+  ASSERT_FALSE(t.ok());
+  EXPECT_NE(t.status().message().find("timed out"), std::string::npos) << t.status();
+}
+
+TEST_F(CpuRuntimeTest, MemoryHungryCandidateFailsWithinItsLimit) {
+  const Program p = HandWritten(
+      "  (void)args; (void)results; char* x = new char[size_t{64} << 30]; x[0] = 1; "
+      "*(volatile char*)x;");
+  absl::StatusOr<CompiledObject> obj = CompileProgram(p);
+  ASSERT_TRUE(obj.ok()) << obj.status();
+  MeasureOptions options;
+  options.memory_limit_mb = 512;
+  absl::StatusOr<Timing> t = Measure(*obj, p, 0, options);
+  EXPECT_FALSE(t.ok());
+}
+
+TEST_F(CpuRuntimeTest, KernelCacheAnswersTheSameSourceAndCompilerErrorsAreClear) {
+  const Program p = HandWritten("  (void)args; (void)results; /* cache test */");
+  absl::StatusOr<CompiledObject> first = CompileProgram(p);
+  ASSERT_TRUE(first.ok()) << first.status();
+  absl::StatusOr<CompiledObject> second = CompileProgram(p);
+  ASSERT_TRUE(second.ok()) << second.status();
+  EXPECT_TRUE(second->cache_hit);
+  EXPECT_EQ(first->path, second->path);
+  absl::StatusOr<CompiledObject> bad = CompileProgram(HandWritten("  this is not C++;"));
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("compiling generated code failed"), std::string::npos);
+}
+
+TEST_F(CpuRuntimeTest, UnsupportedOpsAreNamedWithTheirLine) {
+  absl::StatusOr<std::unique_ptr<ir::Module>> m = ir::ParseHloText(R"(
+HloModule m
+ENTRY e {
+  a = f32[4] parameter(0)
+  ROOT s = f32[4] sort(a), dimensions={0}, to_apply=lt
+}
+lt {
+  x = f32[] parameter(0)
+  y = f32[] parameter(1)
+  ROOT c = pred[] compare(x, y), direction=LT
+})");
+  ASSERT_TRUE(m.ok()) << m.status();
+  absl::Status s = CheckSupported(**m);
+  EXPECT_EQ(s.code(), absl::StatusCode::kUnimplemented);
+  EXPECT_NE(s.message().find("sort 's' (line 5)"), std::string::npos) << s;
+}
+
+constexpr char kMlp[] = R"(
+HloModule mlp
+add {
+  a0 = f32[] parameter(0)
+  a1 = f32[] parameter(1)
+  ROOT a2 = f32[] add(a0, a1)
+}
+ENTRY e {
+  x = f32[32,64] parameter(0)
+  w = f32[64,48] parameter(1)
+  b = f32[48] parameter(2)
+  d = f32[32,48] dot(x, w), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+  bb = f32[32,48] broadcast(b), dimensions={1}
+  s = f32[32,48] add(d, bb)
+  t = f32[32,48] tanh(s)
+  z = f32[] constant(0)
+  ROOT r = f32[32] reduce(t, z), dimensions={1}, to_apply=add
+})";
+
+TEST_F(CpuRuntimeTest, TileProblemScoresMeasuredKernelsAndTunedConfigsStayCorrect) {
+  absl::StatusOr<std::unique_ptr<ir::Module>> m = ir::ParseHloText(kMlp);
+  ASSERT_TRUE(m.ok()) << m.status();
+  absl::StatusOr<LoweredModule> lowered = Lower(**m);
+  ASSERT_TRUE(lowered.ok()) << lowered.status();
+  MeasureOptions measure;
+  measure.max_seconds = 0.01;
+  int calls = 0;
+  opt::tiling::CpuTileProblem problem(
+      *lowered, [&](int32_t k, const KernelConfig& c) -> absl::StatusOr<double> {
+        ++calls;
+        absl::StatusOr<Timing> t = MeasureKernel(*lowered, k, c, {}, measure);
+        if (!t.ok()) return t.status();
+        return t->median_s;
+      });
+  const double base = problem.Evaluate(problem.DefaultCandidate());
+  EXPECT_GT(base, 0);
+  EXPECT_LT(base, 0.01);
+  EXPECT_EQ(calls, static_cast<int>(lowered->kernels.size()));
+  // Measured once per (kernel, configuration).
+  EXPECT_EQ(problem.Evaluate(problem.DefaultCandidate()), base);
+  EXPECT_EQ(calls, static_cast<int>(lowered->kernels.size()));
+  opt::Candidate other = problem.DefaultCandidate();
+  other.back() = 1;  // the last kernel's last parameter
+  (void)problem.Evaluate(other);
+  EXPECT_EQ(calls, static_cast<int>(lowered->kernels.size()) + 1);
+  absl::StatusOr<CompiledModule> compiled = CompileModule(**m, problem.Decode(other));
+  ASSERT_TRUE(compiled.ok()) << compiled.status();
+  EXPECT_TRUE(CheckAgainstEvaluator(**m, *compiled, 3).ok());
+}
+
+TEST_F(CpuRuntimeTest, FusionPrioritiesChangeThePlanAndEveryPlanMatchesTheEvaluator) {
+  absl::StatusOr<std::unique_ptr<ir::Module>> m = ir::ParseHloText(kMlp);
+  ASSERT_TRUE(m.ok()) << m.status();
+  opt::fusion::CpuFusionProblem problem(
+      costmodels::BuildOpGraph(**m),
+      [&](const costmodels::FusionPlan& plan) -> absl::StatusOr<double> {
+        absl::StatusOr<CompiledModule> c = CompileModule(**m, {}, &plan);
+        if (!c.ok()) return c.status();
+        if (absl::Status s = CheckAgainstEvaluator(**m, *c, 5); !s.ok()) return s;
+        return static_cast<double>(plan.size());
+      });
+  const opt::Candidate fused = problem.DefaultCandidate();
+  const opt::Candidate apart(fused.size(), 1);  // priority 0: nothing fuses
+  EXPECT_LT(problem.Evaluate(fused), problem.Evaluate(apart));
+  EXPECT_EQ(problem.Plan(apart).size(), problem.graph().size());
+  EXPECT_EQ(problem.Plan(fused).size(), costmodels::PlanFusion(problem.graph()).size());
+  EXPECT_TRUE(std::isfinite(problem.Evaluate(opt::Candidate(fused.size(), 3))));
+}
+
+// Every corpus module the backend supports (after XLA's cpu pipeline) matches the evaluator.
+TEST_F(CpuRuntimeTest, SupportedCorpusModulesMatchTheEvaluator) {
+  const std::vector<std::string> files = testing::CorpusFiles();
+  if (files.empty()) GTEST_SKIP() << testing::kNoCorpusMessage;
+  int supported = 0;
+  for (const std::string& f : files) {
+    absl::StatusOr<std::unique_ptr<ir::Module>> m = ir::ParseHloFile(f);
+    ASSERT_TRUE(m.ok()) << f << ": " << m.status();
+    absl::StatusOr<std::unique_ptr<ir::Module>> opt = passes::RunDefaultPipeline(**m, "cpu");
+    ASSERT_TRUE(opt.ok()) << f << ": " << opt.status();
+    if (!CheckSupported(**opt).ok()) continue;
+    ++supported;
+    absl::StatusOr<CompiledModule> compiled = CompileModule(**opt);
+    ASSERT_TRUE(compiled.ok()) << f << ": " << compiled.status();
+    MeasureOptions once;
+    absl::Status s = CheckAgainstEvaluator(**m, *compiled, 0, once);
+    EXPECT_TRUE(s.ok()) << f << ": " << s;
+  }
+  std::cout << "cpu backend: " << supported << " of " << files.size()
+            << " corpus modules supported, all checked against the evaluator\n";
+  EXPECT_GE(supported, 30);
+}
+
+}  // namespace
+}  // namespace mltune::backends::cpu
