@@ -142,16 +142,34 @@ TEST_F(SimTasksTest, ATaskOnATargetItCannotRunIsInvalidArgumentNamingTheTargets)
   SubmitRequest request;
   request.graph = ExampleHlo();
   request.target = "cpu";
-  request.tasks = {"tile"};
+  request.tasks = {"mcm-partition"};
   absl::StatusOr<client::SubmitResponse> r = client_->Submit(request);
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_NE(r.status().message().find("tpu-v4-core"), std::string::npos) << r.status();
+  EXPECT_NE(r.status().message().find("mcm-36"), std::string::npos) << r.status();
   request.target = "tpu-sim";
+  request.tasks = {"tile"};
   request.options["noise"] = "-1";
   r = client_->Submit(request);
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.status().message().find("noise"), std::string::npos) << r.status();
+}
+
+// On target cpu the same tasks compile and time generated kernels (backends/cpu).
+TEST_F(SimTasksTest, TileAndFusionOnCpuMeasureGeneratedKernels) {
+  setenv("MLTUNE_KERNEL_CACHE", MLTUNE_TEST_KERNEL_CACHE, 0);
+  const client::TaskResult tile = Run("cpu", {"tile"}, 8);
+  EXPECT_EQ(tile.task, "tile");
+  EXPECT_GT(tile.baseline_score, 0);
+  EXPECT_LE(tile.tuned_score, tile.baseline_score);
+  const nlohmann::json kernels = nlohmann::json::parse(tile.artifacts.at("kernels"));
+  ASSERT_FALSE(kernels.empty());
+  EXPECT_TRUE(kernels[0].contains("config"));
+  EXPECT_TRUE(nlohmann::json::parse(tile.artifacts.at("module_timing")).contains("tuned_seconds"));
+  const client::TaskResult fusion = Run("cpu", {"fusion"}, 4);
+  EXPECT_EQ(fusion.task, "fusion");
+  EXPECT_GT(fusion.original_score, 0);  // no fusion, measured
+  EXPECT_LE(fusion.tuned_score, fusion.baseline_score);
 }
 
 TEST_F(SimTasksTest, WorkersListTheSimulatorsWithTheirTargetsAndCounts) {
