@@ -384,6 +384,9 @@ TEST_F(DaemonTest, ListingsDescribeTasksStrategiesAndWorkers) {
                                              "tile"}));
   EXPECT_EQ(list->tasks[2].targets,
             (std::vector<std::string>{"cpu", "gpu", "tpu-v3-core", "tpu-v4-core"}));
+  // tile and fusion run on the CPU backend too (tests/daemon/sim_tasks_test.cc).
+  EXPECT_EQ(list->tasks[4].targets,
+            (std::vector<std::string>{"cpu", "tpu-v3-core", "tpu-v4-core"}));
   absl::StatusOr<std::vector<client::WorkerInfo>> workers = client_->ListWorkers();
   ASSERT_TRUE(workers.ok()) << workers.status();
   // Two job threads, then the three simulators (tests/daemon/sim_tasks_test.cc).
