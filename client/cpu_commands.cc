@@ -83,8 +83,7 @@ struct TileOutcome {
 };
 absl::StatusOr<TileOutcome> TuneTiles(const cpu::LoweredModule& lowered,
                                       const std::string& strategy, int64_t budget, double seconds,
-                                      uint64_t seed, int threads,
-                                      opt::tiling::CpuTileProblem** problem_out = nullptr) {
+                                      uint64_t seed, int threads) {
   absl::StatusOr<std::unique_ptr<opt::Strategy>> s =
       opt::StrategyRegistry::Global().Create(strategy);
   if (!s.ok()) return s.status();
@@ -110,7 +109,6 @@ absl::StatusOr<TileOutcome> TuneTiles(const cpu::LoweredModule& lowered,
   out.tuned_seconds = problem->Evaluate(best);
   out.steps = r->steps;
   out.measurements = problem->measurements();
-  (void)problem_out;
   return out;
 }
 
@@ -212,9 +210,8 @@ int RunCpuSearch(const SearchCommand& cmd, std::ostream& out, std::ostream& err)
   const cpu::MeasureOptions module_timing = TimingOptions(0, 1);
   auto module_seconds = [&](const std::vector<cpu::KernelConfig>& configs,
                             const costmodels::FusionPlan* plan) -> absl::StatusOr<double> {
-    absl::StatusOr<cpu::CompiledModule> m = cpu::CompileModule(*module, configs, plan);
-    if (!m.ok()) return m.status();
-    absl::StatusOr<cpu::Timing> t = cpu::Measure(m->object, m->program, cmd.seed, module_timing);
+    absl::StatusOr<cpu::Timing> t =
+        cpu::MeasureModule(*module, configs, plan, module_timing, cmd.seed);
     if (!t.ok()) return t.status();
     return t->median_s;
   };

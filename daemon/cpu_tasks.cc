@@ -61,10 +61,8 @@ std::string ConfigText(const cpu::Kernel& kernel, const cpu::KernelConfig& confi
 absl::StatusOr<double> ModuleSeconds(const ir::Module& module,
                                      const std::vector<cpu::KernelConfig>& configs,
                                      const costmodels::FusionPlan* plan, uint64_t seed) {
-  absl::StatusOr<cpu::CompiledModule> compiled = cpu::CompileModule(module, configs, plan);
-  if (!compiled.ok()) return compiled.status();
   absl::StatusOr<cpu::Timing> t =
-      cpu::Measure(compiled->object, compiled->program, seed, ModuleMeasureOptions());
+      cpu::MeasureModule(module, configs, plan, ModuleMeasureOptions(), seed);
   if (!t.ok()) return t.status();
   return t->median_s;
 }
@@ -136,12 +134,10 @@ absl::StatusOr<TaskOutcome> SearchCpuFusion(const TaskRequest& request,
                                             const ConfigTaskOptions& options) {
   absl::StatusOr<std::unique_ptr<ir::Module>> module = PrepareModule(*request.module, options);
   if (!module.ok()) return module.status();
-  opt::fusion::CpuFusionProblem problem(
-      costmodels::BuildOpGraph(**module),
-      [&](const costmodels::FusionPlan& plan) -> absl::StatusOr<double> {
-        absl::StatusOr<double> s = ModuleSeconds(**module, {}, &plan, options.seed);
-        return s;
-      });
+  opt::fusion::CpuFusionProblem problem(costmodels::BuildOpGraph(**module),
+                                        [&](const costmodels::FusionPlan& plan) {
+                                          return ModuleSeconds(**module, {}, &plan, options.seed);
+                                        });
   const double baseline = problem.Evaluate(problem.DefaultCandidate());
   if (!std::isfinite(baseline)) {
     return absl::FailedPreconditionError(

@@ -38,6 +38,15 @@ absl::Status CheckAgainstEvaluator(const ir::Module& module, const CompiledModul
   return CompareLeaves(FlattenLeaves(*expected), *actual, tolerance);
 }
 
+absl::StatusOr<Timing> MeasureModule(const ir::Module& module,
+                                     const std::vector<KernelConfig>& configs,
+                                     const costmodels::FusionPlan* plan,
+                                     const MeasureOptions& options, uint64_t seed) {
+  absl::StatusOr<CompiledModule> compiled = CompileModule(module, configs, plan);
+  if (!compiled.ok()) return compiled.status();
+  return Measure(compiled->object, compiled->program, seed, options);
+}
+
 absl::StatusOr<Timing> MeasureKernel(const LoweredModule& module, int32_t kernel,
                                      const KernelConfig& config, const CompilerOptions& compiler,
                                      const MeasureOptions& options, uint64_t seed) {

@@ -36,6 +36,12 @@ absl::Status CheckAgainstEvaluator(const ir::Module& module, const CompiledModul
                                    uint64_t seed, const MeasureOptions& options = {},
                                    const Tolerance& tolerance = {}, Timing* timing = nullptr);
 
+// Compiles the module (as CompileModule) and times it on seeded random inputs.
+absl::StatusOr<Timing> MeasureModule(const ir::Module& module,
+                                     const std::vector<KernelConfig>& configs,
+                                     const costmodels::FusionPlan* plan,
+                                     const MeasureOptions& options, uint64_t seed = 0);
+
 // Compiles kernel `kernel` alone with `config` and times it on seeded random inputs.
 absl::StatusOr<Timing> MeasureKernel(const LoweredModule& module, int32_t kernel,
                                      const KernelConfig& config, const CompilerOptions& compiler,
