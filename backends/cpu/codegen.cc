@@ -558,9 +558,14 @@ void KernelEmitter::LoopNest(const std::vector<int64_t>& dims, const LoopOptions
   for (size_t d = 0; d < rank; ++d) idx[d] = dims[d] == 1 ? "0" : absl::StrCat(p, "_", d);
   int opened = 0;
   auto open_loop = [&](size_t d, const std::string& from, const std::string& to, bool inner) {
-    if (opened == 0 && opts.parallel) Line("#pragma omp parallel for schedule(static)");
-    if (inner && opts.simd) Line("#pragma GCC ivdep");
-    if (inner && opts.unroll > 1) Line(absl::StrCat("#pragma GCC unroll ", opts.unroll));
+    // GCC takes no loop pragma between `omp parallel for` and its loop: a loop that is both the
+    // parallel and the inner one is only split across threads.
+    if (opened == 0 && opts.parallel) {
+      Line("#pragma omp parallel for schedule(static)");
+    } else {
+      if (inner && opts.simd) Line("#pragma GCC ivdep");
+      if (inner && opts.unroll > 1) Line(absl::StrCat("#pragma GCC unroll ", opts.unroll));
+    }
     Open(absl::StrCat("for (int64_t ", idx[d], " = ", from, "; ", idx[d], " < ", to, "; ++", idx[d],
                       ") {"));
     ++opened;
