@@ -13,6 +13,8 @@ stdin: a JSON list of specs, each {"name": unique string, "kind": ..., plus the 
     batchnorm                      {"shape": [n, c, h, w]}
     matmul                         {"m": M, "n": N, "k": K}            a[M,K] @ b[K,N]
     conv2d                         {"n", "c", "h", "w", "k", "r", "s", "stride", "pad"}
+    mlp                            {"batch": B, "sizes": [d0, d1, ..., dL]}   L F.linear layers
+                                   (weight [d_i+1, d_i], bias), ReLU between them, none after
 stdout: one JSON object {name: {"alloc_s": median s, "out_s": median s or null, "reps": n}}.
 
 "alloc_s" is the op as users write it, PyTorch allocating the outputs (on this machine fresh
@@ -80,7 +82,7 @@ MIN_REPS = 5
 MAX_REPS = 2000
 EPS = 1e-5
 KINDS = ("mul", "add_relu", "softmax", "layernorm", "batchnorm", "gelu", "reduce_sum",
-         "reduce_max", "matmul", "conv2d")
+         "reduce_max", "matmul", "conv2d", "mlp")
 
 
 class SpecError(Exception):
@@ -185,6 +187,23 @@ def build(spec):
             raise SpecError(f"spec {spec.get('name')!r}: conv2d sizes and stride must be positive")
         x, weight = _rand(n, c, h, w), _rand(k, c, r, s)
         return (lambda: F.conv2d(x, weight, None, stride, pad)), None
+    if kind == "mlp":
+        (batch,) = _ints(spec, ("batch",))
+        sizes = _dims(spec, "sizes")
+        if batch == 0 or len(sizes) < 2:
+            raise SpecError(f"spec {spec.get('name')!r}: mlp needs batch > 0 and >= 2 sizes")
+        x = _rand(batch, sizes[0])
+        layers = [(_rand(n_out, n_in), _rand(n_out)) for n_in, n_out in zip(sizes, sizes[1:])]
+
+        def mlp():
+            h = x
+            for i, (weight, bias) in enumerate(layers):
+                h = F.linear(h, weight, bias)
+                if i + 1 < len(layers):
+                    h = torch.relu(h)
+            return h
+
+        return mlp, None
     raise SpecError(f"spec {spec.get('name')!r}: unknown kind {kind!r} (known: {', '.join(KINDS)})")
 
 
@@ -242,6 +261,7 @@ SELF_TEST_SPECS = [
     {"name": "matmul", "kind": "matmul", "m": 32, "n": 16, "k": 8},
     {"name": "conv2d", "kind": "conv2d", "n": 1, "c": 3, "h": 16, "w": 16, "k": 8, "r": 3,
      "s": 3, "stride": 1, "pad": 1},
+    {"name": "mlp", "kind": "mlp", "batch": 4, "sizes": [8, 16, 3]},
 ]
 
 

@@ -1,0 +1,278 @@
+#include "bench/cpu_bench_util.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <limits>
+#include <sstream>
+#include <utility>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_replace.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
+#include "ir/hlo_parser.h"
+#include "ir/verifier.h"
+#include "optimizers/core/search.h"
+#include "optimizers/tiling/cpu_tile_problem.h"
+#include "passes/default_pipelines.h"
+
+namespace mltune::bench {
+
+namespace cpu = backends::cpu;
+
+absl::StatusOr<std::unique_ptr<ir::Module>> ParseAndVerify(std::string_view text,
+                                                           const std::string& name) {
+  ir::ParseOptions options;
+  options.filename = name;
+  absl::StatusOr<std::unique_ptr<ir::Module>> module = ir::ParseHloText(text, options);
+  if (!module.ok()) return module.status();
+  if (absl::Status s = ir::VerifyModule(**module); !s.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat(name, ": verifier: ", s.message()));
+  }
+  return module;
+}
+
+absl::StatusOr<std::unique_ptr<ir::Module>> PrepareForCpu(const ir::Module& module) {
+  absl::StatusOr<std::unique_ptr<ir::Module>> optimized = passes::RunDefaultPipeline(module, "cpu");
+  if (!optimized.ok()) {
+    return absl::InternalError(
+        absl::StrCat("XLA's default cpu pipeline failed: ", optimized.status().message()));
+  }
+  if (absl::Status s = cpu::CheckSupported(**optimized); !s.ok()) return s;
+  return optimized;
+}
+
+int64_t ParamValue(const cpu::Kernel& kernel, const cpu::KernelConfig& config,
+                   std::string_view name) {
+  for (size_t p = 0; p < kernel.params.size() && p < config.size(); ++p) {
+    if (kernel.params[p].name == name) return config[p];
+  }
+  return -1;
+}
+
+absl::StatusOr<TuneOutcome> TuneKernels(const cpu::LoweredModule& lowered,
+                                        const TuneOptions& options) {
+  const auto start = std::chrono::steady_clock::now();
+  const cpu::CompilerOptions compiler;
+  opt::tiling::CpuTileProblem problem(
+      lowered, [&](int32_t k, const cpu::KernelConfig& config) -> absl::StatusOr<double> {
+        absl::StatusOr<cpu::Program> program = cpu::GenerateKernel(lowered, k, config);
+        if (!program.ok()) return program.status();
+        absl::StatusOr<cpu::CompiledObject> object = cpu::CompileProgram(*program, compiler);
+        if (!object.ok()) return object.status();
+        absl::StatusOr<cpu::Timing> t =
+            cpu::Measure(*object, *program, options.seed, options.kernel_measure);
+        if (!t.ok()) return t.status();
+        return t->median_s;
+      });
+  TuneOutcome outcome;
+  const opt::Candidate defaults = problem.DefaultCandidate();
+  outcome.default_kernel_seconds = problem.Evaluate(defaults);
+  if (!std::isfinite(outcome.default_kernel_seconds)) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("the default kernels did not run: ", problem.last_error()));
+  }
+  // The GEMM kernels on oneDNN, everything else at its default: the library is then compared
+  // with the generated GEMM within the first two steps of any budget.
+  opt::Candidate library = defaults;
+  bool has_library = false;
+  {
+    size_t position = 0;
+    for (const cpu::Kernel& k : lowered.kernels) {
+      for (const cpu::KernelParam& p : k.params) {
+        if (p.name == "impl") {
+          for (size_t c = 0; c < p.choices.size(); ++c) {
+            if (p.choices[c] == 1) {
+              library[position] = static_cast<opt::Action>(c);
+              has_library = true;
+            }
+          }
+        }
+        ++position;
+      }
+    }
+  }
+  if (has_library) {
+    if (absl::Status s = problem.AddSeed(library); !s.ok()) return s;
+  }
+  opt::Candidate best = defaults;
+  if (problem.space().max_length > 0 && options.budget > 0) {
+    absl::StatusOr<std::unique_ptr<opt::Strategy>> strategy =
+        opt::StrategyRegistry::Global().Create(options.strategy);
+    if (!strategy.ok()) return strategy.status();
+    absl::StatusOr<opt::Result> result =
+        (*strategy)->Search(problem, opt::Budget(options.budget, 0), options.seed);
+    if (!result.ok()) return result.status();
+    if (std::isfinite(result->best_score)) best = result->best;
+    outcome.steps = result->steps;
+  }
+  outcome.configs = problem.Decode(best);
+  outcome.searched_configs = outcome.configs;
+  {
+    const std::vector<cpu::KernelConfig> default_configs = problem.Decode(defaults);
+    for (size_t k = 0; k < outcome.configs.size(); ++k) {
+      const int32_t id = static_cast<int32_t>(k);
+      outcome.kernel_default_seconds.push_back(problem.KernelSeconds(id, default_configs[k]));
+      outcome.kernel_searched_seconds.push_back(problem.KernelSeconds(id, outcome.configs[k]));
+    }
+  }
+  outcome.tuned_kernel_seconds = problem.Evaluate(best);  // cached: no new measurement
+  outcome.measurements = problem.measurements();
+  outcome.last_error = problem.last_error();
+  struct Finalist {
+    std::string name;
+    opt::Candidate candidate;
+    std::unique_ptr<cpu::CompiledModule> compiled;
+    double seconds = std::numeric_limits<double>::infinity();
+  };
+  std::vector<Finalist> finalists;
+  auto add = [&](const std::string& name, const opt::Candidate& c) {
+    for (const Finalist& f : finalists) {
+      if (f.candidate == c) return;
+    }
+    finalists.push_back({name, c, nullptr});
+  };
+  // When the search found nothing better than the defaults, they are its best: name them so.
+  add("defaults", defaults);
+  add("search", best);
+  if (has_library) add("oneDNN seed", library);
+  outcome.chosen = best == defaults ? "defaults" : "search";
+  if (options.validate_rounds > 0 && finalists.size() > 1 && lowered.module != nullptr) {
+    for (Finalist& f : finalists) {
+      absl::StatusOr<cpu::CompiledModule> c =
+          cpu::CompileModule(*lowered.module, problem.Decode(f.candidate));
+      if (!c.ok()) {
+        outcome.last_error = std::string(c.status().message());
+        continue;
+      }
+      f.compiled = std::make_unique<cpu::CompiledModule>(*std::move(c));
+    }
+    for (int round = 0; round < options.validate_rounds; ++round) {
+      for (Finalist& f : finalists) {
+        if (f.compiled == nullptr) continue;
+        absl::StatusOr<cpu::Timing> t = cpu::Measure(f.compiled->object, f.compiled->program,
+                                                     options.seed, options.module_measure);
+        if (t.ok()) {
+          f.seconds = std::min(f.seconds, t->median_s);
+        } else {
+          outcome.last_error = std::string(t.status().message());
+        }
+      }
+    }
+    const Finalist* winner = &finalists.front();
+    for (const Finalist& f : finalists) {
+      if (f.name == "search") winner = &f;  // ties go to the search's answer
+    }
+    for (const Finalist& f : finalists) {
+      outcome.finalists.emplace_back(f.name, f.seconds);
+      if (f.seconds < winner->seconds) winner = &f;
+    }
+    if (!std::isfinite(winner->seconds)) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("no finalist ran as a whole module: ", outcome.last_error));
+    }
+    outcome.chosen = winner->name;
+    outcome.configs = problem.Decode(winner->candidate);
+    outcome.tuned_kernel_seconds = problem.Evaluate(winner->candidate);
+  }
+  outcome.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return outcome;
+}
+
+namespace {
+
+std::string ReadWhole(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+std::string ShellQuote(const std::string& s) {
+  return absl::StrCat("'", absl::StrReplaceAll(s, {{"'", "'\\''"}}), "'");
+}
+
+}  // namespace
+
+TorchPeerResult RunTorchPeer(const std::string& python, const std::string& script, int threads,
+                             double min_seconds, const nlohmann::json& specs) {
+  TorchPeerResult r;
+  std::error_code ec;
+  if (!std::filesystem::exists(python, ec)) {
+    r.error = absl::StrCat(python, " not found (Debian's python3 with python3-torch is the peer)");
+    return r;
+  }
+  if (!std::filesystem::exists(script, ec)) {
+    r.error = absl::StrCat("the peer script ", script, " is missing");
+    return r;
+  }
+  const std::filesystem::path dir =
+      std::filesystem::temp_directory_path() / absl::StrCat("mltune-torch-peer-", getpid());
+  std::filesystem::create_directories(dir, ec);
+  const std::filesystem::path in = dir / "specs.json", out = dir / "out.json",
+                              err = dir / "stderr.txt";
+  {
+    std::ofstream f(in);
+    f << specs.dump();
+  }
+  const std::string command = absl::StrCat(
+      ShellQuote(python), " ", ShellQuote(script), " --threads ", threads, " --min-seconds ",
+      absl::StrFormat("%g", min_seconds), " < ", ShellQuote(in.string()), " > ",
+      ShellQuote(out.string()), " 2> ", ShellQuote(err.string()));
+  const int status = std::system(command.c_str());
+  const std::string stderr_text = std::string(absl::StripAsciiWhitespace(ReadWhole(err)));
+  const std::string stdout_text = ReadWhole(out);
+  std::filesystem::remove_all(dir, ec);
+  if (status != 0) {
+    r.error = absl::StrCat("torch_ops.py failed (status ", status,
+                           "): ", stderr_text.empty() ? "no message" : stderr_text);
+    if (stderr_text.find("No module named 'torch'") != std::string::npos) {
+      r.error = absl::StrCat(
+          python, " cannot import torch (install Debian's python3-torch): ", stderr_text);
+    }
+    return r;
+  }
+  // The script's own report (torch version, threads, BLAS) is the stderr line it prefixes.
+  for (absl::string_view line : absl::StrSplit(stderr_text, '\n')) {
+    if (absl::StartsWith(line, "torch_ops.py:")) r.blas_line = std::string(line);
+  }
+  try {
+    r.results = nlohmann::json::parse(stdout_text);
+  } catch (const nlohmann::json::exception& e) {
+    r.error = absl::StrCat("torch_ops.py printed no JSON: ", e.what());
+    return r;
+  }
+  r.ok = true;
+  return r;
+}
+
+double GeoMean(const std::vector<double>& values) {
+  if (values.empty()) return 0;
+  double log_sum = 0;
+  for (double v : values) log_sum += std::log(v);
+  return std::exp(log_sum / static_cast<double>(values.size()));
+}
+
+std::string Ms(double seconds) {
+  if (!(seconds > 0) || !std::isfinite(seconds)) return "-";
+  const double ms = seconds * 1e3;
+  if (ms >= 100) return absl::StrFormat("%.1f", ms);
+  if (ms >= 10) return absl::StrFormat("%.2f", ms);
+  if (ms >= 1) return absl::StrFormat("%.3f", ms);
+  return absl::StrFormat("%.4f", ms);
+}
+
+std::string Ratio(double value) {
+  if (!(value > 0) || !std::isfinite(value)) return "-";
+  return absl::StrFormat("%.2fx", value);
+}
+
+}  // namespace mltune::bench
