@@ -143,6 +143,15 @@ std::string CompareOp(ir::ComparisonDirection d) {
 std::string ElementwiseExpr(const Instruction& instr, const std::vector<std::string>& a) {
   const std::string ct = CType(instr.shape().element_type());
   auto call = [&](const char* fn) { return absl::StrCat(fn, "(", absl::StrJoin(a, ", "), ")"); };
+  // libm functions, cast back to the element type (they return double for integer arguments).
+  static const std::map<Opcode, const char*> kLibm = {
+      {Opcode::kExpm1, "std::expm1"}, {Opcode::kLog, "std::log"},   {Opcode::kLog1p, "std::log1p"},
+      {Opcode::kSqrt, "std::sqrt"},   {Opcode::kCbrt, "std::cbrt"}, {Opcode::kSin, "std::sin"},
+      {Opcode::kCos, "std::cos"},     {Opcode::kTan, "std::tan"},   {Opcode::kFloor, "std::floor"},
+      {Opcode::kCeil, "std::ceil"},   {Opcode::kErf, "std::erf"}};
+  if (auto it = kLibm.find(instr.opcode()); it != kLibm.end()) {
+    return absl::StrCat("(", ct, ")", call(it->second));
+  }
   switch (instr.opcode()) {
     case Opcode::kAdd:
       return call("mt_add");
@@ -210,28 +219,6 @@ std::string ElementwiseExpr(const Instruction& instr, const std::vector<std::str
       return call("std::round");
     case Opcode::kRoundNearestEven:
       return call("std::nearbyint");
-    case Opcode::kExpm1:
-      return absl::StrCat("(", ct, ")", call("std::expm1"));
-    case Opcode::kLog:
-      return absl::StrCat("(", ct, ")", call("std::log"));
-    case Opcode::kLog1p:
-      return absl::StrCat("(", ct, ")", call("std::log1p"));
-    case Opcode::kSqrt:
-      return absl::StrCat("(", ct, ")", call("std::sqrt"));
-    case Opcode::kCbrt:
-      return absl::StrCat("(", ct, ")", call("std::cbrt"));
-    case Opcode::kSin:
-      return absl::StrCat("(", ct, ")", call("std::sin"));
-    case Opcode::kCos:
-      return absl::StrCat("(", ct, ")", call("std::cos"));
-    case Opcode::kTan:
-      return absl::StrCat("(", ct, ")", call("std::tan"));
-    case Opcode::kFloor:
-      return absl::StrCat("(", ct, ")", call("std::floor"));
-    case Opcode::kCeil:
-      return absl::StrCat("(", ct, ")", call("std::ceil"));
-    case Opcode::kErf:
-      return absl::StrCat("(", ct, ")", call("std::erf"));
     default:
       return absl::StrCat("/* no expression for ", std::string(ir::OpcodeName(instr.opcode())),
                           " */ ", ct, "(0)");
