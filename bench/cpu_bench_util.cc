@@ -275,4 +275,18 @@ std::string Ratio(double value) {
   return absl::StrFormat("%.2fx", value);
 }
 
+TuneOptions MakeTuneOptions(int threads, double seconds, double tune_seconds, int64_t budget,
+                            const std::string& strategy, uint64_t seed) {
+  TuneOptions tune;
+  tune.budget = budget;
+  tune.strategy = strategy;
+  tune.seed = seed;
+  tune.kernel_measure.threads = threads;
+  tune.kernel_measure.max_seconds = tune_seconds;
+  tune.kernel_measure.min_reps = 5;
+  tune.module_measure.threads = threads;
+  tune.module_measure.max_seconds = std::min(seconds, 0.1);
+  return tune;
+}
+
 }  // namespace mltune::bench

@@ -38,6 +38,12 @@ struct TuneOptions {
   backends::cpu::MeasureOptions module_measure;
 };
 
+// The options both benchmarks tune with: `threads` for every measurement, kernels capped at
+// `tune_seconds` each during the search, whole modules at `seconds` (at most 0.1 s while picking
+// the finalist).
+TuneOptions MakeTuneOptions(int threads, double seconds, double tune_seconds, int64_t budget,
+                            const std::string& strategy, uint64_t seed);
+
 struct TuneOutcome {
   std::vector<backends::cpu::KernelConfig> configs;  // one per kernel: the chosen finalist
   double default_kernel_seconds = 0;  // sum over kernels measured alone, compiler defaults

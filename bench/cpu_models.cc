@@ -209,15 +209,8 @@ int main(int argc, char** argv) {
   cpu::MeasureOptions measure;
   measure.threads = threads;
   measure.max_seconds = seconds;
-  bench::TuneOptions tune;
-  tune.budget = budget;
-  tune.strategy = strategy;
-  tune.seed = seed;
-  tune.kernel_measure.threads = threads;
-  tune.kernel_measure.max_seconds = tune_seconds;
-  tune.kernel_measure.min_reps = 5;
-  tune.module_measure = measure;
-  tune.module_measure.max_seconds = std::min(seconds, 0.1);
+  const bench::TuneOptions tune =
+      bench::MakeTuneOptions(threads, seconds, tune_seconds, budget, strategy, seed);
 
   std::vector<Row> rows;
   std::vector<std::pair<std::string, std::string>> skipped;  // (module, reason)

@@ -405,15 +405,8 @@ int main(int argc, char** argv) {
   cpu::MeasureOptions measure;
   measure.threads = threads;
   measure.max_seconds = seconds;
-  bench::TuneOptions tune;
-  tune.budget = budget;
-  tune.strategy = strategy;
-  tune.seed = seed;
-  tune.kernel_measure.threads = threads;
-  tune.kernel_measure.max_seconds = tune_seconds;
-  tune.kernel_measure.min_reps = 5;
-  tune.module_measure = measure;
-  tune.module_measure.max_seconds = std::min(seconds, 0.1);
+  const bench::TuneOptions tune =
+      bench::MakeTuneOptions(threads, seconds, tune_seconds, budget, strategy, seed);
 
   std::cerr << "mltune: " << rows.size() << " ops, " << threads << " thread(s), budget " << budget
             << " steps (" << strategy << "), kernel cache " << cpu::DefaultKernelCacheDir() << "\n";
