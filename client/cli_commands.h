@@ -74,6 +74,7 @@ struct RunCommand {
   uint64_t seed = 0;    // inputs and search
   int threads = 1;
   bool json = false;
+  std::string emit_source;  // write the generated C++ of the (untuned) module here
 };
 // `mltune run`: compiles the module for the CPU (generated kernels), runs it, optionally checks it
 // against the evaluator, and prints its latency (median and spread).

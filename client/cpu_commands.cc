@@ -3,6 +3,7 @@
 // kernels, compiled (cached on disk) and run in the runner child; --check compares the results
 // with the reference evaluator on the module as given.
 #include <cmath>
+#include <fstream>
 #include <map>
 #include <memory>
 #include <ostream>
@@ -134,6 +135,15 @@ int RunRun(const RunCommand& cmd, std::ostream& out, std::ostream& err) {
       << (compiled->object.cache_hit ? "kernel cache hit"
                                      : absl::StrFormat("%.2f s", compiled->object.compile_seconds))
       << " (" << compiled->object.path << ")\n";
+  if (!cmd.emit_source.empty()) {
+    std::ofstream source(cmd.emit_source);
+    source << compiled->program.source;
+    if (!source.good()) {
+      err << "error: cannot write " << cmd.emit_source << "\n";
+      return 1;
+    }
+    out << "source: " << cmd.emit_source << "\n";
+  }
   const cpu::MeasureOptions timing_options = TimingOptions(cmd.repeat, cmd.threads);
   int exit_code = 0;
   if (cmd.check) {

@@ -99,6 +99,8 @@ int main(int argc, char** argv) {
   run_cmd->add_option("--seed", run.seed, "Seed of the inputs and the search")->default_val(0);
   run_cmd->add_option("--threads", run.threads, "Threads of the generated code")->default_val(1);
   run_cmd->add_flag("--json", run.json, "Also print the figures as JSON");
+  run_cmd->add_option("--emit-source", run.emit_source,
+                      "Write the generated C++ source of the module to this file");
 
   SimulateCommand simulate;
   auto* simulate_cmd = app.add_subcommand(
