@@ -22,7 +22,6 @@
 #include "ir/verifier.h"
 #include "optimizers/core/search.h"
 #include "optimizers/tiling/cpu_tile_problem.h"
-#include "passes/default_pipelines.h"
 
 namespace mltune::bench {
 
@@ -41,13 +40,7 @@ absl::StatusOr<std::unique_ptr<ir::Module>> ParseAndVerify(std::string_view text
 }
 
 absl::StatusOr<std::unique_ptr<ir::Module>> PrepareForCpu(const ir::Module& module) {
-  absl::StatusOr<std::unique_ptr<ir::Module>> optimized = passes::RunDefaultPipeline(module, "cpu");
-  if (!optimized.ok()) {
-    return absl::InternalError(
-        absl::StrCat("XLA's default cpu pipeline failed: ", optimized.status().message()));
-  }
-  if (absl::Status s = cpu::CheckSupported(**optimized); !s.ok()) return s;
-  return optimized;
+  return cpu::RunCpuPipeline(module);
 }
 
 int64_t ParamValue(const cpu::Kernel& kernel, const cpu::KernelConfig& config,

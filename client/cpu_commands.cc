@@ -21,7 +21,6 @@
 #include "optimizers/core/search.h"
 #include "optimizers/fusion/cpu_fusion_problem.h"
 #include "optimizers/tiling/cpu_tile_problem.h"
-#include "passes/default_pipelines.h"
 
 namespace mltune::client {
 namespace {
@@ -50,14 +49,9 @@ std::unique_ptr<ir::Module> LoadForCpu(const std::string& file, const std::strin
   }
   *original = LoadVerified(file, err);
   if (*original == nullptr) return nullptr;
-  absl::StatusOr<std::unique_ptr<ir::Module>> optimized =
-      passes::RunDefaultPipeline(**original, "cpu");
+  absl::StatusOr<std::unique_ptr<ir::Module>> optimized = cpu::RunCpuPipeline(**original);
   if (!optimized.ok()) {
-    err << "error: XLA's default cpu pipeline failed: " << optimized.status().message() << "\n";
-    return nullptr;
-  }
-  if (absl::Status s = cpu::CheckSupported(**optimized); !s.ok()) {
-    err << "error: " << file << ": " << s.message() << "\n";
+    err << "error: " << file << ": " << optimized.status().message() << "\n";
     return nullptr;
   }
   return *std::move(optimized);

@@ -11,7 +11,6 @@
 #include "nlohmann/json.hpp"
 #include "optimizers/fusion/cpu_fusion_problem.h"
 #include "optimizers/tiling/cpu_tile_problem.h"
-#include "passes/default_pipelines.h"
 
 namespace mltune::daemon {
 namespace {
@@ -38,13 +37,9 @@ absl::StatusOr<std::unique_ptr<ir::Module>> PrepareModule(const ir::Module& modu
   if (options.noise != 0) {
     return absl::InvalidArgumentError("option noise applies to tpu-sim only; cpu is measured");
   }
-  absl::StatusOr<std::unique_ptr<ir::Module>> optimized = passes::RunDefaultPipeline(module, "cpu");
-  if (!optimized.ok()) {
-    return absl::InternalError(
-        absl::StrCat("XLA's default cpu pipeline failed: ", optimized.status().message()));
-  }
-  if (absl::Status s = cpu::CheckSupported(**optimized); !s.ok()) {
-    return absl::FailedPreconditionError(s.message());
+  absl::StatusOr<std::unique_ptr<ir::Module>> optimized = cpu::RunCpuPipeline(module);
+  if (!optimized.ok() && absl::IsUnimplemented(optimized.status())) {
+    return absl::FailedPreconditionError(optimized.status().message());
   }
   return optimized;
 }

@@ -293,6 +293,7 @@ class KernelEmitter {
   absl::Status EmitLoop();
   absl::Status EmitReduce();
   absl::Status EmitReduceWindow();
+  absl::Status EmitReduceWindowRows(const std::vector<ir::WindowDim>& win);
   absl::Status EmitMatmul();
   // GEMM over packed A [batch][m][k], B [batch][k][n] into C [batch][m][n].
   void EmitGemm(const std::string& a, const std::string& b, const std::string& c, int64_t batch,
@@ -741,6 +742,7 @@ absl::Status KernelEmitter::EmitReduceWindow() {
     for (size_t d = 0; d < xd.size() && d < r->window->dims.size(); ++d)
       win[d] = r->window->dims[d];
   }
+  if (Param("order") == 1) return EmitReduceWindowRows(win);
   LoopOptions opts{.simd = Param("simd") != 0, .parallel = Param("parallel") != 0};
   LoopNest(od, opts, [&](const Idx& oi) {
     const std::string acc = NewName("acc");
@@ -776,6 +778,81 @@ absl::Status KernelEmitter::EmitReduceWindow() {
     if (!valid.empty()) Close();
     for (int i = 0; i < opened; ++i) Close();
     Line(absl::StrCat(OutPtr(r), "[", Linear(od, oi), "] = ", pred ? "(uint8_t)" : "", acc, ";"));
+  });
+  return absl::OkStatus();
+}
+
+// Rows: for each row of the output (all but its minor dimension), the row is set to the init
+// value, then every window position folds a contiguous range of the row with one vector loop. The
+// range is where the window position lands inside the operand, so the loop has no bounds tests.
+absl::Status KernelEmitter::EmitReduceWindowRows(const std::vector<ir::WindowDim>& win) {
+  const Instruction* r = k_.root;
+  const Instruction* x = r->operand(0);
+  const std::vector<int64_t>& xd = x->shape().dimensions();
+  const std::vector<int64_t>& od = r->shape().dimensions();
+  const size_t last = od.size() - 1;
+  const std::string red = Reducer(*r->to_apply(), r->shape().element_type());
+  const std::string init = Value(r->operand(1), {});
+  const std::string out = OutPtr(r);
+  const std::vector<int64_t> outer(od.begin(), od.end() - 1);
+  LoopOptions opts{.parallel = Param("parallel") != 0};
+  LoopNest(outer, opts, [&](const Idx& oo) {
+    const std::string j = NewName("j");
+    Idx oi = oo;
+    oi.push_back(j);
+    const std::string slot = absl::StrCat(out, "[", Linear(od, oi), "]");
+    Line(absl::StrCat("for (int64_t ", j, " = 0; ", j, " < ", od[last], "; ++", j, ") ", slot,
+                      " = ", init, ";"));
+    Idx xi(xd.size());
+    std::string wv = "0";  // the window position on the dimension at hand
+    int opened = 0;
+    for (size_t d = 0; d < xd.size(); ++d) {
+      const ir::WindowDim& w = win[d];
+      wv = w.size != 1 ? NewName("w") : std::string("0");
+      if (w.size != 1) {
+        Open(absl::StrCat("for (int64_t ", wv, " = 0; ", wv, " < ", w.size, "; ++", wv, ") {"));
+        ++opened;
+      }
+      if (d == last) break;
+      const std::string raw = IntVar(absl::StrCat("(", oo[d], ")*", w.stride, " - ", w.padding_low,
+                                                  " + ", wv, "*", w.window_dilation));
+      std::string pos = raw;
+      std::vector<std::string> valid;
+      if (w.base_dilation > 1) {
+        valid.push_back(absl::StrCat(raw, " >= 0 && ", raw, " % ", w.base_dilation, " == 0"));
+        pos = IntVar(absl::StrCat(raw, " / ", w.base_dilation));
+      }
+      if (w.padding_low != 0 || w.padding_high != 0 || w.base_dilation > 1) {
+        valid.push_back(absl::StrCat(pos, " >= 0 && ", pos, " < ", xd[d]));
+      }
+      if (!valid.empty()) {
+        Open(absl::StrCat("if (", absl::StrJoin(valid, " && "), ") {"));
+        ++opened;
+      }
+      xi[d] = pos;
+    }
+    // The minor dimension: operand position j*stride + offset, offset = wv*dilation - low.
+    const ir::WindowDim& w = win[last];
+    const std::string offset =
+        IntVar(absl::StrCat(wv, "*", w.window_dilation, " - ", w.padding_low));
+    std::string lo = "0", hi = absl::StrCat(od[last]);
+    if (w.padding_low != 0 || w.padding_high != 0) {
+      // j*stride + offset in [0, xd): j from ceil(-offset / stride) to ceil((xd - offset) / stride).
+      lo = IntVar(absl::StrCat(offset, " >= 0 ? 0 : (-", offset, " + ", w.stride - 1, ") / ",
+                               w.stride));
+      hi = IntVar(absl::StrCat("std::min<int64_t>(", od[last], ", ", xd[last], " - ", offset,
+                               " <= 0 ? 0 : (", xd[last], " - ", offset, " + ", w.stride - 1,
+                               ") / ", w.stride, ")"));
+    }
+    if (Param("simd") != 0) Line("#pragma GCC ivdep");
+    Open(absl::StrCat("for (int64_t ", j, " = ", lo, "; ", j, " < ", hi, "; ++", j, ") {"));
+    PushScope();
+    xi[last] = IntVar(absl::StrCat("(", j, ")*", w.stride, " + ", offset));
+    const std::string v = Value(x, xi);
+    Line(absl::StrCat(slot, " = ", red, "(", slot, ", ", v, ");"));
+    PopScope();
+    Close();
+    for (int i = 0; i < opened; ++i) Close();
   });
   return absl::OkStatus();
 }

@@ -1,8 +1,29 @@
 #include "backends/cpu/cpu_backend.h"
 
+#include "absl/strings/str_cat.h"
 #include "ir/evaluator/evaluator.h"
+#include "passes/default_pipelines.h"
+#include "passes/registry.h"
 
 namespace mltune::backends::cpu {
+
+absl::StatusOr<std::unique_ptr<ir::Module>> RunCpuPipeline(const ir::Module& module) {
+  static const passes::Registry* const registry = [] {
+    auto* r = new passes::Registry();
+    for (const passes::PassInfo* p : passes::Registry::Global().List()) {
+      if (p->name != "tree_reduction_rewriter") r->Register(*p);
+    }
+    return r;
+  }();
+  std::unique_ptr<passes::Pipeline> pipeline = passes::MakeDefaultPipeline("cpu", nullptr, *registry);
+  std::unique_ptr<ir::Module> copy = module.Clone();
+  if (absl::StatusOr<bool> changed = pipeline->Run(*copy); !changed.ok()) {
+    return absl::InternalError(
+        absl::StrCat("XLA's default cpu pipeline failed: ", changed.status().message()));
+  }
+  if (absl::Status s = CheckSupported(*copy); !s.ok()) return s;
+  return copy;
+}
 
 absl::StatusOr<CompiledModule> CompileModule(const ir::Module& module,
                                              const std::vector<KernelConfig>& configs,

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -14,6 +15,14 @@
 #include "ir/module.h"
 
 namespace mltune::backends::cpu {
+
+// The backend's HLO pipeline: XLA's default cpu pipeline without tree_reduction_rewriter, then
+// CheckSupported. The tree rewrite splits a long reduction into a reduce-window and a reduce for
+// accuracy; the reductions it applies to here (max/min, integer and f64 sums) are exact or accurate
+// already, and the generated reduce kernels keep vector partial accumulators, so the split would
+// only add a kernel and a pass over memory (and hide the row structure from row fusion). Errors:
+// Internal for a failing pass, Unimplemented (CheckSupported's) for an op the backend lacks.
+absl::StatusOr<std::unique_ptr<ir::Module>> RunCpuPipeline(const ir::Module& module);
 
 struct CompiledModule {
   LoweredModule lowered;

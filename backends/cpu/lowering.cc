@@ -172,20 +172,51 @@ KernelKind KindOf(const Instruction& heavy) {
   }
 }
 
-std::vector<KernelParam> ParamsOf(KernelKind kind) {
-  switch (kind) {
+// Whether reduce-window `r` can run as rows (the innermost output dimension as the vector loop,
+// the window loops outside it): any window, but no base dilation on that dimension.
+bool RowsReduceWindow(const Instruction& r) {
+  const std::vector<int64_t>& od = r.shape().dimensions();
+  if (od.empty() || r.shape().element_type() == PrimitiveType::kPred) return false;
+  if (!r.window.has_value() || r.window->dims.size() < od.size()) return true;
+  return r.window->dims[od.size() - 1].base_dilation <= 1;
+}
+
+std::vector<KernelParam> ParamsOf(const Kernel& kernel) {
+  const Instruction& root = *kernel.root;
+  switch (kernel.kind) {
     case KernelKind::kLoop:
       // block: 2-D tile of the two minor dimensions (transposes); simd: vectorize the inner loop.
       return {{"block", {0, 16, 32, 64}},
               {"unroll", {1, 2, 4, 8}},
               {"simd", {1, 0}},
               {"parallel", {0, 1}}};
-    case KernelKind::kReduce:
+    case KernelKind::kReduce: {
       // order 0: reduced dimensions innermost with `lanes` partial accumulators; order 1: walk
-      // the operand in memory order, accumulating into the output.
-      return {{"order", {0, 1}}, {"lanes", {8, 1, 16, 32}}, {"parallel", {0, 1}}};
-    case KernelKind::kReduceWindow:
-      return {{"simd", {1, 0}}, {"parallel", {0, 1}}};
+      // the operand in memory order, accumulating into the output. The default is the one whose
+      // inner loop is contiguous: order 1 when the operand's minor dimension is kept (a column
+      // reduction vectorizes across the output).
+      const std::vector<int64_t>& xd = root.operand(0)->shape().dimensions();
+      const bool minor_kept =
+          !xd.empty() && std::find(root.dimensions.begin(), root.dimensions.end(),
+                                   static_cast<int64_t>(xd.size()) - 1) == root.dimensions.end();
+      return {{"order", minor_kept ? std::vector<int64_t>{1, 0} : std::vector<int64_t>{0, 1}},
+              {"lanes", {8, 1, 16, 32}},
+              {"parallel", {0, 1}}};
+    }
+    case KernelKind::kReduceWindow: {
+      // order 0: one output element at a time, its window innermost; order 1: rows (see
+      // RowsReduceWindow), the default when windows are one element wide on the minor dimension
+      // (column windows, the tree reduction's splits of non-minor dimensions), where order 0
+      // would read with a stride.
+      std::vector<int64_t> orders = {0};
+      if (RowsReduceWindow(root)) {
+        const size_t last = root.shape().dimensions().size() - 1;
+        const bool narrow = !root.window.has_value() || root.window->dims.size() <= last ||
+                            root.window->dims[last].size == 1;
+        orders.insert(narrow ? orders.begin() : orders.end(), 1);
+      }
+      return {{"order", orders}, {"simd", {1, 0}}, {"parallel", {0, 1}}};
+    }
     case KernelKind::kDot:
     case KernelKind::kConvolution: {
       // impl 0: the generated GEMM; 1: oneDNN's sgemm (when the build found it). micro: the
@@ -320,7 +351,7 @@ absl::StatusOr<LoweredModule> Lower(const ir::Module& module, const costmodels::
     }
     kernel.kind = KindOf(*kernel.root);
     kernel.name = kernel.root->name();
-    kernel.params = ParamsOf(kernel.kind);
+    kernel.params = ParamsOf(kernel);
     std::unordered_set<const Instruction*> seen_input;
     for (const Instruction* m : kernel.members) {
       // Outputs: read by anything outside the kernel (plumbing included) or part of the result.

@@ -55,12 +55,13 @@ template <typename T> inline T mt_rem(T a, T b) {
     return std::fmod(a, b);
   }
 }
+// (a > b ? a : b) is one maxps, which already returns a NaN b; the a != a test adds a NaN a.
 template <typename T> inline T mt_max(T a, T b) {
-  if constexpr (std::is_floating_point_v<T>) return a != a ? a : (b != b ? b : (a >= b ? a : b));
+  if constexpr (std::is_floating_point_v<T>) return a != a ? a : (a > b ? a : b);
   else return a > b ? a : b;
 }
 template <typename T> inline T mt_min(T a, T b) {
-  if constexpr (std::is_floating_point_v<T>) return a != a ? a : (b != b ? b : (a <= b ? a : b));
+  if constexpr (std::is_floating_point_v<T>) return a != a ? a : (a < b ? a : b);
   else return a < b ? a : b;
 }
 template <typename T> inline T mt_clamp(T lo, T x, T hi) { return mt_min(mt_max(x, lo), hi); }
