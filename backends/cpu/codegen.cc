@@ -6,10 +6,12 @@
 #include <limits>
 #include <map>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "backends/cpu/row_fusion.h"
 
 namespace mltune::backends::cpu {
 namespace {
@@ -279,6 +281,7 @@ class KernelEmitter {
 
   // The value of `instr` at `idx` (a C++ expression: a variable or a literal).
   std::string Value(const Instruction* instr, const Idx& idx);
+  static std::string MemoKey(const Instruction* instr, const Idx& idx);
   std::string Compute(const Instruction* instr, const Idx& idx);
   std::string External(const Instruction* instr, const Idx& idx);
   std::string HeavyLoad(const Idx& idx);
@@ -294,6 +297,10 @@ class KernelEmitter {
   absl::Status EmitReduce();
   absl::Status EmitReduceWindow();
   absl::Status EmitReduceWindowRows(const std::vector<ir::WindowDim>& win);
+  absl::Status EmitRow();
+  // Per reduce of a row kernel, the members its pass caches for later passes.
+  std::vector<std::vector<const Instruction*>> RowCachePlan(
+      const std::vector<const Instruction*>& reduces, const std::vector<int64_t>& outer) const;
   absl::Status EmitMatmul();
   // GEMM over packed A [batch][m][k], B [batch][k][n] into C [batch][m][n].
   void EmitGemm(const std::string& a, const std::string& b, const std::string& c, int64_t batch,
@@ -311,17 +318,25 @@ class KernelEmitter {
   std::string heavy_buffer_;
   std::function<std::string(const Idx&)> heavy_index_;
   std::unordered_map<const ir::Computation*, std::string> reducers_;
+  // Row kernels: members read from a row cache (its name), indexed by the minor index.
+  std::unordered_map<const Instruction*, std::string> row_cache_;
 };
 
+std::string KernelEmitter::MemoKey(const Instruction* instr, const Idx& idx) {
+  return absl::StrCat(reinterpret_cast<uintptr_t>(instr), ":", absl::StrJoin(idx, ","));
+}
+
 std::string KernelEmitter::Value(const Instruction* instr, const Idx& idx) {
-  const std::string key =
-      absl::StrCat(reinterpret_cast<uintptr_t>(instr), ":", absl::StrJoin(idx, ","));
+  const std::string key = MemoKey(instr, idx);
   for (auto it = memo_.rbegin(); it != memo_.rend(); ++it) {
     auto found = it->find(key);
     if (found != it->end()) return found->second;
   }
   std::string v;
-  if (!heavy_buffer_.empty() && instr == k_.root) {
+  if (auto cached = row_cache_.find(instr); cached != row_cache_.end()) {
+    v = Var(CType(instr->shape().element_type()),
+            absl::StrCat(cached->second, "[", idx.back(), "]"));
+  } else if (!heavy_buffer_.empty() && instr == k_.root) {
     v = HeavyLoad(idx);
   } else if (!k_.Contains(instr)) {
     v = External(instr, idx);
@@ -857,6 +872,186 @@ absl::Status KernelEmitter::EmitReduceWindowRows(const std::vector<ir::WindowDim
   return absl::OkStatus();
 }
 
+std::vector<std::vector<const Instruction*>> KernelEmitter::RowCachePlan(
+    const std::vector<const Instruction*>& reduces, const std::vector<int64_t>& outer) const {
+  std::vector<std::vector<const Instruction*>> plan(reduces.size());
+  std::unordered_set<const Instruction*> cached;
+  int64_t bytes = 0;
+  for (size_t i = 0; i < reduces.size(); ++i) {
+    const Instruction* x = reduces[i]->operand(0);
+    const std::vector<int64_t>& row = x->shape().dimensions();
+    // The members pass i evaluates at every (row, j): x and its elementwise operands of x's shape.
+    std::unordered_set<const Instruction*> cone;
+    std::vector<const Instruction*> stack = {x};
+    while (!stack.empty()) {
+      const Instruction* m = stack.back();
+      stack.pop_back();
+      if (!k_.Contains(m) || m->shape().dimensions() != row || !cone.insert(m).second) continue;
+      if (ir::IsElementwise(m->opcode())) {
+        for (const Instruction* o : m->operands()) stack.push_back(o);
+      }
+    }
+    // Walk back from what later passes and the outputs read; the first member of the cone met on
+    // each path is cached (below it nothing is read again).
+    std::vector<const Instruction*> roots;
+    for (size_t k = i + 1; k < reduces.size(); ++k) roots.push_back(reduces[k]->operand(0));
+    for (const Instruction* o : k_.outputs) {
+      if (o->opcode() != Opcode::kReduce && o->shape().dimensions().size() == outer.size() + 1) {
+        roots.push_back(o);
+      }
+    }
+    std::unordered_set<const Instruction*> seen;
+    while (!roots.empty()) {
+      const Instruction* m = roots.back();
+      roots.pop_back();
+      if (!k_.Contains(m) || !seen.insert(m).second || cached.count(m) != 0) continue;
+      const Opcode op = m->opcode();
+      if (cone.count(m) != 0 && op != Opcode::kBroadcast && op != Opcode::kConstant &&
+          op != Opcode::kBitcast) {
+        const int64_t size = Product(row) / std::max<int64_t>(1, Product(outer)) * 8;
+        if (bytes + size > (int64_t{256} << 10)) continue;
+        bytes += size;
+        cached.insert(m);
+        plan[i].push_back(m);
+        continue;
+      }
+      if (ir::IsElementwise(op)) {
+        for (const Instruction* o : m->operands()) roots.push_back(o);
+      }
+    }
+  }
+  return plan;
+}
+
+// One pass over the rows; per row, each reduce in turn folds the row (its operand computed inline,
+// the values later passes need stored in row caches), then the outputs are written.
+absl::Status KernelEmitter::EmitRow() {
+  std::vector<const Instruction*> reduces;
+  for (const Instruction* m : k_.members) {
+    if (m->opcode() == Opcode::kReduce) reduces.push_back(m);
+  }
+  std::vector<int64_t> outer;
+  if (reduces.empty() || !RowReduce(*reduces.front(), &outer)) {
+    return absl::InternalError(absl::StrCat("row kernel '", k_.name, "' has no row reduce"));
+  }
+  const int64_t lanes = std::max<int64_t>(1, Param("lanes"));
+  std::vector<std::vector<const Instruction*>> cache_plan(reduces.size());
+  if (Param("cache") != 0) cache_plan = RowCachePlan(reduces, outer);
+  // The per-row members (a reduce's result scaled, rsqrt of a variance...) are computed once per
+  // row, before the first pass that can use them, rather than inside the vector loops, where the
+  // vectorizer would not hoist them.
+  std::unordered_map<const Instruction*, std::unordered_set<const Instruction*>> reduces_below;
+  std::vector<const Instruction*> per_row;
+  for (const Instruction* m : k_.members) {
+    std::unordered_set<const Instruction*>& below = reduces_below[m];
+    for (const Instruction* o : m->operands()) {
+      if (!k_.Contains(o)) continue;
+      if (o->opcode() == Opcode::kReduce) below.insert(o);
+      const auto& ob = reduces_below[o];
+      below.insert(ob.begin(), ob.end());
+    }
+    if (m->opcode() != Opcode::kReduce && m->shape().IsArray() &&
+        m->shape().dimensions() == outer) {
+      per_row.push_back(m);
+    }
+  }
+  LoopNest(outer, LoopOptions{.parallel = Param("parallel") != 0}, [&](const Idx& oi) {
+    std::unordered_set<const Instruction*> done, computed;
+    auto compute_ready = [&] {
+      for (const Instruction* m : per_row) {
+        if (computed.count(m) != 0) continue;
+        const auto& below = reduces_below[m];
+        if (std::all_of(below.begin(), below.end(),
+                        [&](const Instruction* r) { return done.count(r) != 0; })) {
+          Value(m, oi);
+          computed.insert(m);
+        }
+      }
+    };
+    std::unordered_map<const Instruction*, std::string> buffers;
+    for (size_t i = 0; i < reduces.size(); ++i) {
+      for (const Instruction* m : cache_plan[i]) {
+        const std::string name = NewName("rc");
+        Line(absl::StrCat("alignas(64) ", CType(m->shape().element_type()), " ", name, "[",
+                          m->shape().dimensions().back(), "];"));
+        buffers[m] = name;
+      }
+    }
+    for (size_t i = 0; i < reduces.size(); ++i) {
+      compute_ready();
+      const Instruction* r = reduces[i];
+      const PrimitiveType t = r->shape().element_type();
+      const int64_t n = r->operand(0)->shape().dimensions().back();
+      const std::string red = Reducer(*r->to_apply(), t);
+      const std::string init = Value(r->operand(1), {});
+      const std::string acc = NewName("acc"), j = NewName("j");
+      Line(absl::StrCat(CType(t), " ", acc, "[", lanes, "];"));
+      Line(absl::StrCat("for (int l = 0; l < ", lanes, "; ++l) ", acc, "[l] = ", init, ";"));
+      Line(absl::StrCat("int64_t ", j, " = 0;"));
+      auto fold = [&](const std::string& col, const std::string& slot) {
+        PushScope();
+        Idx idx = oi;
+        idx.push_back(col);
+        const std::string v = Value(r->operand(0), idx);
+        for (const Instruction* m : cache_plan[i]) {
+          const std::string c = Value(m, idx);
+          Line(absl::StrCat(buffers[m], "[", col, "] = ", c, ";"));
+        }
+        Line(absl::StrCat(acc, "[", slot, "] = ", red, "(", acc, "[", slot, "], ", v, ");"));
+        PopScope();
+      };
+      if (lanes > 1) {
+        Open(absl::StrCat("for (; ", j, " + ", lanes, " <= ", n, "; ", j, " += ", lanes, ") {"));
+        Line("#pragma omp simd");
+        Open(absl::StrCat("for (int l = 0; l < ", lanes, "; ++l) {"));
+        fold(absl::StrCat(j, " + l"), "l");
+        Close();
+        Close();
+      }
+      Open(absl::StrCat("for (; ", j, " < ", n, "; ++", j, ") {"));
+      fold(j, "0");
+      Close();
+      Line(absl::StrCat("for (int l = 1; l < ", lanes, "; ++l) ", acc, "[0] = ", red, "(", acc,
+                        "[0], ", acc, "[l]);"));
+      const std::string rv = Var(CType(t), absl::StrCat(acc, "[0]"));
+      memo_.back()[MemoKey(r, oi)] = rv;
+      done.insert(r);
+      for (const Instruction* m : cache_plan[i]) row_cache_[m] = buffers[m];
+    }
+    compute_ready();
+    // Outputs: per-row values, then one vector loop per row shape.
+    std::map<int64_t, std::vector<const Instruction*>> by_length;
+    for (const Instruction* o : k_.outputs) {
+      const bool pred = o->shape().element_type() == PrimitiveType::kPred;
+      if (o->shape().dimensions().size() == outer.size()) {
+        const std::string v = Value(o, oi);
+        Line(absl::StrCat(OutPtr(o), "[", Linear(outer, oi), "] = ", pred ? "(uint8_t)" : "", v,
+                          ";"));
+      } else {
+        by_length[o->shape().dimensions().back()].push_back(o);
+      }
+    }
+    for (const auto& [n, outs] : by_length) {
+      const std::string j = NewName("j");
+      Line("#pragma GCC ivdep");
+      Open(absl::StrCat("for (int64_t ", j, " = 0; ", j, " < ", n, "; ++", j, ") {"));
+      PushScope();
+      Idx idx = oi;
+      idx.push_back(j);
+      for (const Instruction* o : outs) {
+        const bool pred = o->shape().element_type() == PrimitiveType::kPred;
+        const std::string v = Value(o, idx);
+        Line(absl::StrCat(OutPtr(o), "[", Linear(o->shape().dimensions(), idx), "] = ",
+                          pred ? "(uint8_t)" : "", v, ";"));
+      }
+      PopScope();
+      Close();
+    }
+    row_cache_.clear();
+  });
+  return absl::OkStatus();
+}
+
 void KernelEmitter::EmitGemm(const std::string& a, const std::string& b, const std::string& c,
                              int64_t batch, int64_t m, int64_t n, int64_t kdim) {
   if (batch * m * n == 0) return;
@@ -1105,6 +1300,9 @@ absl::StatusOr<std::string> KernelEmitter::Emit(const std::string& fn) {
       break;
     case KernelKind::kReduceWindow:
       s = EmitReduceWindow();
+      break;
+    case KernelKind::kRow:
+      s = EmitRow();
       break;
     case KernelKind::kDot:
     case KernelKind::kConvolution:

@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "backends/cpu/onednn.h"
+#include "backends/cpu/row_fusion.h"
 
 namespace mltune::backends::cpu {
 namespace {
@@ -217,6 +218,10 @@ std::vector<KernelParam> ParamsOf(const Kernel& kernel) {
       }
       return {{"order", orders}, {"simd", {1, 0}}, {"parallel", {0, 1}}};
     }
+    case KernelKind::kRow:
+      // lanes: partial accumulators per reduce; cache: keep values several passes read in a
+      // row buffer (0: recompute them).
+      return {{"lanes", {32, 16, 64, 8}}, {"cache", {1, 0}}, {"parallel", {0, 1}}};
     case KernelKind::kDot:
     case KernelKind::kConvolution: {
       // impl 0: the generated GEMM; 1: oneDNN's sgemm (when the build found it). micro: the
@@ -245,6 +250,44 @@ void CollectLeaves(const Instruction* instr, std::vector<const Instruction*>* ou
   }
 }
 
+// The merged kernels' order: each group (GroupRowKernels) after every group it reads from, ties
+// by smallest plan kernel. Returns the new id of each plan kernel.
+std::vector<int32_t> TopologicalGroups(
+    const std::vector<int32_t>& group, const std::vector<std::vector<const Instruction*>>& members,
+    const std::unordered_map<const Instruction*, int32_t>& kernel_of) {
+  const size_t n = group.size();
+  std::vector<std::unordered_set<int32_t>> succ(n);
+  std::vector<int32_t> indegree(n, 0);
+  for (size_t k = 0; k < n; ++k) {
+    for (const Instruction* m : members[k]) {
+      for (const Instruction* o : m->operands()) {
+        auto it = kernel_of.find(BaseValue(o));
+        if (it == kernel_of.end()) continue;
+        const int32_t from = group[static_cast<size_t>(it->second)], to = group[k];
+        if (from != to && succ[static_cast<size_t>(from)].insert(to).second) ++indegree[static_cast<size_t>(to)];
+      }
+    }
+  }
+  std::vector<int32_t> ready;
+  for (size_t k = 0; k < n; ++k) {
+    if (group[k] == static_cast<int32_t>(k) && indegree[k] == 0) ready.push_back(static_cast<int32_t>(k));
+  }
+  std::vector<int32_t> new_id(n, -1);
+  int32_t next = 0;
+  while (!ready.empty()) {
+    auto min = std::min_element(ready.begin(), ready.end());
+    const int32_t g = *min;
+    ready.erase(min);
+    new_id[static_cast<size_t>(g)] = next++;
+    for (int32_t s : succ[static_cast<size_t>(g)]) {
+      if (--indegree[static_cast<size_t>(s)] == 0) ready.push_back(s);
+    }
+  }
+  std::vector<int32_t> out(n);
+  for (size_t k = 0; k < n; ++k) out[k] = new_id[static_cast<size_t>(group[k])];
+  return out;
+}
+
 }  // namespace
 
 const char* KernelKindName(KernelKind kind) {
@@ -259,6 +302,8 @@ const char* KernelKindName(KernelKind kind) {
       return "dot";
     case KernelKind::kConvolution:
       return "convolution";
+    case KernelKind::kRow:
+      return "row";
   }
   return "?";
 }
@@ -320,6 +365,47 @@ absl::StatusOr<LoweredModule> Lower(const ir::Module& module, const costmodels::
       kernel_of[instr] = k;
     }
   }
+  // Row fusion merges plan kernels; the merged kernels are renumbered in a topological order.
+  std::vector<bool> is_row;
+  {
+    std::vector<std::vector<const Instruction*>> members(out.kernels.size());
+    for (const Instruction* instr : order) {
+      auto it = kernel_of.find(instr);
+      if (it != kernel_of.end()) members[static_cast<size_t>(it->second)].push_back(instr);
+    }
+    const std::vector<int32_t> group = GroupRowKernels(members, kernel_of, is_result);
+    std::vector<int32_t> renumber = TopologicalGroups(group, members, kernel_of);
+    if (std::find(renumber.begin(), renumber.end(), -1) != renumber.end()) {
+      return absl::InternalError("cpu lowering: row fusion made the kernel graph cyclic");
+    }
+    const int32_t n = *std::max_element(renumber.begin(), renumber.end()) + 1;
+    is_row.assign(static_cast<size_t>(n), false);
+    for (size_t k = 0; k < group.size(); ++k) {
+      if (group[k] != static_cast<int32_t>(k) ||
+          std::count(group.begin(), group.end(), group[k]) > 1) {
+        is_row[static_cast<size_t>(renumber[k])] = true;
+      }
+    }
+    std::vector<Kernel> merged(static_cast<size_t>(n));
+    costmodels::FusionPlan plan_after;
+    plan_after.kernel_of = out.plan.kernel_of;
+    plan_after.kernels.resize(static_cast<size_t>(n));
+    for (size_t k = 0; k < group.size(); ++k) {
+      const int32_t to = renumber[k];
+      for (const Instruction* i : out.kernels[k].member_set) {
+        merged[static_cast<size_t>(to)].member_set.insert(i);
+        kernel_of[i] = to;
+      }
+      for (int32_t node : out.plan.kernels[k]) {
+        plan_after.kernel_of[static_cast<size_t>(node)] = to;
+        plan_after.kernels[static_cast<size_t>(to)].push_back(node);
+      }
+    }
+    for (std::vector<int32_t>& nodes : plan_after.kernels) std::sort(nodes.begin(), nodes.end());
+    for (int32_t k = 0; k < n; ++k) merged[static_cast<size_t>(k)].id = k;
+    out.kernels = std::move(merged);
+    out.plan = std::move(plan_after);
+  }
   // A bitcast between two ops of one kernel is inlined as a reshape; elsewhere it is a view of
   // its operand's buffer.
   for (const Instruction* instr : order) {
@@ -349,7 +435,7 @@ absl::StatusOr<LoweredModule> Lower(const ir::Module& module, const costmodels::
         kernel.root = m;
       }
     }
-    kernel.kind = KindOf(*kernel.root);
+    kernel.kind = is_row[static_cast<size_t>(kernel.id)] ? KernelKind::kRow : KindOf(*kernel.root);
     kernel.name = kernel.root->name();
     kernel.params = ParamsOf(kernel);
     std::unordered_set<const Instruction*> seen_input;

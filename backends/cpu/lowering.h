@@ -23,6 +23,7 @@ enum class KernelKind {
   kReduceWindow,  // a reduce-window (pooling) with its fused operand expression
   kDot,           // pack, GEMM, epilogue
   kConvolution,   // im2col pack, GEMM, epilogue
+  kRow,           // row fusion (row_fusion.h): minor-dimension reduces and their row consumers
 };
 const char* KernelKindName(KernelKind kind);
 

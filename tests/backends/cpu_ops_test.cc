@@ -168,6 +168,54 @@ ENTRY e {
   sb = f32[19,70] broadcast(s), dimensions={0}
   ROOT o = f32[19,70] divide(ex, sb)
 })"},
+    // Row fusion: two passes (mean, variance), per-row values (rsqrt), a broadcast weight along
+    // the row, a row length no lane count divides, and a per-row value leaving the kernel.
+    {"layer_norm_rows", R"(
+HloModule m
+add {
+  ad0 = f32[] parameter(0)
+  ad1 = f32[] parameter(1)
+  ROOT adr = f32[] add(ad0, ad1)
+}
+ENTRY e {
+  x = f32[6,67] parameter(0)
+  w = f32[67] parameter(1)
+  z = f32[] constant(0)
+  inv = f32[] constant(0.0149253728)
+  invb = f32[6] broadcast(inv), dimensions={}
+  s = f32[6] reduce(x, z), dimensions={1}, to_apply=add
+  mean = f32[6] multiply(s, invb)
+  mb = f32[6,67] broadcast(mean), dimensions={0}
+  xc = f32[6,67] subtract(x, mb)
+  sq = f32[6,67] multiply(xc, xc)
+  ss = f32[6] reduce(sq, z), dimensions={1}, to_apply=add
+  var = f32[6] multiply(ss, invb)
+  eps = f32[] constant(1e-05)
+  epsb = f32[6] broadcast(eps), dimensions={}
+  ve = f32[6] add(var, epsb)
+  rs = f32[6] rsqrt(ve)
+  rb = f32[6,67] broadcast(rs), dimensions={0}
+  wb = f32[6,67] broadcast(w), dimensions={1}
+  n = f32[6,67] multiply(xc, rb)
+  y = f32[6,67] multiply(n, wb)
+  ROOT t = (f32[6,67], f32[6]) tuple(y, mean)
+})"},
+    // A reduce whose consumer re-indexes its rows (transpose) must not be row-fused.
+    {"row_reduce_transposed_consumer", R"(
+HloModule m
+max {
+  mx0 = f32[] parameter(0)
+  mx1 = f32[] parameter(1)
+  ROOT mxr = f32[] maximum(mx0, mx1)
+}
+ENTRY e {
+  a = f32[8,8] parameter(0)
+  ninf = f32[] constant(-inf)
+  m = f32[8] reduce(a, ninf), dimensions={1}, to_apply=max
+  mb = f32[8,8] broadcast(m), dimensions={0}
+  d = f32[8,8] subtract(a, mb)
+  ROOT t = f32[8,8] transpose(d), dimensions={1,0}
+})"},
     {"pooling", R"(
 HloModule m
 max {
