@@ -1,6 +1,7 @@
 #include "backends/cpu/codegen.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <functional>
 #include <limits>
@@ -236,6 +237,10 @@ struct LoopOptions {
   int64_t unroll = 1;
   int64_t block = 0;
   bool parallel = false;
+  // Hoist the body's values that do not depend on the innermost index above the innermost loop
+  // (GCC's vectorizer recomputes them per vector otherwise: a per-channel sqrt per element).
+  // Only for bodies made of Value() calls and stores, whose locals are all Var()s.
+  bool hoist = false;
 };
 
 class KernelEmitter {
@@ -272,8 +277,32 @@ class KernelEmitter {
   std::string NewName(const std::string& prefix) { return absl::StrCat(prefix, counter_++); }
   std::string Var(const std::string& type, const std::string& expr) {
     const std::string v = NewName("v");
-    Line(absl::StrCat("const ", type, " ", v, " = ", expr, ";"));
+    const std::string line = absl::StrCat("const ", type, " ", v, " = ", expr, ";");
+    if (hoist_at_ == std::string::npos) {
+      Line(line);
+    } else if (indent_.size() == hoist_depth_ && !MentionsVariant(expr)) {
+      const std::string text = absl::StrCat(hoist_indent_, line, "\n");
+      code_.insert(hoist_at_, text);
+      hoist_at_ += text.size();
+    } else {
+      Line(line);
+      variant_.insert(v);
+    }
     return v;
+  }
+  // Whether `expr` names the innermost index or a value computed from it.
+  bool MentionsVariant(const std::string& expr) const {
+    for (size_t i = 0; i < expr.size();) {
+      if (std::isalpha(static_cast<unsigned char>(expr[i])) || expr[i] == '_') {
+        size_t j = i;
+        while (j < expr.size() && (std::isalnum(static_cast<unsigned char>(expr[j])) || expr[j] == '_')) ++j;
+        if (variant_.count(expr.substr(i, j - i)) != 0) return true;
+        i = j;
+      } else {
+        ++i;
+      }
+    }
+    return false;
   }
   std::string IntVar(const std::string& expr) { return Var("int64_t", expr); }
   void PushScope() { memo_.emplace_back(); }
@@ -318,6 +347,11 @@ class KernelEmitter {
   std::string heavy_buffer_;
   std::function<std::string(const Idx&)> heavy_index_;
   std::unordered_map<const ir::Computation*, std::string> reducers_;
+  // LoopOptions::hoist: where hoisted lines go (npos: not hoisting), their indentation, the body's
+  // indentation depth, and the names that vary in the innermost loop.
+  size_t hoist_at_ = std::string::npos, hoist_depth_ = 0;
+  std::string hoist_indent_;
+  std::unordered_set<std::string> variant_;
   // Row kernels: members read from a row cache (its name), indexed by the minor index.
   std::unordered_map<const Instruction*, std::string> row_cache_;
 };
@@ -563,6 +597,8 @@ void KernelEmitter::LoopNest(const std::vector<int64_t>& dims, const LoopOptions
   auto open_loop = [&](size_t d, const std::string& from, const std::string& to, bool inner) {
     // GCC takes no loop pragma between `omp parallel for` and its loop: a loop that is both the
     // parallel and the inner one is only split across threads.
+    const size_t before = code_.size();
+    const std::string before_indent = indent_;
     if (opened == 0 && opts.parallel) {
       Line("#pragma omp parallel for schedule(static)");
     } else {
@@ -572,6 +608,12 @@ void KernelEmitter::LoopNest(const std::vector<int64_t>& dims, const LoopOptions
     Open(absl::StrCat("for (int64_t ", idx[d], " = ", from, "; ", idx[d], " < ", to, "; ++", idx[d],
                       ") {"));
     ++opened;
+    if (inner && opts.hoist) {
+      hoist_at_ = before;
+      hoist_indent_ = before_indent;
+      hoist_depth_ = indent_.size();
+      variant_ = {idx[d]};
+    }
   };
   std::vector<size_t> loops;
   for (size_t d = 0; d < rank; ++d) {
@@ -603,6 +645,8 @@ void KernelEmitter::LoopNest(const std::vector<int64_t>& dims, const LoopOptions
   PushScope();
   body(idx);
   PopScope();
+  hoist_at_ = std::string::npos;
+  variant_.clear();
   for (int i = 0; i < opened; ++i) Close();
   Close();
 }
@@ -617,9 +661,11 @@ void KernelEmitter::StoreOutputs(const std::vector<const Instruction*>& outputs,
     if (g.empty()) order.push_back(o->shape().dimensions());
     g.push_back(o);
   }
+  LoopOptions hoisting = opts;
+  hoisting.hoist = true;
   for (const std::vector<int64_t>& dims : order) {
     if (Product(dims) == 0) continue;
-    LoopNest(dims, opts, [&](const Idx& idx) {
+    LoopNest(dims, hoisting, [&](const Idx& idx) {
       for (const Instruction* o : groups[dims]) {
         const std::string v = Value(o, idx);
         const bool pred = o->shape().element_type() == PrimitiveType::kPred;

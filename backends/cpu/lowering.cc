@@ -182,6 +182,13 @@ bool RowsReduceWindow(const Instruction& r) {
   return r.window->dims[od.size() - 1].base_dilation <= 1;
 }
 
+// Partial accumulator counts for a reduction whose innermost reduced dimension has n elements:
+// two AVX-512 vectors hide the add latency on long rows; short rows would leave them idle.
+std::vector<int64_t> Lanes(int64_t n) {
+  if (n >= 128) return {32, 16, 64, 8, 1};
+  return {8, 1, 16, 32};
+}
+
 std::vector<KernelParam> ParamsOf(const Kernel& kernel) {
   const Instruction& root = *kernel.root;
   switch (kernel.kind) {
@@ -201,7 +208,7 @@ std::vector<KernelParam> ParamsOf(const Kernel& kernel) {
           !xd.empty() && std::find(root.dimensions.begin(), root.dimensions.end(),
                                    static_cast<int64_t>(xd.size()) - 1) == root.dimensions.end();
       return {{"order", minor_kept ? std::vector<int64_t>{1, 0} : std::vector<int64_t>{0, 1}},
-              {"lanes", {8, 1, 16, 32}},
+              {"lanes", Lanes(xd.empty() ? 1 : xd.back())},
               {"parallel", {0, 1}}};
     }
     case KernelKind::kReduceWindow: {
@@ -221,7 +228,9 @@ std::vector<KernelParam> ParamsOf(const Kernel& kernel) {
     case KernelKind::kRow:
       // lanes: partial accumulators per reduce; cache: keep values several passes read in a
       // row buffer (0: recompute them).
-      return {{"lanes", {32, 16, 64, 8}}, {"cache", {1, 0}}, {"parallel", {0, 1}}};
+      return {{"lanes", Lanes(root.operand(0)->shape().dimensions().back())},
+              {"cache", {1, 0}},
+              {"parallel", {0, 1}}};
     case KernelKind::kDot:
     case KernelKind::kConvolution: {
       // impl 0: the generated GEMM; 1: oneDNN's sgemm (when the build found it). micro: the
