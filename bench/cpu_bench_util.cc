@@ -57,12 +57,8 @@ absl::StatusOr<TuneOutcome> TuneKernels(const cpu::LoweredModule& lowered,
   const cpu::CompilerOptions compiler;
   opt::tiling::CpuTileProblem problem(
       lowered, [&](int32_t k, const cpu::KernelConfig& config) -> absl::StatusOr<double> {
-        absl::StatusOr<cpu::Program> program = cpu::GenerateKernel(lowered, k, config);
-        if (!program.ok()) return program.status();
-        absl::StatusOr<cpu::CompiledObject> object = cpu::CompileProgram(*program, compiler);
-        if (!object.ok()) return object.status();
         absl::StatusOr<cpu::Timing> t =
-            cpu::Measure(*object, *program, options.seed, options.kernel_measure);
+            cpu::MeasureKernel(lowered, k, config, compiler, options.kernel_measure, options.seed);
         if (!t.ok()) return t.status();
         return t->median_s;
       });

@@ -74,17 +74,15 @@ absl::StatusOr<TaskOutcome> SearchCpuTiles(const TaskRequest& request,
   const cpu::MeasureOptions measure = KernelMeasureOptions();
   opt::tiling::CpuTileProblem problem(
       *lowered, [&](int32_t k, const cpu::KernelConfig& config) -> absl::StatusOr<double> {
-        absl::StatusOr<cpu::Program> program = cpu::GenerateKernel(*lowered, k, config);
-        if (!program.ok()) return program.status();
-        absl::StatusOr<cpu::CompiledObject> object = cpu::CompileProgram(*program, compiler);
-        if (!object.ok()) return object.status();
-        absl::StatusOr<cpu::Timing> t = cpu::Measure(*object, *program, options.seed, measure);
+        std::string key;
+        absl::StatusOr<cpu::Timing> t =
+            cpu::MeasureKernel(*lowered, k, config, compiler, measure, options.seed, &key);
         if (!t.ok()) return t.status();
         // Kernel-level rows: the learned cost model's training data (kernel source key,
         // its parameters, measured seconds).
         if (request.record_measurement) {
           storage::MeasurementRecord m;
-          m.graph_key = object->key;
+          m.graph_key = key;
           m.task = "tile-kernel";
           m.target = "cpu";
           m.configuration = ConfigText(lowered->kernels[static_cast<size_t>(k)], config);

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -52,8 +53,10 @@ absl::StatusOr<Timing> MeasureModule(const ir::Module& module,
                                      const MeasureOptions& options, uint64_t seed = 0);
 
 // Compiles kernel `kernel` alone with `config` and times it on seeded random inputs.
+// `object_key` (optional) receives the compiled object's key (the measurement log's graph key).
 absl::StatusOr<Timing> MeasureKernel(const LoweredModule& module, int32_t kernel,
                                      const KernelConfig& config, const CompilerOptions& compiler,
-                                     const MeasureOptions& options, uint64_t seed = 0);
+                                     const MeasureOptions& options, uint64_t seed = 0,
+                                     std::string* object_key = nullptr);
 
 }  // namespace mltune::backends::cpu
