@@ -172,7 +172,29 @@ KernelKind KindOf(const Instruction& heavy) {
   }
 }
 
-std::vector<KernelParam> ParamsOf(KernelKind kind) {
+// Whether oneDNN's convolution primitive computes `conv` exactly as HLO does: 1-3 spatial
+// dimensions, no base (lhs) dilation or window reversal, no negative padding (oneDNN has none of
+// these), and no empty array.
+bool OneDnnConvolutionFits(const Instruction& conv) {
+  const ir::ConvolutionDimensionNumbers& dn = *conv.conv_dnums;
+  const size_t ns = dn.input_spatial_dimensions.size();
+  if (ns < 1 || ns > 3 || conv.batch_group_count != 1) return false;
+  if (conv.shape().element_type() != PrimitiveType::kF32) return false;
+  for (const ir::Shape* s : {&conv.shape(), &conv.operand(0)->shape(), &conv.operand(1)->shape()}) {
+    if (s->ElementCount() == 0) return false;
+  }
+  if (conv.window.has_value()) {
+    for (const ir::WindowDim& w : conv.window->dims) {
+      if (w.base_dilation != 1 || w.window_reversal || w.padding_low < 0 || w.padding_high < 0 ||
+          w.stride < 1 || w.window_dilation < 1) {
+        return false;
+      }
+    }
+  }
+  return true;
+}
+
+std::vector<KernelParam> ParamsOf(const Instruction& root, KernelKind kind) {
   switch (kind) {
     case KernelKind::kLoop:
       // block: 2-D tile of the two minor dimensions (transposes); simd: vectorize the inner loop.
@@ -188,10 +210,20 @@ std::vector<KernelParam> ParamsOf(KernelKind kind) {
       return {{"simd", {1, 0}}, {"parallel", {0, 1}}};
     case KernelKind::kDot:
     case KernelKind::kConvolution: {
-      // impl 0: the generated GEMM; 1: oneDNN's sgemm (when the build found it). micro: the
-      // register tile (MicroKernelShape); mc/kc/nc: the cache blocks.
+      // impl 0: the generated GEMM; 1: oneDNN's sgemm (when the build found it); for the
+      // convolutions oneDNN's primitive handles, 2: its convolution primitive on the buffers as
+      // they are (strided memory descriptors), 3: the same with oneDNN's preferred (blocked)
+      // layouts and reorders around it, as PyTorch does. Which of 2 and 3 wins depends on the
+      // shape (measured: blocked layouts win on 3x3 layers, reorders lose on 1x1 ones).
+      // micro: the register tile (MicroKernelShape); mc/kc/nc: the cache blocks.
       std::vector<int64_t> impls = {0};
-      if (OneDnnAvailable()) impls.push_back(1);
+      if (OneDnnAvailable()) {
+        impls.push_back(1);
+        if (kind == KernelKind::kConvolution && OneDnnConvolutionFits(root)) {
+          impls.push_back(2);
+          impls.push_back(3);
+        }
+      }
       return {{"impl", impls},
               {"micro", {0, 1, 2, 3}},
               {"mc", {96, 48, 192, 384}},
@@ -320,7 +352,7 @@ absl::StatusOr<LoweredModule> Lower(const ir::Module& module, const costmodels::
     }
     kernel.kind = KindOf(*kernel.root);
     kernel.name = kernel.root->name();
-    kernel.params = ParamsOf(kernel.kind);
+    kernel.params = ParamsOf(*kernel.root, kernel.kind);
     std::unordered_set<const Instruction*> seen_input;
     for (const Instruction* m : kernel.members) {
       // Outputs: read by anything outside the kernel (plumbing included) or part of the result.
