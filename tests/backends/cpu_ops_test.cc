@@ -347,6 +347,45 @@ ENTRY e {
             gemm_only);
 }
 
+// Two convolution kernels in one program, on the primitive and on dnnl_sgemm at once (the
+// one-parameter-at-a-time sweep above never combines them): oneDNN's header and the prelude's
+// own dnnl_sgemm declaration must agree, and each kernel keeps its own primitive.
+TEST(CpuOpsImplTest, ConvolutionImplsMixWithinOneProgram) {
+  if (!OneDnnAvailable()) GTEST_SKIP() << "oneDNN is not available";
+  setenv("MLTUNE_KERNEL_CACHE", MLTUNE_TEST_KERNEL_CACHE, 0);
+  absl::StatusOr<std::unique_ptr<ir::Module>> module = ir::ParseHloText(R"(
+HloModule m
+ENTRY e {
+  x = f32[1,4,10,10] parameter(0)
+  w1 = f32[6,4,3,3] parameter(1)
+  w2 = f32[5,6,3,3] parameter(2)
+  c1 = f32[1,6,10,10] convolution(x, w1), window={size=3x3 pad=1_1x1_1}, dim_labels=bf01_oi01->bf01
+  z = f32[] constant(0)
+  zb = f32[1,6,10,10] broadcast(z), dimensions={}
+  r = f32[1,6,10,10] maximum(c1, zb)
+  ROOT c2 = f32[1,5,4,4] convolution(r, w2), window={size=3x3 stride=2x2}, dim_labels=bf01_oi01->bf01
+})");
+  ASSERT_TRUE(module.ok()) << module.status();
+  absl::StatusOr<CompiledModule> compiled = CompileModule(**module);
+  ASSERT_TRUE(compiled.ok()) << compiled.status();
+  for (const auto& [first, second] :
+       std::vector<std::pair<int64_t, int64_t>>{{2, 2}, {3, 2}, {2, 1}, {1, 3}, {0, 3}}) {
+    std::vector<KernelConfig> configs = compiled->configs;
+    int64_t next = first;
+    for (size_t k = 0; k < compiled->lowered.kernels.size(); ++k) {
+      const Kernel& kernel = compiled->lowered.kernels[k];
+      if (kernel.kind != KernelKind::kConvolution) continue;
+      ASSERT_EQ(kernel.params[0].name, "impl");
+      configs[k][0] = next;
+      next = second;
+    }
+    absl::StatusOr<CompiledModule> variant = CompileModule(**module, configs);
+    ASSERT_TRUE(variant.ok()) << variant.status();
+    absl::Status s = CheckAgainstEvaluator(**module, *variant, 5);
+    EXPECT_TRUE(s.ok()) << "impls " << first << ", " << second << ": " << s;
+  }
+}
+
 std::vector<const char*> CaseNames() {
   std::vector<const char*> names;
   for (const Case& c : kCases) names.push_back(c.name);
