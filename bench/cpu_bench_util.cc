@@ -70,27 +70,41 @@ absl::StatusOr<TuneOutcome> TuneKernels(const cpu::LoweredModule& lowered,
         absl::StrCat("the default kernels did not run: ", problem.last_error()));
   }
   // The GEMM kernels on oneDNN, everything else at its default: the library is then compared
-  // with the generated GEMM within the first two steps of any budget.
-  opt::Candidate library = defaults;
-  bool has_library = false;
-  {
+  // with the generated GEMM within the first steps of any budget. Three seeds: every GEMM kernel
+  // on dnnl_sgemm (impl 1), and the convolutions on oneDNN's convolution primitive, with the
+  // buffers' layouts (impl 2) or oneDNN's own (impl 3), where a kernel offers it (other GEMM
+  // kernels stay on dnnl_sgemm).
+  auto library_seed = [&](int64_t conv_impl, bool* has) {
+    opt::Candidate seed = defaults;
+    *has = false;
     size_t position = 0;
     for (const cpu::Kernel& k : lowered.kernels) {
       for (const cpu::KernelParam& p : k.params) {
         if (p.name == "impl") {
-          for (size_t c = 0; c < p.choices.size(); ++c) {
-            if (p.choices[c] == 1) {
-              library[position] = static_cast<opt::Action>(c);
-              has_library = true;
-            }
+          const auto& c = p.choices;
+          auto conv = std::find(c.begin(), c.end(), conv_impl);
+          auto gemm = std::find(c.begin(), c.end(), int64_t{1});
+          if (conv != c.end()) {
+            seed[position] = static_cast<opt::Action>(conv - c.begin());
+            *has = true;
+          } else if (gemm != c.end()) {
+            seed[position] = static_cast<opt::Action>(gemm - c.begin());
+            *has |= conv_impl == 1;
           }
         }
         ++position;
       }
     }
-  }
-  if (has_library) {
-    if (absl::Status s = problem.AddSeed(library); !s.ok()) return s;
+    return seed;
+  };
+  std::vector<std::pair<std::string, opt::Candidate>> library_seeds;
+  for (const auto& [impl, name] : std::vector<std::pair<int64_t, std::string>>{
+           {1, "oneDNN seed"}, {2, "oneDNN conv seed"}, {3, "oneDNN blocked conv seed"}}) {
+    bool has = false;
+    opt::Candidate seed = library_seed(impl, &has);
+    if (!has) continue;
+    if (absl::Status s = problem.AddSeed(seed); !s.ok()) return s;
+    library_seeds.emplace_back(name, std::move(seed));
   }
   opt::Candidate best = defaults;
   if (problem.space().max_length > 0 && options.budget > 0) {
@@ -132,7 +146,7 @@ absl::StatusOr<TuneOutcome> TuneKernels(const cpu::LoweredModule& lowered,
   // When the search found nothing better than the defaults, they are its best: name them so.
   add("defaults", defaults);
   add("search", best);
-  if (has_library) add("oneDNN seed", library);
+  for (const auto& [name, seed] : library_seeds) add(name, seed);
   outcome.chosen = best == defaults ? "defaults" : "search";
   if (options.validate_rounds > 0 && finalists.size() > 1 && lowered.module != nullptr) {
     for (Finalist& f : finalists) {

@@ -31,7 +31,7 @@ struct TuneOptions {
   uint64_t seed = 0;
   backends::cpu::MeasureOptions kernel_measure;  // each kernel alone, during the search
   // The search scores kernels measured alone, once each; at the end the whole module is timed
-  // with the finalists (the defaults, the search's best, and the all-oneDNN seed), alternating,
+  // with the finalists (the defaults, the search's best, and the oneDNN seeds), alternating,
   // `validate_rounds` times each (best median kept), and the fastest is the result. A single noisy
   // kernel measurement during the search then cannot decide the answer. 0: no check.
   int validate_rounds = 2;
@@ -55,9 +55,9 @@ struct TuneOutcome {
   std::vector<backends::cpu::KernelConfig> searched_configs;  // the search's best
   // Each kernel measured alone: with its defaults, and in the search's best configuration.
   std::vector<double> kernel_default_seconds, kernel_searched_seconds;
-  // The module-level check: each finalist's name ("defaults", "search", "oneDNN seed") and whole
-  // module seconds, and which one was chosen (without a check: "search", or "defaults" when the
-  // search's best is the defaults).
+  // The module-level check: each finalist's name ("defaults", "search", "oneDNN seed", "oneDNN
+  // conv seed", "oneDNN blocked conv seed") and whole module seconds, and which one was chosen
+  // (without a check: "search", or "defaults" when the search's best is the defaults).
   std::vector<std::pair<std::string, double>> finalists;
   std::string chosen = "search";
 };
@@ -65,9 +65,11 @@ struct TuneOutcome {
 // Tunes every kernel parameter of `lowered` (CpuTileProblem: each kernel generated, compiled and
 // measured alone, as the daemon's tile task does). The search is seeded with the compiler's
 // defaults and, where a GEMM kernel (dot, convolution) can call oneDNN, with every GEMM kernel
-// switched to impl=1, so a budget of a few steps already compares the library against the
-// generated GEMM; the strategy then spends the rest of the budget from the better seed. Then the
-// finalists are timed as whole modules (TuneOptions::validate_rounds) and the fastest is chosen.
+// switched to impl=1, and with the convolutions on oneDNN's convolution primitive (impl=2, and
+// impl=3: oneDNN's layouts) where they offer it, so a budget of a few steps already compares the
+// libraries against the generated GEMM; the strategy then spends the rest of the budget from the
+// best seed. Then the finalists are timed as whole modules (TuneOptions::validate_rounds) and
+// the fastest is chosen.
 absl::StatusOr<TuneOutcome> TuneKernels(const backends::cpu::LoweredModule& lowered,
                                         const TuneOptions& options);
 

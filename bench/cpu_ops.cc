@@ -61,6 +61,22 @@ std::string F32(const std::vector<int64_t>& dims) {
 
 std::string DimsText(const std::vector<int64_t>& dims) { return absl::StrJoin(dims, "x"); }
 
+// A GEMM kernel's impl parameter value, as the tables show it (backends/cpu/lowering.cc).
+std::string ImplName(int64_t impl) {
+  switch (impl) {
+    case 0:
+      return "0 (generated)";
+    case 1:
+      return "1 (oneDNN sgemm)";
+    case 2:
+      return "2 (oneDNN conv)";
+    case 3:
+      return "3 (oneDNN conv, blocked)";
+    default:
+      return "-";
+  }
+}
+
 constexpr const char* kAdd = R"(
 add_f32 {
   add_lhs = f32[] parameter(0)
@@ -526,15 +542,16 @@ int main(int argc, char** argv) {
 
   std::cout << "## mltune CPU operator suite (" << threads << " thread" << (threads > 1 ? "s" : "")
             << ", f32, tuning budget " << budget << " steps of " << strategy << " per op)\n\n";
-  std::cout << "Each op runs through XLA's default cpu pipeline first. untuned: the compiler's "
-               "default kernel parameters; tuned: CpuTileProblem searched by "
-            << strategy
-            << " (seeded with the defaults and with GEMMs on oneDNN, kernels timed alone), then "
-               "the finalists (defaults, the search's best, the oneDNN seed) timed as whole "
-               "modules and the fastest kept. Timings: best of "
-            << rounds
-            << " rounds, each round timing every contender once (mltune median per Measure, capped "
-            << "at " << seconds << " s; PyTorch median per bench/peers/torch_ops.py run).\n\n";
+  std::cout
+      << "Each op runs through XLA's default cpu pipeline first. untuned: the compiler's "
+         "default kernel parameters; tuned: CpuTileProblem searched by "
+      << strategy
+      << " (seeded with the defaults and with GEMMs and convolutions on oneDNN, kernels timed "
+         "alone), then the finalists (defaults, the search's best, the oneDNN seeds) timed "
+         "as whole modules and the fastest kept. Timings: best of "
+      << rounds
+      << " rounds, each round timing every contender once (mltune median per Measure, capped "
+      << "at " << seconds << " s; PyTorch median per bench/peers/torch_ops.py run).\n\n";
   if (torch.ok) {
     std::cout << "PyTorch peer: " << torch.blas_line << "\n\n";
   } else {
@@ -592,12 +609,9 @@ int main(int argc, char** argv) {
       const double og = r.onednn_s > 0 ? r.op.flops / r.onednn_s * 1e-9 : -1;
       const double tg = r.torch_alloc_s > 0 ? r.op.flops / r.torch_alloc_s * 1e-9 : -1;
       const double rel = (r.tuned_s > 0 && r.onednn_s > 0) ? r.onednn_s / r.tuned_s : -1;
-      std::cout << "| " << r.op.matmul_n << " | "
-                << (r.gemm_impl == 1   ? "1 (oneDNN)"
-                    : r.gemm_impl == 0 ? "0 (generated)"
-                                       : "-")
-                << " | " << bench::Ms(r.tuned_s) << " | "
-                << (g > 0 ? absl::StrFormat("%.1f", g) : "-") << " | "
+      std::cout << "| " << r.op.matmul_n << " | " << ImplName(r.gemm_impl) << " | "
+                << bench::Ms(r.tuned_s) << " | " << (g > 0 ? absl::StrFormat("%.1f", g) : "-")
+                << " | "
                 << (g > 0 && peak_all > 0 ? absl::StrFormat("%.0f%%", 100 * g / peak_all) : "-")
                 << " | " << bench::Ms(r.onednn_s) << " | "
                 << (og > 0 ? absl::StrFormat("%.1f", og) : "-") << " | "
@@ -627,12 +641,9 @@ int main(int argc, char** argv) {
       const double g = r.tuned_s > 0 ? r.op.flops / r.tuned_s * 1e-9 : -1;
       const double tg = r.torch_alloc_s > 0 ? r.op.flops / r.torch_alloc_s * 1e-9 : -1;
       std::cout << "| " << r.op.name << " " << r.op.shape << " | " << r.op.gemm_m << "x"
-                << r.op.gemm_n << "x" << r.op.gemm_k << " | "
-                << (r.gemm_impl == 1   ? "1 (oneDNN)"
-                    : r.gemm_impl == 0 ? "0 (generated)"
-                                       : "-")
-                << " | " << bench::Ms(r.tuned_s) << " | "
-                << (g > 0 ? absl::StrFormat("%.1f", g) : "-") << " | "
+                << r.op.gemm_n << "x" << r.op.gemm_k << " | " << ImplName(r.gemm_impl) << " | "
+                << bench::Ms(r.tuned_s) << " | " << (g > 0 ? absl::StrFormat("%.1f", g) : "-")
+                << " | "
                 << (g > 0 && peak_all > 0 ? absl::StrFormat("%.0f%%", 100 * g / peak_all) : "-")
                 << " | " << bench::Ms(r.onednn_s) << " | "
                 << (r.tuned_s > 0 && r.onednn_s > 0

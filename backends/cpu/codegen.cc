@@ -251,6 +251,7 @@ class KernelEmitter {
   absl::StatusOr<std::string> Emit(const std::string& fn);
   int64_t workspace_bytes() const { return ws_bytes_; }
   bool uses_onednn() const { return onednn_; }
+  bool uses_onednn_conv() const { return onednn_conv_; }
   const std::string& helpers() const { return helpers_; }
 
  private:
@@ -331,6 +332,10 @@ class KernelEmitter {
   std::vector<std::vector<const Instruction*>> RowCachePlan(
       const std::vector<const Instruction*>& reduces, const std::vector<int64_t>& outer) const;
   absl::Status EmitMatmul();
+  // The convolution `mm` on oneDNN's primitive (impl 2 and 3), then the epilogue.
+  absl::Status EmitConvPrimitive(const std::string& src, const std::string& weights,
+                                 const std::vector<ir::WindowDim>& win,
+                                 const std::vector<const Instruction*>& others);
   // GEMM over packed A [batch][m][k], B [batch][k][n] into C [batch][m][n].
   void EmitGemm(const std::string& a, const std::string& b, const std::string& c, int64_t batch,
                 int64_t m, int64_t n, int64_t kdim);
@@ -343,6 +348,7 @@ class KernelEmitter {
   std::unordered_map<const Instruction*, std::string> in_ptr_, out_ptr_;
   int64_t counter_ = 0, ws_bytes_ = 0;
   bool onednn_ = false;
+  bool onednn_conv_ = false;  // the oneDNN convolution primitive (needs its header)
   // After a matrix op's GEMM, its value is read from `heavy_buffer_` (HeavyLoad).
   std::string heavy_buffer_;
   std::function<std::string(const Idx&)> heavy_index_;
@@ -1210,6 +1216,22 @@ absl::Status KernelEmitter::EmitMatmul() {
     for (const ir::WindowDim& w : win) {
       if (w.window_reversal) return absl::UnimplementedError("window reversal is not lowered");
     }
+    if (Param("impl") >= 2) {
+      // oneDNN reads the operands in their own layouts: buffers and constants (row-major arrays
+      // in the source) as they are; fused operand expressions are materialized (identity pack).
+      auto operand = [&](const Instruction* x) {
+        const Instruction* base = BaseValue(x);
+        if (!k_.Contains(x) && base->opcode() == Opcode::kConstant) {
+          return absl::StrCat("(const float*)", pool_->Name(base));
+        }
+        std::vector<int64_t> order(x->shape().dimensions().size());
+        for (size_t d = 0; d < order.size(); ++d) order[d] = static_cast<int64_t>(d);
+        return pack(x, order, x->shape().dimensions(), nullptr);
+      };
+      const std::string src = operand(lhs);
+      const std::string weights = operand(rhs);
+      return EmitConvPrimitive(src, weights, win, others);
+    }
     const int64_t groups = mm->feature_group_count;
     const int64_t nb = ld[static_cast<size_t>(dn.input_batch_dimension)];
     const int64_t cg = ld[static_cast<size_t>(dn.input_feature_dimension)] / groups;
@@ -1304,6 +1326,86 @@ absl::Status KernelEmitter::EmitMatmul() {
   return absl::OkStatus();
 }
 
+absl::Status KernelEmitter::EmitConvPrimitive(const std::string& src, const std::string& weights,
+                                              const std::vector<ir::WindowDim>& win,
+                                              const std::vector<const Instruction*>& others) {
+  const Instruction* mm = k_.root;
+  const ir::ConvolutionDimensionNumbers& dn = *mm->conv_dnums;
+  const std::vector<int64_t>& ld = mm->operand(0)->shape().dimensions();
+  const std::vector<int64_t>& rd = mm->operand(1)->shape().dimensions();
+  const std::vector<int64_t>& od = mm->shape().dimensions();
+  const std::vector<int64_t> ls = ir::RowMajorStrides(ld), rs = ir::RowMajorStrides(rd),
+                             os = ir::RowMajorStrides(od);
+  const size_t ns = dn.input_spatial_dimensions.size();
+  const int64_t groups = mm->feature_group_count;
+  // oneDNN's logical dimensions over the HLO buffers' row-major strides: any dimension order is
+  // a strided memory descriptor, with no packing. Grouped weights split O into G x O/G.
+  auto at = [](const std::vector<int64_t>& v, int64_t d) { return v[static_cast<size_t>(d)]; };
+  std::vector<int64_t> sdims = {at(ld, dn.input_batch_dimension),
+                                at(ld, dn.input_feature_dimension)};
+  std::vector<int64_t> sstr = {at(ls, dn.input_batch_dimension),
+                               at(ls, dn.input_feature_dimension)};
+  std::vector<int64_t> wdims, wstr;
+  const int64_t of = dn.kernel_output_feature_dimension, inf = dn.kernel_input_feature_dimension;
+  if (groups > 1) {
+    wdims = {groups, at(rd, of) / groups, at(rd, inf)};
+    wstr = {at(rs, of) * (at(rd, of) / groups), at(rs, of), at(rs, inf)};
+  } else {
+    wdims = {at(rd, of), at(rd, inf)};
+    wstr = {at(rs, of), at(rs, inf)};
+  }
+  std::vector<int64_t> ddims = {at(od, dn.output_batch_dimension),
+                                at(od, dn.output_feature_dimension)};
+  std::vector<int64_t> dstr = {at(os, dn.output_batch_dimension),
+                               at(os, dn.output_feature_dimension)};
+  std::vector<int64_t> wins, dil, pl, pr;
+  for (size_t d = 0; d < ns; ++d) {
+    sdims.push_back(at(ld, dn.input_spatial_dimensions[d]));
+    sstr.push_back(at(ls, dn.input_spatial_dimensions[d]));
+    wdims.push_back(at(rd, dn.kernel_spatial_dimensions[d]));
+    wstr.push_back(at(rs, dn.kernel_spatial_dimensions[d]));
+    ddims.push_back(at(od, dn.output_spatial_dimensions[d]));
+    dstr.push_back(at(os, dn.output_spatial_dimensions[d]));
+    wins.push_back(win[d].stride);
+    dil.push_back(win[d].window_dilation - 1);
+    pl.push_back(win[d].padding_low);
+    pr.push_back(win[d].padding_high);
+  }
+  // The destination: the kernel's output buffer when the convolution is one (the epilogue then
+  // reads it there), else scratch in the convolution's row-major layout.
+  std::string dst;
+  if (std::find(k_.outputs.begin(), k_.outputs.end(), mm) != k_.outputs.end()) {
+    dst = OutPtr(mm);
+  } else {
+    dst = NewName("acc");
+    Line(absl::StrCat("float* ", dst, " = (float*)(ws + ", Alloc(Product(od) * 4), ");"));
+  }
+  onednn_ = onednn_conv_ = true;
+  auto list = [](const std::vector<int64_t>& v) {
+    return absl::StrCat("{", absl::StrJoin(v, ", "), "}");
+  };
+  const std::string state = NewName("conv");
+  Open(absl::StrCat("static mt_conv* const ", state, " = [] {"));
+  Line(absl::StrCat("const int64_t sd[] = ", list(sdims), ", ss[] = ", list(sstr),
+                    ", wd[] = ", list(wdims), ", wst[] = ", list(wstr), ", dd[] = ", list(ddims),
+                    ", ds[] = ", list(dstr), ";"));
+  Line(absl::StrCat("const int64_t st[] = ", list(wins), ", dl[] = ", list(dil),
+                    ", pl[] = ", list(pl), ", pr[] = ", list(pr), ";"));
+  Line("const int64_t* const dims[3] = {sd, wd, dd};");
+  Line("const int64_t* const strides[3] = {ss, wst, ds};");
+  Line(absl::StrCat("return mt_conv_create(", ns, ", ", groups, ", dims, strides, st, dl, pl, pr, ",
+                    Param("impl") == 3 ? "true" : "false", ");"));
+  indent_.resize(indent_.size() - 2);
+  Line("}();");
+  Line(absl::StrCat("mt_conv_run(", state, ", ", src, ", ", weights, ", ", dst, ");"));
+  if (!others.empty()) {
+    heavy_buffer_ = dst;
+    heavy_index_ = [od](const Idx& idx) { return Linear(od, idx); };
+    StoreOutputs(others, LoopOptions{.simd = true});
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<std::string> KernelEmitter::Emit(const std::string& fn) {
   if (config_.empty()) config_ = DefaultConfig(k_);
   if (config_.size() != k_.params.size()) {
@@ -1365,6 +1467,7 @@ struct Emitted {
   std::string text;
   int64_t workspace = 0;
   bool onednn = false;
+  bool onednn_conv = false;
 };
 
 absl::StatusOr<Emitted> EmitKernel(const Kernel& kernel, const KernelConfig& config,
@@ -1372,12 +1475,17 @@ absl::StatusOr<Emitted> EmitKernel(const Kernel& kernel, const KernelConfig& con
   KernelEmitter emitter(kernel, config, pool);
   absl::StatusOr<std::string> text = emitter.Emit(absl::StrCat("k", kernel.id));
   if (!text.ok()) return text.status();
-  return Emitted{*std::move(text), emitter.workspace_bytes(), emitter.uses_onednn()};
+  return Emitted{*std::move(text), emitter.workspace_bytes(), emitter.uses_onednn(),
+                 emitter.uses_onednn_conv()};
 }
 
+// `onednn_conv`: the program calls oneDNN's convolution primitive, whose C API comes from its
+// header (installed with the library as Debian's libdnnl-dev), included before the prelude.
 std::string Assemble(const ConstantPool& pool, const std::string& kernels, const std::string& entry,
-                     int64_t scratch) {
-  return absl::StrCat(Prelude(), "\nnamespace {\n", pool.decls(), kernels, "}  // namespace\n\n",
+                     int64_t scratch, bool onednn_conv) {
+  return absl::StrCat(onednn_conv ? "#include <oneapi/dnnl/dnnl.h>\n" : "", Prelude(),
+                      onednn_conv ? OneDnnConvPrelude() : "", "\nnamespace {\n", pool.decls(),
+                      kernels, "}  // namespace\n\n",
                       "extern \"C\" int64_t mltune_scratch_bytes() { return ", scratch, "; }\n",
                       "extern \"C\" void mltune_entry(void* const* args, void* const* results, "
                       "char* scratch) {\n  (void)args; (void)results; (void)scratch;\n",
@@ -1422,7 +1530,7 @@ absl::StatusOr<Program> GenerateKernel(const LoweredModule& module, int32_t kern
   absl::StrAppend(&entry, "};\n  k", k.id, "(b, scratch);\n");
   p.scratch_bytes = AlignUp(e->workspace, kAlign);
   p.uses_onednn = e->onednn;
-  p.source = Assemble(pool, e->text, entry, p.scratch_bytes);
+  p.source = Assemble(pool, e->text, entry, p.scratch_bytes, e->onednn_conv);
   return p;
 }
 
@@ -1459,6 +1567,7 @@ absl::StatusOr<Program> GenerateModule(const LoweredModule& module,
   int64_t temp_bytes = 0;
   std::string kernels_text, entry;
   int64_t workspace = 0;
+  bool onednn_conv = false;
   for (int32_t id = 0; id < nk; ++id) {
     const Kernel& k = module.kernels[static_cast<size_t>(id)];
     live.erase(
@@ -1486,6 +1595,7 @@ absl::StatusOr<Program> GenerateModule(const LoweredModule& module,
     kernels_text += e->text;
     workspace = std::max(workspace, e->workspace);
     p.uses_onednn |= e->onednn;
+    onednn_conv |= e->onednn_conv;
     std::vector<std::string> bufs;
     for (const Instruction* in : k.inputs) bufs.push_back(where.at(in));
     for (const Instruction* o : k.outputs) bufs.push_back(where.at(o));
@@ -1510,7 +1620,7 @@ absl::StatusOr<Program> GenerateModule(const LoweredModule& module,
     if (src != slot)
       absl::StrAppend(&entry, "  std::memcpy(", slot, ", ", src, ", ", bytes, ");\n");
   }
-  p.source = Assemble(pool, kernels_text, entry, p.scratch_bytes);
+  p.source = Assemble(pool, kernels_text, entry, p.scratch_bytes, onednn_conv);
   return p;
 }
 

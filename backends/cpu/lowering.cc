@@ -173,6 +173,28 @@ KernelKind KindOf(const Instruction& heavy) {
   }
 }
 
+// Whether oneDNN's convolution primitive computes `conv` exactly as HLO does: 1-3 spatial
+// dimensions, no base (lhs) dilation or window reversal, no negative padding (oneDNN has none of
+// these), and no empty array.
+bool OneDnnConvolutionFits(const Instruction& conv) {
+  const ir::ConvolutionDimensionNumbers& dn = *conv.conv_dnums;
+  const size_t ns = dn.input_spatial_dimensions.size();
+  if (ns < 1 || ns > 3 || conv.batch_group_count != 1) return false;
+  if (conv.shape().element_type() != PrimitiveType::kF32) return false;
+  for (const ir::Shape* s : {&conv.shape(), &conv.operand(0)->shape(), &conv.operand(1)->shape()}) {
+    if (s->ElementCount() == 0) return false;
+  }
+  if (conv.window.has_value()) {
+    for (const ir::WindowDim& w : conv.window->dims) {
+      if (w.base_dilation != 1 || w.window_reversal || w.padding_low < 0 || w.padding_high < 0 ||
+          w.stride < 1 || w.window_dilation < 1) {
+        return false;
+      }
+    }
+  }
+  return true;
+}
+
 // Whether reduce-window `r` can run as rows (the innermost output dimension as the vector loop,
 // the window loops outside it): any window, but no base dilation on that dimension.
 bool RowsReduceWindow(const Instruction& r) {
@@ -233,10 +255,20 @@ std::vector<KernelParam> ParamsOf(const Kernel& kernel) {
               {"parallel", {0, 1}}};
     case KernelKind::kDot:
     case KernelKind::kConvolution: {
-      // impl 0: the generated GEMM; 1: oneDNN's sgemm (when the build found it). micro: the
-      // register tile (MicroKernelShape); mc/kc/nc: the cache blocks.
+      // impl 0: the generated GEMM; 1: oneDNN's sgemm (when the build found it); for the
+      // convolutions oneDNN's primitive handles, 2: its convolution primitive on the buffers as
+      // they are (strided memory descriptors), 3: the same with oneDNN's preferred (blocked)
+      // layouts and reorders around it, as PyTorch does. Which of 2 and 3 wins depends on the
+      // shape (measured: blocked layouts win on 3x3 layers, reorders lose on 1x1 ones).
+      // micro: the register tile (MicroKernelShape); mc/kc/nc: the cache blocks.
       std::vector<int64_t> impls = {0};
-      if (OneDnnAvailable()) impls.push_back(1);
+      if (OneDnnAvailable()) {
+        impls.push_back(1);
+        if (kernel.kind == KernelKind::kConvolution && OneDnnConvolutionFits(root)) {
+          impls.push_back(2);
+          impls.push_back(3);
+        }
+      }
       return {{"impl", impls},
               {"micro", {0, 1, 2, 3}},
               {"mc", {96, 48, 192, 384}},

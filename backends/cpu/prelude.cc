@@ -263,9 +263,152 @@ void mt_gemm(int64_t M, int64_t N, int64_t K, const float* A, int64_t lda, const
 
 }  // namespace
 
+// Declared here so GEMM kernels need no oneDNN header; a program using the convolution
+// primitive includes <oneapi/dnnl/dnnl.h> first, which declares it (returning dnnl_status_t).
+#ifndef ONEAPI_DNNL_DNNL_H
 extern "C" int dnnl_sgemm(char transa, char transb, int64_t M, int64_t N, int64_t K, float alpha,
                           const float* A, int64_t lda, const float* B, int64_t ldb, float beta,
                           float* C, int64_t ldc);
+#endif
+)PRELUDE";
+}
+
+const char* OneDnnConvPrelude() {
+  return R"PRELUDE(
+// oneDNN's convolution primitive (convolution impl 2 and 3), through its C API. The primitive
+// is created once per kernel, on the kernel's first call (milliseconds: it JIT-compiles), and
+// executed on every call with the call's buffers. Threads: oneDNN's OpenMP, i.e.
+// OMP_NUM_THREADS, which the runner sets to the requested count.
+#include <cstdio>
+#include <cstdlib>
+
+namespace {
+
+inline void mt_dnnl_check(dnnl_status_t status, const char* what) {
+  if (status == dnnl_success) return;
+  // A failure is a lowering bug (only convolutions oneDNN accepts get these impls): crash, so
+  // the runner reports the candidate invalid instead of timing a kernel that did nothing.
+  std::fprintf(stderr, "mltune: oneDNN %s failed (status %d)\n", what, (int)status);
+  std::abort();
+}
+#define MT_DNNL(call) mt_dnnl_check(call, #call)
+
+inline dnnl_engine_t mt_dnnl_engine() {
+  static dnnl_engine_t engine = [] {
+    dnnl_engine_t e;
+    MT_DNNL(dnnl_engine_create(&e, dnnl_cpu, 0));
+    return e;
+  }();
+  return engine;
+}
+
+inline dnnl_stream_t mt_dnnl_stream() {
+  static dnnl_stream_t stream = [] {
+    dnnl_stream_t s;
+    MT_DNNL(dnnl_stream_create(&s, mt_dnnl_engine(), dnnl_stream_default_flags));
+    return s;
+  }();
+  return stream;
+}
+
+struct mt_conv {
+  dnnl_primitive_t conv = nullptr;
+  // Source, weights, destination: the caller's buffers (user), what the primitive reads and
+  // writes (inner: the same memory, or oneDNN's layout with a reorder from or to the user's).
+  dnnl_memory_t user[3] = {}, inner[3] = {};
+  dnnl_primitive_t reorder[3] = {};
+};
+
+// Dimensions and strides (elements) in oneDNN's order: source {N, C, spatial...}, weights
+// {[G,] O, I, spatial...} (G when groups > 1), destination {N, O, spatial...}; then per spatial
+// dimension the stride, the dilation (oneDNN's: 0 is none) and the padding. `blocked`: oneDNN
+// picks the layouts (format any) and the buffers are reordered to and from them on each call.
+inline mt_conv* mt_conv_create(int spatial, int64_t groups, const int64_t* const dims[3],
+                               const int64_t* const strides[3], const int64_t* window_strides,
+                               const int64_t* dilations, const int64_t* pad_l,
+                               const int64_t* pad_r, bool blocked) {
+  mt_conv* c = new mt_conv;
+  dnnl_engine_t engine = mt_dnnl_engine();
+  dnnl_memory_desc_t user[3], want[3];
+  for (int i = 0; i < 3; ++i) {
+    const int nd = spatial + 2 + (i == 1 && groups > 1 ? 1 : 0);
+    dnnl_dims_t d, s;
+    for (int j = 0; j < nd; ++j) d[j] = dims[i][j], s[j] = strides[i][j];
+    MT_DNNL(dnnl_memory_desc_init_by_strides(&user[i], nd, d, dnnl_f32, s));
+    want[i] = user[i];
+    if (blocked) {
+      MT_DNNL(dnnl_memory_desc_init_by_tag(&want[i], nd, d, dnnl_f32, dnnl_format_tag_any));
+    }
+  }
+  dnnl_dims_t ws, dl, pl, pr;
+  for (int j = 0; j < spatial; ++j) {
+    ws[j] = window_strides[j], dl[j] = dilations[j], pl[j] = pad_l[j], pr[j] = pad_r[j];
+  }
+  auto create = [&](const dnnl_memory_desc_t* src) {
+    dnnl_convolution_desc_t desc;
+    MT_DNNL(dnnl_dilated_convolution_forward_desc_init(&desc, dnnl_forward_inference,
+                                                       dnnl_convolution_direct, src, &want[1],
+                                                       nullptr, &want[2], ws, dl, pl, pr));
+    dnnl_primitive_desc_t pd;
+    MT_DNNL(dnnl_primitive_desc_create(&pd, &desc, nullptr, engine, nullptr));
+    return pd;
+  };
+  dnnl_primitive_desc_t pd = nullptr;
+  if (blocked) {
+    // Blocked: first a direct convolution that reads the source as it is (oneDNN has them for
+    // few input channels and for NHWC), saving the source's reorder; if oneDNN answers with its
+    // GEMM-based or reference one instead, it picks the source layout too.
+    pd = create(&user[0]);
+    const char* impl = "";
+    MT_DNNL(dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl));
+    if (std::strstr(impl, "gemm") != nullptr || std::strstr(impl, "ref") != nullptr) {
+      MT_DNNL(dnnl_primitive_desc_destroy(pd));
+      pd = nullptr;
+    }
+  }
+  if (pd == nullptr) pd = create(&want[0]);
+  const dnnl_query_t query[3] = {dnnl_query_src_md, dnnl_query_weights_md, dnnl_query_dst_md};
+  for (int i = 0; i < 3; ++i) {
+    MT_DNNL(dnnl_memory_create(&c->user[i], &user[i], engine, DNNL_MEMORY_NONE));
+    const dnnl_memory_desc_t* md = dnnl_primitive_desc_query_md(pd, query[i], 0);
+    if (dnnl_memory_desc_equal(md, &user[i])) {
+      c->inner[i] = c->user[i];
+      continue;
+    }
+    MT_DNNL(dnnl_memory_create(&c->inner[i], md, engine, DNNL_MEMORY_ALLOCATE));
+    dnnl_primitive_desc_t rpd;
+    if (i < 2) {
+      MT_DNNL(dnnl_reorder_primitive_desc_create(&rpd, &user[i], engine, md, engine, nullptr));
+    } else {
+      MT_DNNL(dnnl_reorder_primitive_desc_create(&rpd, md, engine, &user[i], engine, nullptr));
+    }
+    MT_DNNL(dnnl_primitive_create(&c->reorder[i], rpd));
+    MT_DNNL(dnnl_primitive_desc_destroy(rpd));
+  }
+  MT_DNNL(dnnl_primitive_create(&c->conv, pd));
+  MT_DNNL(dnnl_primitive_desc_destroy(pd));
+  return c;
+}
+
+inline void mt_reorder(dnnl_primitive_t reorder, dnnl_memory_t from, dnnl_memory_t to) {
+  const dnnl_exec_arg_t args[2] = {{DNNL_ARG_FROM, from}, {DNNL_ARG_TO, to}};
+  MT_DNNL(dnnl_primitive_execute(reorder, mt_dnnl_stream(), 2, args));
+}
+
+inline void mt_conv_run(mt_conv* c, const float* src, const float* weights, float* dst) {
+  void* handles[3] = {(void*)src, (void*)weights, dst};
+  for (int i = 0; i < 3; ++i) MT_DNNL(dnnl_memory_set_data_handle(c->user[i], handles[i]));
+  for (int i = 0; i < 2; ++i) {
+    if (c->reorder[i] != nullptr) mt_reorder(c->reorder[i], c->user[i], c->inner[i]);
+  }
+  const dnnl_exec_arg_t args[3] = {
+      {DNNL_ARG_SRC, c->inner[0]}, {DNNL_ARG_WEIGHTS, c->inner[1]}, {DNNL_ARG_DST, c->inner[2]}};
+  MT_DNNL(dnnl_primitive_execute(c->conv, mt_dnnl_stream(), 3, args));
+  if (c->reorder[2] != nullptr) mt_reorder(c->reorder[2], c->inner[2], c->user[2]);
+  MT_DNNL(dnnl_stream_wait(mt_dnnl_stream()));
+}
+
+}  // namespace
 )PRELUDE";
 }
 

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "backends/cpu/cpu_backend.h"
+#include "backends/cpu/onednn.h"
 #include "gtest/gtest.h"
 #include "ir/hlo_parser.h"
 
@@ -287,6 +288,28 @@ ENTRY e {
   w = f32[6,1,3,3] parameter(1)
   ROOT c = f32[1,6,9,9] convolution(x, w), window={size=3x3 pad=2_2x2_2 rhs_dilate=2x2}, dim_labels=bf01_oi01->bf01, feature_group_count=6
 })"},
+    // Grouped, strided, asymmetric padding, dimension orders oneDNN has no format tag for; the
+    // convolution is an output and feeds a fused ReLU.
+    {"conv_grouped_strided_relu", R"(
+HloModule m
+ENTRY e {
+  x = f32[8,2,9,10] parameter(0)
+  w = f32[3,3,4,6] parameter(1)
+  c = f32[2,4,11,6] convolution(x, w), window={size=3x3 stride=2x1 pad=1_0x2_1}, dim_labels=fb01_01io->b01f, feature_group_count=2
+  z = f32[] constant(0)
+  zb = f32[2,4,11,6] broadcast(z), dimensions={}
+  r = f32[2,4,11,6] maximum(c, zb)
+  ROOT t = (f32[2,4,11,6], f32[2,4,11,6]) tuple(c, r)
+})"},
+    // 1-D, dilated, with a fused operand expression and constant weights (both materialized).
+    {"conv_1d_fused_operand_constant_weights", R"(
+HloModule m
+ENTRY e {
+  x = f32[3,12,2] parameter(0)
+  xs = f32[3,12,2] multiply(x, x)
+  w = f32[3,2,2] constant({{{1, -2}, {0.5, 3}}, {{-1, 0}, {2, 1}}, {{0.25, -0.5}, {1, -3}}})
+  ROOT c = f32[3,11,2] convolution(xs, w), window={size=3 pad=2_1 rhs_dilate=2}, dim_labels=b0f_0io->b0f
+})"},
     {"multi_output_and_passthrough", R"(
 HloModule m
 ENTRY e {
@@ -329,8 +352,85 @@ TEST_P(CpuOpsTest, MatchesEvaluatorUnderEveryParameterValue) {
         absl::Status s = CheckAgainstEvaluator(**module, *variant, 11);
         EXPECT_TRUE(s.ok()) << "kernel " << kernel.name << " " << kernel.params[p].name << "="
                             << kernel.params[p].choices[v] << ": " << s;
+        if (kernel.params[p].name == "impl" && kernel.params[p].choices[v] >= 2) {
+          EXPECT_NE(variant->program.source.find("mt_conv_run("), std::string::npos)
+              << "impl " << kernel.params[p].choices[v] << " did not use oneDNN's primitive";
+        }
       }
     }
+  }
+}
+
+// Which convolutions get oneDNN's primitive (impl 2 and 3): every conv case above, and not a
+// convolution with base (lhs) dilation, which oneDNN's forward convolution does not have.
+TEST(CpuOpsImplTest, ConvolutionPrimitiveIsOfferedWhereOneDnnComputesIt) {
+  auto impls = [](const std::string& hlo) {
+    absl::StatusOr<std::unique_ptr<ir::Module>> module = ir::ParseHloText(hlo);
+    EXPECT_TRUE(module.ok()) << module.status();
+    absl::StatusOr<LoweredModule> lowered = Lower(**module);
+    EXPECT_TRUE(lowered.ok()) << lowered.status();
+    for (const Kernel& k : lowered->kernels) {
+      for (const KernelParam& p : k.params) {
+        if (k.kind == KernelKind::kConvolution && p.name == "impl") return p.choices;
+      }
+    }
+    return std::vector<int64_t>{};
+  };
+  const std::vector<int64_t> all =
+      OneDnnAvailable() ? std::vector<int64_t>{0, 1, 2, 3} : std::vector<int64_t>{0};
+  for (const Case& c : kCases) {
+    if (std::string(c.name).rfind("conv_", 0) == 0) {
+      EXPECT_EQ(impls(c.hlo), all) << c.name;
+    }
+  }
+  const std::vector<int64_t> gemm_only =
+      OneDnnAvailable() ? std::vector<int64_t>{0, 1} : std::vector<int64_t>{0};
+  EXPECT_EQ(impls(R"(
+HloModule m
+ENTRY e {
+  x = f32[1,3,5,5] parameter(0)
+  w = f32[4,3,2,2] parameter(1)
+  ROOT c = f32[1,4,8,8] convolution(x, w), window={size=2x2 lhs_dilate=2x2}, dim_labels=bf01_oi01->bf01
+})"),
+            gemm_only);
+}
+
+// Two convolution kernels in one program, on the primitive and on dnnl_sgemm at once (the
+// one-parameter-at-a-time sweep above never combines them): oneDNN's header and the prelude's
+// own dnnl_sgemm declaration must agree, and each kernel keeps its own primitive.
+TEST(CpuOpsImplTest, ConvolutionImplsMixWithinOneProgram) {
+  if (!OneDnnAvailable()) GTEST_SKIP() << "oneDNN is not available";
+  setenv("MLTUNE_KERNEL_CACHE", MLTUNE_TEST_KERNEL_CACHE, 0);
+  absl::StatusOr<std::unique_ptr<ir::Module>> module = ir::ParseHloText(R"(
+HloModule m
+ENTRY e {
+  x = f32[1,4,10,10] parameter(0)
+  w1 = f32[6,4,3,3] parameter(1)
+  w2 = f32[5,6,3,3] parameter(2)
+  c1 = f32[1,6,10,10] convolution(x, w1), window={size=3x3 pad=1_1x1_1}, dim_labels=bf01_oi01->bf01
+  z = f32[] constant(0)
+  zb = f32[1,6,10,10] broadcast(z), dimensions={}
+  r = f32[1,6,10,10] maximum(c1, zb)
+  ROOT c2 = f32[1,5,4,4] convolution(r, w2), window={size=3x3 stride=2x2}, dim_labels=bf01_oi01->bf01
+})");
+  ASSERT_TRUE(module.ok()) << module.status();
+  absl::StatusOr<CompiledModule> compiled = CompileModule(**module);
+  ASSERT_TRUE(compiled.ok()) << compiled.status();
+  for (const auto& [first, second] :
+       std::vector<std::pair<int64_t, int64_t>>{{2, 2}, {3, 2}, {2, 1}, {1, 3}, {0, 3}}) {
+    std::vector<KernelConfig> configs = compiled->configs;
+    int64_t next = first;
+    for (size_t k = 0; k < compiled->lowered.kernels.size(); ++k) {
+      const Kernel& kernel = compiled->lowered.kernels[k];
+      if (kernel.kind != KernelKind::kConvolution) continue;
+      ASSERT_EQ(kernel.params[0].name, "impl");
+      configs[k][0] = next;
+      next = second;
+    }
+    absl::StatusOr<CompiledModule> variant = CompileModule(**module, configs);
+    ASSERT_TRUE(variant.ok()) << variant.status();
+    absl::Status s = CheckAgainstEvaluator(**module, *variant, 5);
+    EXPECT_TRUE(s.ok()) << "impls " << first << ", " << second << ": " << s;
   }
 }
 
