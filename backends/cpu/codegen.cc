@@ -237,9 +237,10 @@ struct LoopOptions {
   int64_t unroll = 1;
   int64_t block = 0;
   bool parallel = false;
-  // Hoist the body's values that do not depend on the innermost index above the innermost loop
-  // (GCC's vectorizer recomputes them per vector otherwise: a per-channel sqrt per element).
-  // Only for bodies made of Value() calls and stores, whose locals are all Var()s.
+  // Hoist each of the body's values above the loops whose indices it does not read, to just
+  // inside the deepest loop it depends on (GCC's vectorizer recomputes invariants per vector
+  // otherwise: a per-channel sqrt per element). Only for bodies made of Value() calls and
+  // stores, whose locals are all Var()s.
   bool hoist = false;
 };
 
@@ -279,31 +280,47 @@ class KernelEmitter {
   std::string Var(const std::string& type, const std::string& expr) {
     const std::string v = NewName("v");
     const std::string line = absl::StrCat("const ", type, " ", v, " = ", expr, ";");
-    if (hoist_at_ == std::string::npos) {
+    if (hoist_levels_.empty()) {
       Line(line);
-    } else if (indent_.size() == hoist_depth_ && !MentionsVariant(expr)) {
-      const std::string text = absl::StrCat(hoist_indent_, line, "\n");
-      code_.insert(hoist_at_, text);
-      hoist_at_ += text.size();
-    } else {
-      Line(line);
-      variant_.insert(v);
+      return v;
     }
+    const int innermost = static_cast<int>(hoist_levels_.size()) - 1;
+    const int level = indent_.size() == hoist_depth_ ? LoopLevel(expr) : innermost;
+    if (level >= innermost) {
+      Line(line);
+      var_level_[v] = innermost;
+      return v;
+    }
+    // Inside loop `level`, just before loop level + 1 (and its pragmas) opens.
+    HoistLevel& at = hoist_levels_[static_cast<size_t>(level + 1)];
+    const std::string text = absl::StrCat(at.indent, line, "\n");
+    const size_t pos = at.pos;
+    code_.insert(pos, text);
+    for (HoistLevel& l : hoist_levels_) {
+      if (l.pos >= pos) l.pos += text.size();
+    }
+    var_level_[v] = level;
     return v;
   }
-  // Whether `expr` names the innermost index or a value computed from it.
-  bool MentionsVariant(const std::string& expr) const {
+  // The deepest loop of the hoisting nest whose index `expr` reads, directly or through values
+  // computed from it; -1 when it reads none.
+  int LoopLevel(const std::string& expr) const {
+    int level = -1;
     for (size_t i = 0; i < expr.size();) {
       if (std::isalpha(static_cast<unsigned char>(expr[i])) || expr[i] == '_') {
         size_t j = i;
-        while (j < expr.size() && (std::isalnum(static_cast<unsigned char>(expr[j])) || expr[j] == '_')) ++j;
-        if (variant_.count(expr.substr(i, j - i)) != 0) return true;
+        while (j < expr.size() &&
+               (std::isalnum(static_cast<unsigned char>(expr[j])) || expr[j] == '_')) {
+          ++j;
+        }
+        auto it = var_level_.find(expr.substr(i, j - i));
+        if (it != var_level_.end()) level = std::max(level, it->second);
         i = j;
       } else {
         ++i;
       }
     }
-    return false;
+    return level;
   }
   std::string IntVar(const std::string& expr) { return Var("int64_t", expr); }
   void PushScope() { memo_.emplace_back(); }
@@ -353,11 +370,15 @@ class KernelEmitter {
   std::string heavy_buffer_;
   std::function<std::string(const Idx&)> heavy_index_;
   std::unordered_map<const ir::Computation*, std::string> reducers_;
-  // LoopOptions::hoist: where hoisted lines go (npos: not hoisting), their indentation, the body's
-  // indentation depth, and the names that vary in the innermost loop.
-  size_t hoist_at_ = std::string::npos, hoist_depth_ = 0;
-  std::string hoist_indent_;
-  std::unordered_set<std::string> variant_;
+  // LoopOptions::hoist: per loop of the nest, where lines hoisted to just before it go and their
+  // indentation; the body's indentation depth; the loop level of each index and value name.
+  struct HoistLevel {
+    size_t pos;
+    std::string indent;
+  };
+  std::vector<HoistLevel> hoist_levels_;
+  size_t hoist_depth_ = 0;
+  std::unordered_map<std::string, int> var_level_;
   // Row kernels: members read from a row cache (its name), indexed by the minor index.
   std::unordered_map<const Instruction*, std::string> row_cache_;
 };
@@ -600,6 +621,7 @@ void KernelEmitter::LoopNest(const std::vector<int64_t>& dims, const LoopOptions
   Idx idx(rank);
   for (size_t d = 0; d < rank; ++d) idx[d] = dims[d] == 1 ? "0" : absl::StrCat(p, "_", d);
   int opened = 0;
+  std::vector<HoistLevel> levels;  // the loops opened so far, when hoisting
   auto open_loop = [&](size_t d, const std::string& from, const std::string& to, bool inner) {
     // GCC takes no loop pragma between `omp parallel for` and its loop: a loop that is both the
     // parallel and the inner one is only split across threads.
@@ -614,11 +636,13 @@ void KernelEmitter::LoopNest(const std::vector<int64_t>& dims, const LoopOptions
     Open(absl::StrCat("for (int64_t ", idx[d], " = ", from, "; ", idx[d], " < ", to, "; ++", idx[d],
                       ") {"));
     ++opened;
-    if (inner && opts.hoist) {
-      hoist_at_ = before;
-      hoist_indent_ = before_indent;
-      hoist_depth_ = indent_.size();
-      variant_ = {idx[d]};
+    if (opts.hoist) {
+      var_level_[idx[d]] = static_cast<int>(levels.size());
+      levels.push_back({before, before_indent});
+      if (inner) {
+        hoist_levels_ = levels;
+        hoist_depth_ = indent_.size();
+      }
     }
   };
   std::vector<size_t> loops;
@@ -651,8 +675,8 @@ void KernelEmitter::LoopNest(const std::vector<int64_t>& dims, const LoopOptions
   PushScope();
   body(idx);
   PopScope();
-  hoist_at_ = std::string::npos;
-  variant_.clear();
+  hoist_levels_.clear();
+  var_level_.clear();
   for (int i = 0; i < opened; ++i) Close();
   Close();
 }
