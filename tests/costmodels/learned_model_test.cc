@@ -9,6 +9,7 @@
 #include <iostream>
 #include <memory>
 #include <random>
+#include <thread>
 #include <vector>
 
 #include "gtest/gtest.h"
@@ -219,6 +220,20 @@ TEST_F(LearnedModelTest, BatchedPredictionEqualsOneByOne) {
   absl::StatusOr<std::vector<double>> none = model_->Predict({});
   ASSERT_TRUE(none.ok());
   EXPECT_TRUE(none->empty());
+}
+
+TEST_F(LearnedModelTest, ConcurrentPredictionsAgree) {
+  // The daemon scores candidates from several job threads with one shared model.
+  const std::vector<double> expected = *model_->Predict(test_->Graphs());
+  std::vector<std::vector<double>> results(4);
+  std::vector<std::thread> threads;
+  for (size_t t = 0; t < results.size(); ++t) {
+    threads.emplace_back([&, t] {
+      for (int round = 0; round < 5; ++round) results[t] = *model_->Predict(test_->Graphs());
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  for (const std::vector<double>& r : results) EXPECT_EQ(r, expected);
 }
 
 TEST_F(LearnedModelTest, SaveLoadRoundTripsToIdenticalPredictions) {
