@@ -1,0 +1,150 @@
+// The learned cost model of issue 9 (Kaufman et al., "A Learned Performance Model for TPUs",
+// MLSys 2021): a graph neural network over one kernel's ops. Each node's opcode embedding and
+// scalar features go through GraphSAGE layers that aggregate producers and consumers with
+// separate weights (data flows one way, so the direction carries meaning); a per-kernel readout
+// (mean and max over nodes) joined with the kernel's features (static figures and the tunable
+// configuration) feeds two heads: the absolute head predicts log runtime (trained with MSE on log
+// seconds), the relative head a score whose order within a kernel predicts the order of runtimes
+// (trained with a pairwise rank loss over configurations of the same kernel).
+// LibTorch stays inside costmodels/learned/model.cc: this header has plain types only.
+// docs/cost_models.md describes the model, its training and checkpoints.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "costmodels/features/kernel_graph.h"
+
+namespace mltune::costmodels::learned {
+
+// Which heads training fits: kMseLog the absolute head only, kRankHinge / kRankLogistic the
+// relative head only, kBoth both (one shared network, the two losses summed).
+enum class Loss { kMseLog, kRankHinge, kRankLogistic, kBoth };
+std::string_view LossName(Loss loss);  // "mse-log", "rank-hinge", "rank-logistic", "both"
+absl::StatusOr<Loss> ParseLoss(std::string_view name);
+
+struct ModelOptions {
+  // Architecture (fixed at creation; saved with the model).
+  int vocabulary_size =
+      0;  // opcode ids are in [0, vocabulary_size); features::OpcodeVocabularySize()
+  int node_features = features::kNodeFeatures;
+  int kernel_features = features::kKernelFeatures;
+  int embedding_dim = 32;
+  int hidden_dim = 64;
+  int sage_layers = 3;
+  double dropout = 0;
+  // Training.
+  uint64_t seed = 0;
+  double learning_rate = 1e-3;
+  double weight_decay = 0;
+  int epochs = 50;
+  int batch_size = 32;  // graphs per optimizer step; also the chunk size of Predict
+  Loss loss = Loss::kBoth;
+  double hinge_margin = 1.0;  // kRankHinge (and kBoth's rank term when rank_hinge is true)
+  bool rank_hinge = false;    // kBoth: hinge instead of logistic for its rank term
+  // LibTorch intra-op threads, set process-wide on creation (as optimizers/rl does): 1 keeps
+  // results reproducible and leaves the daemon's other job threads their cores.
+  int threads = 1;
+};
+absl::Status ValidateOptions(const ModelOptions& options);
+
+// One measured configuration: a kernel graph, the group it belongs to (the same kernel or
+// program under different configurations: rank pairs are formed within a group only) and its
+// measured runtime in seconds (> 0).
+struct Sample {
+  const features::KernelGraph* graph = nullptr;
+  int64_t group = 0;
+  double seconds = 0;
+};
+
+struct EpochReport {
+  int epoch = 0;         // 1-based
+  double loss = 0;       // mean total loss over the epoch's batches
+  double mse_loss = 0;   // mean MSE on normalised log seconds (0 when not trained)
+  double rank_loss = 0;  // mean rank loss per pair (0 when not trained)
+  double seconds = 0;    // since training started
+};
+
+struct TrainReport {
+  std::vector<EpochReport> epochs;  // one per epoch run
+  int64_t samples = 0;
+  int64_t rank_pairs = 0;  // within-group pairs with different runtimes, over the whole set
+  bool stopped_early = false;
+  double seconds = 0;
+};
+
+// Called after each epoch; returning false ends training there (the daemon's stop hook).
+using ProgressCallback = std::function<bool(const EpochReport&)>;
+
+enum class Head {
+  kAbsolute,  // predicted log(seconds)
+  kRelative,  // a score: within a kernel, smaller = faster; not comparable across kernels
+};
+
+class LearnedModel {
+ public:
+  static absl::StatusOr<std::unique_ptr<LearnedModel>> Create(const ModelOptions& options);
+  // From Save()'s bytes; InvalidArgument for anything else (never aborts).
+  static absl::StatusOr<std::unique_ptr<LearnedModel>> Load(std::string_view bytes);
+  ~LearnedModel();
+  LearnedModel(const LearnedModel&) = delete;
+  LearnedModel& operator=(const LearnedModel&) = delete;
+
+  const ModelOptions& options() const;
+  // True once Train ran (or a trained model was loaded): the normalisation statistics exist.
+  bool trained() const;
+  // Whether training fits `head` (the loss decides).
+  bool HasHead(Head head) const;
+
+  // Adam over options().epochs epochs of shuffled batches. The first call fits the feature
+  // normalisation (mean and standard deviation of node features, kernel features and log
+  // seconds over `samples`) and keeps it; later calls fine-tune with the same statistics.
+  // Deterministic for a given seed, sample order and thread count.
+  absl::StatusOr<TrainReport> Train(const std::vector<Sample>& samples,
+                                    const ProgressCallback& progress = nullptr);
+
+  // One value per graph, computed in batches of options().batch_size graphs merged into one
+  // disjoint graph: equal to predicting each graph alone. Safe to call from several threads at
+  // once (not during Train). InvalidArgument for a malformed graph, FailedPrecondition for a head
+  // the loss does not train or a model that was never trained.
+  absl::StatusOr<std::vector<double>> Predict(
+      const std::vector<const features::KernelGraph*>& graphs, Head head = Head::kAbsolute) const;
+
+  std::string Save() const;
+
+ private:
+  struct Impl;
+  explicit LearnedModel(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+// Checks a graph against the model's sizes: node feature and kernel feature counts, opcode ids in
+// range, edge endpoints in range, at least one node.
+absl::Status ValidateGraph(const features::KernelGraph& graph, const ModelOptions& options);
+
+// Evaluation metrics (the paper's): `group`, `truth` (measured seconds) and `predicted` (a value
+// per sample where smaller = faster: log seconds or a relative score) are parallel.
+struct RankMetrics {
+  // Tile-task APE: per group, truth of the predicted-fastest sample over the fastest truth, minus
+  // 1 (0 = the model picks the best configuration); the paper reports the mean in percent.
+  double ape_mean = 0;
+  double ape_median = 0;
+  // Kendall's tau-b between predicted and true order within each group, averaged over groups.
+  double kendall_tau = 0;
+  int groups = 0;  // groups with at least two samples (the only ones counted)
+};
+RankMetrics EvaluateRanking(std::span<const int64_t> group, std::span<const double> truth,
+                            std::span<const double> predicted);
+// Mean absolute percentage error (as a fraction) of predicted seconds against measured ones.
+double Mape(std::span<const double> truth_seconds, std::span<const double> predicted_seconds);
+// Kendall's tau-b of two equally long sequences; 0 when either is constant.
+double KendallTau(std::span<const double> a, std::span<const double> b);
+
+}  // namespace mltune::costmodels::learned

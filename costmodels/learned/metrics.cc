@@ -1,0 +1,77 @@
+// The paper's evaluation metrics, in plain C++ so benchmarks and the daemon can score any
+// predictor (the learned model, the analytical one, a constant) the same way.
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <vector>
+
+#include "costmodels/learned/learned_model.h"
+
+namespace mltune::costmodels::learned {
+
+double KendallTau(std::span<const double> a, std::span<const double> b) {
+  // tau-b: ties in either sequence neither agree nor disagree, and shrink the denominator.
+  int64_t concordant = 0, discordant = 0, ties_a = 0, ties_b = 0, pairs = 0;
+  const size_t n = std::min(a.size(), b.size());
+  for (size_t i = 0; i < n; ++i) {
+    for (size_t j = i + 1; j < n; ++j) {
+      ++pairs;
+      const double da = a[i] - a[j], db = b[i] - b[j];
+      if (da == 0) ++ties_a;
+      if (db == 0) ++ties_b;
+      if (da == 0 || db == 0) continue;
+      ((da > 0) == (db > 0) ? concordant : discordant) += 1;
+    }
+  }
+  const double denominator =
+      std::sqrt(static_cast<double>(pairs - ties_a) * static_cast<double>(pairs - ties_b));
+  return denominator > 0 ? static_cast<double>(concordant - discordant) / denominator : 0.0;
+}
+
+RankMetrics EvaluateRanking(std::span<const int64_t> group, std::span<const double> truth,
+                            std::span<const double> predicted) {
+  std::map<int64_t, std::vector<size_t>> members;
+  const size_t n = std::min({group.size(), truth.size(), predicted.size()});
+  for (size_t i = 0; i < n; ++i) members[group[i]].push_back(i);
+  RankMetrics m;
+  std::vector<double> apes;
+  double tau_sum = 0;
+  for (const auto& [id, rows] : members) {
+    if (rows.size() < 2) continue;
+    std::vector<double> t, p;
+    for (size_t r : rows) {
+      t.push_back(truth[r]);
+      p.push_back(predicted[r]);
+    }
+    // Ties in the prediction go to the first sample: a model that cannot tell gets no credit for
+    // the order the data happens to come in only by chance.
+    const size_t picked = std::min_element(p.begin(), p.end()) - p.begin();
+    const double best = *std::min_element(t.begin(), t.end());
+    apes.push_back(best > 0 ? t[picked] / best - 1 : 0.0);
+    tau_sum += KendallTau(t, p);
+  }
+  m.groups = static_cast<int>(apes.size());
+  if (apes.empty()) return m;
+  double sum = 0;
+  for (double a : apes) sum += a;
+  m.ape_mean = sum / apes.size();
+  std::sort(apes.begin(), apes.end());
+  const size_t mid = apes.size() / 2;
+  m.ape_median = apes.size() % 2 ? apes[mid] : (apes[mid - 1] + apes[mid]) / 2;
+  m.kendall_tau = tau_sum / apes.size();
+  return m;
+}
+
+double Mape(std::span<const double> truth_seconds, std::span<const double> predicted_seconds) {
+  const size_t n = std::min(truth_seconds.size(), predicted_seconds.size());
+  double sum = 0;
+  size_t counted = 0;
+  for (size_t i = 0; i < n; ++i) {
+    if (!(truth_seconds[i] > 0)) continue;
+    sum += std::abs(predicted_seconds[i] - truth_seconds[i]) / truth_seconds[i];
+    ++counted;
+  }
+  return counted ? sum / counted : 0.0;
+}
+
+}  // namespace mltune::costmodels::learned

@@ -1,0 +1,544 @@
+// The LibTorch side of the learned cost model: the network (opcode embedding, directed
+// GraphSAGE layers, mean+max readout joined with kernel features, two heads), batching of many
+// kernels into one disjoint graph, training (MSE on log seconds, pairwise rank loss within
+// groups, Adam) and checkpoints. The only file of the library that includes torch.
+#include <torch/torch.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <limits>
+#include <map>
+#include <numeric>
+#include <random>
+#include <sstream>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "costmodels/learned/learned_model.h"
+#include "nlohmann/json.hpp"
+
+namespace mltune::costmodels::learned {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using features::KernelGraph;
+constexpr char kMagic[] = "MLTUNE-COSTMODEL-1\n";
+// Standard deviations below this are treated as 1: a constant feature is centred, not blown up.
+constexpr double kMinStd = 1e-6;
+
+// Many kernels as one disjoint graph: node rows of every graph back to back, edges shifted by
+// their graph's first node, and each node's graph index for the per-graph readout.
+struct Batch {
+  torch::Tensor opcodes;          // [N] int64
+  torch::Tensor node_x;           // [N, node_features]
+  torch::Tensor src, dst;         // [E] int64
+  torch::Tensor graph_of_node;    // [N] int64
+  torch::Tensor nodes_per_graph;  // [B, 1] float
+  torch::Tensor kernel_x;         // [B, kernel_features]
+  // Each node's row in a [B * max_nodes] padded layout, for the per-graph max.
+  torch::Tensor padded_slot;  // [N] int64
+  int64_t graphs = 0;
+  int64_t max_nodes = 0;
+};
+
+torch::Tensor LongTensor(std::vector<int64_t>& v) {
+  return torch::from_blob(v.data(), {static_cast<int64_t>(v.size())}, torch::kInt64).clone();
+}
+
+Batch MakeBatch(const std::vector<const KernelGraph*>& graphs, const ModelOptions& o) {
+  std::vector<int64_t> opcodes, src, dst, graph_of_node, padded_slot;
+  std::vector<float> node_x, kernel_x, counts;
+  int64_t offset = 0, max_nodes = 0;
+  for (const KernelGraph* k : graphs) max_nodes = std::max<int64_t>(max_nodes, k->size());
+  for (size_t g = 0; g < graphs.size(); ++g) {
+    const KernelGraph& k = *graphs[g];
+    for (int32_t i = 0; i < k.size(); ++i) {
+      opcodes.push_back(k.opcodes[i]);
+      graph_of_node.push_back(static_cast<int64_t>(g));
+      padded_slot.push_back(static_cast<int64_t>(g) * max_nodes + i);
+    }
+    node_x.insert(node_x.end(), k.node_features.begin(), k.node_features.end());
+    for (size_t e = 0; e < k.edge_src.size(); ++e) {
+      src.push_back(offset + k.edge_src[e]);
+      dst.push_back(offset + k.edge_dst[e]);
+    }
+    kernel_x.insert(kernel_x.end(), k.kernel_features.begin(), k.kernel_features.end());
+    counts.push_back(static_cast<float>(k.size()));
+    offset += k.size();
+  }
+  Batch b;
+  b.graphs = static_cast<int64_t>(graphs.size());
+  b.max_nodes = max_nodes;
+  b.padded_slot = LongTensor(padded_slot);
+  b.opcodes = LongTensor(opcodes);
+  b.src = LongTensor(src);
+  b.dst = LongTensor(dst);
+  b.graph_of_node = LongTensor(graph_of_node);
+  b.node_x = torch::from_blob(node_x.data(), {offset, o.node_features}, torch::kFloat32).clone();
+  b.kernel_x =
+      torch::from_blob(kernel_x.data(), {b.graphs, o.kernel_features}, torch::kFloat32).clone();
+  b.nodes_per_graph = torch::from_blob(counts.data(), {b.graphs, 1}, torch::kFloat32).clone();
+  return b;
+}
+
+struct NetImpl : torch::nn::Module {
+  explicit NetImpl(const ModelOptions& o) : hidden(o.hidden_dim), dropout(o.dropout) {
+    embed = register_module("embed", torch::nn::Embedding(o.vocabulary_size, o.embedding_dim));
+    node_in =
+        register_module("node_in", torch::nn::Linear(o.embedding_dim + o.node_features, hidden));
+    for (int l = 0; l < o.sage_layers; ++l) {
+      self_w.push_back(
+          register_module(absl::StrCat("sage", l, "_self"), torch::nn::Linear(hidden, hidden)));
+      // Messages from producers and from consumers get their own weights (the paper's directed
+      // aggregation); the self term carries the bias.
+      in_w.push_back(
+          register_module(absl::StrCat("sage", l, "_in"),
+                          torch::nn::Linear(torch::nn::LinearOptions(hidden, hidden).bias(false))));
+      out_w.push_back(
+          register_module(absl::StrCat("sage", l, "_out"),
+                          torch::nn::Linear(torch::nn::LinearOptions(hidden, hidden).bias(false))));
+      // Sums over neighbours grow with degree; normalising each node keeps layers in range.
+      norms.push_back(register_module(absl::StrCat("sage", l, "_norm"),
+                                      torch::nn::LayerNorm(torch::nn::LayerNormOptions({hidden}))));
+    }
+    readout1 =
+        register_module("readout1", torch::nn::Linear(2 * hidden + o.kernel_features, hidden));
+    readout2 = register_module("readout2", torch::nn::Linear(hidden, hidden));
+    absolute = register_module("absolute", torch::nn::Linear(hidden, 1));
+    relative = register_module("relative", torch::nn::Linear(hidden, 1));
+    // Normalisation statistics live in buffers so checkpoints carry them with the weights.
+    node_mean = register_buffer("node_mean", torch::zeros({o.node_features}));
+    node_std = register_buffer("node_std", torch::ones({o.node_features}));
+    kernel_mean = register_buffer("kernel_mean", torch::zeros({o.kernel_features}));
+    kernel_std = register_buffer("kernel_std", torch::ones({o.kernel_features}));
+    target = register_buffer("target", torch::tensor({0.0f, 1.0f}));  // log seconds mean, std
+    fitted = register_buffer("fitted", torch::zeros({1}));
+  }
+
+  // (normalised log seconds, relative score), one of each per graph.
+  std::pair<torch::Tensor, torch::Tensor> forward(const Batch& b) {
+    torch::Tensor x = (b.node_x - node_mean) / node_std;
+    torch::Tensor h = torch::relu(node_in(torch::cat({embed(b.opcodes), x}, 1)));
+    h = torch::dropout(h, dropout, is_training());
+    const int64_t n = h.size(0);
+    for (size_t l = 0; l < self_w.size(); ++l) {
+      torch::Tensor from_producers =
+          torch::zeros({n, hidden}).index_add_(0, b.dst, h.index_select(0, b.src));
+      torch::Tensor from_consumers =
+          torch::zeros({n, hidden}).index_add_(0, b.src, h.index_select(0, b.dst));
+      h = norms[l](torch::relu(self_w[l](h) + in_w[l](from_producers) + out_w[l](from_consumers)));
+      h = torch::dropout(h, dropout, is_training());
+    }
+    torch::Tensor mean =
+        torch::zeros({b.graphs, hidden}).index_add_(0, b.graph_of_node, h) / b.nodes_per_graph;
+    // Per-graph max over a padded [B, max_nodes, H] copy whose empty slots hold -inf (every
+    // graph has a node, ValidateGraph). index_copy and amax are deterministic and differentiable,
+    // unlike LibTorch 1.13's scatter_reduce, which is beta and warns on first use.
+    torch::Tensor max =
+        torch::full({b.graphs * b.max_nodes, hidden}, -std::numeric_limits<float>::infinity())
+            .index_copy(0, b.padded_slot, h)
+            .view({b.graphs, b.max_nodes, hidden})
+            .amax(1);
+    torch::Tensor k = (b.kernel_x - kernel_mean) / kernel_std;
+    torch::Tensor z = torch::relu(readout1(torch::cat({mean, max, k}, 1)));
+    z = torch::dropout(z, dropout, is_training());
+    z = torch::relu(readout2(z));
+    return {absolute(z).squeeze(1), relative(z).squeeze(1)};
+  }
+
+  int64_t hidden;
+  double dropout;
+  torch::nn::Embedding embed{nullptr};
+  torch::nn::Linear node_in{nullptr}, readout1{nullptr}, readout2{nullptr}, absolute{nullptr},
+      relative{nullptr};
+  std::vector<torch::nn::Linear> self_w, in_w, out_w;
+  std::vector<torch::nn::LayerNorm> norms;
+  torch::Tensor node_mean, node_std, kernel_mean, kernel_std, target, fitted;
+};
+TORCH_MODULE(Net);
+
+bool TrainsAbsolute(Loss loss) { return loss == Loss::kMseLog || loss == Loss::kBoth; }
+bool TrainsRelative(Loss loss) { return loss != Loss::kMseLog; }
+
+// Mean and standard deviation per column of a row-major [rows x cols] matrix.
+std::pair<torch::Tensor, torch::Tensor> ColumnStats(const std::vector<double>& values,
+                                                    int64_t cols) {
+  std::vector<float> mean(cols, 0), stdev(cols, 1);
+  const int64_t rows = cols > 0 ? static_cast<int64_t>(values.size()) / cols : 0;
+  for (int64_t c = 0; c < cols && rows > 0; ++c) {
+    double sum = 0, sq = 0;
+    for (int64_t r = 0; r < rows; ++r) sum += values[r * cols + c];
+    const double m = sum / rows;
+    for (int64_t r = 0; r < rows; ++r)
+      sq += (values[r * cols + c] - m) * (values[r * cols + c] - m);
+    const double s = std::sqrt(sq / rows);
+    mean[c] = static_cast<float>(m);
+    stdev[c] = s > kMinStd ? static_cast<float>(s) : 1.0f;
+  }
+  return {torch::tensor(mean), torch::tensor(stdev)};
+}
+
+}  // namespace
+
+struct LearnedModel::Impl {
+  ModelOptions options;
+  Net net{nullptr};
+  std::unique_ptr<torch::optim::Adam> optimizer;
+
+  explicit Impl(const ModelOptions& o) : options(o) {
+    torch::manual_seed(o.seed);
+    net = Net(o);
+    net->eval();
+  }
+
+  bool Fitted() const { return net->fitted.item<float>() > 0; }
+
+  // Fits the normalisation buffers on the training set.
+  void Fit(const std::vector<Sample>& samples) {
+    std::vector<double> node_rows, kernel_rows, log_seconds;
+    for (const Sample& s : samples) {
+      node_rows.insert(node_rows.end(), s.graph->node_features.begin(),
+                       s.graph->node_features.end());
+      kernel_rows.insert(kernel_rows.end(), s.graph->kernel_features.begin(),
+                         s.graph->kernel_features.end());
+      log_seconds.push_back(std::log(s.seconds));
+    }
+    torch::NoGradGuard no_grad;
+    auto [nm, ns] = ColumnStats(node_rows, options.node_features);
+    auto [km, ks] = ColumnStats(kernel_rows, options.kernel_features);
+    auto [tm, ts] = ColumnStats(log_seconds, 1);
+    net->node_mean.copy_(nm);
+    net->node_std.copy_(ns);
+    net->kernel_mean.copy_(km);
+    net->kernel_std.copy_(ks);
+    net->target.copy_(torch::cat({tm, ts}));
+    net->fitted.fill_(1);
+  }
+
+  // Batches of sample indices for one epoch. With a rank loss each group's samples stay together
+  // (groups in shuffled order), so batches hold many within-group pairs; MSE alone shuffles freely.
+  std::vector<std::vector<size_t>> EpochBatches(const std::vector<Sample>& samples,
+                                                std::mt19937_64& rng) const {
+    std::vector<size_t> order;
+    if (TrainsRelative(options.loss)) {
+      std::map<int64_t, std::vector<size_t>> groups;
+      for (size_t i = 0; i < samples.size(); ++i) groups[samples[i].group].push_back(i);
+      std::vector<std::vector<size_t>> members;
+      for (auto& [id, rows] : groups) {
+        std::shuffle(rows.begin(), rows.end(), rng);
+        members.push_back(std::move(rows));
+      }
+      std::shuffle(members.begin(), members.end(), rng);
+      for (const auto& rows : members) order.insert(order.end(), rows.begin(), rows.end());
+    } else {
+      order.resize(samples.size());
+      std::iota(order.begin(), order.end(), 0);
+      std::shuffle(order.begin(), order.end(), rng);
+    }
+    std::vector<std::vector<size_t>> batches;
+    for (size_t i = 0; i < order.size(); i += options.batch_size) {
+      batches.emplace_back(order.begin() + i,
+                           order.begin() + std::min(order.size(), i + options.batch_size));
+    }
+    return batches;
+  }
+
+  // Mean pairwise rank loss over the batch's within-group pairs (fast, slow); undefined if none.
+  torch::Tensor RankLoss(const torch::Tensor& scores, const std::vector<Sample>& samples,
+                         const std::vector<size_t>& rows) const {
+    std::vector<int64_t> fast, slow;
+    for (size_t a = 0; a < rows.size(); ++a) {
+      for (size_t b = 0; b < rows.size(); ++b) {
+        const Sample& sa = samples[rows[a]];
+        const Sample& sb = samples[rows[b]];
+        if (sa.group == sb.group && sa.seconds < sb.seconds) {
+          fast.push_back(static_cast<int64_t>(a));
+          slow.push_back(static_cast<int64_t>(b));
+        }
+      }
+    }
+    if (fast.empty()) return {};
+    // How much higher the slower sample scores: should be positive (smaller score = faster).
+    torch::Tensor gap =
+        scores.index_select(0, LongTensor(slow)) - scores.index_select(0, LongTensor(fast));
+    const bool hinge =
+        options.loss == Loss::kRankHinge || (options.loss == Loss::kBoth && options.rank_hinge);
+    return hinge ? torch::relu(options.hinge_margin - gap).mean()
+                 : torch::nn::functional::softplus(-gap).mean();
+  }
+
+  TrainReport Train(const std::vector<Sample>& samples, const ProgressCallback& progress) {
+    const Clock::time_point start = Clock::now();
+    TrainReport report;
+    report.samples = static_cast<int64_t>(samples.size());
+    {
+      std::map<int64_t, std::vector<double>> groups;
+      for (const Sample& s : samples) groups[s.group].push_back(s.seconds);
+      for (const auto& [id, secs] : groups) {
+        for (size_t a = 0; a < secs.size(); ++a) {
+          for (size_t b = a + 1; b < secs.size(); ++b) report.rank_pairs += secs[a] != secs[b];
+        }
+      }
+    }
+    if (!Fitted()) Fit(samples);
+    if (!optimizer) {
+      optimizer = std::make_unique<torch::optim::Adam>(
+          net->parameters(),
+          torch::optim::AdamOptions(options.learning_rate).weight_decay(options.weight_decay));
+    }
+    const float target_mean = net->target[0].item<float>();
+    const float target_std = net->target[1].item<float>();
+    std::vector<float> target(samples.size());
+    for (size_t i = 0; i < samples.size(); ++i) {
+      target[i] = (static_cast<float>(std::log(samples[i].seconds)) - target_mean) / target_std;
+    }
+    torch::manual_seed(options.seed + 1);  // dropout masks
+    std::mt19937_64 rng(options.seed);
+    net->train();
+    for (int epoch = 1; epoch <= options.epochs; ++epoch) {
+      double loss_sum = 0, mse_sum = 0, rank_sum = 0;
+      int batches = 0, rank_batches = 0;
+      for (const std::vector<size_t>& rows : EpochBatches(samples, rng)) {
+        std::vector<const KernelGraph*> graphs;
+        std::vector<float> y;
+        for (size_t r : rows) {
+          graphs.push_back(samples[r].graph);
+          y.push_back(target[r]);
+        }
+        auto [abs_out, rel_out] = net->forward(MakeBatch(graphs, options));
+        torch::Tensor loss = torch::zeros({});
+        if (TrainsAbsolute(options.loss)) {
+          torch::Tensor mse = torch::mse_loss(
+              abs_out,
+              torch::from_blob(y.data(), {static_cast<int64_t>(y.size())}, torch::kFloat32));
+          mse_sum += mse.item<double>();
+          loss = loss + mse;
+        }
+        if (TrainsRelative(options.loss)) {
+          torch::Tensor rank = RankLoss(rel_out, samples, rows);
+          if (rank.defined()) {
+            rank_sum += rank.item<double>();
+            ++rank_batches;
+            loss = loss + rank;
+          }
+        }
+        ++batches;
+        if (!loss.requires_grad()) continue;  // a rank-only batch without a pair
+        loss_sum += loss.item<double>();
+        optimizer->zero_grad();
+        loss.backward();
+        torch::nn::utils::clip_grad_norm_(net->parameters(), 1.0);
+        optimizer->step();
+      }
+      EpochReport e;
+      e.epoch = epoch;
+      e.loss = batches ? loss_sum / batches : 0;
+      e.mse_loss = batches && TrainsAbsolute(options.loss) ? mse_sum / batches : 0;
+      e.rank_loss = rank_batches ? rank_sum / rank_batches : 0;
+      e.seconds = std::chrono::duration<double>(Clock::now() - start).count();
+      report.epochs.push_back(e);
+      if (progress && !progress(e)) {
+        report.stopped_early = epoch < options.epochs;
+        break;
+      }
+    }
+    net->eval();
+    report.seconds = std::chrono::duration<double>(Clock::now() - start).count();
+    return report;
+  }
+
+  // Not const: LibTorch modules have no const forward. Reads the weights only (eval mode, no
+  // autograd), so concurrent calls are safe.
+  std::vector<double> Predict(const std::vector<const KernelGraph*>& graphs, Head head) {
+    torch::NoGradGuard no_grad;
+    std::vector<double> out;
+    out.reserve(graphs.size());
+    const double target_mean = net->target[0].item<double>();
+    const double target_std = net->target[1].item<double>();
+    for (size_t i = 0; i < graphs.size(); i += options.batch_size) {
+      std::vector<const KernelGraph*> chunk(
+          graphs.begin() + i, graphs.begin() + std::min(graphs.size(), i + options.batch_size));
+      auto [abs_out, rel_out] = net->forward(MakeBatch(chunk, options));
+      torch::Tensor values = (head == Head::kAbsolute ? abs_out : rel_out).to(torch::kFloat64);
+      if (head == Head::kAbsolute) values = values * target_std + target_mean;
+      values = values.contiguous();
+      out.insert(out.end(), values.data_ptr<double>(), values.data_ptr<double>() + values.numel());
+    }
+    return out;
+  }
+
+  std::string Save() const {
+    nlohmann::json j;
+    j["vocabulary_size"] = options.vocabulary_size;
+    j["node_features"] = options.node_features;
+    j["kernel_features"] = options.kernel_features;
+    j["embedding_dim"] = options.embedding_dim;
+    j["hidden_dim"] = options.hidden_dim;
+    j["sage_layers"] = options.sage_layers;
+    j["dropout"] = options.dropout;
+    j["seed"] = options.seed;
+    j["learning_rate"] = options.learning_rate;
+    j["weight_decay"] = options.weight_decay;
+    j["epochs"] = options.epochs;
+    j["batch_size"] = options.batch_size;
+    j["loss"] = std::string(LossName(options.loss));
+    j["hinge_margin"] = options.hinge_margin;
+    j["rank_hinge"] = options.rank_hinge;
+    j["threads"] = options.threads;
+    torch::serialize::OutputArchive archive;
+    net->save(archive);
+    std::ostringstream weights;
+    archive.save_to(weights);
+    const std::string header = j.dump();
+    return absl::StrCat(kMagic, header.size(), "\n", header, weights.str());
+  }
+
+  // Loads weights and buffers, then checks every tensor kept its shape: InputArchive replaces
+  // tensors without comparing sizes, so a mismatched checkpoint would otherwise fail later.
+  absl::Status LoadWeights(const std::string& bytes) {
+    std::map<std::string, std::vector<int64_t>> expected;
+    for (const auto& p : net->named_parameters()) expected[p.key()] = p.value().sizes().vec();
+    for (const auto& b : net->named_buffers()) expected[b.key()] = b.value().sizes().vec();
+    std::istringstream in(bytes);
+    torch::serialize::InputArchive archive;
+    archive.load_from(in);
+    net->load(archive);
+    for (const auto& p : net->named_parameters()) {
+      if (p.value().sizes().vec() != expected[p.key()]) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("cost model checkpoint: tensor ", p.key(), " has the wrong shape"));
+      }
+    }
+    for (const auto& b : net->named_buffers()) {
+      if (b.value().sizes().vec() != expected[b.key()]) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("cost model checkpoint: tensor ", b.key(), " has the wrong shape"));
+      }
+    }
+    net->eval();
+    return absl::OkStatus();
+  }
+};
+
+LearnedModel::LearnedModel(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+LearnedModel::~LearnedModel() = default;
+
+absl::StatusOr<std::unique_ptr<LearnedModel>> LearnedModel::Create(const ModelOptions& options) {
+  if (absl::Status s = ValidateOptions(options); !s.ok()) return s;
+  torch::set_num_threads(options.threads);
+  try {
+    return std::unique_ptr<LearnedModel>(new LearnedModel(std::make_unique<Impl>(options)));
+  } catch (const std::exception& e) {
+    return absl::InternalError(absl::StrCat("LearnedModel::Create: ", e.what()));
+  }
+}
+
+const ModelOptions& LearnedModel::options() const { return impl_->options; }
+bool LearnedModel::trained() const { return impl_->Fitted(); }
+bool LearnedModel::HasHead(Head head) const {
+  return head == Head::kAbsolute ? TrainsAbsolute(impl_->options.loss)
+                                 : TrainsRelative(impl_->options.loss);
+}
+
+absl::StatusOr<TrainReport> LearnedModel::Train(const std::vector<Sample>& samples,
+                                                const ProgressCallback& progress) {
+  if (samples.empty()) return absl::InvalidArgumentError("Train: no samples");
+  for (size_t i = 0; i < samples.size(); ++i) {
+    const Sample& s = samples[i];
+    if (s.graph == nullptr)
+      return absl::InvalidArgumentError(absl::StrCat("sample ", i, ": no graph"));
+    if (!(s.seconds > 0) || !std::isfinite(s.seconds)) {
+      return absl::InvalidArgumentError(absl::StrCat("sample ", i, ": bad seconds ", s.seconds));
+    }
+    if (absl::Status st = ValidateGraph(*s.graph, impl_->options); !st.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat("sample ", i, ": ", st.message()));
+    }
+  }
+  try {
+    return impl_->Train(samples, progress);
+  } catch (const std::exception& e) {
+    impl_->net->eval();
+    return absl::InternalError(absl::StrCat("LearnedModel::Train: ", e.what()));
+  }
+}
+
+absl::StatusOr<std::vector<double>> LearnedModel::Predict(
+    const std::vector<const KernelGraph*>& graphs, Head head) const {
+  if (!HasHead(head)) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("the ", head == Head::kAbsolute ? "absolute" : "relative",
+                     " head is not trained by loss ", std::string(LossName(impl_->options.loss))));
+  }
+  if (!trained()) return absl::FailedPreconditionError("the cost model was never trained");
+  for (size_t i = 0; i < graphs.size(); ++i) {
+    if (graphs[i] == nullptr)
+      return absl::InvalidArgumentError(absl::StrCat("graph ", i, ": null"));
+    if (absl::Status st = ValidateGraph(*graphs[i], impl_->options); !st.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat("graph ", i, ": ", st.message()));
+    }
+  }
+  try {
+    return impl_->Predict(graphs, head);
+  } catch (const std::exception& e) {
+    return absl::InternalError(absl::StrCat("LearnedModel::Predict: ", e.what()));
+  }
+}
+
+std::string LearnedModel::Save() const { return impl_->Save(); }
+
+absl::StatusOr<std::unique_ptr<LearnedModel>> LearnedModel::Load(std::string_view bytes) {
+  const std::string_view magic(kMagic);
+  if (bytes.substr(0, magic.size()) != magic) {
+    return absl::InvalidArgumentError("not an mltune cost model checkpoint (bad magic)");
+  }
+  bytes.remove_prefix(magic.size());
+  const size_t newline = bytes.find('\n');
+  size_t header_size = 0;
+  if (newline == std::string_view::npos ||
+      !absl::SimpleAtoi(std::string(bytes.substr(0, newline)), &header_size) ||
+      header_size > bytes.size() - newline - 1) {
+    return absl::InvalidArgumentError("cost model checkpoint: truncated header");
+  }
+  ModelOptions o;
+  try {
+    nlohmann::json j = nlohmann::json::parse(bytes.substr(newline + 1, header_size));
+    o.vocabulary_size = j.at("vocabulary_size").get<int>();
+    o.node_features = j.at("node_features").get<int>();
+    o.kernel_features = j.at("kernel_features").get<int>();
+    o.embedding_dim = j.at("embedding_dim").get<int>();
+    o.hidden_dim = j.at("hidden_dim").get<int>();
+    o.sage_layers = j.at("sage_layers").get<int>();
+    o.dropout = j.at("dropout").get<double>();
+    o.seed = j.at("seed").get<uint64_t>();
+    o.learning_rate = j.at("learning_rate").get<double>();
+    o.weight_decay = j.at("weight_decay").get<double>();
+    o.epochs = j.at("epochs").get<int>();
+    o.batch_size = j.at("batch_size").get<int>();
+    absl::StatusOr<Loss> loss = ParseLoss(j.at("loss").get<std::string>());
+    if (!loss.ok()) return loss.status();
+    o.loss = *loss;
+    o.hinge_margin = j.at("hinge_margin").get<double>();
+    o.rank_hinge = j.at("rank_hinge").get<bool>();
+    o.threads = j.at("threads").get<int>();
+  } catch (const std::exception& e) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("cost model checkpoint: bad header: ", e.what()));
+  }
+  absl::StatusOr<std::unique_ptr<LearnedModel>> model = Create(o);
+  if (!model.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("cost model checkpoint: ", model.status().message()));
+  }
+  try {
+    absl::Status s =
+        (*model)->impl_->LoadWeights(std::string(bytes.substr(newline + 1 + header_size)));
+    if (!s.ok()) return s;
+  } catch (const std::exception& e) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("cost model checkpoint: bad weights: ", e.what()));
+  }
+  return model;
+}
+
+}  // namespace mltune::costmodels::learned

@@ -1,0 +1,131 @@
+// The evaluation metrics of the learned cost model on hand-computed cases.
+#include <cstdint>
+#include <vector>
+
+#include "costmodels/learned/learned_model.h"
+#include "gtest/gtest.h"
+
+namespace mltune::costmodels::learned {
+namespace {
+
+TEST(LearnedKendallTau, PerfectReversedAndConstant) {
+  EXPECT_DOUBLE_EQ(KendallTau(std::vector<double>{1, 2, 3, 4}, std::vector<double>{10, 20, 30, 40}),
+                   1.0);
+  EXPECT_DOUBLE_EQ(KendallTau(std::vector<double>{1, 2, 3, 4}, std::vector<double>{4, 3, 2, 1}),
+                   -1.0);
+  EXPECT_DOUBLE_EQ(KendallTau(std::vector<double>{1, 2, 3}, std::vector<double>{5, 5, 5}), 0.0);
+  EXPECT_DOUBLE_EQ(KendallTau(std::vector<double>{}, std::vector<double>{}), 0.0);
+}
+
+TEST(LearnedKendallTau, TauBWithTies) {
+  // a = {1, 2, 2}, b = {1, 2, 3}: pairs (0,1) and (0,2) concordant, (1,2) tied in a.
+  // tau-b = (2 - 0) / sqrt((3 - 1) * (3 - 0)).
+  EXPECT_NEAR(KendallTau(std::vector<double>{1, 2, 2}, std::vector<double>{1, 2, 3}),
+              2.0 / std::sqrt(6.0), 1e-12);
+  // One concordant, one discordant, one tie in b: (1 - 1) / ... = 0.
+  EXPECT_DOUBLE_EQ(KendallTau(std::vector<double>{1, 2, 3}, std::vector<double>{1, 3, 1}), 0.0);
+}
+
+TEST(LearnedEvaluateRanking, ApePerGroupMeanMedianAndSingletonsSkipped) {
+  // Group 7: truth {1, 2, 4}, the prediction picks the 2 s sample: APE 1.
+  // Group 8: the prediction picks the fastest: APE 0, order perfect.
+  // Group 9: one sample, not counted.
+  const std::vector<int64_t> group = {7, 7, 7, 8, 8, 9};
+  const std::vector<double> truth = {1, 2, 4, 3, 5, 1};
+  const std::vector<double> predicted = {0.5, 0.1, 0.9, -2, 1, 100};
+  RankMetrics m = EvaluateRanking(group, truth, predicted);
+  EXPECT_EQ(m.groups, 2);
+  EXPECT_DOUBLE_EQ(m.ape_mean, 0.5);
+  EXPECT_DOUBLE_EQ(m.ape_median, 0.5);
+  // Group 7: pairs (0,1) discordant, (0,2) concordant, (1,2) concordant: tau 1/3; group 8: 1.
+  EXPECT_NEAR(m.kendall_tau, (1.0 / 3 + 1.0) / 2, 1e-12);
+}
+
+TEST(LearnedEvaluateRanking, MedianOfThreeAndTiesGoToTheFirstSample) {
+  // A constant prediction picks each group's first sample.
+  const std::vector<int64_t> group = {1, 1, 2, 2, 3, 3};
+  const std::vector<double> truth = {2, 1, 1, 2, 5, 1};
+  const std::vector<double> predicted(6, 0.0);
+  RankMetrics m = EvaluateRanking(group, truth, predicted);
+  EXPECT_EQ(m.groups, 3);
+  EXPECT_DOUBLE_EQ(m.ape_mean, (1.0 + 0.0 + 4.0) / 3);
+  EXPECT_DOUBLE_EQ(m.ape_median, 1.0);
+  EXPECT_DOUBLE_EQ(m.kendall_tau, 0.0);
+}
+
+TEST(LearnedMape, FractionOfTheTruth) {
+  EXPECT_DOUBLE_EQ(Mape(std::vector<double>{1, 2, 4}, std::vector<double>{1.5, 1, 4}),
+                   (0.5 + 0.5 + 0) / 3);
+  EXPECT_DOUBLE_EQ(Mape(std::vector<double>{}, std::vector<double>{}), 0.0);
+}
+
+TEST(LearnedLoss, NamesRoundTrip) {
+  for (Loss loss : {Loss::kMseLog, Loss::kRankHinge, Loss::kRankLogistic, Loss::kBoth}) {
+    absl::StatusOr<Loss> parsed = ParseLoss(LossName(loss));
+    ASSERT_TRUE(parsed.ok());
+    EXPECT_EQ(*parsed, loss);
+  }
+  EXPECT_FALSE(ParseLoss("l2").ok());
+}
+
+TEST(LearnedValidateOptions, RejectsBadSizes) {
+  ModelOptions o;
+  EXPECT_FALSE(ValidateOptions(o).ok());  // the vocabulary size has no default
+  o.vocabulary_size = 10;
+  EXPECT_TRUE(ValidateOptions(o).ok());
+  ModelOptions bad = o;
+  bad.hidden_dim = 0;
+  EXPECT_FALSE(ValidateOptions(bad).ok());
+  bad = o;
+  bad.hidden_dim = 1 << 30;
+  EXPECT_FALSE(ValidateOptions(bad).ok());
+  bad = o;
+  bad.dropout = 1.0;
+  EXPECT_FALSE(ValidateOptions(bad).ok());
+  bad = o;
+  bad.batch_size = 0;
+  EXPECT_FALSE(ValidateOptions(bad).ok());
+}
+
+TEST(LearnedValidateGraph, NamesWhatIsWrong) {
+  ModelOptions o;
+  o.vocabulary_size = 4;
+  o.node_features = 2;
+  o.kernel_features = 1;
+  features::KernelGraph g;
+  g.opcodes = {1, 2};
+  g.node_features = {0, 1, 2, 3};
+  g.edge_src = {0};
+  g.edge_dst = {1};
+  g.kernel_features = {0.5f};
+  EXPECT_TRUE(ValidateGraph(g, o).ok());
+
+  features::KernelGraph empty = g;
+  empty.opcodes.clear();
+  empty.node_features.clear();
+  empty.edge_src.clear();
+  empty.edge_dst.clear();
+  EXPECT_FALSE(ValidateGraph(empty, o).ok());
+
+  features::KernelGraph bad = g;
+  bad.opcodes[1] = 4;
+  EXPECT_NE(ValidateGraph(bad, o).message().find("opcode id 4"), std::string::npos);
+  bad = g;
+  bad.node_features.pop_back();
+  EXPECT_FALSE(ValidateGraph(bad, o).ok());
+  bad = g;
+  bad.kernel_features.push_back(1);
+  EXPECT_FALSE(ValidateGraph(bad, o).ok());
+  bad = g;
+  bad.edge_dst[0] = 2;
+  EXPECT_NE(ValidateGraph(bad, o).message().find("edge 0"), std::string::npos);
+  bad = g;
+  bad.edge_src.push_back(0);
+  EXPECT_FALSE(ValidateGraph(bad, o).ok());
+  bad = g;
+  bad.node_features[0] = std::numeric_limits<float>::quiet_NaN();
+  EXPECT_FALSE(ValidateGraph(bad, o).ok());
+}
+
+}  // namespace
+}  // namespace mltune::costmodels::learned

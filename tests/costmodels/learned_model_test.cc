@@ -1,0 +1,410 @@
+// The learned cost model on synthetic kernels whose runtime is a known function of the graph and
+// the configuration: it must learn absolute runtimes and the order of configurations within a
+// kernel far better than a constant predictor, round-trip through checkpoints, predict the same
+// in batches as one by one, train reproducibly, and refuse bad input with an error.
+#include "costmodels/learned/learned_model.h"
+
+#include <algorithm>
+#include <cmath>
+#include <iostream>
+#include <memory>
+#include <random>
+#include <thread>
+#include <vector>
+
+#include "gtest/gtest.h"
+
+namespace mltune::costmodels::learned {
+namespace {
+
+using features::KernelGraph;
+using features::kKernelFeatures;
+using features::kNodeFeatures;
+
+constexpr int kVocabulary = 8;
+constexpr int kTiles = 8;  // configurations per kernel
+
+// Kernels with 3-14 nodes in a random tree (producer -> consumer) plus a few extra edges. Node
+// feature 0 is an op's size, 1 is noise; kernel features are the static figures log(work) and
+// node count, and the configuration: the tile slot t / (kTiles - 1). The runtime is
+//   1e-6 * work * (1 + 0.3 (t - best)^2) * lognormal noise (2%),
+// where work sums exp(3 size) times a per-opcode cost, and the best tile depends on the graph
+// (the kernel's mean op size): ranking configurations needs the graph, not only the config.
+struct Dataset {
+  std::vector<std::unique_ptr<KernelGraph>> graphs;
+  std::vector<Sample> samples;
+
+  std::vector<const KernelGraph*> Graphs() const {
+    std::vector<const KernelGraph*> out;
+    for (const Sample& s : samples) out.push_back(s.graph);
+    return out;
+  }
+  std::vector<int64_t> Groups() const {
+    std::vector<int64_t> out;
+    for (const Sample& s : samples) out.push_back(s.group);
+    return out;
+  }
+  std::vector<double> Seconds() const {
+    std::vector<double> out;
+    for (const Sample& s : samples) out.push_back(s.seconds);
+    return out;
+  }
+};
+
+Dataset MakeDataset(int kernels, uint64_t seed, int64_t first_group) {
+  static constexpr double kOpCost[kVocabulary] = {1.0, 0.5, 2.0, 1.0, 0.7, 1.5, 0.3, 1.2};
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<double> unit(0, 1);
+  std::normal_distribution<double> noise(0, 0.02);
+  Dataset d;
+  for (int k = 0; k < kernels; ++k) {
+    const int n = 3 + static_cast<int>(rng() % 12);
+    const double base = unit(rng);
+    std::vector<int32_t> opcodes(n);
+    std::vector<float> node_features(n * kNodeFeatures, 0.0f);
+    std::vector<int32_t> src, dst;
+    double work = 0, size_sum = 0;
+    for (int i = 0; i < n; ++i) {
+      opcodes[i] = 1 + static_cast<int32_t>(rng() % (kVocabulary - 1));
+      const double size = std::clamp(base + 0.3 * (unit(rng) - 0.5), 0.0, 1.0);
+      node_features[i * kNodeFeatures + 0] = static_cast<float>(size);
+      node_features[i * kNodeFeatures + 1] = static_cast<float>(unit(rng));
+      work += std::exp(3 * size) * kOpCost[opcodes[i]];
+      size_sum += size;
+      if (i > 0) {
+        src.push_back(static_cast<int32_t>(rng() % i));
+        dst.push_back(i);
+      }
+      if (i > 1 && rng() % 3 == 0) {
+        src.push_back(static_cast<int32_t>(rng() % (i - 1)));
+        dst.push_back(i);
+      }
+    }
+    const double best = std::round(size_sum / n * (kTiles - 1));
+    for (int t = 0; t < kTiles; ++t) {
+      auto g = std::make_unique<KernelGraph>();
+      g->opcodes = opcodes;
+      g->node_features = node_features;
+      g->edge_src = src;
+      g->edge_dst = dst;
+      g->kernel_features.assign(kKernelFeatures, 0.0f);
+      g->kernel_features[0] = static_cast<float>(std::log(work));
+      g->kernel_features[1] = static_cast<float>(n) / 14;
+      g->kernel_features[2] = static_cast<float>(t) / (kTiles - 1);
+      const double seconds =
+          1e-6 * work * (1 + 0.3 * (t - best) * (t - best)) * std::exp(noise(rng));
+      d.samples.push_back({g.get(), first_group + k, seconds});
+      d.graphs.push_back(std::move(g));
+    }
+  }
+  return d;
+}
+
+ModelOptions SmallOptions(Loss loss) {
+  ModelOptions o;
+  o.vocabulary_size = kVocabulary;
+  o.embedding_dim = 8;
+  o.hidden_dim = 32;
+  o.sage_layers = 2;
+  o.learning_rate = 3e-3;
+  o.epochs = 80;
+  o.batch_size = 32;
+  o.loss = loss;
+  o.seed = 7;
+  return o;
+}
+
+std::vector<double> Exp(std::vector<double> v) {
+  for (double& x : v) x = std::exp(x);
+  return v;
+}
+
+// APE of picking a configuration uniformly at random: the mean over each group's samples.
+double RandomPickApe(const Dataset& d) {
+  double sum = 0;
+  const int groups = static_cast<int>(d.samples.size()) / kTiles;
+  for (int g = 0; g < groups; ++g) {
+    double best = 1e300, mean = 0;
+    for (int t = 0; t < kTiles; ++t) {
+      best = std::min(best, d.samples[g * kTiles + t].seconds);
+      mean += d.samples[g * kTiles + t].seconds / kTiles;
+    }
+    sum += mean / best - 1;
+  }
+  return sum / groups;
+}
+
+// The synthetic task at full size: 48 kernels x 8 tiles to train on, 16 other kernels to test on.
+TEST(LearnedModel, LearnsRuntimesAndConfigurationOrderOfHeldOutKernels) {
+  const Dataset train = MakeDataset(48, 1, 0);
+  const Dataset test = MakeDataset(16, 2, 1000);
+  absl::StatusOr<std::unique_ptr<LearnedModel>> model =
+      LearnedModel::Create(SmallOptions(Loss::kBoth));
+  ASSERT_TRUE(model.ok()) << model.status();
+  absl::StatusOr<TrainReport> report = (*model)->Train(train.samples);
+  ASSERT_TRUE(report.ok()) << report.status();
+  ASSERT_EQ(report->epochs.size(), 80u);
+  EXPECT_EQ(report->samples, 48 * kTiles);
+  EXPECT_GT(report->rank_pairs, 48 * 20);  // 28 pairs per kernel, minus the rare noise ties
+  EXPECT_LT(report->epochs.back().loss, 0.3 * report->epochs.front().loss);
+  EXPECT_TRUE((*model)->trained());
+
+  // Absolute head: log seconds, against the best constant in log space (the geometric mean).
+  absl::StatusOr<std::vector<double>> log_seconds = (*model)->Predict(test.Graphs());
+  ASSERT_TRUE(log_seconds.ok()) << log_seconds.status();
+  const double mape = Mape(test.Seconds(), Exp(*log_seconds));
+  double mean_log = 0;
+  for (const Sample& s : train.samples) mean_log += std::log(s.seconds) / train.samples.size();
+  const double constant_mape =
+      Mape(test.Seconds(), std::vector<double>(test.samples.size(), std::exp(mean_log)));
+  const double random_ape = RandomPickApe(test);
+  std::cout << "held-out MAPE " << mape << " (constant " << constant_mape << "), random-pick APE "
+            << random_ape << "\n";
+  EXPECT_LT(mape, 0.35);
+  EXPECT_LT(mape, constant_mape / 4);
+  const RankMetrics by_runtime = EvaluateRanking(test.Groups(), test.Seconds(), *log_seconds);
+  std::cout << "absolute head: APE mean " << by_runtime.ape_mean << " median "
+            << by_runtime.ape_median << " Kendall tau " << by_runtime.kendall_tau << "\n";
+  EXPECT_EQ(by_runtime.groups, 16);
+  EXPECT_GT(by_runtime.kendall_tau, 0.75);
+  EXPECT_LT(by_runtime.ape_mean, random_ape / 8);
+
+  // Relative head: a head of its own, not the absolute one under another name.
+  absl::StatusOr<std::vector<double>> scores = (*model)->Predict(test.Graphs(), Head::kRelative);
+  ASSERT_TRUE(scores.ok()) << scores.status();
+  EXPECT_NE(*scores, *log_seconds);
+  const RankMetrics by_score = EvaluateRanking(test.Groups(), test.Seconds(), *scores);
+  std::cout << "relative head: APE mean " << by_score.ape_mean << " median " << by_score.ape_median
+            << " Kendall tau " << by_score.kendall_tau << "\n";
+  EXPECT_GT(by_score.kendall_tau, 0.75);
+  EXPECT_LT(by_score.ape_mean, random_ape / 8);
+}
+
+// A model trained briefly, for the tests of batching, checkpoints and input checks.
+class LearnedModelTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    test_ = new Dataset(MakeDataset(16, 2, 1000));
+    ModelOptions o = SmallOptions(Loss::kBoth);
+    o.epochs = 3;
+    absl::StatusOr<std::unique_ptr<LearnedModel>> m = LearnedModel::Create(o);
+    ASSERT_TRUE(m.ok()) << m.status();
+    absl::StatusOr<TrainReport> r = (*m)->Train(MakeDataset(12, 1, 0).samples);
+    ASSERT_TRUE(r.ok()) << r.status();
+    model_ = m->release();
+  }
+  static void TearDownTestSuite() {
+    delete model_;
+    delete test_;
+  }
+  static Dataset* test_;
+  static LearnedModel* model_;
+};
+Dataset* LearnedModelTest::test_ = nullptr;
+LearnedModel* LearnedModelTest::model_ = nullptr;
+
+TEST_F(LearnedModelTest, BatchedPredictionEqualsOneByOne) {
+  // 128 graphs in chunks of batch_size (32), each chunk one disjoint graph.
+  std::vector<const KernelGraph*> graphs = test_->Graphs();
+  for (Head head : {Head::kAbsolute, Head::kRelative}) {
+    absl::StatusOr<std::vector<double>> batched = model_->Predict(graphs, head);
+    ASSERT_TRUE(batched.ok()) << batched.status();
+    ASSERT_EQ(batched->size(), graphs.size());
+    for (size_t i = 0; i < graphs.size(); ++i) {
+      absl::StatusOr<std::vector<double>> one = model_->Predict({graphs[i]}, head);
+      ASSERT_TRUE(one.ok()) << one.status();
+      ASSERT_EQ(one->size(), 1u);
+      EXPECT_NEAR((*batched)[i], (*one)[0], 1e-4 * (1 + std::abs((*one)[0]))) << "graph " << i;
+    }
+  }
+  absl::StatusOr<std::vector<double>> none = model_->Predict({});
+  ASSERT_TRUE(none.ok());
+  EXPECT_TRUE(none->empty());
+}
+
+TEST_F(LearnedModelTest, ConcurrentPredictionsAgree) {
+  // The daemon scores candidates from several job threads with one shared model.
+  const std::vector<double> expected = *model_->Predict(test_->Graphs());
+  std::vector<std::vector<double>> results(4);
+  std::vector<std::thread> threads;
+  for (size_t t = 0; t < results.size(); ++t) {
+    threads.emplace_back([&, t] {
+      for (int round = 0; round < 5; ++round) results[t] = *model_->Predict(test_->Graphs());
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  for (const std::vector<double>& r : results) EXPECT_EQ(r, expected);
+}
+
+TEST_F(LearnedModelTest, SaveLoadRoundTripsToIdenticalPredictions) {
+  const std::string bytes = model_->Save();
+  absl::StatusOr<std::unique_ptr<LearnedModel>> loaded = LearnedModel::Load(bytes);
+  ASSERT_TRUE(loaded.ok()) << loaded.status();
+  EXPECT_TRUE((*loaded)->trained());
+  EXPECT_EQ((*loaded)->options().hidden_dim, 32);
+  EXPECT_EQ((*loaded)->options().sage_layers, 2);
+  EXPECT_EQ((*loaded)->options().loss, Loss::kBoth);
+  EXPECT_EQ((*loaded)->options().seed, 7u);
+  for (Head head : {Head::kAbsolute, Head::kRelative}) {
+    absl::StatusOr<std::vector<double>> a = model_->Predict(test_->Graphs(), head);
+    absl::StatusOr<std::vector<double>> b = (*loaded)->Predict(test_->Graphs(), head);
+    ASSERT_TRUE(a.ok() && b.ok());
+    EXPECT_EQ(*a, *b);  // same weights, same normalisation statistics, same arithmetic
+  }
+  EXPECT_EQ((*loaded)->Save(), bytes);
+}
+
+TEST_F(LearnedModelTest, LoadOfGarbageFailsCleanly) {
+  const std::string bytes = model_->Save();
+  const size_t weights_start = bytes.find("}") + 1;  // the JSON header ends at its only '}'
+  std::string flipped_header = bytes;
+  flipped_header[25] = '#';
+  std::string garbage_weights = bytes.substr(0, weights_start) + std::string(4096, '\x5a');
+  std::string zeroed_weights = bytes;
+  std::fill(zeroed_weights.begin() + weights_start, zeroed_weights.end(), '\0');
+  for (const std::string& bad :
+       {std::string(), std::string("hello"), std::string(1000, '\xff'), bytes.substr(0, 10),
+        bytes.substr(0, bytes.size() / 2), bytes.substr(0, weights_start), flipped_header,
+        garbage_weights, zeroed_weights, std::string("MLTUNE-COSTMODEL-1\n999999999\n{}"),
+        std::string("MLTUNE-COSTMODEL-1\n2\n{}")}) {
+    absl::StatusOr<std::unique_ptr<LearnedModel>> loaded = LearnedModel::Load(bad);
+    EXPECT_FALSE(loaded.ok()) << "accepted " << bad.size() << " bytes";
+    if (!loaded.ok()) {
+      EXPECT_EQ(loaded.status().code(), absl::StatusCode::kInvalidArgument);
+    }
+  }
+}
+
+TEST_F(LearnedModelTest, LoadRejectsWeightsOfAnotherShape) {
+  // A header claiming a wider network than the weights that follow it.
+  absl::StatusOr<std::unique_ptr<LearnedModel>> other =
+      LearnedModel::Create(SmallOptions(Loss::kBoth));
+  ASSERT_TRUE(other.ok());
+  const std::string small = (*other)->Save();
+  std::string header = small.substr(0, small.find("}") + 1);
+  const size_t at = header.find("\"hidden_dim\":32");
+  ASSERT_NE(at, std::string::npos);
+  header.replace(at, 15, "\"hidden_dim\":16");
+  absl::StatusOr<std::unique_ptr<LearnedModel>> loaded =
+      LearnedModel::Load(header + small.substr(small.find("}") + 1));
+  ASSERT_FALSE(loaded.ok());
+  EXPECT_EQ(loaded.status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+TEST_F(LearnedModelTest, RejectsMalformedGraphs) {
+  KernelGraph bad = *test_->graphs[0];
+  bad.opcodes[0] = kVocabulary;
+  absl::StatusOr<std::vector<double>> p = model_->Predict({test_->graphs[1].get(), &bad});
+  ASSERT_FALSE(p.ok());
+  EXPECT_EQ(p.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(p.status().message().find("graph 1"), std::string::npos) << p.status();
+  EXPECT_FALSE(model_->Predict({nullptr}).ok());
+}
+
+TEST(LearnedModel, DeterministicForASeed) {
+  Dataset data = MakeDataset(12, 3, 0);
+  auto train = [&](uint64_t seed) {
+    ModelOptions o = SmallOptions(Loss::kBoth);
+    o.epochs = 5;
+    o.dropout = 0.1;  // dropout masks come from the seed too
+    o.seed = seed;
+    std::unique_ptr<LearnedModel> m = *LearnedModel::Create(o);
+    TrainReport r = *m->Train(data.samples);
+    std::vector<double> p = *m->Predict(data.Graphs());
+    return std::make_pair(r.epochs.back().loss, p);
+  };
+  auto [loss_a, pred_a] = train(11);
+  auto [loss_b, pred_b] = train(11);
+  auto [loss_c, pred_c] = train(12);
+  EXPECT_EQ(loss_a, loss_b);
+  EXPECT_EQ(pred_a, pred_b);
+  EXPECT_NE(pred_a, pred_c);
+}
+
+TEST(LearnedModel, RankOnlyLossesTrainTheRelativeHeadOnly) {
+  Dataset train = MakeDataset(24, 4, 0);
+  Dataset test = MakeDataset(12, 5, 100);
+  for (Loss loss : {Loss::kRankHinge, Loss::kRankLogistic}) {
+    ModelOptions o = SmallOptions(loss);
+    o.epochs = 20;
+    std::unique_ptr<LearnedModel> m = *LearnedModel::Create(o);
+    EXPECT_FALSE(m->HasHead(Head::kAbsolute));
+    EXPECT_TRUE(m->HasHead(Head::kRelative));
+    absl::StatusOr<TrainReport> r = m->Train(train.samples);
+    ASSERT_TRUE(r.ok()) << r.status();
+    EXPECT_EQ(r->epochs.back().mse_loss, 0);
+    EXPECT_GT(r->epochs.front().rank_loss, 0);
+    EXPECT_LT(r->epochs.back().rank_loss, r->epochs.front().rank_loss);
+    absl::StatusOr<std::vector<double>> scores = m->Predict(test.Graphs(), Head::kRelative);
+    ASSERT_TRUE(scores.ok()) << scores.status();
+    const RankMetrics metrics = EvaluateRanking(test.Groups(), test.Seconds(), *scores);
+    std::cout << LossName(loss) << ": APE mean " << metrics.ape_mean << " median "
+              << metrics.ape_median << " Kendall tau " << metrics.kendall_tau
+              << " (random pick APE " << RandomPickApe(test) << ")\n";
+    // Chance is tau 0 and the random-pick APE.
+    EXPECT_GT(metrics.kendall_tau, 0.5) << LossName(loss);
+    EXPECT_LT(metrics.ape_mean, RandomPickApe(test) / 4) << LossName(loss);
+    absl::StatusOr<std::vector<double>> absolute = m->Predict(test.Graphs(), Head::kAbsolute);
+    ASSERT_FALSE(absolute.ok());
+    EXPECT_EQ(absolute.status().code(), absl::StatusCode::kFailedPrecondition);
+  }
+}
+
+TEST(LearnedModel, MseOnlyTrainsTheAbsoluteHeadOnly) {
+  Dataset train = MakeDataset(16, 6, 0);
+  ModelOptions o = SmallOptions(Loss::kMseLog);
+  o.epochs = 10;
+  std::unique_ptr<LearnedModel> m = *LearnedModel::Create(o);
+  absl::StatusOr<TrainReport> r = m->Train(train.samples);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->epochs.back().rank_loss, 0);
+  EXPECT_LT(r->epochs.back().mse_loss, r->epochs.front().mse_loss);
+  EXPECT_TRUE(m->Predict(train.Graphs(), Head::kAbsolute).ok());
+  EXPECT_EQ(m->Predict(train.Graphs(), Head::kRelative).status().code(),
+            absl::StatusCode::kFailedPrecondition);
+}
+
+TEST(LearnedModel, ProgressCallbackStopsTraining) {
+  Dataset data = MakeDataset(4, 8, 0);
+  std::unique_ptr<LearnedModel> m = *LearnedModel::Create(SmallOptions(Loss::kBoth));
+  std::vector<int> seen;
+  absl::StatusOr<TrainReport> r = m->Train(data.samples, [&](const EpochReport& e) {
+    seen.push_back(e.epoch);
+    return e.epoch < 2;
+  });
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(seen, (std::vector<int>{1, 2}));
+  EXPECT_EQ(r->epochs.size(), 2u);
+  EXPECT_TRUE(r->stopped_early);
+}
+
+TEST(LearnedModel, RefusesBadInputWithAnError) {
+  ModelOptions o = SmallOptions(Loss::kBoth);
+  o.vocabulary_size = 0;
+  EXPECT_EQ(LearnedModel::Create(o).status().code(), absl::StatusCode::kInvalidArgument);
+
+  Dataset data = MakeDataset(2, 9, 0);
+  std::unique_ptr<LearnedModel> m = *LearnedModel::Create(SmallOptions(Loss::kBoth));
+  // Untrained: no normalisation statistics, so no predictions.
+  EXPECT_EQ(m->Predict(data.Graphs()).status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_FALSE(m->trained());
+  EXPECT_EQ(m->Train({}).status().code(), absl::StatusCode::kInvalidArgument);
+  std::vector<Sample> bad = data.samples;
+  bad[3].seconds = 0;
+  EXPECT_EQ(m->Train(bad).status().code(), absl::StatusCode::kInvalidArgument);
+  bad = data.samples;
+  bad[1].seconds = std::nan("");
+  EXPECT_EQ(m->Train(bad).status().code(), absl::StatusCode::kInvalidArgument);
+  bad = data.samples;
+  bad[2].graph = nullptr;
+  EXPECT_EQ(m->Train(bad).status().code(), absl::StatusCode::kInvalidArgument);
+  KernelGraph wrong = *data.graphs[0];
+  wrong.kernel_features.pop_back();
+  bad = data.samples;
+  bad[0].graph = &wrong;
+  EXPECT_EQ(m->Train(bad).status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_FALSE(m->trained());  // nothing was fitted by the failed calls
+}
+
+}  // namespace
+}  // namespace mltune::costmodels::learned
