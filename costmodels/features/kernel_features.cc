@@ -18,7 +18,9 @@
 #include <iterator>
 #include <unordered_set>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "costmodels/features/internal.h"
 #include "costmodels/features/kernel_graph.h"
 
@@ -147,6 +149,44 @@ absl::StatusOr<KernelView> MakeKernelView(const OpGraph& graph, const ir::Module
   return view;
 }
 
+absl::Status SetConfiguration(const Configuration& config, KernelGraph* graph) {
+  if (graph->kernel_features.size() != static_cast<size_t>(kKernelFeatures)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("kernel features: ", graph->kernel_features.size(), " kernel features, not ",
+                     kKernelFeatures));
+  }
+  std::fill(graph->kernel_features.begin() + kConfigBase, graph->kernel_features.end(), 0.0f);
+  for (const auto& [name, value] : config) {
+    const int slot = ConfigSlot(name);
+    if (slot < 0) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "kernel features: configuration parameter '", name,
+          "' has no kernel-feature slot (add it to costmodels/features/kernel_features.cc)"));
+    }
+    const ParamSlot& p = kParams[slot - kConfigBase];
+    graph->kernel_features[static_cast<size_t>(slot)] =
+        1.0f + (p.size ? Log2p(static_cast<double>(value)) : static_cast<float>(value));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<Configuration> ParseConfiguration(std::string_view text) {
+  Configuration config;
+  if (text.empty()) return config;
+  for (absl::string_view part : absl::StrSplit(absl::string_view(text.data(), text.size()), ',')) {
+    const size_t eq = part.find('=');
+    int64_t value = 0;
+    if (eq == absl::string_view::npos || eq == 0 ||
+        !absl::SimpleAtoi(part.substr(eq + 1), &value)) {
+      return absl::InvalidArgumentError(absl::StrCat("configuration '", std::string(text),
+                                                     "': expected name=integer, got '",
+                                                     std::string(part), "'"));
+    }
+    config.emplace_back(std::string(part.substr(0, eq)), value);
+  }
+  return config;
+}
+
 absl::StatusOr<KernelGraph> BuildKernelGraph(const OpGraph& graph, const ir::Module& module,
                                              const std::vector<int32_t>& nodes,
                                              const Configuration& config) {
@@ -167,17 +207,7 @@ absl::StatusOr<KernelGraph> BuildKernelGraph(const OpGraph& graph, const ir::Mod
   }
   g.kernel_features.assign(kKernelFeatures, 0.0f);
   FillKernelFeatures(*view, g.kernel_features.data());
-  for (const auto& [name, value] : config) {
-    const int slot = ConfigSlot(name);
-    if (slot < 0) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "kernel features: configuration parameter '", name,
-          "' has no kernel-feature slot (add it to costmodels/features/kernel_features.cc)"));
-    }
-    const ParamSlot& p = kParams[slot - kConfigBase];
-    g.kernel_features[static_cast<size_t>(slot)] =
-        1.0f + (p.size ? Log2p(static_cast<double>(value)) : static_cast<float>(value));
-  }
+  if (absl::Status s = SetConfiguration(config, &g); !s.ok()) return s;
   return g;
 }
 

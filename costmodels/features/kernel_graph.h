@@ -47,6 +47,13 @@ int ConfigSlot(std::string_view parameter);
 // Every parameter name that has a slot, in slot order.
 const std::vector<std::string>& ConfigParameterNames();
 
+// Writes `config` into `graph`'s configuration slots (clearing the others). InvalidArgument for a
+// parameter without a slot. The store keeps one graph per kernel with every slot at 0; a trainer
+// sets each measurement's configuration on a copy.
+absl::Status SetConfiguration(const Configuration& config, KernelGraph* graph);
+// "name=value,name=value" (the measurement log's configuration text) as pairs; "" is empty.
+absl::StatusOr<Configuration> ParseConfiguration(std::string_view text);
+
 // The kernel made of `nodes` (ids into `graph`, topological order, as a costmodels::FusionPlan
 // kernel lists them) of `module`'s entry computation, which `graph` was built from
 // (costmodels::BuildOpGraph); per-instruction detail (dims, layout, windows, reduced

@@ -236,6 +236,27 @@ TEST(KernelGraphTest, ConfigurationSlots) {
   EXPECT_NE(bad.status().message().find("bogus"), std::string_view::npos);
 }
 
+TEST(KernelGraphTest, ConfigurationTextSetsTheSlotsOfAStoredGraph) {
+  auto m = Parse(kConv);
+  const OpGraph g = BuildOpGraph(*m);
+  absl::StatusOr<KernelGraph> bare = BuildKernelGraph(g, *m, {0}, {});
+  absl::StatusOr<KernelGraph> direct = BuildKernelGraph(g, *m, {0}, {{"impl", 1}, {"nc", 512}});
+  ASSERT_TRUE(bare.ok() && direct.ok());
+  absl::StatusOr<Configuration> config = ParseConfiguration("impl=1,nc=512");
+  ASSERT_TRUE(config.ok()) << config.status();
+  ASSERT_EQ(config->size(), 2u);
+  EXPECT_EQ((*config)[1], (std::pair<std::string, int64_t>("nc", 512)));
+  KernelGraph set = *bare;
+  ASSERT_TRUE(SetConfiguration(*config, &set).ok());
+  EXPECT_EQ(set, *direct);
+  ASSERT_TRUE(SetConfiguration({}, &set).ok());  // clears the slots again
+  EXPECT_EQ(set, *bare);
+  EXPECT_TRUE(ParseConfiguration("").value().empty());
+  for (const char* bad : {"impl", "=1", "impl=x", "impl=1,", "impl=1;nc=2"}) {
+    EXPECT_EQ(ParseConfiguration(bad).status().code(), absl::StatusCode::kInvalidArgument) << bad;
+  }
+}
+
 TEST(KernelGraphTest, RejectsBadNodeLists) {
   auto m = Parse(kConv);
   const OpGraph g = BuildOpGraph(*m);
