@@ -95,6 +95,23 @@ int RunSimulate(const SimulateCommand& cmd, std::ostream& out, std::ostream& err
 // `mltune passes`: every registered pass with its one-line description.
 int RunListPasses(std::ostream& out, std::ostream& err);
 
+struct CollectCommand {
+  std::vector<std::string> inputs;  // HLO files, or folders searched recursively
+  std::string target = "cpu";
+  std::string task = "tile";
+  std::string db;              // the SQLite store (created when missing)
+  double seconds = 0;          // stop cleanly after this long (0: no limit)
+  int64_t per_kernel = 8;      // configurations per kernel, the default one included
+  uint64_t seed = 0;           // configurations drawn and inputs generated
+  bool live_progress = false;  // one progress line redrawn with '\r' (a terminal), else lines
+};
+// `mltune collect`: training data for the learned cost model. Each module's kernels (after the
+// backend's pipeline and lowering; unsupported modules are skipped with a note) are measured
+// under their default and random valid configurations; each measurement goes to the store's
+// measurement log (task tile-kernel, graph_key = the kernel key) and each kernel's graph to its
+// kernel graphs. Pairs (kernel key, configuration) already logged are skipped, so a run resumes.
+int RunCollect(const CollectCommand& cmd, std::ostream& out, std::ostream& err);
+
 struct TrainAgentCommand {
   std::string task = "pass-order";
   std::vector<std::string> graphs;  // HLO files, or folders searched recursively

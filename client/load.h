@@ -3,7 +3,9 @@
 
 #include <iosfwd>
 #include <memory>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include "ir/module.h"
 
@@ -16,5 +18,20 @@ std::unique_ptr<ir::Module> LoadVerified(const std::string& file, std::ostream& 
 // `err` and returns false.
 bool WriteModule(const ir::Module& module, const std::string& path, std::ostream& out,
                  std::ostream& err);
+
+// An HLO file to read: its path, and how to name it to the user.
+struct InputFile {
+  std::string path;
+  std::string display;  // relative to the folder it was found in, or the path as given
+  bool operator<(const InputFile& o) const { return path < o.path; }
+  bool operator==(const InputFile& o) const { return path == o.path; }
+};
+
+// Files named on the command line are taken as they are; folders are searched recursively for
+// HLO files (.hlo, .txt, and those gzipped). Sorted and deduplicated, so a run does not depend on
+// directory order. nullopt after writing "error: ..." to `err` for a path that does not exist or
+// a folder that cannot be read.
+std::optional<std::vector<InputFile>> CollectHloFiles(const std::vector<std::string>& inputs,
+                                                      std::ostream& err);
 
 }  // namespace mltune::client

@@ -119,6 +119,25 @@ int main(int argc, char** argv) {
   simulate_cmd->add_option("--specs-dir", simulate.specs_dir,
                            "More target specs (*.json), as mltuned's --specs-dir");
 
+  CollectCommand collect;
+  auto* collect_cmd = app.add_subcommand(
+      "collect",
+      "Measure random valid configurations of every kernel into the store: the learned cost "
+      "model's training data (resumable, time-bounded)");
+  collect_cmd->add_option("inputs", collect.inputs, "HLO files, or folders searched recursively")
+      ->required();
+  collect_cmd->add_option("--target", collect.target, "cpu (tpu-sim: not yet)")->default_val("cpu");
+  collect_cmd->add_option("--task", collect.task, "tile")->default_val("tile");
+  collect_cmd->add_option("--db", collect.db, "SQLite store (created when missing)")->required();
+  collect_cmd->add_option("--seconds", collect.seconds, "Stop after this long (0: no limit)")
+      ->default_val(0);
+  collect_cmd
+      ->add_option("--per-kernel", collect.per_kernel,
+                   "Configurations per kernel, the default one included")
+      ->default_val(8);
+  collect_cmd->add_option("--seed", collect.seed, "Seed of the configurations and inputs")
+      ->default_val(0);
+
 #ifdef MLTUNE_WITH_RL
   TrainAgentCommand train;
   auto* train_cmd = app.add_subcommand(
@@ -253,6 +272,10 @@ int main(int argc, char** argv) {
   if (*search_cmd) return RunSearch(search, std::cout, std::cerr);
   if (*simulate_cmd) return RunSimulate(simulate, std::cout, std::cerr);
   if (*run_cmd) return RunRun(run, std::cout, std::cerr);
+  if (*collect_cmd) {
+    collect.live_progress = isatty(STDERR_FILENO);
+    return RunCollect(collect, std::cout, std::cerr);
+  }
 #ifdef MLTUNE_WITH_RL
   if (*train_cmd) {
     train.live_progress = isatty(STDERR_FILENO);

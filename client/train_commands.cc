@@ -14,6 +14,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "client/cli_commands.h"
+#include "client/load.h"
 #include "client/training_plot.h"
 #include "ir/ir.h"
 #include "nlohmann/json.hpp"
@@ -29,13 +30,6 @@ namespace fs = std::filesystem;
 namespace rl = opt::rl;
 using Clock = std::chrono::steady_clock;
 
-struct InputFile {
-  std::string path;
-  std::string display;  // relative to the folder it was found in, or the path as given
-  bool operator<(const InputFile& o) const { return path < o.path; }
-  bool operator==(const InputFile& o) const { return path == o.path; }
-};
-
 struct Graph {
   std::string file;  // InputFile::display
   std::string name;  // the module's name
@@ -43,50 +37,6 @@ struct Graph {
   int64_t ops = 0;
   std::shared_ptr<const ir::Module> module;
 };
-
-bool EndsWith(const std::string& s, std::string_view suffix) {
-  return s.size() >= suffix.size() &&
-         s.compare(s.size() - suffix.size(), suffix.size(), suffix.data(), suffix.size()) == 0;
-}
-
-// The names of the corpus's HLO text files (the parser reads .gz transparently).
-bool IsHloFileName(const std::string& name) {
-  for (std::string_view ext : {".hlo", ".txt", ".hlo.gz", ".txt.gz"}) {
-    if (EndsWith(name, ext)) return true;
-  }
-  return false;
-}
-
-// Files named on the command line are taken as they are; folders are searched recursively for
-// HLO files. Sorted and deduplicated, so the run does not depend on directory order.
-std::optional<std::vector<InputFile>> CollectFiles(const std::vector<std::string>& inputs,
-                                                   std::ostream& err) {
-  std::vector<InputFile> files;
-  for (const std::string& input : inputs) {
-    std::error_code ec;
-    if (fs::is_directory(input, ec)) {
-      for (auto it = fs::recursive_directory_iterator(
-               input, fs::directory_options::skip_permission_denied, ec);
-           !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
-        if (it->is_regular_file(ec) && IsHloFileName(it->path().filename().string())) {
-          files.push_back({it->path().string(), it->path().lexically_relative(input).string()});
-        }
-      }
-      if (ec) {
-        err << "error: cannot read folder " << input << ": " << ec.message() << "\n";
-        return std::nullopt;
-      }
-    } else if (fs::is_regular_file(input, ec)) {
-      files.push_back({input, input});
-    } else {
-      err << "error: " << input << ": no such file or folder\n";
-      return std::nullopt;
-    }
-  }
-  std::sort(files.begin(), files.end());
-  files.erase(std::unique(files.begin(), files.end()), files.end());
-  return files;
-}
 
 // Parses and verifies every file; skips (with a note) those that fail, are smaller than
 // `min_ops`, or repeat a graph already loaded: a duplicate could otherwise land on both sides of
@@ -304,7 +254,7 @@ int RunTrainAgent(const TrainAgentCommand& cmd, std::ostream& out, std::ostream&
   const std::string model_name = absl::StrCat("pass-order/rl-", algo_name);
 
   // ---- Graphs and the split.
-  std::optional<std::vector<InputFile>> files = CollectFiles(cmd.graphs, err);
+  std::optional<std::vector<InputFile>> files = CollectHloFiles(cmd.graphs, err);
   if (!files) return 1;
   if (files->empty()) {
     err << "error: no HLO files (*.hlo, *.txt, optionally .gz) found in "

@@ -6,10 +6,10 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_join.h"
 #include "backends/cpu/cpu_backend.h"
 #include "nlohmann/json.hpp"
 #include "optimizers/fusion/cpu_fusion_problem.h"
+#include "optimizers/tiling/cpu_kernel_graph.h"
 #include "optimizers/tiling/cpu_tile_problem.h"
 
 namespace mltune::daemon {
@@ -44,14 +44,6 @@ absl::StatusOr<std::unique_ptr<ir::Module>> PrepareModule(const ir::Module& modu
   return optimized;
 }
 
-std::string ConfigText(const cpu::Kernel& kernel, const cpu::KernelConfig& config) {
-  std::vector<std::string> parts;
-  for (size_t p = 0; p < kernel.params.size() && p < config.size(); ++p) {
-    parts.push_back(absl::StrCat(kernel.params[p].name, "=", config[p]));
-  }
-  return absl::StrJoin(parts, ",");
-}
-
 // Times the whole module under `configs` and `plan`; +inf (with the error) when it fails.
 absl::StatusOr<double> ModuleSeconds(const ir::Module& module,
                                      const std::vector<cpu::KernelConfig>& configs,
@@ -72,20 +64,40 @@ absl::StatusOr<TaskOutcome> SearchCpuTiles(const TaskRequest& request,
   if (!lowered.ok()) return absl::FailedPreconditionError(lowered.status().message());
   const cpu::CompilerOptions compiler;
   const cpu::MeasureOptions measure = KernelMeasureOptions();
+  // Kernel-level rows are the learned cost model's training data: each kernel's structural key
+  // (costmodels/features) and graph, stored once, then (key, parameters, measured seconds) rows.
+  std::vector<std::string> kernel_keys(lowered->kernels.size());
+  auto kernel_key = [&](int32_t k) -> const std::string& {
+    std::string& key = kernel_keys[static_cast<size_t>(k)];
+    if (!key.empty()) return key;
+    absl::StatusOr<opt::tiling::CpuKernelFeatures> features =
+        opt::tiling::CpuKernelFeaturesOf(*lowered, k);
+    if (!features.ok()) return key;  // no key: the kernel is measured but not logged
+    key = features->key;
+    if (request.record_kernel_graph) {
+      storage::KernelGraphRecord g;
+      g.kernel_key = key;
+      g.graph = costmodels::features::SerializeKernelGraph(features->graph);
+      g.target = "cpu";
+      g.module = request.module->name();
+      g.module_fingerprint = request.fingerprint;
+      g.kernel = lowered->kernels[static_cast<size_t>(k)].name;
+      request.record_kernel_graph(std::move(g));
+    }
+    return key;
+  };
   opt::tiling::CpuTileProblem problem(
       *lowered, [&](int32_t k, const cpu::KernelConfig& config) -> absl::StatusOr<double> {
-        std::string key;
         absl::StatusOr<cpu::Timing> t =
-            cpu::MeasureKernel(*lowered, k, config, compiler, measure, options.seed, &key);
+            cpu::MeasureKernel(*lowered, k, config, compiler, measure, options.seed);
         if (!t.ok()) return t.status();
-        // Kernel-level rows: the learned cost model's training data (kernel source key,
-        // its parameters, measured seconds).
-        if (request.record_measurement) {
+        if (request.record_measurement && !kernel_key(k).empty()) {
           storage::MeasurementRecord m;
-          m.graph_key = key;
+          m.graph_key = kernel_key(k);
           m.task = "tile-kernel";
           m.target = "cpu";
-          m.configuration = ConfigText(lowered->kernels[static_cast<size_t>(k)], config);
+          m.configuration =
+              opt::tiling::CpuConfigText(lowered->kernels[static_cast<size_t>(k)], config);
           m.value = t->median_s;
           m.worker = request.worker;
           request.record_measurement(std::move(m));
@@ -108,7 +120,7 @@ absl::StatusOr<TaskOutcome> SearchCpuTiles(const TaskRequest& request,
     kernels.push_back({{"kernel", k.name},
                        {"kind", cpu::KernelKindName(k.kind)},
                        {"ops", k.members.size()},
-                       {"config", ConfigText(k, tuned[i])},
+                       {"config", opt::tiling::CpuConfigText(k, tuned[i])},
                        {"default_seconds", problem.KernelSeconds(k.id, defaults[i])},
                        {"tuned_seconds", problem.KernelSeconds(k.id, tuned[i])}});
   }

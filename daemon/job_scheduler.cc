@@ -378,6 +378,11 @@ std::optional<storage::JobState> JobScheduler::RunTask(int worker,
     batch.push_back(std::move(m));
     if (batch.size() >= kMeasurementBatch) flush();
   };
+  // One row per distinct kernel, written at once (insert-or-ignore): graphs are few.
+  request.record_kernel_graph = [&](storage::KernelGraphRecord g) {
+    if (!log_status.ok()) return;
+    log_status = store_.PutKernelGraph(g).status();
+  };
 
   const double task_share = 1.0 / static_cast<double>(spec.tasks.size());
   Clock::time_point last_touch = Clock::now();

@@ -39,6 +39,9 @@ struct TaskRequest {
   // Receives every distinct candidate scored, for the measurement log (the cost models' training
   // data). The daemon batches the writes; may be empty.
   std::function<void(storage::MeasurementRecord)> record_measurement;
+  // Stores a measured kernel's graph once per kernel key (the learned cost model's input for the
+  // tile-kernel rows whose graph_key is that key); may be empty.
+  std::function<void(storage::KernelGraphRecord)> record_kernel_graph;
 };
 
 // A task logs at most this many distinct candidates per run: the de-duplication set and the log

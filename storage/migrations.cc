@@ -94,6 +94,19 @@ CREATE TABLE models (
     {2, "results.original_score", R"sql(
 ALTER TABLE results ADD COLUMN original_score REAL;
 )sql"},
+    // Each measured kernel's graph (the learned cost model's input), once per kernel key; the
+    // measurement log refers to it by graph_key.
+    {3, "kernel_graphs", R"sql(
+CREATE TABLE kernel_graphs (
+  kernel_key TEXT PRIMARY KEY CHECK (length(kernel_key) > 0),
+  graph BLOB NOT NULL CHECK (length(graph) > 0),
+  target TEXT NOT NULL CHECK (length(target) > 0),
+  module TEXT NOT NULL,
+  module_fingerprint TEXT NOT NULL,
+  kernel TEXT NOT NULL,
+  created_ms INTEGER NOT NULL
+) STRICT;
+)sql"},
 };
 
 absl::StatusOr<int> UserVersion(Database& db) {

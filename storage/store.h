@@ -104,6 +104,19 @@ struct MeasurementFilter {
   int64_t limit = 0;  // 0 = no limit (QueryMeasurements only)
 };
 
+// A kernel's graph for the learned cost model (costmodels/features: the serialized KernelGraph),
+// stored once per kernel key; measurements refer to it by their graph_key. The kernel's origin
+// is kept for inspection only (the same kernel may come from many modules; the first is kept).
+struct KernelGraphRecord {
+  std::string kernel_key;  // non-empty
+  std::string graph;       // the serialized graph; non-empty, binary-safe
+  std::string target;      // whose kernel this is, e.g. "cpu"; non-empty
+  std::string module;      // the module it came from (name)
+  std::string module_fingerprint;
+  std::string kernel;     // the kernel's name in that module
+  int64_t created_ms = 0;  // set by the store
+};
+
 // Legal transitions: queued -> running | cancelled; running -> running (progress) | done |
 // failed | cancelled | queued (resume). done, failed and cancelled are final.
 enum class JobState { kQueued, kRunning, kDone, kFailed, kCancelled };
@@ -154,7 +167,7 @@ struct ModelRecord {
 class Store {
  public:
   // The schema version this code writes (PRAGMA user_version).
-  static constexpr int kSchemaVersion = 2;
+  static constexpr int kSchemaVersion = 3;
 
   // Opens or creates the store at `path` (its parent folders are created), or an in-memory store
   // for ":memory:" (one connection: reads wait for writes there).
@@ -190,6 +203,13 @@ class Store {
   absl::Status AppendMeasurements(std::span<const MeasurementRecord> records);
   absl::StatusOr<std::vector<MeasurementRecord>> QueryMeasurements(const MeasurementFilter& filter);
   absl::StatusOr<int64_t> CountMeasurements(const MeasurementFilter& filter = {});
+
+  // --- Kernel graphs (the learned cost model's inputs).
+  // Insert-or-ignore: returns true when stored, false when the key was already there (the
+  // stored graph stays).
+  absl::StatusOr<bool> PutKernelGraph(const KernelGraphRecord& record);
+  absl::StatusOr<std::optional<KernelGraphRecord>> GetKernelGraph(const std::string& kernel_key);
+  absl::StatusOr<int64_t> CountKernelGraphs();
 
   // --- Jobs.
   // `job.state` must be queued; returns the id (job.id, or a generated one when empty).

@@ -2,12 +2,14 @@
 // mcm-sim, placement on cluster-sim and pass-order scored in simulated seconds, each submitted by
 // target (a worker name resolving to its default spec), searched, cached and listed.
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
 #include "client/rpc_client.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
+#include "storage/store.h"
 #include "tests/daemon/daemon_test_util.h"
 
 namespace mltune::daemon {
@@ -166,6 +168,28 @@ TEST_F(SimTasksTest, TileAndFusionOnCpuMeasureGeneratedKernels) {
   ASSERT_FALSE(kernels.empty());
   EXPECT_TRUE(kernels[0].contains("config"));
   EXPECT_TRUE(nlohmann::json::parse(tile.artifacts.at("module_timing")).contains("tuned_seconds"));
+  // Every kernel measurement is cost-model training data: logged under its kernel key, whose
+  // graph the store holds (docs/cost_models.md).
+  {
+    absl::StatusOr<std::unique_ptr<storage::Store>> store =
+        storage::Store::Open(daemon_->store_path());
+    ASSERT_TRUE(store.ok()) << store.status();
+    storage::MeasurementFilter filter;
+    filter.task = "tile-kernel";
+    filter.target = "cpu";
+    absl::StatusOr<std::vector<storage::MeasurementRecord>> rows =
+        (*store)->QueryMeasurements(filter);
+    ASSERT_TRUE(rows.ok()) << rows.status();
+    ASSERT_FALSE(rows->empty());
+    std::set<std::string> keys;
+    for (const storage::MeasurementRecord& m : *rows) keys.insert(m.graph_key);
+    EXPECT_EQ((*store)->CountKernelGraphs().value(), static_cast<int64_t>(keys.size()));
+    for (const std::string& key : keys) {
+      absl::StatusOr<std::optional<storage::KernelGraphRecord>> g = (*store)->GetKernelGraph(key);
+      ASSERT_TRUE(g.ok() && g->has_value()) << key;
+      EXPECT_EQ((*g)->target, "cpu");
+    }
+  }
   const client::TaskResult fusion = Run("cpu", {"fusion"}, 4);
   EXPECT_EQ(fusion.task, "fusion");
   EXPECT_GT(fusion.original_score, 0);  // no fusion, measured

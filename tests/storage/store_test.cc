@@ -123,7 +123,7 @@ TEST_F(StoreTest, OpenCreatesFoldersAndAWalDatabaseAtTheCurrentSchema) {
   EXPECT_EQ(RawQuery(path,
                      "SELECT group_concat(name, ',') FROM (SELECT name FROM sqlite_schema "
                      "WHERE type = 'table' ORDER BY name)"),
-            "jobs,measurements,models,results,results_artifacts");
+            "jobs,kernel_graphs,measurements,models,results,results_artifacts");
 }
 
 TEST_F(StoreTest, ReopeningIsANoOpAndKeepsTheData) {
@@ -196,6 +196,8 @@ TEST_F(StoreTest, AVersion1StoreMigratesKeepingItsResults) {
   better.original_score = 140;
   ASSERT_TRUE(store->PutResult(better).ok());
   EXPECT_EQ(MustLookup(*store, Key()).original_score, std::optional<double>(140));
+  // Later migrations ran too: the kernel graph table is there and empty.
+  EXPECT_EQ(store->CountKernelGraphs().value(), 0);
 }
 
 TEST_F(StoreTest, AGarbageFileIsAClearErrorAndStaysUntouched) {
@@ -550,6 +552,77 @@ TEST_F(StoreTest, ModelCheckpointsAreVersionedAndWrittenOnce) {
   EXPECT_EQ(store->PutModel("", 1, "x", "{}").code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(store->PutModel("m", -1, "x", "{}").code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(store->LatestModel("graphsage").value()->data, weights);
+}
+
+// --- Kernel graphs.
+
+KernelGraphRecord Graph(const std::string& key, const std::string& bytes) {
+  KernelGraphRecord r;
+  r.kernel_key = key;
+  r.graph = bytes;
+  r.target = "cpu";
+  r.module = "softmax";
+  r.module_fingerprint = "fp1";
+  r.kernel = "fusion.1";
+  return r;
+}
+
+TEST_F(StoreTest, KernelGraphsAreStoredOncePerKeyAndReadBack) {
+  std::unique_ptr<Store> store = MustOpen(StorePath());
+  ASSERT_NE(store, nullptr);
+  const std::string bytes("MKG1\0\x01\xff binary", 14);
+  absl::StatusOr<bool> first = store->PutKernelGraph(Graph("k1", bytes));
+  ASSERT_TRUE(first.ok()) << first.status();
+  EXPECT_TRUE(*first);
+  // Insert-or-ignore: a second put of the key keeps the first graph.
+  KernelGraphRecord other = Graph("k1", "other");
+  other.module = "elsewhere";
+  EXPECT_FALSE(store->PutKernelGraph(other).value());
+  EXPECT_TRUE(store->PutKernelGraph(Graph("k2", "x")).value());
+  EXPECT_EQ(store->CountKernelGraphs().value(), 2);
+  absl::StatusOr<std::optional<KernelGraphRecord>> got = store->GetKernelGraph("k1");
+  ASSERT_TRUE(got.ok() && got->has_value());
+  EXPECT_EQ((*got)->graph, bytes);
+  EXPECT_EQ((*got)->module, "softmax");
+  EXPECT_EQ((*got)->module_fingerprint, "fp1");
+  EXPECT_EQ((*got)->kernel, "fusion.1");
+  EXPECT_EQ((*got)->target, "cpu");
+  EXPECT_GT((*got)->created_ms, 0);
+  EXPECT_FALSE(store->GetKernelGraph("missing").value().has_value());
+  // The measurement log refers to graphs by graph_key; samples for a task and target come back
+  // with their kernel keys.
+  MeasurementRecord m;
+  m.graph_key = "k1";
+  m.task = "tile-kernel";
+  m.target = "cpu";
+  m.configuration = "lanes=32,cache=1,parallel=0";
+  m.value = 1e-5;
+  ASSERT_TRUE(store->AppendMeasurements({&m, 1}).ok());
+  MeasurementFilter filter;
+  filter.task = "tile-kernel";
+  filter.target = "cpu";
+  absl::StatusOr<std::vector<MeasurementRecord>> samples = store->QueryMeasurements(filter);
+  ASSERT_TRUE(samples.ok());
+  ASSERT_EQ(samples->size(), 1u);
+  EXPECT_TRUE(store->GetKernelGraph((*samples)[0].graph_key).value().has_value());
+  // Kept across reopening.
+  store.reset();
+  store = MustOpen(StorePath());
+  EXPECT_EQ(store->GetKernelGraph("k1").value()->graph, bytes);
+}
+
+TEST_F(StoreTest, BadKernelGraphsAreRejected) {
+  std::unique_ptr<Store> store = MustOpen(StorePath());
+  ASSERT_NE(store, nullptr);
+  EXPECT_EQ(store->PutKernelGraph(Graph("", "x")).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(store->PutKernelGraph(Graph("k", "")).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  KernelGraphRecord no_target = Graph("k", "x");
+  no_target.target = "";
+  EXPECT_EQ(store->PutKernelGraph(no_target).status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(store->GetKernelGraph("").status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(store->CountKernelGraphs().value(), 0);
 }
 
 }  // namespace

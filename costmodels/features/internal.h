@@ -1,0 +1,41 @@
+// Helpers shared by the costmodels/features/*.cc files. Internal to costmodels/features/.
+#pragma once
+
+#include <cstdint>
+#include <unordered_map>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "costmodels/analytical/op_graph.h"
+#include "ir/module.h"
+
+namespace mltune::costmodels::features {
+
+// A kernel's nodes with what every feature needs: their instructions and how each node sits in
+// the kernel.
+struct KernelView {
+  const OpGraph* graph = nullptr;
+  std::vector<int32_t> nodes;                  // graph ids, in the caller's order
+  std::unordered_map<int32_t, int32_t> local;  // graph id -> position in `nodes`
+  std::vector<const ir::Instruction*> instrs;  // per node; nullptr when the module lacks it
+  std::vector<uint8_t> is_output;    // its value leaves the kernel (or is a module result)
+  std::vector<uint8_t> reads_input;  // reads another kernel's value or a parameter/constant array
+
+  const OpNode& node(int32_t i) const { return graph->nodes[static_cast<size_t>(nodes[i])]; }
+  int32_t size() const { return static_cast<int32_t>(nodes.size()); }
+};
+
+// InvalidArgument for an empty node list, an id outside the graph or a repeated id.
+absl::StatusOr<KernelView> MakeKernelView(const OpGraph& graph, const ir::Module& module,
+                                          const std::vector<int32_t>& nodes);
+
+// log2(1 + max(x, 0)): sizes and counts span many orders of magnitude.
+float Log2p(double x);
+
+// The first array of a shape (the shape itself unless it is a tuple); nullptr for none.
+const ir::Shape* FirstArray(const ir::Shape& shape);
+
+// Writes node `i`'s kNodeFeatures values to `out` (node_features.cc documents each).
+void FillNodeFeatures(const KernelView& view, int32_t i, float* out);
+
+}  // namespace mltune::costmodels::features

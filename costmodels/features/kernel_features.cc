@@ -1,0 +1,214 @@
+// BuildKernelGraph: nodes, data edges and the kernel-level features.
+//
+// Kernel features (sizes as log2(1 + x)):
+//   0     flops                          7     kernel inputs (values and weights read), log
+//   1     transcendentals                8     kernel outputs, log
+//   2     bytes read from outside        9     has a matmul (dot or convolution)
+//   3     bytes written that leave it    10-13 that matmul's m, n, k, batch, log
+//   4     arithmetic intensity: flops per byte moved (2 + 3), log
+//   5     ops
+//   6     iteration space: the largest result's elements
+//   14-29 the configuration, one slot per parameter name (ConfigParameterNames order):
+//         CPU backend block, unroll, simd, parallel, order, lanes, cache, impl, micro, mc, kc,
+//         nc (backends/cpu/lowering.cc); tpu-sim tile_m, tile_n, tile_k, double_buffer
+//         (optimizers/tiling). A slot holds 1 + the value (sizes: 1 + log2(1 + value)) and 0
+//         when the kernel has no such parameter, so a parameter at 0 differs from an absent one.
+#include <algorithm>
+#include <cmath>
+#include <iterator>
+#include <unordered_set>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "costmodels/features/internal.h"
+#include "costmodels/features/kernel_graph.h"
+
+namespace mltune::costmodels::features {
+namespace {
+
+constexpr int kConfigBase = 14;
+
+struct ParamSlot {
+  const char* name;
+  bool size;  // a size or count: log-scaled
+};
+constexpr ParamSlot kParams[] = {
+    {"block", true},  {"unroll", true}, {"simd", false},  {"parallel", false},
+    {"order", false}, {"lanes", true},  {"cache", false}, {"impl", false},
+    {"micro", false}, {"mc", true},     {"kc", true},     {"nc", true},
+    {"tile_m", true}, {"tile_n", true}, {"tile_k", true}, {"double_buffer", false},
+};
+static_assert(kConfigBase + static_cast<int>(std::size(kParams)) == kKernelFeatures,
+              "kKernelFeatures = static figures + one slot per configuration parameter");
+
+void FillKernelFeatures(const KernelView& view, float* out) {
+  double flops = 0, transcendentals = 0, in_bytes = 0, out_bytes = 0, space = 0;
+  int32_t inputs = 0, outputs = 0;
+  std::unordered_set<int32_t> producers, weights;
+  const OpNode* matmul = nullptr;
+  for (int32_t i = 0; i < view.size(); ++i) {
+    const OpNode& n = view.node(i);
+    flops += n.cost.flops;
+    transcendentals += n.cost.transcendentals;
+    space = std::max(space, static_cast<double>(n.rows) * static_cast<double>(n.cols));
+    for (const OpInput& in : n.inputs) {
+      if (view.local.count(in.node) == 0 && producers.insert(in.node).second) {
+        in_bytes += in.bytes;
+        ++inputs;
+      }
+    }
+    for (const OpWeight& w : n.weights) {
+      if (weights.insert(w.id).second) {
+        in_bytes += w.bytes;
+        ++inputs;
+      }
+    }
+    if (view.is_output[static_cast<size_t>(i)]) {
+      out_bytes += n.output_bytes;
+      ++outputs;
+    }
+    if (n.matmul && matmul == nullptr) matmul = &n;
+  }
+  out[0] = Log2p(flops);
+  out[1] = Log2p(transcendentals);
+  out[2] = Log2p(in_bytes);
+  out[3] = Log2p(out_bytes);
+  out[4] = Log2p(in_bytes + out_bytes > 0 ? flops / (in_bytes + out_bytes) : 0);
+  out[5] = Log2p(view.size());
+  out[6] = Log2p(space);
+  out[7] = Log2p(inputs);
+  out[8] = Log2p(outputs);
+  if (matmul != nullptr) {
+    out[9] = 1;
+    out[10] = Log2p(static_cast<double>(matmul->mm.m));
+    out[11] = Log2p(static_cast<double>(matmul->mm.n));
+    out[12] = Log2p(static_cast<double>(matmul->mm.k));
+    out[13] = Log2p(static_cast<double>(matmul->mm.batch));
+  }
+}
+
+}  // namespace
+
+float Log2p(double x) { return static_cast<float>(std::log2(1.0 + std::max(x, 0.0))); }
+
+const ir::Shape* FirstArray(const ir::Shape& shape) {
+  if (!shape.IsTuple()) return shape.IsArray() ? &shape : nullptr;
+  for (const ir::Shape& s : shape.tuple_shapes()) {
+    if (const ir::Shape* a = FirstArray(s); a != nullptr) return a;
+  }
+  return nullptr;
+}
+
+int ConfigSlot(std::string_view parameter) {
+  for (size_t i = 0; i < std::size(kParams); ++i) {
+    if (parameter == kParams[i].name) return kConfigBase + static_cast<int>(i);
+  }
+  return -1;
+}
+
+const std::vector<std::string>& ConfigParameterNames() {
+  static const auto* names = [] {
+    auto* v = new std::vector<std::string>();
+    for (const ParamSlot& p : kParams) v->push_back(p.name);
+    return v;
+  }();
+  return *names;
+}
+
+absl::StatusOr<KernelView> MakeKernelView(const OpGraph& graph, const ir::Module& module,
+                                          const std::vector<int32_t>& nodes) {
+  if (nodes.empty()) return absl::InvalidArgumentError("kernel features: the kernel has no ops");
+  KernelView view;
+  view.graph = &graph;
+  view.nodes = nodes;
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    if (nodes[i] < 0 || nodes[i] >= graph.size()) {
+      return absl::InvalidArgumentError(absl::StrCat("kernel features: node id ", nodes[i],
+                                                     " is outside the op graph (", graph.size(),
+                                                     " nodes)"));
+    }
+    if (!view.local.emplace(nodes[i], static_cast<int32_t>(i)).second) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("kernel features: node id ", nodes[i], " is listed twice"));
+    }
+  }
+  const ir::Computation* entry = module.entry();
+  for (int32_t i = 0; i < view.size(); ++i) {
+    const OpNode& n = view.node(i);
+    view.instrs.push_back(entry != nullptr ? entry->FindInstruction(n.name) : nullptr);
+    bool leaves = n.is_output;
+    for (int32_t u : n.users) leaves = leaves || view.local.count(u) == 0;
+    bool reads = false;
+    for (const OpInput& in : n.inputs) reads = reads || view.local.count(in.node) == 0;
+    // A weight of more than one element is an array read from memory; scalars are inlined.
+    for (const OpWeight& w : n.weights) reads = reads || w.bytes > 8;
+    view.is_output.push_back(leaves ? 1 : 0);
+    view.reads_input.push_back(reads ? 1 : 0);
+  }
+  return view;
+}
+
+absl::Status SetConfiguration(const Configuration& config, KernelGraph* graph) {
+  if (graph->kernel_features.size() != static_cast<size_t>(kKernelFeatures)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("kernel features: ", graph->kernel_features.size(), " kernel features, not ",
+                     kKernelFeatures));
+  }
+  std::fill(graph->kernel_features.begin() + kConfigBase, graph->kernel_features.end(), 0.0f);
+  for (const auto& [name, value] : config) {
+    const int slot = ConfigSlot(name);
+    if (slot < 0) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "kernel features: configuration parameter '", name,
+          "' has no kernel-feature slot (add it to costmodels/features/kernel_features.cc)"));
+    }
+    const ParamSlot& p = kParams[slot - kConfigBase];
+    graph->kernel_features[static_cast<size_t>(slot)] =
+        1.0f + (p.size ? Log2p(static_cast<double>(value)) : static_cast<float>(value));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<Configuration> ParseConfiguration(std::string_view text) {
+  Configuration config;
+  if (text.empty()) return config;
+  for (absl::string_view part : absl::StrSplit(absl::string_view(text.data(), text.size()), ',')) {
+    const size_t eq = part.find('=');
+    int64_t value = 0;
+    if (eq == absl::string_view::npos || eq == 0 ||
+        !absl::SimpleAtoi(part.substr(eq + 1), &value)) {
+      return absl::InvalidArgumentError(absl::StrCat("configuration '", std::string(text),
+                                                     "': expected name=integer, got '",
+                                                     std::string(part), "'"));
+    }
+    config.emplace_back(std::string(part.substr(0, eq)), value);
+  }
+  return config;
+}
+
+absl::StatusOr<KernelGraph> BuildKernelGraph(const OpGraph& graph, const ir::Module& module,
+                                             const std::vector<int32_t>& nodes,
+                                             const Configuration& config) {
+  absl::StatusOr<KernelView> view = MakeKernelView(graph, module, nodes);
+  if (!view.ok()) return view.status();
+  KernelGraph g;
+  g.node_features.resize(static_cast<size_t>(view->size()) * kNodeFeatures);
+  for (int32_t i = 0; i < view->size(); ++i) {
+    const OpNode& n = view->node(i);
+    g.opcodes.push_back(OpcodeId(n.opcode));
+    FillNodeFeatures(*view, i, &g.node_features[static_cast<size_t>(i) * kNodeFeatures]);
+    for (const OpInput& in : n.inputs) {
+      auto it = view->local.find(in.node);
+      if (it == view->local.end()) continue;
+      g.edge_src.push_back(it->second);
+      g.edge_dst.push_back(i);
+    }
+  }
+  g.kernel_features.assign(kKernelFeatures, 0.0f);
+  FillKernelFeatures(*view, g.kernel_features.data());
+  if (absl::Status s = SetConfiguration(config, &g); !s.ok()) return s;
+  return g;
+}
+
+}  // namespace mltune::costmodels::features

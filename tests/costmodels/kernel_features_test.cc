@@ -1,0 +1,354 @@
+// The learned cost model's input (costmodels/features): opcode ids, node and kernel features,
+// edges and configuration slots of hand-written kernels (softmax, a dot with bias, a strided
+// convolution), the structural kernel key, and the binary form with malformed input.
+#include <cmath>
+#include <memory>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "costmodels/analytical/kernels.h"
+#include "costmodels/analytical/op_graph.h"
+#include "costmodels/features/kernel_graph.h"
+#include "gtest/gtest.h"
+#include "ir/hlo_parser.h"
+#include "ir/opcode.h"
+
+namespace mltune::costmodels::features {
+namespace {
+
+std::unique_ptr<ir::Module> Parse(const std::string& text) {
+  absl::StatusOr<std::unique_ptr<ir::Module>> m = ir::ParseHloText(text);
+  EXPECT_TRUE(m.ok()) << m.status();
+  return m.ok() ? *std::move(m) : nullptr;
+}
+
+int32_t Find(const OpGraph& g, const std::string& name) {
+  for (int32_t i = 0; i < g.size(); ++i) {
+    if (g.nodes[static_cast<size_t>(i)].name == name) return i;
+  }
+  ADD_FAILURE() << "no node " << name;
+  return -1;
+}
+
+std::vector<int32_t> AllNodes(const OpGraph& g) {
+  std::vector<int32_t> nodes;
+  for (int32_t i = 0; i < g.size(); ++i) nodes.push_back(i);
+  return nodes;
+}
+
+float NodeFeature(const KernelGraph& k, int32_t node, int feature) {
+  return k.node_features[static_cast<size_t>(node) * kNodeFeatures + feature];
+}
+
+float L(double x) { return static_cast<float>(std::log2(1 + x)); }
+
+// Row-wise softmax; `cols` and the names vary to test the kernel key.
+std::string Softmax(int cols, const std::string& prefix = "") {
+  const std::string c = std::to_string(cols);
+  return R"(HloModule softmax
+max_f {
+  u = f32[] parameter(0)
+  v = f32[] parameter(1)
+  ROOT m = f32[] maximum(u, v)
+}
+add_f {
+  p = f32[] parameter(0)
+  q = f32[] parameter(1)
+  ROOT r = f32[] add(p, q)
+}
+ENTRY e {
+  x = f32[8,)" +
+         c + R"(] parameter(0)
+  ninf = f32[] constant(-inf)
+  )" + prefix +
+         R"(mx = f32[8] reduce(x, ninf), dimensions={1}, to_apply=max_f
+  )" + prefix +
+         R"(mb = f32[8,)" + c + R"(] broadcast()" + prefix + R"(mx), dimensions={0}
+  )" + prefix +
+         R"(s = f32[8,)" + c + R"(] subtract(x, )" + prefix + R"(mb)
+  )" + prefix +
+         R"(ex = f32[8,)" + c + R"(] exponential()" + prefix + R"(s)
+  z = f32[] constant(0)
+  )" + prefix +
+         R"(sm = f32[8] reduce()" + prefix + R"(ex, z), dimensions={1}, to_apply=add_f
+  )" + prefix +
+         R"(sb = f32[8,)" + c + R"(] broadcast()" + prefix + R"(sm), dimensions={0}
+  ROOT )" +
+         prefix + R"(d = f32[8,)" + c + R"(] divide()" + prefix + R"(ex, )" + prefix + R"(sb)
+})";
+}
+
+constexpr char kDotBias[] = R"(HloModule dense
+ENTRY e {
+  x = f32[64,128] parameter(0)
+  w = f32[128,256] parameter(1)
+  b = f32[256] parameter(2)
+  d = f32[64,256] dot(x, w), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+  bb = f32[64,256] broadcast(b), dimensions={1}
+  ROOT a = f32[64,256] add(d, bb)
+})";
+
+constexpr char kConv[] = R"(HloModule conv
+ENTRY e {
+  x = f32[1,16,16,4] parameter(0)
+  w = f32[3,3,4,16] parameter(1)
+  ROOT c = f32[1,8,8,16] convolution(x, w), window={size=3x3 stride=2x2 pad=1_1x1_1}, dim_labels=b01f_01io->b01f
+})";
+
+TEST(OpcodeVocabularyTest, EveryIrOpcodeHasAStableDistinctId) {
+  std::set<int32_t> ids;
+  for (int op = 0; op < ir::OpcodeCount(); ++op) {
+    const std::string name(ir::OpcodeName(static_cast<ir::Opcode>(op)));
+    const int32_t id = OpcodeId(name);
+    EXPECT_GT(id, 0) << name << " is missing from costmodels/features/opcode_vocabulary.cc";
+    EXPECT_LT(id, OpcodeVocabularySize()) << name;
+    EXPECT_TRUE(ids.insert(id).second) << name;
+  }
+  EXPECT_EQ(OpcodeId("no-such-op"), 0);
+  EXPECT_EQ(OpcodeId(""), 0);
+  // Trained models depend on these: the list is append-only.
+  EXPECT_EQ(OpcodeId("abs"), 1);
+  EXPECT_EQ(OpcodeId("add"), 2);
+  EXPECT_EQ(OpcodeId("xor"), 121);
+}
+
+TEST(KernelGraphTest, SoftmaxAsOneKernel) {
+  auto m = Parse(Softmax(128));
+  const OpGraph g = BuildOpGraph(*m);
+  ASSERT_EQ(g.size(), 7);  // two reduces, two broadcasts, subtract, exp, divide
+  absl::StatusOr<KernelGraph> k = BuildKernelGraph(g, *m, AllNodes(g), {});
+  ASSERT_TRUE(k.ok()) << k.status();
+  ASSERT_EQ(k->size(), 7);
+  EXPECT_EQ(k->node_features.size(), 7u * kNodeFeatures);
+  EXPECT_EQ(k->kernel_features.size(), static_cast<size_t>(kKernelFeatures));
+  const int32_t mx = Find(g, "mx"), mb = Find(g, "mb"), ex = Find(g, "ex"), d = Find(g, "d");
+  EXPECT_EQ(k->opcodes[static_cast<size_t>(mx)], OpcodeId("reduce"));
+  EXPECT_EQ(k->opcodes[static_cast<size_t>(ex)], OpcodeId("exponential"));
+  EXPECT_EQ(k->opcodes[static_cast<size_t>(d)], OpcodeId("divide"));
+  // Data edges: mx->mb->s->ex, ex->sm->sb, ex->d, sb->d.
+  ASSERT_EQ(k->edge_src.size(), 7u);
+  ASSERT_EQ(k->edge_dst.size(), 7u);
+  std::set<std::pair<int32_t, int32_t>> edges;
+  for (size_t e = 0; e < k->edge_src.size(); ++e) edges.insert({k->edge_src[e], k->edge_dst[e]});
+  EXPECT_TRUE(edges.count({mx, mb}));
+  EXPECT_TRUE(edges.count({ex, d}));
+  EXPECT_TRUE(edges.count({Find(g, "sb"), d}));
+  EXPECT_FALSE(edges.count({d, ex}));
+  // The max reduce: f32[8] from f32[8,128] over the minor dim, reading the parameter.
+  EXPECT_FLOAT_EQ(NodeFeature(*k, mx, 5), L(8));  // minor-most dim slot
+  EXPECT_FLOAT_EQ(NodeFeature(*k, mx, 4), 0);     // rank 1: no second dim
+  EXPECT_FLOAT_EQ(NodeFeature(*k, mx, 6), 1);     // rank
+  EXPECT_FLOAT_EQ(NodeFeature(*k, mx, 7), 4);     // f32
+  EXPECT_FLOAT_EQ(NodeFeature(*k, mx, 8), 1);     // floating point
+  EXPECT_FLOAT_EQ(NodeFeature(*k, mx, 22), L(128));
+  EXPECT_FLOAT_EQ(NodeFeature(*k, mx, 23), 1);
+  EXPECT_FLOAT_EQ(NodeFeature(*k, mx, 26), 1);  // reads x from outside
+  EXPECT_FLOAT_EQ(NodeFeature(*k, mx, 25), 0);  // used inside only
+  // exp: 1024 transcendentals; the broadcast repeats along the minor dim.
+  EXPECT_FLOAT_EQ(NodeFeature(*k, ex, 11), L(1024));
+  EXPECT_FLOAT_EQ(NodeFeature(*k, ex, 4), L(8));
+  EXPECT_FLOAT_EQ(NodeFeature(*k, ex, 5), L(128));
+  EXPECT_FLOAT_EQ(NodeFeature(*k, ex, 28), L(2));  // sm and d use it
+  EXPECT_FLOAT_EQ(NodeFeature(*k, mb, 29), 1);
+  EXPECT_FLOAT_EQ(NodeFeature(*k, d, 25), 1);  // the module's result
+  EXPECT_FLOAT_EQ(NodeFeature(*k, d, 30), 1);  // elementwise
+  // Kernel: 7 ops over an 8x128 space, reads x (4 KiB), writes d (4 KiB), no matmul.
+  EXPECT_FLOAT_EQ(k->kernel_features[5], L(7));
+  EXPECT_FLOAT_EQ(k->kernel_features[6], L(1024));
+  EXPECT_FLOAT_EQ(k->kernel_features[3], L(4096));
+  EXPECT_FLOAT_EQ(k->kernel_features[8], L(1));
+  EXPECT_FLOAT_EQ(k->kernel_features[9], 0);
+}
+
+TEST(KernelGraphTest, DotWithBiasFromTheFusionPlan) {
+  auto m = Parse(kDotBias);
+  const OpGraph g = BuildOpGraph(*m);
+  const FusionPlan plan = PlanFusion(g);
+  const int32_t d = Find(g, "d");
+  const std::vector<int32_t>& nodes = plan.kernels[static_cast<size_t>(plan.kernel_of[d])];
+  ASSERT_EQ(nodes.size(), 3u);  // the bias broadcast and add fuse into the dot's epilogue
+  absl::StatusOr<KernelGraph> k = BuildKernelGraph(g, *m, nodes, {});
+  ASSERT_TRUE(k.ok()) << k.status();
+  EXPECT_EQ(k->edge_src.size(), 2u);  // d -> a, bb -> a
+  int32_t dot = -1;
+  for (int32_t i = 0; i < k->size(); ++i) {
+    if (k->opcodes[static_cast<size_t>(i)] == OpcodeId("dot")) dot = i;
+  }
+  ASSERT_GE(dot, 0);
+  EXPECT_FLOAT_EQ(NodeFeature(*k, dot, 14), L(64));
+  EXPECT_FLOAT_EQ(NodeFeature(*k, dot, 15), L(256));
+  EXPECT_FLOAT_EQ(NodeFeature(*k, dot, 16), L(128));
+  EXPECT_FLOAT_EQ(NodeFeature(*k, dot, 10), L(2.0 * 64 * 256 * 128));
+  EXPECT_FLOAT_EQ(k->kernel_features[9], 1);
+  EXPECT_FLOAT_EQ(k->kernel_features[10], L(64));
+  EXPECT_FLOAT_EQ(k->kernel_features[12], L(128));
+  EXPECT_FLOAT_EQ(k->kernel_features[7], L(3));  // x, w, b
+  // Inputs x, w and b: (64*128 + 128*256 + 256) floats.
+  EXPECT_FLOAT_EQ(k->kernel_features[2], L(4.0 * (64 * 128 + 128 * 256 + 256)));
+}
+
+TEST(KernelGraphTest, ConvolutionWindow) {
+  auto m = Parse(kConv);
+  const OpGraph g = BuildOpGraph(*m);
+  ASSERT_EQ(g.size(), 1);
+  absl::StatusOr<KernelGraph> k = BuildKernelGraph(g, *m, {0}, {});
+  ASSERT_TRUE(k.ok()) << k.status();
+  EXPECT_EQ(k->opcodes[0], OpcodeId("convolution"));
+  EXPECT_TRUE(k->edge_src.empty());
+  EXPECT_FLOAT_EQ(NodeFeature(*k, 0, 6), 4);      // rank
+  EXPECT_FLOAT_EQ(NodeFeature(*k, 0, 2), L(1));   // batch, right-aligned: 4 dims in slots 2-5
+  EXPECT_FLOAT_EQ(NodeFeature(*k, 0, 5), L(16));  // output features, minor-most
+  EXPECT_FLOAT_EQ(NodeFeature(*k, 0, 18), L(9));  // 3x3 window
+  EXPECT_FLOAT_EQ(NodeFeature(*k, 0, 19), 2);     // stride
+  EXPECT_FLOAT_EQ(NodeFeature(*k, 0, 20), L(4));  // padding 1+1 per spatial dim
+  EXPECT_FLOAT_EQ(NodeFeature(*k, 0, 21), 1);     // no dilation
+  EXPECT_FLOAT_EQ(NodeFeature(*k, 0, 25), 1);
+  EXPECT_FLOAT_EQ(NodeFeature(*k, 0, 26), 1);
+  EXPECT_FLOAT_EQ(NodeFeature(*k, 0, 31), 0);  // one feature group
+}
+
+TEST(KernelGraphTest, ConfigurationSlots) {
+  auto m = Parse(kConv);
+  const OpGraph g = BuildOpGraph(*m);
+  absl::StatusOr<KernelGraph> k =
+      BuildKernelGraph(g, *m, {0}, {{"impl", 0}, {"mc", 96}, {"parallel", 1}});
+  ASSERT_TRUE(k.ok()) << k.status();
+  EXPECT_FLOAT_EQ(k->kernel_features[static_cast<size_t>(ConfigSlot("impl"))], 1);  // 1 + 0
+  EXPECT_FLOAT_EQ(k->kernel_features[static_cast<size_t>(ConfigSlot("mc"))], 1 + L(96));
+  EXPECT_FLOAT_EQ(k->kernel_features[static_cast<size_t>(ConfigSlot("parallel"))], 2);
+  EXPECT_FLOAT_EQ(k->kernel_features[static_cast<size_t>(ConfigSlot("block"))], 0);  // absent
+  // Every slot is distinct and inside the kernel features; the static figures come first.
+  std::set<int> slots;
+  for (const std::string& name : ConfigParameterNames()) {
+    const int slot = ConfigSlot(name);
+    EXPECT_GE(slot, 14) << name;
+    EXPECT_LT(slot, kKernelFeatures) << name;
+    EXPECT_TRUE(slots.insert(slot).second) << name;
+  }
+  for (const char* cpu : {"block", "unroll", "simd", "parallel", "order", "lanes", "cache", "impl",
+                          "micro", "mc", "kc", "nc"}) {
+    EXPECT_GE(ConfigSlot(cpu), 0) << cpu;
+  }
+  EXPECT_EQ(ConfigSlot("bogus"), -1);
+  absl::StatusOr<KernelGraph> bad = BuildKernelGraph(g, *m, {0}, {{"bogus", 1}});
+  EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(bad.status().message().find("bogus"), std::string_view::npos);
+}
+
+TEST(KernelGraphTest, ConfigurationTextSetsTheSlotsOfAStoredGraph) {
+  auto m = Parse(kConv);
+  const OpGraph g = BuildOpGraph(*m);
+  absl::StatusOr<KernelGraph> bare = BuildKernelGraph(g, *m, {0}, {});
+  absl::StatusOr<KernelGraph> direct = BuildKernelGraph(g, *m, {0}, {{"impl", 1}, {"nc", 512}});
+  ASSERT_TRUE(bare.ok() && direct.ok());
+  absl::StatusOr<Configuration> config = ParseConfiguration("impl=1,nc=512");
+  ASSERT_TRUE(config.ok()) << config.status();
+  ASSERT_EQ(config->size(), 2u);
+  EXPECT_EQ((*config)[1], (std::pair<std::string, int64_t>("nc", 512)));
+  KernelGraph set = *bare;
+  ASSERT_TRUE(SetConfiguration(*config, &set).ok());
+  EXPECT_EQ(set, *direct);
+  ASSERT_TRUE(SetConfiguration({}, &set).ok());  // clears the slots again
+  EXPECT_EQ(set, *bare);
+  EXPECT_TRUE(ParseConfiguration("").value().empty());
+  for (const char* bad : {"impl", "=1", "impl=x", "impl=1,", "impl=1;nc=2"}) {
+    EXPECT_EQ(ParseConfiguration(bad).status().code(), absl::StatusCode::kInvalidArgument) << bad;
+  }
+}
+
+TEST(KernelGraphTest, RejectsBadNodeLists) {
+  auto m = Parse(kConv);
+  const OpGraph g = BuildOpGraph(*m);
+  EXPECT_EQ(BuildKernelGraph(g, *m, {}, {}).status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(BuildKernelGraph(g, *m, {1}, {}).status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(KernelKey(g, *m, {0, 0}).status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+TEST(KernelKeyTest, SameKernelSameKeyAcrossModulesAndNames) {
+  auto a = Parse(Softmax(128));
+  auto b = Parse(Softmax(128, "renamed_"));
+  auto c = Parse(Softmax(256));
+  const OpGraph ga = BuildOpGraph(*a), gb = BuildOpGraph(*b), gc = BuildOpGraph(*c);
+  absl::StatusOr<std::string> ka = KernelKey(ga, *a, AllNodes(ga));
+  absl::StatusOr<std::string> kb = KernelKey(gb, *b, AllNodes(gb));
+  absl::StatusOr<std::string> kc = KernelKey(gc, *c, AllNodes(gc));
+  ASSERT_TRUE(ka.ok() && kb.ok() && kc.ok());
+  EXPECT_EQ(ka->size(), 64u);  // SHA-256 hex
+  EXPECT_EQ(*ka, *kb);
+  EXPECT_NE(*ka, *kc);  // a shape differs
+  // A sub-kernel is another kernel.
+  absl::StatusOr<std::string> part = KernelKey(ga, *a, {0, 1, 2});
+  ASSERT_TRUE(part.ok());
+  EXPECT_NE(*part, *ka);
+}
+
+TEST(KernelKeyTest, TheSameKernelInsideALargerModule) {
+  auto alone = Parse(kConv);
+  auto bigger = Parse(R"(HloModule bigger
+ENTRY e {
+  p = f32[1,16,16,4] parameter(0)
+  x = f32[1,16,16,4] negate(p)
+  w = f32[3,3,4,16] parameter(1)
+  c = f32[1,8,8,16] convolution(x, w), window={size=3x3 stride=2x2 pad=1_1x1_1}, dim_labels=b01f_01io->b01f
+  ROOT t = f32[1,8,8,16] tanh(c)
+})");
+  const OpGraph g1 = BuildOpGraph(*alone), g2 = BuildOpGraph(*bigger);
+  absl::StatusOr<std::string> k1 = KernelKey(g1, *alone, {0});
+  absl::StatusOr<std::string> k2 = KernelKey(g2, *bigger, {Find(g2, "c")});
+  ASSERT_TRUE(k1.ok() && k2.ok());
+  EXPECT_EQ(*k1, *k2);  // its input comes from another kernel there, from a parameter here
+  // Another reducer is another kernel, though opcodes and shapes match.
+  std::string text = Softmax(128);
+  text.replace(text.find("maximum(u, v)"), 13, "minimum(u, v)");
+  auto other = Parse(text);
+  auto base = Parse(Softmax(128));
+  const OpGraph go = BuildOpGraph(*other), gb = BuildOpGraph(*base);
+  EXPECT_NE(*KernelKey(go, *other, AllNodes(go)), *KernelKey(gb, *base, AllNodes(gb)));
+}
+
+TEST(SerializationTest, RoundTrips) {
+  auto m = Parse(Softmax(128));
+  const OpGraph g = BuildOpGraph(*m);
+  absl::StatusOr<KernelGraph> k = BuildKernelGraph(g, *m, AllNodes(g), {{"lanes", 32}});
+  ASSERT_TRUE(k.ok());
+  const std::string bytes = SerializeKernelGraph(*k);
+  absl::StatusOr<KernelGraph> back = ParseKernelGraph(bytes);
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(*back, *k);
+  EXPECT_EQ(SerializeKernelGraph(*back), bytes);
+}
+
+TEST(SerializationTest, RejectsMalformedBytes) {
+  auto m = Parse(kDotBias);
+  const OpGraph g = BuildOpGraph(*m);
+  absl::StatusOr<KernelGraph> k = BuildKernelGraph(g, *m, AllNodes(g), {});
+  ASSERT_TRUE(k.ok());
+  const std::string good = SerializeKernelGraph(*k);
+  for (const std::string& bad :
+       {std::string(), std::string("garbage"), good.substr(0, good.size() - 1), good + "x",
+        std::string("MKG1") + std::string(20, '\xff')}) {
+    absl::StatusOr<KernelGraph> r = ParseKernelGraph(bad);
+    EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument) << bad.size();
+  }
+  auto corrupt = [&](size_t offset, uint32_t value) {
+    std::string b = good;
+    for (int i = 0; i < 4; ++i) b[offset + i] = static_cast<char>((value >> (8 * i)) & 0xff);
+    return ParseKernelGraph(b).status();
+  };
+  const size_t header = 24;
+  EXPECT_FALSE(corrupt(header, 5000).ok());  // opcode id outside the vocabulary
+  const size_t edges = header + 4 * (g.size() + g.size() * kNodeFeatures);
+  EXPECT_FALSE(corrupt(edges, 99).ok());                          // edge endpoint outside the graph
+  EXPECT_FALSE(corrupt(header + 4 * g.size(), 0x7fc00000).ok());  // NaN feature
+  EXPECT_FALSE(corrupt(8, kNodeFeatures + 1).ok());               // another feature width
+  // Any single corrupted byte is parsed or rejected, never a crash.
+  for (size_t i = 0; i < good.size(); ++i) {
+    std::string b = good;
+    b[i] = static_cast<char>(b[i] ^ 0x5a);
+    (void)ParseKernelGraph(b);
+  }
+}
+
+}  // namespace
+}  // namespace mltune::costmodels::features
