@@ -134,4 +134,22 @@ struct TrainAgentCommand {
 // and stores the checkpoint as the next version of `pass-order/rl-<algo>`.
 int RunTrainAgent(const TrainAgentCommand& cmd, std::ostream& out, std::ostream& err);
 
+struct TrainCostModelCommand {
+  std::string task = "tile";
+  std::string target = "cpu";
+  std::string db;             // the store holding the measurements; the model is stored there
+  std::string loss = "both";  // costmodels::learned::ParseLoss
+  int epochs = 60;
+  int hidden = 64;
+  int layers = 3;
+  double holdout = 0.25;  // fraction of kernels (random split) or programs held out
+  uint64_t seed = 0;
+  bool no_store = false;
+};
+// `mltune train-cost-model`: trains the learned cost model on the store's tile-kernel
+// measurements and kernel graphs, prints the paper's metrics on a random split of kernels and on
+// held-out programs (against picking the compiler's default configuration), then trains on all
+// of them and stores the checkpoint as the next version of `cost-model/<task>-<target>`.
+int RunTrainCostModel(const TrainCostModelCommand& cmd, std::ostream& out, std::ostream& err);
+
 }  // namespace mltune::client

@@ -138,6 +138,29 @@ int main(int argc, char** argv) {
   collect_cmd->add_option("--seed", collect.seed, "Seed of the configurations and inputs")
       ->default_val(0);
 
+#ifdef MLTUNE_WITH_LEARNED
+  TrainCostModelCommand train_cost;
+  auto* train_cost_cmd = app.add_subcommand(
+      "train-cost-model",
+      "Train the learned cost model on the store's kernel measurements (mltune collect), print "
+      "its metrics on held-out kernels and programs, store the checkpoint");
+  train_cost_cmd->add_option("--task", train_cost.task, "tile")->default_val("tile");
+  train_cost_cmd->add_option("--target", train_cost.target, "Whose measurements: cpu")
+      ->default_val("cpu");
+  train_cost_cmd->add_option("--db", train_cost.db, "SQLite store")->required();
+  train_cost_cmd->add_option("--loss", train_cost.loss, "mse-log, rank-hinge, rank-logistic, both")
+      ->default_val("both");
+  train_cost_cmd->add_option("--epochs", train_cost.epochs, "Training epochs")->default_val(60);
+  train_cost_cmd->add_option("--hidden", train_cost.hidden, "Hidden width")->default_val(64);
+  train_cost_cmd->add_option("--layers", train_cost.layers, "GraphSAGE layers")->default_val(3);
+  train_cost_cmd
+      ->add_option("--holdout", train_cost.holdout,
+                   "Fraction of kernels (random split) or programs held out, in (0, 1)")
+      ->default_val(0.25);
+  train_cost_cmd->add_option("--seed", train_cost.seed, "Seed")->default_val(0);
+  train_cost_cmd->add_flag("--no-store", train_cost.no_store, "Do not store the checkpoint");
+#endif
+
 #ifdef MLTUNE_WITH_RL
   TrainAgentCommand train;
   auto* train_cmd = app.add_subcommand(
@@ -276,6 +299,9 @@ int main(int argc, char** argv) {
     collect.live_progress = isatty(STDERR_FILENO);
     return RunCollect(collect, std::cout, std::cerr);
   }
+#ifdef MLTUNE_WITH_LEARNED
+  if (*train_cost_cmd) return RunTrainCostModel(train_cost, std::cout, std::cerr);
+#endif
 #ifdef MLTUNE_WITH_RL
   if (*train_cmd) {
     train.live_progress = isatty(STDERR_FILENO);

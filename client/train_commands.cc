@@ -470,25 +470,13 @@ int RunTrainAgent(const TrainAgentCommand& cmd, std::ostream& out, std::ostream&
                           {"per_graph", per_graph}};
     meta["mltune_version"] = "0.1.0";
     const std::string checkpoint = (*agent)->Save();
-    // Another trainer may store the same name between our read and write: (name, version) is
-    // written once, so retry with the next version.
-    absl::Status put;
-    int64_t version = 0;
-    for (int attempt = 0; attempt < 5; ++attempt) {
-      absl::StatusOr<std::optional<storage::ModelRecord>> latest = store->LatestModel(model_name);
-      if (!latest.ok()) {
-        put = latest.status();
-        break;
-      }
-      version = latest->has_value() ? (*latest)->version + 1 : 1;
-      put = store->PutModel(model_name, version, checkpoint, meta.dump());
-      if (!absl::IsAlreadyExists(put)) break;
-    }
-    if (!put.ok()) {
-      err << "error: cannot store the checkpoint in " << cmd.store << ": " << put.message() << "\n";
+    absl::StatusOr<int64_t> version = store->PutModelNextVersion(model_name, checkpoint, meta.dump());
+    if (!version.ok()) {
+      err << "error: cannot store the checkpoint in " << cmd.store << ": "
+          << version.status().message() << "\n";
       return 1;
     }
-    out << absl::StrFormat("stored %s version %d (%d bytes) in %s\n", model_name, version,
+    out << absl::StrFormat("stored %s version %d (%d bytes) in %s\n", model_name, *version,
                            checkpoint.size(), cmd.store);
   }
 

@@ -43,6 +43,20 @@ absl::Status Store::PutModel(const std::string& name, int64_t version, std::stri
   });
 }
 
+absl::StatusOr<int64_t> Store::PutModelNextVersion(const std::string& name, std::string_view data,
+                                                   const std::string& metadata_json) {
+  absl::Status put;
+  for (int attempt = 0; attempt < 5; ++attempt) {
+    absl::StatusOr<std::optional<ModelRecord>> latest = LatestModel(name);
+    if (!latest.ok()) return latest.status();
+    const int64_t version = latest->has_value() ? (*latest)->version + 1 : 1;
+    put = PutModel(name, version, data, metadata_json);
+    if (put.ok()) return version;
+    if (!absl::IsAlreadyExists(put)) return put;
+  }
+  return put;
+}
+
 absl::StatusOr<std::optional<ModelRecord>> Store::LatestModel(const std::string& name) {
   if (name.empty()) return absl::InvalidArgumentError("LatestModel: model name is empty");
   std::optional<ModelRecord> model;

@@ -235,6 +235,10 @@ class Store {
   // `metadata_json` must be valid JSON ("" is stored as "{}").
   absl::Status PutModel(const std::string& name, int64_t version, std::string_view data,
                         const std::string& metadata_json);
+  // Stores `data` as the version after `name`'s highest (1 for a new name) and returns it;
+  // a concurrent writer taking that version makes it retry with the next.
+  absl::StatusOr<int64_t> PutModelNextVersion(const std::string& name, std::string_view data,
+                                              const std::string& metadata_json);
   // The highest version of `name`, or nullopt.
   absl::StatusOr<std::optional<ModelRecord>> LatestModel(const std::string& name);
   // Every checkpoint without its bytes (size_bytes set), by name then version.

@@ -1,0 +1,321 @@
+// `mltune train-cost-model`: trains the learned cost model (costmodels/learned) on the store's
+// kernel measurements (`mltune collect`, the daemon's cpu tile task), evaluates it on a random
+// held-out split of kernels and on held-out programs, and stores the checkpoint.
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <memory>
+#include <numeric>
+#include <ostream>
+#include <random>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "client/cli_commands.h"
+#include "costmodels/features/kernel_graph.h"
+#include "costmodels/learned/learned_model.h"
+#include "nlohmann/json.hpp"
+#include "storage/store.h"
+
+namespace mltune::client {
+namespace {
+
+namespace features = costmodels::features;
+namespace learned = costmodels::learned;
+using json = nlohmann::json;
+
+// One measured configuration of one kernel.
+struct Row {
+  int32_t kernel = 0;  // index into Data::kernels
+  features::KernelGraph graph;
+  double seconds = 0;
+  bool is_default = false;  // the compiler's default configuration
+};
+
+struct Data {
+  std::vector<std::string> kernels;   // kernel keys
+  std::vector<std::string> programs;  // per kernel: the module it came from
+  std::vector<Row> rows;
+  int64_t skipped = 0;  // rows whose configuration or graph could not be read
+};
+
+absl::StatusOr<Data> ReadData(storage::Store& store, const std::string& target,
+                              std::ostream& err) {
+  storage::MeasurementFilter filter;
+  filter.task = "tile-kernel";
+  filter.target = target;
+  absl::StatusOr<std::vector<storage::MeasurementRecord>> logged = store.QueryMeasurements(filter);
+  if (!logged.ok()) return logged.status();
+  Data data;
+  std::map<std::string, int32_t> index;
+  std::map<std::string, std::optional<features::KernelGraph>> graphs;
+  std::map<std::string, std::string> defaults;  // kernel key -> its first logged configuration
+  for (const storage::MeasurementRecord& m : *logged) {
+    if (!(m.value > 0) || !std::isfinite(m.value)) {
+      ++data.skipped;
+      continue;
+    }
+    auto g = graphs.find(m.graph_key);
+    if (g == graphs.end()) {
+      std::optional<features::KernelGraph> parsed;
+      absl::StatusOr<std::optional<storage::KernelGraphRecord>> rec =
+          store.GetKernelGraph(m.graph_key);
+      if (!rec.ok()) return rec.status();
+      if (rec->has_value()) {
+        absl::StatusOr<features::KernelGraph> kg = features::ParseKernelGraph((*rec)->graph);
+        if (kg.ok()) {
+          parsed = *std::move(kg);
+          index[m.graph_key] = static_cast<int32_t>(data.kernels.size());
+          data.kernels.push_back(m.graph_key);
+          data.programs.push_back((*rec)->module_fingerprint.empty() ? (*rec)->module
+                                                                     : (*rec)->module_fingerprint);
+        } else {
+          err << "warning: kernel " << m.graph_key.substr(0, 12)
+              << ": stored graph unreadable: " << kg.status().message() << "\n";
+        }
+      }
+      g = graphs.emplace(m.graph_key, std::move(parsed)).first;
+      defaults.emplace(m.graph_key, m.configuration);
+    }
+    if (!g->second.has_value()) {
+      ++data.skipped;
+      continue;
+    }
+    absl::StatusOr<features::Configuration> config = features::ParseConfiguration(m.configuration);
+    Row row;
+    row.graph = *g->second;
+    if (!config.ok() || !features::SetConfiguration(*config, &row.graph).ok()) {
+      ++data.skipped;
+      continue;
+    }
+    row.kernel = index.at(m.graph_key);
+    row.seconds = m.value;
+    // collect and the daemon measure the default configuration first.
+    row.is_default = m.configuration == defaults.at(m.graph_key);
+    data.rows.push_back(std::move(row));
+  }
+  return data;
+}
+
+// Held-out kernels: `holdout` of the kernels at random, or every kernel of `holdout` of the
+// programs at random.
+std::vector<bool> HeldOut(const Data& data, bool by_program, double holdout, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::vector<bool> test(data.kernels.size(), false);
+  if (by_program) {
+    std::vector<std::string> programs(data.programs.begin(), data.programs.end());
+    std::sort(programs.begin(), programs.end());
+    programs.erase(std::unique(programs.begin(), programs.end()), programs.end());
+    std::shuffle(programs.begin(), programs.end(), rng);
+    const size_t n = std::max<size_t>(1, static_cast<size_t>(std::lround(holdout * programs.size())));
+    const std::set<std::string> chosen(programs.begin(),
+                                       programs.begin() + std::min(n, programs.size()));
+    for (size_t k = 0; k < test.size(); ++k) test[k] = chosen.count(data.programs[k]) != 0;
+  } else {
+    std::vector<size_t> order(data.kernels.size());
+    std::iota(order.begin(), order.end(), 0);
+    std::shuffle(order.begin(), order.end(), rng);
+    const size_t n = std::max<size_t>(1, static_cast<size_t>(std::lround(holdout * order.size())));
+    for (size_t i = 0; i < n && i < order.size(); ++i) test[order[i]] = true;
+  }
+  return test;
+}
+
+struct SplitMetrics {
+  std::string name;
+  int64_t train_kernels = 0, test_kernels = 0, test_rows = 0;
+  learned::RankMetrics relative, absolute, default_pick;
+  double mape = 0;
+  std::string skipped;  // why the split was not evaluated
+};
+
+std::vector<learned::Sample> Samples(const Data& data, const std::vector<size_t>& rows) {
+  std::vector<learned::Sample> out;
+  for (size_t r : rows) {
+    out.push_back({&data.rows[r].graph, data.rows[r].kernel, data.rows[r].seconds});
+  }
+  return out;
+}
+
+absl::StatusOr<SplitMetrics> Evaluate(const Data& data, const std::string& name, bool by_program,
+                                      const TrainCostModelCommand& cmd,
+                                      const learned::ModelOptions& options) {
+  SplitMetrics s;
+  s.name = name;
+  std::set<std::string> programs(data.programs.begin(), data.programs.end());
+  if (by_program && programs.size() < 2) {
+    s.skipped = "needs kernels from at least 2 programs";
+    return s;
+  }
+  if (data.kernels.size() < 2) {
+    s.skipped = "needs at least 2 kernels";
+    return s;
+  }
+  const std::vector<bool> test = HeldOut(data, by_program, cmd.holdout, cmd.seed);
+  std::vector<size_t> train_rows, test_rows;
+  std::set<int32_t> train_k, test_k;
+  for (size_t r = 0; r < data.rows.size(); ++r) {
+    const int32_t k = data.rows[r].kernel;
+    (test[static_cast<size_t>(k)] ? test_rows : train_rows).push_back(r);
+    (test[static_cast<size_t>(k)] ? test_k : train_k).insert(k);
+  }
+  s.train_kernels = static_cast<int64_t>(train_k.size());
+  s.test_kernels = static_cast<int64_t>(test_k.size());
+  s.test_rows = static_cast<int64_t>(test_rows.size());
+  if (train_rows.empty() || test_rows.empty()) {
+    s.skipped = "one side of the split is empty";
+    return s;
+  }
+  absl::StatusOr<std::unique_ptr<learned::LearnedModel>> model =
+      learned::LearnedModel::Create(options);
+  if (!model.ok()) return model.status();
+  absl::StatusOr<learned::TrainReport> report = (*model)->Train(Samples(data, train_rows));
+  if (!report.ok()) return report.status();
+  std::vector<const features::KernelGraph*> graphs;
+  std::vector<int64_t> group;
+  std::vector<double> truth, default_score;
+  for (size_t r : test_rows) {
+    graphs.push_back(&data.rows[r].graph);
+    group.push_back(data.rows[r].kernel);
+    truth.push_back(data.rows[r].seconds);
+    default_score.push_back(data.rows[r].is_default ? 0.0 : 1.0);
+  }
+  s.default_pick = learned::EvaluateRanking(group, truth, default_score);
+  if ((*model)->HasHead(learned::Head::kRelative)) {
+    absl::StatusOr<std::vector<double>> rel = (*model)->Predict(graphs, learned::Head::kRelative);
+    if (!rel.ok()) return rel.status();
+    s.relative = learned::EvaluateRanking(group, truth, *rel);
+  }
+  if ((*model)->HasHead(learned::Head::kAbsolute)) {
+    absl::StatusOr<std::vector<double>> abs = (*model)->Predict(graphs, learned::Head::kAbsolute);
+    if (!abs.ok()) return abs.status();
+    s.absolute = learned::EvaluateRanking(group, truth, *abs);
+    std::vector<double> seconds;
+    for (double v : *abs) seconds.push_back(std::exp(v));
+    s.mape = learned::Mape(truth, seconds);
+  }
+  return s;
+}
+
+std::string Percent(double v) { return absl::StrFormat("%.1f%%", 100 * v); }
+
+}  // namespace
+
+int RunTrainCostModel(const TrainCostModelCommand& cmd, std::ostream& out, std::ostream& err) {
+  if (cmd.task != "tile") {
+    err << "error: --task " << cmd.task
+        << ": only tile is trained so far (its measurements come from mltune collect --task tile "
+           "and the daemon's cpu tile task)\n";
+    return 1;
+  }
+  if (!(cmd.holdout > 0 && cmd.holdout < 1)) {
+    err << "error: --holdout must be in (0, 1)\n";
+    return 1;
+  }
+  absl::StatusOr<learned::Loss> loss = learned::ParseLoss(cmd.loss);
+  if (!loss.ok()) {
+    err << "error: --loss: " << loss.status().message() << "\n";
+    return 1;
+  }
+  absl::StatusOr<std::unique_ptr<storage::Store>> store = storage::Store::Open(cmd.db);
+  if (!store.ok()) {
+    err << "error: cannot open the store " << cmd.db << ": " << store.status().message() << "\n";
+    return 1;
+  }
+  absl::StatusOr<Data> data = ReadData(**store, cmd.target, err);
+  if (!data.ok()) {
+    err << "error: reading " << cmd.db << ": " << data.status().message() << "\n";
+    return 1;
+  }
+  if (data->rows.empty()) {
+    err << "error: " << cmd.db << " holds no tile-kernel measurements for target " << cmd.target
+        << " with their kernel graphs (run mltune collect --target " << cmd.target
+        << " --task tile --db " << cmd.db << " FILES first)\n";
+    return 1;
+  }
+  out << absl::StrFormat("%d measurements of %d kernels from %d programs (%d unreadable skipped)\n",
+                         data->rows.size(), data->kernels.size(),
+                         std::set<std::string>(data->programs.begin(), data->programs.end()).size(),
+                         data->skipped);
+  learned::ModelOptions options;
+  options.vocabulary_size = features::OpcodeVocabularySize();
+  options.hidden_dim = cmd.hidden;
+  options.sage_layers = cmd.layers;
+  options.epochs = cmd.epochs;
+  options.seed = cmd.seed;
+  options.loss = *loss;
+
+  json metrics = json::array();
+  out << "\n| split | train kernels | test kernels | test configs | APE mean (relative head) | "
+         "APE median | Kendall tau | APE mean (absolute head) | MAPE | APE mean (default config) "
+         "|\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n";
+  for (const auto& [name, by_program] :
+       std::vector<std::pair<std::string, bool>>{{"random kernels", false},
+                                                 {"held-out programs", true}}) {
+    absl::StatusOr<SplitMetrics> s = Evaluate(*data, name, by_program, cmd, options);
+    if (!s.ok()) {
+      err << "error: " << name << " split: " << s.status().message() << "\n";
+      return 1;
+    }
+    if (!s->skipped.empty()) {
+      out << "| " << name << " | skipped: " << s->skipped << " |||||||||\n";
+      continue;
+    }
+    const bool rel = options.loss != learned::Loss::kMseLog;
+    const bool abs = options.loss == learned::Loss::kMseLog || options.loss == learned::Loss::kBoth;
+    out << absl::StrFormat("| %s | %d | %d | %d | %s | %s | %s | %s | %s | %s |\n", name,
+                           s->train_kernels, s->test_kernels, s->test_rows,
+                           rel ? Percent(s->relative.ape_mean) : "-",
+                           rel ? Percent(s->relative.ape_median) : "-",
+                           rel ? absl::StrFormat("%.2f", s->relative.kendall_tau) : "-",
+                           abs ? Percent(s->absolute.ape_mean) : "-",
+                           abs ? Percent(s->mape) : "-", Percent(s->default_pick.ape_mean));
+    metrics.push_back({{"split", name},
+                       {"train_kernels", s->train_kernels},
+                       {"test_kernels", s->test_kernels},
+                       {"relative_ape_mean", s->relative.ape_mean},
+                       {"relative_ape_median", s->relative.ape_median},
+                       {"kendall_tau", s->relative.kendall_tau},
+                       {"absolute_ape_mean", s->absolute.ape_mean},
+                       {"mape", s->mape},
+                       {"default_ape_mean", s->default_pick.ape_mean}});
+  }
+  out << "\nAPE: per kernel, the measured time of the configuration picked over the best measured "
+         "one, minus 1 (the paper's tile-size metric); \"default config\" picks the compiler's "
+         "defaults.\n";
+
+  if (cmd.no_store) return 0;
+  // The stored model learns from every measurement.
+  std::vector<size_t> all(data->rows.size());
+  std::iota(all.begin(), all.end(), 0);
+  absl::StatusOr<std::unique_ptr<learned::LearnedModel>> model =
+      learned::LearnedModel::Create(options);
+  if (!model.ok()) {
+    err << "error: " << model.status().message() << "\n";
+    return 1;
+  }
+  if (absl::StatusOr<learned::TrainReport> r = (*model)->Train(Samples(*data, all)); !r.ok()) {
+    err << "error: training: " << r.status().message() << "\n";
+    return 1;
+  }
+  const std::string name = absl::StrCat("cost-model/", cmd.task, "-", cmd.target);
+  json meta = {{"task", cmd.task},       {"target", cmd.target},
+               {"measurements", data->rows.size()}, {"kernels", data->kernels.size()},
+               {"loss", std::string(learned::LossName(options.loss))},
+               {"epochs", options.epochs}, {"metrics", metrics}};
+  const std::string checkpoint = (*model)->Save();
+  absl::StatusOr<int64_t> version = (*store)->PutModelNextVersion(name, checkpoint, meta.dump());
+  if (!version.ok()) {
+    err << "error: cannot store the model in " << cmd.db << ": " << version.status().message()
+        << "\n";
+    return 1;
+  }
+  out << absl::StrFormat("stored %s version %d (%d bytes) in %s\n", name, *version,
+                         checkpoint.size(), cmd.db);
+  return 0;
+}
+
+}  // namespace mltune::client
