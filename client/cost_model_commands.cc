@@ -42,8 +42,7 @@ struct Data {
   int64_t skipped = 0;  // rows whose configuration or graph could not be read
 };
 
-absl::StatusOr<Data> ReadData(storage::Store& store, const std::string& target,
-                              std::ostream& err) {
+absl::StatusOr<Data> ReadData(storage::Store& store, const std::string& target, std::ostream& err) {
   storage::MeasurementFilter filter;
   filter.task = "tile-kernel";
   filter.target = target;
@@ -110,7 +109,8 @@ std::vector<bool> HeldOut(const Data& data, bool by_program, double holdout, uin
     std::sort(programs.begin(), programs.end());
     programs.erase(std::unique(programs.begin(), programs.end()), programs.end());
     std::shuffle(programs.begin(), programs.end(), rng);
-    const size_t n = std::max<size_t>(1, static_cast<size_t>(std::lround(holdout * programs.size())));
+    const size_t n =
+        std::max<size_t>(1, static_cast<size_t>(std::lround(holdout * programs.size())));
     const std::set<std::string> chosen(programs.begin(),
                                        programs.begin() + std::min(n, programs.size()));
     for (size_t k = 0; k < test.size(); ++k) test[k] = chosen.count(data.programs[k]) != 0;
@@ -252,9 +252,8 @@ int RunTrainCostModel(const TrainCostModelCommand& cmd, std::ostream& out, std::
   out << "\n| split | train kernels | test kernels | test configs | APE mean (relative head) | "
          "APE median | Kendall tau | APE mean (absolute head) | MAPE | APE mean (default config) "
          "|\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n";
-  for (const auto& [name, by_program] :
-       std::vector<std::pair<std::string, bool>>{{"random kernels", false},
-                                                 {"held-out programs", true}}) {
+  for (const auto& [name, by_program] : std::vector<std::pair<std::string, bool>>{
+           {"random kernels", false}, {"held-out programs", true}}) {
     absl::StatusOr<SplitMetrics> s = Evaluate(*data, name, by_program, cmd, options);
     if (!s.ok()) {
       err << "error: " << name << " split: " << s.status().message() << "\n";
@@ -271,8 +270,8 @@ int RunTrainCostModel(const TrainCostModelCommand& cmd, std::ostream& out, std::
                            rel ? Percent(s->relative.ape_mean) : "-",
                            rel ? Percent(s->relative.ape_median) : "-",
                            rel ? absl::StrFormat("%.2f", s->relative.kendall_tau) : "-",
-                           abs ? Percent(s->absolute.ape_mean) : "-",
-                           abs ? Percent(s->mape) : "-", Percent(s->default_pick.ape_mean));
+                           abs ? Percent(s->absolute.ape_mean) : "-", abs ? Percent(s->mape) : "-",
+                           Percent(s->default_pick.ape_mean));
     metrics.push_back({{"split", name},
                        {"train_kernels", s->train_kernels},
                        {"test_kernels", s->test_kernels},
@@ -302,10 +301,13 @@ int RunTrainCostModel(const TrainCostModelCommand& cmd, std::ostream& out, std::
     return 1;
   }
   const std::string name = absl::StrCat("cost-model/", cmd.task, "-", cmd.target);
-  json meta = {{"task", cmd.task},       {"target", cmd.target},
-               {"measurements", data->rows.size()}, {"kernels", data->kernels.size()},
+  json meta = {{"task", cmd.task},
+               {"target", cmd.target},
+               {"measurements", data->rows.size()},
+               {"kernels", data->kernels.size()},
                {"loss", std::string(learned::LossName(options.loss))},
-               {"epochs", options.epochs}, {"metrics", metrics}};
+               {"epochs", options.epochs},
+               {"metrics", metrics}};
   const std::string checkpoint = (*model)->Save();
   absl::StatusOr<int64_t> version = (*store)->PutModelNextVersion(name, checkpoint, meta.dump());
   if (!version.ok()) {

@@ -470,7 +470,8 @@ int RunTrainAgent(const TrainAgentCommand& cmd, std::ostream& out, std::ostream&
                           {"per_graph", per_graph}};
     meta["mltune_version"] = "0.1.0";
     const std::string checkpoint = (*agent)->Save();
-    absl::StatusOr<int64_t> version = store->PutModelNextVersion(model_name, checkpoint, meta.dump());
+    absl::StatusOr<int64_t> version =
+        store->PutModelNextVersion(model_name, checkpoint, meta.dump());
     if (!version.ok()) {
       err << "error: cannot store the checkpoint in " << cmd.store << ": "
           << version.status().message() << "\n";

@@ -113,7 +113,7 @@ struct KernelGraphRecord {
   std::string target;      // whose kernel this is, e.g. "cpu"; non-empty
   std::string module;      // the module it came from (name)
   std::string module_fingerprint;
-  std::string kernel;     // the kernel's name in that module
+  std::string kernel;      // the kernel's name in that module
   int64_t created_ms = 0;  // set by the store
 };
 

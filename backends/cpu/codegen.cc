@@ -928,9 +928,10 @@ absl::Status KernelEmitter::EmitReduceWindowRows(const std::vector<ir::WindowDim
         IntVar(absl::StrCat(wv, "*", w.window_dilation, " - ", w.padding_low));
     std::string lo = "0", hi = absl::StrCat(od[last]);
     if (w.padding_low != 0 || w.padding_high != 0) {
-      // j*stride + offset in [0, xd): j from ceil(-offset / stride) to ceil((xd - offset) / stride).
-      lo = IntVar(absl::StrCat(offset, " >= 0 ? 0 : (-", offset, " + ", w.stride - 1, ") / ",
-                               w.stride));
+      // j*stride + offset in [0, xd): j from ceil(-offset / stride) to ceil((xd - offset) /
+      // stride).
+      lo = IntVar(
+          absl::StrCat(offset, " >= 0 ? 0 : (-", offset, " + ", w.stride - 1, ") / ", w.stride));
       hi = IntVar(absl::StrCat("std::min<int64_t>(", od[last], ", ", xd[last], " - ", offset,
                                " <= 0 ? 0 : (", xd[last], " - ", offset, " + ", w.stride - 1,
                                ") / ", w.stride, ")"));
@@ -1117,8 +1118,8 @@ absl::Status KernelEmitter::EmitRow() {
       for (const Instruction* o : outs) {
         const bool pred = o->shape().element_type() == PrimitiveType::kPred;
         const std::string v = Value(o, idx);
-        Line(absl::StrCat(OutPtr(o), "[", Linear(o->shape().dimensions(), idx), "] = ",
-                          pred ? "(uint8_t)" : "", v, ";"));
+        Line(absl::StrCat(OutPtr(o), "[", Linear(o->shape().dimensions(), idx),
+                          "] = ", pred ? "(uint8_t)" : "", v, ";"));
       }
       PopScope();
       Close();

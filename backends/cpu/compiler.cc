@@ -54,9 +54,14 @@ std::vector<std::string> Flags() {
   // -fno-math-errno lets sqrt and friends inline and vectorize, -fno-trapping-math does the same
   // for floor/ceil/round (neither changes a result: errno and FP exception flags are never read);
   // -fopenmp for the parallel pragmas; gnu++20 keeps FMA contraction on.
-  std::vector<std::string> flags = {"-std=gnu++20",       "-O3",      "-march=native",
-                                    "-fno-math-errno",    "-fno-trapping-math",
-                                    "-fopenmp",           "-fPIC",    "-shared",
+  std::vector<std::string> flags = {"-std=gnu++20",
+                                    "-O3",
+                                    "-march=native",
+                                    "-fno-math-errno",
+                                    "-fno-trapping-math",
+                                    "-fopenmp",
+                                    "-fPIC",
+                                    "-shared",
                                     "-w"};
   return flags;
 }

@@ -15,7 +15,8 @@ absl::StatusOr<std::unique_ptr<ir::Module>> RunCpuPipeline(const ir::Module& mod
     }
     return r;
   }();
-  std::unique_ptr<passes::Pipeline> pipeline = passes::MakeDefaultPipeline("cpu", nullptr, *registry);
+  std::unique_ptr<passes::Pipeline> pipeline =
+      passes::MakeDefaultPipeline("cpu", nullptr, *registry);
   std::unique_ptr<ir::Module> copy = module.Clone();
   if (absl::StatusOr<bool> changed = pipeline->Run(*copy); !changed.ok()) {
     return absl::InternalError(

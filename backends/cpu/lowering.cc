@@ -305,13 +305,15 @@ std::vector<int32_t> TopologicalGroups(
         auto it = kernel_of.find(BaseValue(o));
         if (it == kernel_of.end()) continue;
         const int32_t from = group[static_cast<size_t>(it->second)], to = group[k];
-        if (from != to && succ[static_cast<size_t>(from)].insert(to).second) ++indegree[static_cast<size_t>(to)];
+        if (from != to && succ[static_cast<size_t>(from)].insert(to).second)
+          ++indegree[static_cast<size_t>(to)];
       }
     }
   }
   std::vector<int32_t> ready;
   for (size_t k = 0; k < n; ++k) {
-    if (group[k] == static_cast<int32_t>(k) && indegree[k] == 0) ready.push_back(static_cast<int32_t>(k));
+    if (group[k] == static_cast<int32_t>(k) && indegree[k] == 0)
+      ready.push_back(static_cast<int32_t>(k));
   }
   std::vector<int32_t> new_id(n, -1);
   int32_t next = 0;

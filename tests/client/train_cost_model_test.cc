@@ -77,8 +77,7 @@ TEST_F(TrainCostModelTest, EvaluatesBothSplitsAndStoresVersions) {
   EXPECT_NE(first.out.find("| random kernels | 2 | 1 |"), std::string::npos) << first.out;
   EXPECT_NE(first.out.find("| held-out programs |"), std::string::npos) << first.out;
   EXPECT_EQ(first.out.find("| skipped"), std::string::npos) << first.out;
-  EXPECT_NE(first.out.find("stored cost-model/tile-cpu version 1"), std::string::npos)
-      << first.out;
+  EXPECT_NE(first.out.find("stored cost-model/tile-cpu version 1"), std::string::npos) << first.out;
   Result second = Cli(train);
   ASSERT_EQ(second.exit_code, 0) << second.err;
   EXPECT_NE(second.out.find("stored cost-model/tile-cpu version 2"), std::string::npos)
