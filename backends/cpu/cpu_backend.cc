@@ -71,13 +71,11 @@ absl::StatusOr<Timing> MeasureModule(const ir::Module& module,
 
 absl::StatusOr<Timing> MeasureKernel(const LoweredModule& module, int32_t kernel,
                                      const KernelConfig& config, const CompilerOptions& compiler,
-                                     const MeasureOptions& options, uint64_t seed,
-                                     std::string* object_key) {
+                                     const MeasureOptions& options, uint64_t seed) {
   absl::StatusOr<Program> program = GenerateKernel(module, kernel, config);
   if (!program.ok()) return program.status();
   absl::StatusOr<CompiledObject> object = CompileProgram(*program, compiler);
   if (!object.ok()) return object.status();
-  if (object_key != nullptr) *object_key = object->key;
   return Measure(*object, *program, seed, options);
 }
 

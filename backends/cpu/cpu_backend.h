@@ -53,10 +53,8 @@ absl::StatusOr<Timing> MeasureModule(const ir::Module& module,
                                      const MeasureOptions& options, uint64_t seed = 0);
 
 // Compiles kernel `kernel` alone with `config` and times it on seeded random inputs.
-// `object_key` (optional) receives the compiled object's key (the measurement log's graph key).
 absl::StatusOr<Timing> MeasureKernel(const LoweredModule& module, int32_t kernel,
                                      const KernelConfig& config, const CompilerOptions& compiler,
-                                     const MeasureOptions& options, uint64_t seed = 0,
-                                     std::string* object_key = nullptr);
+                                     const MeasureOptions& options, uint64_t seed = 0);
 
 }  // namespace mltune::backends::cpu

@@ -326,7 +326,7 @@ TEST(LearnedModel, RankOnlyLossesTrainTheRelativeHeadOnly) {
   Dataset test = MakeDataset(12, 5, 100);
   for (Loss loss : {Loss::kRankHinge, Loss::kRankLogistic}) {
     ModelOptions o = SmallOptions(loss);
-    o.epochs = 20;
+    o.epochs = 50;  // the logistic loss needs more than 20 under reference BLAS (CI)
     std::unique_ptr<LearnedModel> m = *LearnedModel::Create(o);
     EXPECT_FALSE(m->HasHead(Head::kAbsolute));
     EXPECT_TRUE(m->HasHead(Head::kRelative));
