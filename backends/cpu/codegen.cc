@@ -344,6 +344,11 @@ class KernelEmitter {
   absl::Status EmitReduce();
   absl::Status EmitReduceWindow();
   absl::Status EmitReduceWindowRows(const std::vector<ir::WindowDim>& win);
+  // Emits `int64_t j = 0;`, a loop folding `lanes` columns per step (an omp simd loop over the
+  // lanes, `fold(j + l, "l")`), then the scalar tail (`fold(j, "0")`): a reduction over n
+  // columns into `lanes` partial accumulators.
+  void FoldLanes(const std::string& j, int64_t lanes, int64_t n,
+                 const std::function<void(const std::string& col, const std::string& slot)>& fold);
   absl::Status EmitRow();
   // Per reduce of a row kernel, the members its pass caches for later passes.
   std::vector<std::vector<const Instruction*>> RowCachePlan(
@@ -781,28 +786,14 @@ absl::Status KernelEmitter::EmitReduce() {
     }
     if (!red_dims.empty()) {
       const size_t last = red_dims.back();
-      const int64_t n = xd[last];
-      const std::string j = NewName("j");
-      Line(absl::StrCat("int64_t ", j, " = 0;"));
-      if (lanes > 1) {
-        Open(absl::StrCat("for (; ", j, " + ", lanes, " <= ", n, "; ", j, " += ", lanes, ") {"));
-        Line("#pragma omp simd");
-        Open(absl::StrCat("for (int l = 0; l < ", lanes, "; ++l) {"));
-        PushScope();
-        idx[last] = absl::StrCat(j, " + l");
-        const std::string v = Value(x, idx);
-        Line(absl::StrCat(acc, "[l] = ", red, "(", acc, "[l], ", v, ");"));
-        PopScope();
-        Close();
-        Close();
-      }
-      Open(absl::StrCat("for (; ", j, " < ", n, "; ++", j, ") {"));
-      PushScope();
-      idx[last] = j;
-      const std::string v = Value(x, idx);
-      Line(absl::StrCat(acc, "[0] = ", red, "(", acc, "[0], ", v, ");"));
-      PopScope();
-      Close();
+      FoldLanes(
+          NewName("j"), lanes, xd[last], [&](const std::string& col, const std::string& slot) {
+            PushScope();
+            idx[last] = col;
+            const std::string v = Value(x, idx);
+            Line(absl::StrCat(acc, "[", slot, "] = ", red, "(", acc, "[", slot, "], ", v, ");"));
+            PopScope();
+          });
     }
     for (int i = 0; i < opened; ++i) Close();
     Line(absl::StrCat("for (int l = 1; l < ", lanes, "; ++l) ", acc, "[0] = ", red, "(", acc,
@@ -810,6 +801,23 @@ absl::Status KernelEmitter::EmitReduce() {
     Line(absl::StrCat(out, "[", Linear(od, ki), "] = ", store_cast, acc, "[0];"));
   });
   return absl::OkStatus();
+}
+
+void KernelEmitter::FoldLanes(
+    const std::string& j, int64_t lanes, int64_t n,
+    const std::function<void(const std::string& col, const std::string& slot)>& fold) {
+  Line(absl::StrCat("int64_t ", j, " = 0;"));
+  if (lanes > 1) {
+    Open(absl::StrCat("for (; ", j, " + ", lanes, " <= ", n, "; ", j, " += ", lanes, ") {"));
+    Line("#pragma omp simd");
+    Open(absl::StrCat("for (int l = 0; l < ", lanes, "; ++l) {"));
+    fold(absl::StrCat(j, " + l"), "l");
+    Close();
+    Close();
+  }
+  Open(absl::StrCat("for (; ", j, " < ", n, "; ++", j, ") {"));
+  fold(j, "0");
+  Close();
 }
 
 absl::Status KernelEmitter::EmitReduceWindow() {
@@ -1064,8 +1072,7 @@ absl::Status KernelEmitter::EmitRow() {
       const std::string acc = NewName("acc"), j = NewName("j");
       Line(absl::StrCat(CType(t), " ", acc, "[", lanes, "];"));
       Line(absl::StrCat("for (int l = 0; l < ", lanes, "; ++l) ", acc, "[l] = ", init, ";"));
-      Line(absl::StrCat("int64_t ", j, " = 0;"));
-      auto fold = [&](const std::string& col, const std::string& slot) {
+      FoldLanes(j, lanes, n, [&](const std::string& col, const std::string& slot) {
         PushScope();
         Idx idx = oi;
         idx.push_back(col);
@@ -1076,18 +1083,7 @@ absl::Status KernelEmitter::EmitRow() {
         }
         Line(absl::StrCat(acc, "[", slot, "] = ", red, "(", acc, "[", slot, "], ", v, ");"));
         PopScope();
-      };
-      if (lanes > 1) {
-        Open(absl::StrCat("for (; ", j, " + ", lanes, " <= ", n, "; ", j, " += ", lanes, ") {"));
-        Line("#pragma omp simd");
-        Open(absl::StrCat("for (int l = 0; l < ", lanes, "; ++l) {"));
-        fold(absl::StrCat(j, " + l"), "l");
-        Close();
-        Close();
-      }
-      Open(absl::StrCat("for (; ", j, " < ", n, "; ++", j, ") {"));
-      fold(j, "0");
-      Close();
+      });
       Line(absl::StrCat("for (int l = 1; l < ", lanes, "; ++l) ", acc, "[0] = ", red, "(", acc,
                         "[0], ", acc, "[l]);"));
       const std::string rv = Var(CType(t), absl::StrCat(acc, "[0]"));
