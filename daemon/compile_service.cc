@@ -128,10 +128,17 @@ absl::Status CompileServiceImpl::CheckStrategy(const JobSpec& spec) const {
           store_.LatestModel(strategy.model);
       if (!model.ok()) return model.status();
       if (!model->has_value()) {
-        return absl::FailedPreconditionError(absl::StrCat(
-            "strategy ", spec.strategy, " needs a trained model ", strategy.model,
-            " and the store has none; train one with `mltune train-agent --task ", name, " --algo ",
-            absl::StripPrefix(spec.strategy, "rl-"), " --graphs DIR --store ", store_.path(), "`"));
+        const std::string train =
+            absl::StartsWith(strategy.model, "cost-model/")
+                ? absl::StrCat("mltune collect FILES --task ", name, " --db ", store_.path(),
+                               "` then `mltune train-cost-model --task ", name, " --db ",
+                               store_.path())
+                : absl::StrCat("mltune train-agent --task ", name, " --algo ",
+                               absl::StripPrefix(spec.strategy, "rl-"), " --graphs DIR --store ",
+                               store_.path());
+        return absl::FailedPreconditionError(
+            absl::StrCat("strategy ", spec.strategy, " needs a trained model ", strategy.model,
+                         " and the store has none; train one with `", train, "`"));
       }
     }
     own_by_all = own_by_all && own;

@@ -6,6 +6,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "daemon/sim_workers.h"
+#include "optimizers/core/model_topk.h"
 
 namespace mltune::daemon {
 
@@ -90,7 +91,8 @@ absl::StatusOr<ConfigSearchRun> RunConfigSearch(const TaskRequest& request, std:
     return run;
   }
   absl::StatusOr<std::unique_ptr<opt::Strategy>> strategy =
-      opt::StrategyRegistry::Global().Create(request.strategy);
+      request.strategy == opt::kModelTopK ? opt::CreateModelTopK()
+                                          : opt::StrategyRegistry::Global().Create(request.strategy);
   if (!strategy.ok()) return strategy.status();
 
   std::unordered_set<std::string> logged;

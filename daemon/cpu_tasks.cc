@@ -7,8 +7,10 @@
 
 #include "absl/strings/str_cat.h"
 #include "backends/cpu/cpu_backend.h"
+#include "daemon/learned_cost_models.h"
 #include "nlohmann/json.hpp"
 #include "optimizers/fusion/cpu_fusion_problem.h"
+#include "optimizers/guided/rankers.h"
 #include "optimizers/tiling/cpu_kernel_graph.h"
 #include "optimizers/tiling/cpu_tile_problem.h"
 
@@ -104,6 +106,13 @@ absl::StatusOr<TaskOutcome> SearchCpuTiles(const TaskRequest& request,
         }
         return t->median_s;
       });
+  if (request.strategy == "model-topk") {
+    // Checked before the baseline is measured: without a model there is nothing to rank with.
+    absl::StatusOr<std::shared_ptr<const costmodels::learned::LearnedModel>> model =
+        NewestCostModel(request, "tile");
+    if (!model.ok()) return model.status();
+    problem.SetRanker(opt::guided::CpuTileRanker(*std::move(model), *lowered));
+  }
   const double baseline = problem.Evaluate(problem.DefaultCandidate());
   if (!std::isfinite(baseline)) {
     return absl::FailedPreconditionError(

@@ -13,6 +13,8 @@
 #include "daemon/cpu_tasks.h"
 #include "daemon/sim_workers.h"
 #include "nlohmann/json.hpp"
+#include "optimizers/core/model_topk.h"
+#include "optimizers/guided/rankers.h"
 #include "optimizers/fusion/fusion_problem.h"
 #include "optimizers/tiling/tile_problem.h"
 
@@ -54,6 +56,13 @@ class TileTask : public ConfigTask {
                    "reduction order, GEMM library or register/cache tiles), measured; on tpu "
                    "targets m, n, k and double buffering in simulated seconds",
                    "tpu-sim", true) {}
+
+  std::vector<OwnStrategy> own_strategies() const override {
+    return {{opt::kModelTopK,
+             "target cpu: the newest learned cost model (mltune train-cost-model) ranks up to 256 "
+             "configurations per kernel and only its 5 best are measured",
+             opt::guided::CostModelName("tile", "cpu")}};
+  }
 
  protected:
   bool RunsOnCpu() const override { return true; }

@@ -94,6 +94,17 @@ class Problem {
   virtual int64_t PrefixCacheCapacity() const { return 64; }
   // Counters for reports (pass runs, cache hits, failures, ...).
   virtual std::vector<std::pair<std::string, int64_t>> Stats() const { return {}; }
+
+  // Model-guided search ("model-topk"): a learned cost model ranks settings and only the best
+  // ranked are measured. A problem whose score adds up over independent parts (the CPU backend's
+  // kernels) lists each part's positions, so each part is ranked and measured on its own; the
+  // default is one part holding every position.
+  virtual std::vector<std::vector<int64_t>> Parts() const;
+  // The predicted cost of each setting of part `part` (one action per position of
+  // Parts()[part], in that order): lower is better, and only the order within one call means
+  // anything. FailedPrecondition when no cost model is attached (the default).
+  virtual absl::StatusOr<std::vector<double>> RankSettings(int64_t part,
+                                                           const std::vector<Candidate>& settings);
 };
 
 struct Budget {
@@ -215,8 +226,16 @@ class Strategy {
   absl::StatusOr<Result> Search(Problem& problem, const Budget& budget, uint64_t seed);
 
  protected:
-  // Returns true when it stopped because the budget ran out.
+  // An error when the strategy cannot search `problem` (checked before any step is charged).
+  virtual absl::Status CheckProblem(Problem& /*problem*/) { return absl::OkStatus(); }
+  // Returns true when it stopped because the budget ran out. A strategy that hits an error it
+  // cannot search past (a cost model failing) records it with Fail and returns; Search then
+  // returns the error instead of a result.
   virtual bool Run(SearchContext& context) = 0;
+  void Fail(absl::Status status) { failure_ = std::move(status); }
+
+ private:
+  absl::Status failure_;
 };
 
 // Strategy parameters by name (e.g. {"width", 8}); each strategy documents its own.
@@ -225,7 +244,8 @@ using StrategyParams = std::map<std::string, double>;
 class StrategyRegistry {
  public:
   using Factory = std::function<absl::StatusOr<std::unique_ptr<Strategy>>(const StrategyParams&)>;
-  // "random", "greedy", "beam", "annealing", "evolutionary".
+  // "random", "greedy", "beam", "annealing", "evolutionary" (search by measurement alone; the
+  // model-guided "model-topk" is in model_topk.h, offered by the tasks that attach a model).
   static const StrategyRegistry& Global();
 
   void Register(std::string name, std::string description, Factory factory);

@@ -45,6 +45,18 @@ std::string Problem::ActionName(int64_t /*position*/, Action action) const {
 
 double Problem::Evaluate(const Candidate& /*candidate*/) { return kInf; }
 
+std::vector<std::vector<int64_t>> Problem::Parts() const {
+  std::vector<int64_t> all(static_cast<size_t>(space().max_length));
+  for (size_t i = 0; i < all.size(); ++i) all[i] = static_cast<int64_t>(i);
+  return {all};
+}
+
+absl::StatusOr<std::vector<double>> Problem::RankSettings(
+    int64_t /*part*/, const std::vector<Candidate>& /*settings*/) {
+  return absl::FailedPreconditionError(
+      absl::StrCat("problem ", name(), " has no cost model to rank candidates with"));
+}
+
 // States reached by evaluated prefixes, keyed by the prefix as requested (no-ops included) and
 // by its effective form, least recently used evicted first. Entries are never stepped: an
 // evaluation forks the entry it resumes from.
@@ -258,9 +270,12 @@ absl::StatusOr<Result> Strategy::Search(Problem& problem, const Budget& budget, 
           absl::StrCat("problem ", problem.name(), " has a position without choices"));
     }
   }
+  if (absl::Status s = CheckProblem(problem); !s.ok()) return s;
+  failure_ = absl::OkStatus();
   SearchContext context(problem, budget, seed);
   if (!context.EvaluateSeeds()) return context.Finish(std::string(name()), true);
   const bool exhausted = Run(context);
+  if (!failure_.ok()) return failure_;
   return context.Finish(std::string(name()), exhausted || context.Exhausted());
 }
 

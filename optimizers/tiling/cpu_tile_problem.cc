@@ -9,7 +9,11 @@ namespace mltune::opt::tiling {
 CpuTileProblem::CpuTileProblem(const backends::cpu::LoweredModule& module, MeasureFn measure)
     : module_(module), measure_(std::move(measure)) {
   for (const backends::cpu::Kernel& k : module_.kernels) {
+    if (k.params.empty()) continue;
+    parts_.emplace_back();
+    part_kernel_.push_back(k.id);
     for (size_t p = 0; p < k.params.size(); ++p) {
+      parts_.back().push_back(static_cast<int64_t>(slots_.size()));
       slots_.push_back({k.id, p});
       space_.choices.push_back(static_cast<int32_t>(k.params[p].choices.size()));
     }
@@ -38,6 +42,43 @@ std::vector<backends::cpu::KernelConfig> CpuTileProblem::Decode(const Candidate&
     configs[static_cast<size_t>(s.kernel)][s.param] = choices[static_cast<size_t>(candidate[i])];
   }
   return configs;
+}
+
+std::vector<std::vector<int64_t>> CpuTileProblem::Parts() const { return parts_; }
+
+absl::StatusOr<std::vector<double>> CpuTileProblem::RankSettings(
+    int64_t part, const std::vector<Candidate>& settings) {
+  if (!rank_) {
+    return absl::FailedPreconditionError(
+        "the cpu tile problem has no cost model attached to rank configurations with");
+  }
+  if (settings.empty()) return std::vector<double>{};
+  if (part < 0 || part >= static_cast<int64_t>(parts_.size())) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("no part ", part, " (the problem has ", parts_.size(), ")"));
+  }
+  const backends::cpu::Kernel& kernel =
+      module_.kernels[static_cast<size_t>(part_kernel_[static_cast<size_t>(part)])];
+  std::vector<backends::cpu::KernelConfig> configs;
+  for (const Candidate& s : settings) {
+    if (s.size() != kernel.params.size()) {
+      return absl::InvalidArgumentError(absl::StrCat("a setting of kernel ", kernel.name, " has ",
+                                                     s.size(), " values; it has ",
+                                                     kernel.params.size(), " parameters"));
+    }
+    backends::cpu::KernelConfig c;
+    for (size_t p = 0; p < s.size(); ++p) {
+      const std::vector<int64_t>& choices = kernel.params[p].choices;
+      if (s[p] < 0 || static_cast<size_t>(s[p]) >= choices.size()) {
+        return absl::InvalidArgumentError(absl::StrCat("kernel ", kernel.name, " parameter ",
+                                                       kernel.params[p].name, ": choice ", s[p],
+                                                       " of ", choices.size()));
+      }
+      c.push_back(choices[static_cast<size_t>(s[p])]);
+    }
+    configs.push_back(std::move(c));
+  }
+  return rank_(kernel.id, configs);
 }
 
 double CpuTileProblem::KernelSeconds(int32_t kernel, const backends::cpu::KernelConfig& config) {

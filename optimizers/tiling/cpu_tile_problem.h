@@ -24,13 +24,27 @@ class CpuTileProblem : public ConfigProblem {
   using MeasureFn =
       std::function<absl::StatusOr<double>(int32_t kernel, const backends::cpu::KernelConfig&)>;
 
+  // Predicted cost of each configuration of kernel `kernel` (lower is better; only the order
+  // within one call matters): a learned cost model, for the "model-topk" strategy.
+  using RankFn = std::function<absl::StatusOr<std::vector<double>>(
+      int32_t kernel, const std::vector<backends::cpu::KernelConfig>&)>;
+
   CpuTileProblem(const backends::cpu::LoweredModule& module, MeasureFn measure);
+  void SetRanker(RankFn rank) { rank_ = std::move(rank); }
 
   std::string name() const override { return "tile"; }
   SearchSpace space() const override { return space_; }
   std::string ActionName(int64_t position, Action action) const override;
   // Summed kernel seconds; +infinity when a kernel fails to compile or run.
   double Evaluate(const Candidate& candidate) override;
+
+  // One part per kernel with parameters: its positions. Kernels are measured alone and their
+  // seconds add up, so each is ranked and tuned on its own.
+  std::vector<std::vector<int64_t>> Parts() const override;
+  // Ranks the configurations that `settings` make of part `part`'s kernel with the ranker;
+  // FailedPrecondition without one.
+  absl::StatusOr<std::vector<double>> RankSettings(int64_t part,
+                                                   const std::vector<Candidate>& settings) override;
 
   Candidate DefaultCandidate() const { return Candidate(slots_.size(), 0); }
   std::vector<backends::cpu::KernelConfig> Decode(const Candidate& candidate) const;
@@ -46,7 +60,10 @@ class CpuTileProblem : public ConfigProblem {
   };
   const backends::cpu::LoweredModule& module_;
   MeasureFn measure_;
+  RankFn rank_;
   std::vector<Slot> slots_;
+  std::vector<std::vector<int64_t>> parts_;
+  std::vector<int32_t> part_kernel_;  // per part
   SearchSpace space_;
   std::map<std::pair<int32_t, backends::cpu::KernelConfig>, double> cache_;
   std::string last_error_;

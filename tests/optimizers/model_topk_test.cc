@@ -1,0 +1,139 @@
+// "model-topk": a cost model ranks each part's settings and only the k best ranked are measured.
+#include <cmath>
+#include <memory>
+#include <set>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "optimizers/core/model_topk.h"
+
+namespace mltune::opt {
+namespace {
+
+// Three independent parts (positions {0,1}, {2}, {3,4}); score = sum of |x_i - target_i|.
+// The model predicts each part's cost from `guess` (a perfect model when guess == target).
+class PartsProblem : public Problem {
+ public:
+  explicit PartsProblem(Candidate guess, bool with_model = true)
+      : guess_(std::move(guess)), with_model_(with_model) {}
+  std::string name() const override { return "parts"; }
+  SearchSpace space() const override { return SearchSpace{{4, 5, 6, 3, 7}, 5, true}; }
+  std::vector<Candidate> SeedCandidates() override { return {Candidate(5, 0)}; }
+  std::vector<std::vector<int64_t>> Parts() const override { return {{0, 1}, {2}, {3, 4}}; }
+  double Evaluate(const Candidate& c) override {
+    evaluated.insert(c);
+    ++evaluations;
+    double s = 0;
+    for (size_t i = 0; i < c.size(); ++i) s += std::abs(c[i] - kTarget[i]);
+    return s;
+  }
+  absl::StatusOr<std::vector<double>> RankSettings(
+      int64_t part, const std::vector<Candidate>& settings) override {
+    if (!with_model_) return Problem::RankSettings(part, settings);
+    ranked += static_cast<int64_t>(settings.size());
+    std::vector<double> out;
+    for (const Candidate& s : settings) {
+      double d = 0;
+      const std::vector<int64_t> positions = Parts()[static_cast<size_t>(part)];
+      for (size_t i = 0; i < s.size(); ++i) {
+        d += std::abs(s[i] - guess_[static_cast<size_t>(positions[i])]);
+      }
+      out.push_back(d);
+    }
+    return out;
+  }
+
+  static inline const Candidate kTarget = {3, 1, 5, 2, 4};
+  std::set<Candidate> evaluated;
+  int64_t evaluations = 0;
+  int64_t ranked = 0;
+
+ private:
+  Candidate guess_;
+  bool with_model_;
+};
+
+Result MustSearch(Problem& problem, const StrategyParams& params, int64_t steps = 1000) {
+  absl::StatusOr<std::unique_ptr<Strategy>> s = CreateModelTopK(params);
+  EXPECT_TRUE(s.ok()) << s.status();
+  absl::StatusOr<Result> r = (*s)->Search(problem, Budget{steps, 0}, 1);
+  EXPECT_TRUE(r.ok()) << r.status();
+  return r.ok() ? *r : Result{};
+}
+
+TEST(ModelTopKTest, APerfectModelFindsTheOptimumMeasuringOnePerPart) {
+  PartsProblem problem(PartsProblem::kTarget);
+  const Result r = MustSearch(problem, {{"k", 1}});
+  EXPECT_EQ(r.best, PartsProblem::kTarget);
+  EXPECT_EQ(r.best_score, 0);
+  // The seed, then one setting per part; every setting of each part was ranked (20 + 6 + 21).
+  EXPECT_EQ(problem.evaluations, 1 + 3);
+  EXPECT_EQ(r.steps, 4);
+  EXPECT_EQ(problem.ranked, 20 + 6 + 21);
+  EXPECT_FALSE(r.budget_exhausted);
+}
+
+TEST(ModelTopKTest, MeasuresKPerPartAndKeepsTheBestMeasured) {
+  // A model that is off by one in part {3, 4}: the best setting is still among its top 5.
+  PartsProblem problem({3, 1, 5, 2, 5});
+  const Result r = MustSearch(problem, {{"k", 5}});
+  EXPECT_EQ(r.best, PartsProblem::kTarget);
+  EXPECT_EQ(problem.evaluations, 1 + 5 + 5 + 5);
+  // With k = 1 the same model settles for its own (wrong) guess in that part.
+  PartsProblem once({3, 1, 5, 2, 5});
+  const Result r1 = MustSearch(once, {{"k", 1}});
+  EXPECT_EQ(r1.best_score, 1);
+}
+
+TEST(ModelTopKTest, APoolSmallerThanThePartRanksARandomSubsetWithTheCurrentSetting) {
+  PartsProblem problem(PartsProblem::kTarget);
+  const Result r = MustSearch(problem, {{"k", 2}, {"pool", 4}});
+  // Parts {0,1} (20 settings) and {3,4} (21) rank 4 each, part {2} (6) ranks 4 as well.
+  EXPECT_EQ(problem.ranked, 4 + 4 + 4);
+  EXPECT_LE(r.best_score, 10);  // never worse than the seed (score 10)
+  EXPECT_EQ(problem.evaluations, 1 + 2 * 3);
+}
+
+TEST(ModelTopKTest, StepBudgetsAreRespected) {
+  PartsProblem problem(PartsProblem::kTarget);
+  const Result r = MustSearch(problem, {{"k", 5}}, 3);
+  EXPECT_EQ(r.steps, 3);
+  EXPECT_EQ(problem.evaluations, 3);
+  EXPECT_TRUE(r.budget_exhausted);
+}
+
+TEST(ModelTopKTest, WithoutAModelItFailsBeforeMeasuringAnything) {
+  PartsProblem problem(PartsProblem::kTarget, /*with_model=*/false);
+  absl::StatusOr<Result> r = (*CreateModelTopK())->Search(problem, Budget{100, 0}, 1);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_NE(r.status().message().find("no cost model"), std::string::npos) << r.status();
+  EXPECT_EQ(problem.evaluations, 0);
+}
+
+TEST(ModelTopKTest, RejectsBadParameters) {
+  EXPECT_EQ(CreateModelTopK({{"k", 0}}).status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(CreateModelTopK({{"topk", 3}}).status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_TRUE(CreateModelTopK({{"k", 10}, {"pool", 1000}}).ok());
+}
+
+// A model that fails mid-search (a malformed graph, say) is an error, not a silent stop.
+class FailingModelProblem : public PartsProblem {
+ public:
+  FailingModelProblem() : PartsProblem(PartsProblem::kTarget) {}
+  absl::StatusOr<std::vector<double>> RankSettings(
+      int64_t part, const std::vector<Candidate>& settings) override {
+    if (!settings.empty() && part == 1) return absl::InvalidArgumentError("bad graph");
+    return PartsProblem::RankSettings(part, settings);
+  }
+};
+
+TEST(ModelTopKTest, AModelErrorMidSearchIsReturned) {
+  FailingModelProblem problem;
+  absl::StatusOr<Result> r = (*CreateModelTopK())->Search(problem, Budget{100, 0}, 1);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().message(), "bad graph");
+}
+
+}  // namespace
+}  // namespace mltune::opt
