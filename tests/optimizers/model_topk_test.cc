@@ -1,11 +1,12 @@
 // "model-topk": a cost model ranks each part's settings and only the k best ranked are measured.
+#include "optimizers/core/model_topk.h"
+
 #include <cmath>
 #include <memory>
 #include <set>
 #include <vector>
 
 #include "gtest/gtest.h"
-#include "optimizers/core/model_topk.h"
 
 namespace mltune::opt {
 namespace {

@@ -1,0 +1,219 @@
+// Model-guided tuning through a real mltuned: the cpu tile task's "model-topk" strategy loads the
+// newest cost-model/tile-cpu from the daemon's store, ranks each kernel's configurations with it
+// and measures only the best ranked.
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "client/rpc_client.h"
+#include "costmodels/features/kernel_graph.h"
+#include "costmodels/learned/learned_model.h"
+#include "daemon/learned_cost_models.h"
+#include "gtest/gtest.h"
+#include "nlohmann/json.hpp"
+#include "storage/store.h"
+#include "tests/daemon/daemon_test_util.h"
+
+namespace mltune::daemon {
+namespace {
+
+namespace features = costmodels::features;
+namespace learned = costmodels::learned;
+using client::Client;
+using client::JobInfo;
+using client::JobState;
+using client::SubmitRequest;
+using testing::ExampleHlo;
+using testing::MustStart;
+using testing::TempDir;
+using testing::TestConfig;
+
+learned::ModelOptions SmallModel(uint64_t seed) {
+  learned::ModelOptions o;
+  o.vocabulary_size = features::OpcodeVocabularySize();
+  o.embedding_dim = 4;
+  o.hidden_dim = 16;
+  o.sage_layers = 1;
+  o.epochs = 5;
+  o.seed = seed;
+  o.loss = learned::Loss::kBoth;
+  return o;
+}
+
+// Trains on what the store's tile-kernel log holds, as `mltune train-cost-model` does, and stores
+// the checkpoint as the next version of cost-model/tile-cpu.
+void TrainAndStore(const std::string& store_path, uint64_t seed) {
+  absl::StatusOr<std::unique_ptr<storage::Store>> store = storage::Store::Open(store_path);
+  ASSERT_TRUE(store.ok()) << store.status();
+  storage::MeasurementFilter filter;
+  filter.task = "tile-kernel";
+  filter.target = "cpu";
+  absl::StatusOr<std::vector<storage::MeasurementRecord>> rows =
+      (*store)->QueryMeasurements(filter);
+  ASSERT_TRUE(rows.ok()) << rows.status();
+  ASSERT_FALSE(rows->empty());
+  std::vector<std::unique_ptr<features::KernelGraph>> graphs;
+  std::vector<learned::Sample> samples;
+  std::map<std::string, int64_t> group;
+  for (const storage::MeasurementRecord& m : *rows) {
+    absl::StatusOr<std::optional<storage::KernelGraphRecord>> g =
+        (*store)->GetKernelGraph(m.graph_key);
+    ASSERT_TRUE(g.ok() && g->has_value()) << m.graph_key;
+    absl::StatusOr<features::KernelGraph> parsed = features::ParseKernelGraph((*g)->graph);
+    ASSERT_TRUE(parsed.ok()) << parsed.status();
+    absl::StatusOr<features::Configuration> config = features::ParseConfiguration(m.configuration);
+    ASSERT_TRUE(config.ok()) << m.configuration;
+    ASSERT_TRUE(features::SetConfiguration(*config, &*parsed).ok());
+    graphs.push_back(std::make_unique<features::KernelGraph>(*std::move(parsed)));
+    const int64_t id = group.emplace(m.graph_key, static_cast<int64_t>(group.size())).first->second;
+    samples.push_back({graphs.back().get(), id, m.value});
+  }
+  absl::StatusOr<std::unique_ptr<learned::LearnedModel>> model =
+      learned::LearnedModel::Create(SmallModel(seed));
+  ASSERT_TRUE(model.ok()) << model.status();
+  ASSERT_TRUE((*model)->Train(samples).ok());
+  ASSERT_TRUE((*store)->PutModelNextVersion("cost-model/tile-cpu", (*model)->Save(), "{}").ok());
+}
+
+class ModelGuidedTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    setenv("MLTUNE_KERNEL_CACHE", MLTUNE_TEST_KERNEL_CACHE, 0);
+    daemon_ = MustStart(TestConfig(dir_.path()));
+    ASSERT_NE(daemon_, nullptr);
+    client_ = Client::Connect(daemon_->address());
+    ASSERT_TRUE(client_->WaitForReady(10).ok());
+  }
+
+  SubmitRequest Request(const std::string& strategy, int64_t steps) {
+    SubmitRequest request;
+    request.graph = ExampleHlo();
+    request.graph_name = "mlp.hlo";
+    request.target = "cpu";
+    request.tasks = {"tile"};
+    request.budget.steps = steps;
+    request.strategy = strategy;
+    return request;
+  }
+
+  JobInfo MustFinish(const SubmitRequest& request) {
+    absl::StatusOr<client::SubmitResponse> submitted = client_->Submit(request);
+    EXPECT_TRUE(submitted.ok()) << submitted.status();
+    if (!submitted.ok()) return {};
+    absl::StatusOr<JobInfo> job = client_->Watch(submitted->job_id);
+    EXPECT_TRUE(job.ok()) << job.status();
+    EXPECT_EQ(job->state, JobState::kDone) << job->error;
+    absl::StatusOr<JobInfo> done = client_->GetJob(submitted->job_id);
+    EXPECT_TRUE(done.ok() && done->results.size() == 1u);
+    return done.ok() ? *done : JobInfo{};
+  }
+
+  int64_t LoggedKernelMeasurements() {
+    absl::StatusOr<std::unique_ptr<storage::Store>> store =
+        storage::Store::Open(daemon_->store_path());
+    EXPECT_TRUE(store.ok()) << store.status();
+    storage::MeasurementFilter filter;
+    filter.task = "tile-kernel";
+    filter.target = "cpu";
+    absl::StatusOr<std::vector<storage::MeasurementRecord>> rows =
+        (*store)->QueryMeasurements(filter);
+    EXPECT_TRUE(rows.ok()) << rows.status();
+    return rows.ok() ? static_cast<int64_t>(rows->size()) : 0;
+  }
+
+  TempDir dir_;
+  std::unique_ptr<Daemon> daemon_;
+  std::unique_ptr<Client> client_;
+};
+
+TEST_F(ModelGuidedTest, ModelTopKNeedsATrainedModelAndSaysHowToMakeOne) {
+  absl::StatusOr<client::SubmitResponse> r = client_->Submit(Request("model-topk", 50));
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_NE(r.status().message().find("cost-model/tile-cpu"), std::string::npos) << r.status();
+  EXPECT_NE(r.status().message().find("mltune train-cost-model"), std::string::npos) << r.status();
+}
+
+TEST_F(ModelGuidedTest, TheTileTaskRanksWithTheNewestModelAndMeasuresOnlyTheTopK) {
+  // The daemon's own measurements are the training data.
+  MustFinish(Request("random", 12));
+  TrainAndStore(daemon_->store_path(), 1);
+
+  absl::StatusOr<client::StrategyList> list = client_->ListStrategies();
+  ASSERT_TRUE(list.ok()) << list.status();
+  bool found = false;
+  for (const client::NamedInfo& s : list->strategies) {
+    if (s.name != "model-topk") continue;
+    found = true;
+    EXPECT_NE(s.description.find("model cost-model/tile-cpu v1"), std::string::npos)
+        << s.description;
+  }
+  EXPECT_TRUE(found);
+
+  const int64_t before = LoggedKernelMeasurements();
+  const JobInfo job = MustFinish(Request("model-topk", 1000));
+  ASSERT_EQ(job.results.size(), 1u);
+  const client::TaskResult& r = job.results[0];
+  EXPECT_GT(r.baseline_score, 0);
+  EXPECT_LE(r.tuned_score, r.baseline_score);
+  const nlohmann::json kernels = nlohmann::json::parse(r.artifacts.at("kernels"));
+  // The seeds (the default, and the random job's best to continue from) for every kernel, then
+  // at most 5 configurations per kernel: far below the budget.
+  const int64_t measured = LoggedKernelMeasurements() - before;
+  EXPECT_LE(measured, 7 * static_cast<int64_t>(kernels.size()));
+  EXPECT_GT(measured, static_cast<int64_t>(kernels.size()));
+}
+
+// The loaded model is shared while the store's newest checkpoint stays the same and replaced when
+// a newer one appears.
+TEST(NewestCostModelTest, LoadsOncePerCheckpointAndFollowsNewVersions) {
+  std::vector<std::string> checkpoints;
+  for (uint64_t seed : {1, 2}) {
+    absl::StatusOr<std::unique_ptr<learned::LearnedModel>> m =
+        learned::LearnedModel::Create(SmallModel(seed));
+    ASSERT_TRUE(m.ok());
+    // An untrained model has no normalisation yet; a single sample trains it.
+    features::KernelGraph g;
+    g.opcodes = {1};
+    g.node_features.assign(features::kNodeFeatures, 0.5f);
+    g.kernel_features.assign(features::kKernelFeatures, 0.5f);
+    ASSERT_TRUE((*m)->Train({{&g, 0, 1e-3}}).ok());
+    checkpoints.push_back((*m)->Save());
+  }
+  int64_t version = 1;
+  TaskRequest request;
+  request.target = "cpu";
+  request.latest_model =
+      [&](const std::string& name) -> absl::StatusOr<std::optional<storage::ModelRecord>> {
+    EXPECT_EQ(name, "cost-model/tile-cpu");
+    storage::ModelRecord r;
+    r.name = name;
+    r.version = version;
+    r.data = checkpoints[static_cast<size_t>(version - 1)];
+    return r;
+  };
+  auto a = NewestCostModel(request, "tile");
+  auto b = NewestCostModel(request, "tile");
+  ASSERT_TRUE(a.ok() && b.ok()) << a.status();
+  EXPECT_EQ(a->get(), b->get());
+  version = 2;
+  auto c = NewestCostModel(request, "tile");
+  ASSERT_TRUE(c.ok());
+  EXPECT_NE(c->get(), a->get());
+  EXPECT_TRUE((*a)->trained());  // the job holding the old one keeps it
+
+  checkpoints.push_back("not a checkpoint");
+  version = 3;
+  EXPECT_EQ(NewestCostModel(request, "tile").status().code(), absl::StatusCode::kInvalidArgument);
+  request.latest_model =
+      [](const std::string&) -> absl::StatusOr<std::optional<storage::ModelRecord>> {
+    return std::nullopt;
+  };
+  EXPECT_EQ(NewestCostModel(request, "tile").status().code(),
+            absl::StatusCode::kFailedPrecondition);
+}
+
+}  // namespace
+}  // namespace mltune::daemon
