@@ -145,6 +145,54 @@ TEST_F(CpuRuntimeTest, TileProblemScoresMeasuredKernelsAndTunedConfigsStayCorrec
   EXPECT_TRUE(CheckAgainstEvaluator(**m, *compiled, 3).ok());
 }
 
+// model-topk's view of the problem: one part per kernel with parameters, and rankings of a
+// part's settings passed to the ranker as that kernel's configurations.
+TEST_F(CpuRuntimeTest, TileProblemPartsAreKernelsAndRankingsReachTheRankerAsConfigs) {
+  absl::StatusOr<std::unique_ptr<ir::Module>> m = ir::ParseHloText(kMlp);
+  ASSERT_TRUE(m.ok()) << m.status();
+  absl::StatusOr<LoweredModule> lowered = Lower(**m);
+  ASSERT_TRUE(lowered.ok()) << lowered.status();
+  opt::tiling::CpuTileProblem problem(
+      *lowered, [](int32_t, const KernelConfig&) -> absl::StatusOr<double> { return 1.0; });
+  const std::vector<std::vector<int64_t>> parts = problem.Parts();
+  int64_t positions = 0, tunable = 0;
+  for (const Kernel& k : lowered->kernels) tunable += k.params.empty() ? 0 : 1;
+  ASSERT_EQ(static_cast<int64_t>(parts.size()), tunable);
+  for (const std::vector<int64_t>& part : parts) {
+    for (int64_t p : part) EXPECT_EQ(p, positions++);  // in order, each position once
+  }
+  EXPECT_EQ(positions, problem.space().max_length);
+
+  EXPECT_EQ(problem.RankSettings(0, {}).status().code(), absl::StatusCode::kFailedPrecondition);
+  std::vector<std::pair<int32_t, std::vector<KernelConfig>>> asked;
+  problem.SetRanker(
+      [&](int32_t kernel,
+          const std::vector<KernelConfig>& configs) -> absl::StatusOr<std::vector<double>> {
+        asked.emplace_back(kernel, configs);
+        return std::vector<double>(configs.size(), 0.0);
+      });
+  const std::vector<int64_t>& first = parts[0];
+  opt::Candidate zero(first.size(), 0), one(first.size(), 0);
+  one.back() = 1;
+  absl::StatusOr<std::vector<double>> ranks = problem.RankSettings(0, {zero, one});
+  ASSERT_TRUE(ranks.ok()) << ranks.status();
+  EXPECT_EQ(ranks->size(), 2u);
+  ASSERT_EQ(asked.size(), 1u);
+  // The settings decode as the whole candidate would: defaults, then one parameter changed.
+  opt::Candidate whole = problem.DefaultCandidate();
+  whole[static_cast<size_t>(first.back())] = 1;
+  const int32_t kernel = asked[0].first;
+  EXPECT_EQ(asked[0].second[0], problem.Decode(problem.DefaultCandidate())[kernel]);
+  EXPECT_EQ(asked[0].second[1], problem.Decode(whole)[kernel]);
+  // Malformed settings are errors, not out-of-range reads.
+  EXPECT_EQ(problem.RankSettings(0, {opt::Candidate{}}).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(problem.RankSettings(0, {opt::Candidate(first.size(), 999)}).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(problem.RankSettings(static_cast<int64_t>(parts.size()), {zero}).status().code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
 TEST_F(CpuRuntimeTest, FusionPrioritiesChangeThePlanAndEveryPlanMatchesTheEvaluator) {
   absl::StatusOr<std::unique_ptr<ir::Module>> m = ir::ParseHloText(kMlp);
   ASSERT_TRUE(m.ok()) << m.status();
