@@ -2,21 +2,23 @@
 // the best kernel configurations of a module (issue 9's tuning-time comparison).
 //
 //   build/release/bench/tile_time_to_best --db STORE [FILES...] [--k 5] [--pool 256]
-//       [--budget 60] [--strategies greedy,annealing] [--tolerance 0.01] [--seed 0]
+//       [--budget-factor 3] [--strategies annealing,greedy] [--tolerance 0.01] [--seed 0]
 //
 // STORE holds cost-model/tile-cpu (mltune collect, then mltune train-cost-model); FILES default to
 // five corpus modules that the README's training command leaves out, and the bundled MLP
 // example. Per module, "model-topk" (the newest model ranks up to `pool` configurations per
-// kernel, the `k` best are measured) and each measurement-only strategy (a `budget` of module
-// evaluations from the compiler's defaults, as the daemon's tile task runs them) tune the kernel
-// parameters, each kernel measured alone as the daemon does.
+// kernel, the `k` best are measured) and each measurement-only strategy tune the kernel
+// parameters, each kernel measured alone as the daemon's tile task does. A measurement-only
+// strategy gets `budget-factor` times as many module evaluations as model-topk measured
+// (kernel, configuration) pairs, so it has room to spend more time than model-topk did.
 //
 // Every (kernel, configuration) is compiled and measured once, and every strategy sees that
 // measurement: the comparison is of search decisions, not of timing noise. Each strategy is
 // charged, on its own clock, the wall time the first measurement of each pair it asks for took
 // (compilation included; the kernel cache starts empty) and, for model-topk, its model's
 // inference time. The reference is the best module time any strategy found; time to best is the
-// strategy's clock when its best came within `tolerance` of it.
+// strategy's clock when its best came within `tolerance` of it. "best at model-topk's time" is a
+// measurement-only strategy's best when its clock reached model-topk's whole clock.
 #include <unistd.h>
 
 #include <chrono>
@@ -113,6 +115,15 @@ struct Run {
   std::vector<std::pair<double, double>> trace;  // (clock, best so far) after each evaluation
   std::string error;
 
+  // The best so far once the clock had reached `clock` (the final best if it never did).
+  double BestAt(double clock_limit) const {
+    double best = std::numeric_limits<double>::infinity();
+    for (const auto& [clock, b] : trace) {
+      if (clock > clock_limit) break;
+      best = b;
+    }
+    return best;
+  }
   // The clock when the best so far came within `tolerance` of `reference`; -1 if it never did.
   double TimeTo(double reference, double tolerance) const {
     for (const auto& [clock, best] : trace) {
@@ -168,7 +179,9 @@ Run Tune(const cpu::LoweredModule& lowered, MeasurementMemo& memo, const std::st
   return run;
 }
 
-std::string Seconds(double s) { return s < 0 ? "not reached" : absl::StrFormat("%.1f s", s); }
+std::string Seconds(double s, double clock) {
+  return s < 0 ? absl::StrFormat("not in %.0f s", clock) : absl::StrFormat("%.1f s", s);
+}
 
 }  // namespace
 
@@ -177,8 +190,9 @@ int main(int argc, char** argv) {
       "Model-guided (model-topk) vs measurement-only tile tuning on the CPU: time to best"};
   std::string db;
   std::vector<std::string> files;
-  int64_t k = 5, pool = 256, budget = 60;
-  std::string strategies = "greedy,annealing";
+  int64_t k = 5, pool = 256;
+  double budget_factor = 3;
+  std::string strategies = "annealing,greedy";
   double tolerance = 0.01;
   uint64_t seed = 0;
   bool keep_cache = false;
@@ -187,10 +201,12 @@ int main(int argc, char** argv) {
   app.add_option("files", files, "HLO modules (default: five held-out corpus modules and the MLP)");
   app.add_option("--k", k, "Configurations model-topk measures per kernel")->default_val(5);
   app.add_option("--pool", pool, "Configurations model-topk ranks per kernel")->default_val(256);
-  app.add_option("--budget", budget, "Module evaluations for each measurement-only strategy")
-      ->default_val(60);
+  app.add_option("--budget-factor", budget_factor,
+                 "Module evaluations for each measurement-only strategy, as a multiple of the "
+                 "measurements model-topk made")
+      ->default_val(3);
   app.add_option("--strategies", strategies, "Measurement-only strategies, comma-separated")
-      ->default_val("greedy,annealing");
+      ->default_val("annealing,greedy");
   app.add_option("--tolerance", tolerance, "Within this fraction of the best counts as the best")
       ->default_val(0.01);
   app.add_option("--seed", seed, "Search and input seed")->default_val(0);
@@ -235,11 +251,15 @@ int main(int argc, char** argv) {
 
   std::cout << absl::StrFormat(
       "## Time to the best kernel configurations: model-topk (k=%d, pool=%d; %s v%d) vs "
-      "measurement-only search (%d module evaluations), 1 thread\n\n",
-      k, pool, name, (*record)->version, budget);
+      "measurement-only search (%.0fx as many module evaluations as model-topk's measurements), "
+      "1 thread\n\n",
+      k, pool, name, (*record)->version, budget_factor);
   std::cout << "| module | kernels | strategy | measured | best us | vs default | time to best | "
-               "charged in all |\n|---|---:|---|---:|---:|---:|---:|---:|\n";
-  std::map<std::string, std::vector<double>> speedups;  // baseline -> time ratio per module
+               "best at model-topk's time | charged in all |\n"
+               "|---|---:|---|---:|---:|---:|---:|---:|---:|\n";
+  // Per baseline: time-to-best ratios (where both reached the best) and, per module, the
+  // baseline's best at model-topk's time over model-topk's best.
+  std::map<std::string, std::vector<double>> speedups, equal_time;
   std::map<std::string, int> reached, modules_run;
   double inference_total = 0;
   for (const std::string& file : files) {
@@ -258,6 +278,8 @@ int main(int argc, char** argv) {
     MeasurementMemo memo(*lowered, measure, seed);
     std::vector<Run> runs;
     runs.push_back(Tune(*lowered, memo, opt::kModelTopK, 1'000'000, topk, model, seed));
+    const int64_t budget = std::max<int64_t>(
+        10, static_cast<int64_t>(budget_factor * static_cast<double>(runs[0].measurements)));
     for (const std::string& s : baselines) {
       runs.push_back(Tune(*lowered, memo, s, budget, {}, nullptr, seed));
     }
@@ -270,32 +292,37 @@ int main(int argc, char** argv) {
                   << " |||||\n";
         continue;
       }
+      const bool guided = r.strategy == opt::kModelTopK;
       std::cout << absl::StrFormat(
-          "| %s | %d | %s | %d | %.3f | %.2fx | %s | %.1f s%s |\n", short_name,
+          "| %s | %d | %s | %d | %.3f | %.2fx | %s | %s | %.1f s%s |\n", short_name,
           lowered->kernels.size(), r.strategy, r.measurements, 1e6 * r.best,
-          r.default_seconds / r.best, Seconds(r.TimeTo(reference, tolerance)), r.clock,
+          r.default_seconds / r.best, Seconds(r.TimeTo(reference, tolerance), r.clock),
+          guided ? "-" : absl::StrFormat("%.3f us", 1e6 * r.BestAt(runs[0].clock)), r.clock,
           r.inference > 0 ? absl::StrFormat(" (model %.2f s)", r.inference) : "");
     }
     const double guided = runs[0].TimeTo(reference, tolerance);
     inference_total += runs[0].inference;
     for (size_t i = 1; i < runs.size(); ++i) {
+      if (!runs[i].error.empty() || !runs[0].error.empty()) continue;
       const double t = runs[i].TimeTo(reference, tolerance);
       ++modules_run[runs[i].strategy];
       if (t >= 0) ++reached[runs[i].strategy];
-      // Where one side never reached the best, its whole clock bounds it (a ratio in its favour
-      // is then a lower bound for the other side).
-      const double a = t >= 0 ? t : runs[i].clock;
-      const double b = guided >= 0 ? guided : runs[0].clock;
-      if (a > 0 && b > 0) speedups[runs[i].strategy].push_back(a / b);
+      if (t > 0 && guided > 0) speedups[runs[i].strategy].push_back(t / guided);
+      equal_time[runs[i].strategy].push_back(runs[i].BestAt(runs[0].clock) / runs[0].best);
     }
     std::cout.flush();
   }
   std::cout << "\n";
-  for (const auto& [strategy, ratios] : speedups) {
+  for (const auto& [strategy, ratios] : equal_time) {
     std::cout << absl::StrFormat(
-        "- %s reached the best (within %.0f%%) on %d of %d modules; geomean time to best "
-        "%s / model-topk: %.2fx\n",
+        "- %s: reached the best (within %.0f%%) on %d of %d modules; where both did, geomean "
+        "time to best %s / model-topk %s; at model-topk's time its modules ran %.2fx slower "
+        "than model-topk's (geomean)\n",
         strategy, 100 * tolerance, reached[strategy], modules_run[strategy], strategy,
+        speedups[strategy].empty()
+            ? std::string("(none)")
+            : absl::StrFormat("%.2fx over %d", bench::GeoMean(speedups[strategy]),
+                              speedups[strategy].size()),
         bench::GeoMean(ratios));
   }
   std::cout << absl::StrFormat("- model inference in all: %.2f s\n", inference_total);

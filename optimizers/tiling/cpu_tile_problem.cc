@@ -1,6 +1,9 @@
 #include "optimizers/tiling/cpu_tile_problem.h"
 
+#include <algorithm>
+#include <cmath>
 #include <limits>
+#include <numeric>
 
 #include "absl/strings/str_cat.h"
 
@@ -44,7 +47,23 @@ std::vector<backends::cpu::KernelConfig> CpuTileProblem::Decode(const Candidate&
   return configs;
 }
 
-std::vector<std::vector<int64_t>> CpuTileProblem::Parts() const { return parts_; }
+std::vector<std::vector<int64_t>> CpuTileProblem::Parts() const {
+  // Slowest kernel (under its defaults, once measured) first: a search cut short by its budget
+  // has then spent it where the time is.
+  const std::vector<backends::cpu::KernelConfig> defaults = Decode(DefaultCandidate());
+  std::vector<double> seconds(parts_.size(), 0);
+  for (size_t p = 0; p < parts_.size(); ++p) {
+    auto it = cache_.find({part_kernel_[p], defaults[static_cast<size_t>(part_kernel_[p])]});
+    if (it != cache_.end() && std::isfinite(it->second)) seconds[p] = it->second;
+  }
+  std::vector<size_t> order(parts_.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(),
+                   [&](size_t a, size_t b) { return seconds[a] > seconds[b]; });
+  std::vector<std::vector<int64_t>> parts;
+  for (size_t p : order) parts.push_back(parts_[p]);
+  return parts;
+}
 
 absl::StatusOr<std::vector<double>> CpuTileProblem::RankSettings(
     int64_t part, const std::vector<Candidate>& settings) {
