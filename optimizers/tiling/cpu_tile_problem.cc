@@ -61,7 +61,11 @@ std::vector<std::vector<int64_t>> CpuTileProblem::Parts() const {
   std::stable_sort(order.begin(), order.end(),
                    [&](size_t a, size_t b) { return seconds[a] > seconds[b]; });
   std::vector<std::vector<int64_t>> parts;
-  for (size_t p : order) parts.push_back(parts_[p]);
+  listed_kernel_.clear();
+  for (size_t p : order) {
+    parts.push_back(parts_[p]);
+    listed_kernel_.push_back(part_kernel_[p]);
+  }
   return parts;
 }
 
@@ -72,12 +76,13 @@ absl::StatusOr<std::vector<double>> CpuTileProblem::RankSettings(
         "the cpu tile problem has no cost model attached to rank configurations with");
   }
   if (settings.empty()) return std::vector<double>{};
-  if (part < 0 || part >= static_cast<int64_t>(parts_.size())) {
+  if (listed_kernel_.empty()) (void)Parts();
+  if (part < 0 || part >= static_cast<int64_t>(listed_kernel_.size())) {
     return absl::InvalidArgumentError(
-        absl::StrCat("no part ", part, " (the problem has ", parts_.size(), ")"));
+        absl::StrCat("no part ", part, " (the problem has ", listed_kernel_.size(), ")"));
   }
   const backends::cpu::Kernel& kernel =
-      module_.kernels[static_cast<size_t>(part_kernel_[static_cast<size_t>(part)])];
+      module_.kernels[static_cast<size_t>(listed_kernel_[static_cast<size_t>(part)])];
   std::vector<backends::cpu::KernelConfig> configs;
   for (const Candidate& s : settings) {
     if (s.size() != kernel.params.size()) {

@@ -193,6 +193,37 @@ TEST_F(CpuRuntimeTest, TileProblemPartsAreKernelsAndRankingsReachTheRankerAsConf
             absl::StatusCode::kInvalidArgument);
 }
 
+// Once the defaults are measured, the slowest kernel's part comes first, and part indices of
+// RankSettings follow that order.
+TEST_F(CpuRuntimeTest, TileProblemPartsPutTheSlowestKernelFirst) {
+  absl::StatusOr<std::unique_ptr<ir::Module>> m = ir::ParseHloText(kMlp);
+  ASSERT_TRUE(m.ok()) << m.status();
+  absl::StatusOr<LoweredModule> lowered = Lower(**m);
+  ASSERT_TRUE(lowered.ok()) << lowered.status();
+  // Later kernels are slower.
+  opt::tiling::CpuTileProblem problem(
+      *lowered, [](int32_t k, const KernelConfig&) -> absl::StatusOr<double> { return k + 1.0; });
+  (void)problem.Evaluate(problem.DefaultCandidate());
+  std::vector<int32_t> ranked_kernels;
+  problem.SetRanker(
+      [&](int32_t kernel,
+          const std::vector<KernelConfig>& configs) -> absl::StatusOr<std::vector<double>> {
+        ranked_kernels.push_back(kernel);
+        return std::vector<double>(configs.size(), 0.0);
+      });
+  const std::vector<std::vector<int64_t>> parts = problem.Parts();
+  ASSERT_GE(parts.size(), 2u);
+  EXPECT_GT(parts[0].front(), parts[1].front());  // later positions belong to later kernels
+  for (size_t p = 0; p < parts.size(); ++p) {
+    ASSERT_TRUE(
+        problem.RankSettings(static_cast<int64_t>(p), {opt::Candidate(parts[p].size(), 0)}).ok());
+  }
+  ASSERT_EQ(ranked_kernels.size(), parts.size());
+  for (size_t p = 1; p < ranked_kernels.size(); ++p) {
+    EXPECT_GT(ranked_kernels[p - 1], ranked_kernels[p]);
+  }
+}
+
 TEST_F(CpuRuntimeTest, FusionPrioritiesChangeThePlanAndEveryPlanMatchesTheEvaluator) {
   absl::StatusOr<std::unique_ptr<ir::Module>> m = ir::ParseHloText(kMlp);
   ASSERT_TRUE(m.ok()) << m.status();
