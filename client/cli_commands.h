@@ -56,6 +56,8 @@ struct SearchCommand {
   std::string target = "cpu";  // whose default pipeline is the baseline
   bool warm_start = true;      // start from the default pipeline's order
   std::string output;
+  // tile on cpu with strategy model-topk: the store holding cost-model/tile-cpu.
+  std::string model_db;
 };
 // `mltune search pass-order`: best pass order found within the budget, against XLA's default.
 // `mltune search tile|fusion --target cpu`: the CPU backend's kernel parameters or fusion

@@ -6,6 +6,7 @@
 #include <fstream>
 #include <map>
 #include <memory>
+#include <optional>
 #include <ostream>
 #include <string>
 #include <vector>
@@ -18,9 +19,12 @@
 #include "client/load.h"
 #include "ir/evaluator/evaluator.h"
 #include "nlohmann/json.hpp"
+#include "optimizers/core/model_topk.h"
 #include "optimizers/core/search.h"
 #include "optimizers/fusion/cpu_fusion_problem.h"
+#include "optimizers/guided/rankers.h"
 #include "optimizers/tiling/cpu_tile_problem.h"
+#include "storage/store.h"
 
 namespace mltune::client {
 namespace {
@@ -76,12 +80,47 @@ struct TileOutcome {
   double default_seconds = 0, tuned_seconds = 0;  // summed kernel medians
   int64_t steps = 0, measurements = 0;
 };
+// The newest cost-model/tile-cpu in the store at `db`, for model-topk.
+absl::StatusOr<std::shared_ptr<const costmodels::learned::LearnedModel>> LoadTileModel(
+    const std::string& db) {
+  const std::string name = opt::guided::CostModelName("tile", "cpu");
+  if (db.empty()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("strategy model-topk ranks with a learned cost model: give --model-db STORE, "
+                     "a store holding ",
+                     name, " (mltune collect, then mltune train-cost-model)"));
+  }
+  absl::StatusOr<std::unique_ptr<storage::Store>> store = storage::Store::Open(db);
+  if (!store.ok()) return store.status();
+  absl::StatusOr<std::optional<storage::ModelRecord>> record = (*store)->LatestModel(name);
+  if (!record.ok()) return record.status();
+  if (!record->has_value()) {
+    return absl::FailedPreconditionError(
+        absl::StrCat(db, " holds no ", name, "; make one with `mltune collect FILES --db ", db,
+                     "` then `mltune train-cost-model --db ", db, "`"));
+  }
+  absl::StatusOr<std::unique_ptr<costmodels::learned::LearnedModel>> model =
+      costmodels::learned::LearnedModel::Load((*record)->data);
+  if (!model.ok()) return model.status();
+  return std::shared_ptr<const costmodels::learned::LearnedModel>(*std::move(model));
+}
+
+// `model_db` is read only for strategy model-topk.
 absl::StatusOr<TileOutcome> TuneTiles(const cpu::LoweredModule& lowered,
                                       const std::string& strategy, int64_t budget, double seconds,
-                                      uint64_t seed, int threads) {
+                                      uint64_t seed, int threads,
+                                      const std::string& model_db = "") {
+  const bool guided = strategy == opt::kModelTopK;
   absl::StatusOr<std::unique_ptr<opt::Strategy>> s =
-      opt::StrategyRegistry::Global().Create(strategy);
+      guided ? opt::CreateModelTopK() : opt::StrategyRegistry::Global().Create(strategy);
   if (!s.ok()) return s.status();
+  std::shared_ptr<const costmodels::learned::LearnedModel> model;
+  if (guided) {
+    absl::StatusOr<std::shared_ptr<const costmodels::learned::LearnedModel>> loaded =
+        LoadTileModel(model_db);
+    if (!loaded.ok()) return loaded.status();
+    model = *std::move(loaded);
+  }
   cpu::MeasureOptions measure;
   measure.threads = threads;
   measure.max_seconds = 0.05;
@@ -91,6 +130,7 @@ absl::StatusOr<TileOutcome> TuneTiles(const cpu::LoweredModule& lowered,
         if (!t.ok()) return t.status();
         return t->median_s;
       });
+  if (model != nullptr) problem->SetRanker(opt::guided::CpuTileRanker(model, lowered));
   TileOutcome out;
   out.default_seconds = problem->Evaluate(problem->DefaultCandidate());
   if (!std::isfinite(out.default_seconds)) {
@@ -221,7 +261,7 @@ int RunCpuSearch(const SearchCommand& cmd, std::ostream& out, std::ostream& err)
   };
   if (cmd.problem == "tile") {
     absl::StatusOr<TileOutcome> tuned =
-        TuneTiles(*lowered, cmd.strategy, cmd.budget, cmd.max_seconds, cmd.seed, 1);
+        TuneTiles(*lowered, cmd.strategy, cmd.budget, cmd.max_seconds, cmd.seed, 1, cmd.model_db);
     if (!tuned.ok()) {
       err << "error: " << tuned.status().message() << "\n";
       return 1;

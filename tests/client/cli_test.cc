@@ -1,5 +1,6 @@
 // The `mltune` binary end to end: outputs, JSON, exit codes and error messages.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <array>
@@ -372,6 +373,23 @@ TEST(CliSimulateTest, BadFileIsAParseError) {
   EXPECT_TRUE(r.out.empty()) << r.out;
   EXPECT_NE(r.err.find("mltune_cli_bad_sim.hlo:4:"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("frobnicate"), std::string::npos) << r.err;
+}
+
+// model-topk needs a store with a trained cost model: without one it says how to make one,
+// before measuring anything.
+TEST(CliTest, ModelTopKWithoutAModelSaysHowToTrainOne) {
+  Result none = RunCli("search tile --target cpu --strategy model-topk " + Example());
+  EXPECT_EQ(none.exit_code, 1);
+  EXPECT_NE(none.err.find("--model-db"), std::string::npos) << none.err;
+  const std::string db = (std::filesystem::temp_directory_path() /
+                          ("mltune_cli_empty_" + std::to_string(getpid()) + ".db"))
+                             .string();
+  Result empty =
+      RunCli("search tile --target cpu --strategy model-topk --model-db " + db + " " + Example());
+  EXPECT_EQ(empty.exit_code, 1);
+  EXPECT_NE(empty.err.find("holds no cost-model/tile-cpu"), std::string::npos) << empty.err;
+  EXPECT_NE(empty.err.find("mltune train-cost-model"), std::string::npos) << empty.err;
+  std::filesystem::remove(db);
 }
 
 }  // namespace
