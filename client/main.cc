@@ -126,16 +126,31 @@ int main(int argc, char** argv) {
       "model's training data (resumable, time-bounded)");
   collect_cmd->add_option("inputs", collect.inputs, "HLO files, or folders searched recursively")
       ->required();
-  collect_cmd->add_option("--target", collect.target, "cpu (tpu-sim: not yet)")->default_val("cpu");
-  collect_cmd->add_option("--task", collect.task, "tile")->default_val("tile");
+  collect_cmd
+      ->add_option("--target", collect.target,
+                   "cpu (measured), or tpu-sim / a tpu spec name such as tpu-v4-core (simulated)")
+      ->default_val("cpu");
+  collect_cmd
+      ->add_option("--task", collect.task,
+                   "tile (configurations per kernel) or fusion (kernels of random fusion plans)")
+      ->default_val("tile");
   collect_cmd->add_option("--db", collect.db, "SQLite store (created when missing)")->required();
   collect_cmd->add_option("--seconds", collect.seconds, "Stop after this long (0: no limit)")
       ->default_val(0);
   collect_cmd
       ->add_option("--per-kernel", collect.per_kernel,
-                   "Configurations per kernel, the default one included")
+                   "tile: configurations per kernel, the default one included")
       ->default_val(8);
-  collect_cmd->add_option("--seed", collect.seed, "Seed of the configurations and inputs")
+  collect_cmd
+      ->add_option("--per-module", collect.per_module,
+                   "fusion: fusion plans per module, the default one included")
+      ->default_val(8);
+  collect_cmd
+      ->add_option("--noise", collect.noise,
+                   "tpu-sim: log-normal sigma of the simulated times (measurement noise)")
+      ->default_val(0.02);
+  collect_cmd
+      ->add_option("--seed", collect.seed, "Seed of the configurations, plans, inputs and noise")
       ->default_val(0);
 
 #ifdef MLTUNE_WITH_LEARNED
