@@ -143,7 +143,7 @@ struct TrainCostModelCommand {
   std::string task = "tile";
   std::string target = "cpu";
   std::string db;             // the store holding the measurements; the model is stored there
-  std::string loss = "both";  // costmodels::learned::ParseLoss
+  std::string loss;  // costmodels::learned::ParseLoss; "": both for tile, mse-log for fusion
   int epochs = 60;
   int hidden = 64;
   int layers = 3;
@@ -151,10 +151,12 @@ struct TrainCostModelCommand {
   uint64_t seed = 0;
   bool no_store = false;
 };
-// `mltune train-cost-model`: trains the learned cost model on the store's tile-kernel
+// `mltune train-cost-model`: trains the learned cost model on the store's <task>-kernel
 // measurements and kernel graphs, prints the paper's metrics on a random split of kernels and on
-// held-out programs (against picking the compiler's default configuration), then trains on all
-// of them and stores the checkpoint as the next version of `cost-model/<task>-<target>`.
+// held-out programs next to the baselines (tile: the default configuration and the analytical
+// tile model, ranking APE; fusion: the analytical roofline, runtime MAPE), then trains on all of
+// them and stores the checkpoint as the next version of `cost-model/<task>-<target>` (tpu-sim
+// resolved to its spec name, as collect logs it).
 int RunTrainCostModel(const TrainCostModelCommand& cmd, std::ostream& out, std::ostream& err);
 
 }  // namespace mltune::client

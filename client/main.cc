@@ -159,12 +159,18 @@ int main(int argc, char** argv) {
       "train-cost-model",
       "Train the learned cost model on the store's kernel measurements (mltune collect), print "
       "its metrics on held-out kernels and programs, store the checkpoint");
-  train_cost_cmd->add_option("--task", train_cost.task, "tile")->default_val("tile");
-  train_cost_cmd->add_option("--target", train_cost.target, "Whose measurements: cpu")
+  train_cost_cmd
+      ->add_option("--task", train_cost.task,
+                   "tile (rank a kernel's configurations) or fusion (kernel runtimes)")
+      ->default_val("tile");
+  train_cost_cmd
+      ->add_option("--target", train_cost.target,
+                   "Whose measurements: cpu, tpu-sim or a tpu spec name (as collected)")
       ->default_val("cpu");
   train_cost_cmd->add_option("--db", train_cost.db, "SQLite store")->required();
-  train_cost_cmd->add_option("--loss", train_cost.loss, "mse-log, rank-hinge, rank-logistic, both")
-      ->default_val("both");
+  train_cost_cmd->add_option("--loss", train_cost.loss,
+                             "mse-log, rank-hinge, rank-logistic, both (default: both for tile, "
+                             "mse-log for fusion)");
   train_cost_cmd->add_option("--epochs", train_cost.epochs, "Training epochs")->default_val(60);
   train_cost_cmd->add_option("--hidden", train_cost.hidden, "Hidden width")->default_val(64);
   train_cost_cmd->add_option("--layers", train_cost.layers, "GraphSAGE layers")->default_val(3);
