@@ -142,7 +142,7 @@ int RunTrainAgent(const TrainAgentCommand& cmd, std::ostream& out, std::ostream&
 struct TrainCostModelCommand {
   std::string task = "tile";
   std::string target = "cpu";
-  std::string db;             // the store holding the measurements; the model is stored there
+  std::string db;    // the store holding the measurements; the model is stored there
   std::string loss;  // costmodels::learned::ParseLoss; "": both for tile, mse-log for fusion
   int epochs = 60;
   int hidden = 64;

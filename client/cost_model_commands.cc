@@ -155,10 +155,10 @@ struct SplitMetrics {
   std::string name;
   int64_t train_kernels = 0, test_kernels = 0, test_rows = 0;
   learned::RankMetrics relative, absolute, default_pick, analytical;
-  bool has_analytical = false;  // every test row has the baseline's prediction
-  double mape = 0, ape_median = 0;                        // learned, absolute head
+  bool has_analytical = false;      // every test row has the baseline's prediction
+  double mape = 0, ape_median = 0;  // learned, absolute head
   double analytical_mape = 0, analytical_ape_median = 0;  // the baseline's
-  std::string skipped;  // why the split was not evaluated
+  std::string skipped;                                    // why the split was not evaluated
 };
 
 // The median of |predicted - truth| / truth (MAPE's robust twin: a few noisy microsecond kernels
@@ -293,10 +293,9 @@ int RunTrainCostModel(const TrainCostModelCommand& cmd, std::ostream& out, std::
     return 1;
   }
   if (data->rows.empty()) {
-    err << "error: " << cmd.db << " holds no " << LogTask(cmd.task)
-        << " measurements for target " << target
-        << " with their kernel graphs (run mltune collect --target " << cmd.target << " --task "
-        << cmd.task << " --db " << cmd.db << " FILES first)\n";
+    err << "error: " << cmd.db << " holds no " << LogTask(cmd.task) << " measurements for target "
+        << target << " with their kernel graphs (run mltune collect --target " << cmd.target
+        << " --task " << cmd.task << " --db " << cmd.db << " FILES first)\n";
     return 1;
   }
   out << absl::StrFormat("%d measurements of %d kernels from %d programs (%d unreadable skipped)\n",
@@ -338,8 +337,8 @@ int RunTrainCostModel(const TrainCostModelCommand& cmd, std::ostream& out, std::
     const bool an = s->has_analytical;
     if (tile) {
       out << absl::StrFormat(
-          "| %s | %d | %d | %d | %s | %s | %s | %s | %s | %s | %s | %s |\n", name,
-          s->train_kernels, s->test_kernels, s->test_rows, rel ? Percent(s->relative.ape_mean) : "-",
+          "| %s | %d | %d | %d | %s | %s | %s | %s | %s | %s | %s | %s |\n", name, s->train_kernels,
+          s->test_kernels, s->test_rows, rel ? Percent(s->relative.ape_mean) : "-",
           rel ? Percent(s->relative.ape_median) : "-",
           rel ? absl::StrFormat("%.2f", s->relative.kendall_tau) : "-",
           abs ? Percent(s->absolute.ape_mean) : "-", abs ? Percent(s->mape) : "-",
