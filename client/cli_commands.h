@@ -148,6 +148,8 @@ struct TrainCostModelCommand {
   int hidden = 64;
   int layers = 3;
   double holdout = 0.25;  // fraction of kernels (random split) or programs held out
+  // Leave out kernels whose fastest measurement is under this (timer noise dominates them).
+  double min_seconds = 0;
   uint64_t seed = 0;
   bool no_store = false;
 };

@@ -46,14 +46,15 @@ struct Data {
   std::vector<std::string> kernels;   // kernel keys
   std::vector<std::string> programs;  // per kernel: the module it came from
   std::vector<Row> rows;
-  int64_t skipped = 0;  // rows whose configuration or graph could not be read
+  int64_t skipped = 0;   // rows whose configuration or graph could not be read
+  int64_t too_fast = 0;  // kernels left out by --min-seconds
 };
 
 // The measurement log's task of a train-cost-model task.
 std::string LogTask(const std::string& task) { return task + "-kernel"; }
 
 absl::StatusOr<Data> ReadData(storage::Store& store, const std::string& task,
-                              const std::string& target, std::ostream& err) {
+                              const std::string& target, double min_seconds, std::ostream& err) {
   storage::MeasurementFilter filter;
   filter.task = LogTask(task);
   filter.target = target;
@@ -73,11 +74,20 @@ absl::StatusOr<Data> ReadData(storage::Store& store, const std::string& task,
   std::map<std::string, int32_t> index;
   std::map<std::string, std::optional<features::KernelGraph>> graphs;
   std::map<std::string, std::string> defaults;  // kernel key -> its first logged configuration
+  // Kernels whose fastest measurement is under min_seconds go whole (dropping only their fast
+  // configurations would bias the tile ranking).
+  std::map<std::string, double> fastest;
+  for (const storage::MeasurementRecord& m : *logged) {
+    auto [it, fresh] = fastest.emplace(m.graph_key, m.value);
+    if (!fresh) it->second = std::min(it->second, m.value);
+  }
+  for (const auto& [key, seconds] : fastest) data.too_fast += seconds < min_seconds ? 1 : 0;
   for (const storage::MeasurementRecord& m : *logged) {
     if (!(m.value > 0) || !std::isfinite(m.value)) {
       ++data.skipped;
       continue;
     }
+    if (fastest.at(m.graph_key) < min_seconds) continue;
     auto g = graphs.find(m.graph_key);
     if (g == graphs.end()) {
       std::optional<features::KernelGraph> parsed;
@@ -267,6 +277,10 @@ int RunTrainCostModel(const TrainCostModelCommand& cmd, std::ostream& out, std::
     err << "error: --holdout must be in (0, 1)\n";
     return 1;
   }
+  if (!(cmd.min_seconds >= 0)) {
+    err << "error: --min-seconds must be >= 0\n";
+    return 1;
+  }
   // fusion logs one configuration per kernel: only the absolute head has anything to learn.
   const std::string loss_name = !cmd.loss.empty() ? cmd.loss : tile ? "both" : "mse-log";
   absl::StatusOr<learned::Loss> loss = learned::ParseLoss(loss_name);
@@ -287,9 +301,14 @@ int RunTrainCostModel(const TrainCostModelCommand& cmd, std::ostream& out, std::
     err << "error: cannot open the store " << cmd.db << ": " << store.status().message() << "\n";
     return 1;
   }
-  absl::StatusOr<Data> data = ReadData(**store, cmd.task, target, err);
+  absl::StatusOr<Data> data = ReadData(**store, cmd.task, target, cmd.min_seconds, err);
   if (!data.ok()) {
     err << "error: reading " << cmd.db << ": " << data.status().message() << "\n";
+    return 1;
+  }
+  if (data->rows.empty() && data->too_fast > 0) {
+    err << "error: all " << data->too_fast << " kernels of " << LogTask(cmd.task) << " on "
+        << target << " ran faster than --min-seconds " << cmd.min_seconds << "\n";
     return 1;
   }
   if (data->rows.empty()) {
@@ -298,10 +317,14 @@ int RunTrainCostModel(const TrainCostModelCommand& cmd, std::ostream& out, std::
         << " --task " << cmd.task << " --db " << cmd.db << " FILES first)\n";
     return 1;
   }
-  out << absl::StrFormat("%d measurements of %d kernels from %d programs (%d unreadable skipped)\n",
+  out << absl::StrFormat("%d measurements of %d kernels from %d programs (%d unreadable skipped)",
                          data->rows.size(), data->kernels.size(),
                          std::set<std::string>(data->programs.begin(), data->programs.end()).size(),
-                         data->skipped);
+                         data->skipped)
+      << (data->too_fast > 0 ? absl::StrFormat("; %d kernels faster than --min-seconds %g left out",
+                                               data->too_fast, cmd.min_seconds)
+                             : "")
+      << "\n";
   learned::ModelOptions options;
   options.vocabulary_size = features::OpcodeVocabularySize();
   options.hidden_dim = cmd.hidden;
@@ -408,6 +431,7 @@ int RunTrainCostModel(const TrainCostModelCommand& cmd, std::ostream& out, std::
                {"kernels", data->kernels.size()},
                {"loss", std::string(learned::LossName(options.loss))},
                {"epochs", options.epochs},
+               {"min_seconds", cmd.min_seconds},
                {"metrics", metrics}};
   const std::string checkpoint = (*model)->Save();
   absl::StatusOr<int64_t> version = (*store)->PutModelNextVersion(name, checkpoint, meta.dump());

@@ -178,6 +178,10 @@ int main(int argc, char** argv) {
       ->add_option("--holdout", train_cost.holdout,
                    "Fraction of kernels (random split) or programs held out, in (0, 1)")
       ->default_val(0.25);
+  train_cost_cmd
+      ->add_option("--min-seconds", train_cost.min_seconds,
+                   "Leave out kernels whose fastest measurement is under this (timer noise)")
+      ->default_val(0);
   train_cost_cmd->add_option("--seed", train_cost.seed, "Seed")->default_val(0);
   train_cost_cmd->add_flag("--no-store", train_cost.no_store, "Do not store the checkpoint");
 #endif

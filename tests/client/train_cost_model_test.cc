@@ -109,6 +109,14 @@ TEST_F(TrainCostModelTest, FusionReportsRuntimeMapeNextToTheRoofline) {
     EXPECT_NE((*model)->metadata_json.find("analytical_mape"), std::string::npos);
     EXPECT_NE((*model)->metadata_json.find("mse-log"), std::string::npos);
   }
+  // --min-seconds leaves out kernels timer noise dominates; none of these take a minute.
+  Result slow = Cli(absl::StrCat("train-cost-model --task fusion --db ", Db(),
+                                 " --epochs 1 --no-store --min-seconds 60"));
+  EXPECT_EQ(slow.exit_code, 1);
+  EXPECT_NE(slow.err.find("ran faster than --min-seconds 60"), std::string::npos) << slow.err;
+  Result bad = Cli(absl::StrCat("train-cost-model --task fusion --db ", Db(), " --min-seconds=-1"));
+  EXPECT_EQ(bad.exit_code, 1);
+  EXPECT_NE(bad.err.find("--min-seconds must be >= 0"), std::string::npos) << bad.err;
 }
 
 TEST_F(TrainCostModelTest, TpuSimTilesCompareWithTheAnalyticalModel) {
