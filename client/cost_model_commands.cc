@@ -38,7 +38,7 @@ struct Row {
   double seconds = 0;
   bool is_default = false;  // the compiler's default configuration
   // The analytical baseline's prediction: logged at collect time (tpu-sim) or computed from the
-  // graph (cpu fusion); absent where there is none (cpu tile).
+  // graph and the configuration (cpu).
   std::optional<double> analytical;
 };
 
@@ -130,6 +130,8 @@ absl::StatusOr<Data> ReadData(storage::Store& store, const std::string& task,
       row.analytical = a->second;
     } else if (cpu_roofline) {
       row.analytical = CpuRooflineSeconds(row.graph);
+    } else if (target == "cpu") {
+      row.analytical = CpuTileSeconds(row.graph, *config);
     }
     data.rows.push_back(std::move(row));
   }
@@ -399,7 +401,7 @@ int RunTrainCostModel(const TrainCostModelCommand& cmd, std::ostream& out, std::
     out << "\nAPE: per kernel, the measured time of the configuration picked over the best "
            "measured one, minus 1 (the paper's tile-size metric); \"default config\" picks the "
            "compiler's defaults, \"analytical\" the fastest by "
-        << (target == "cpu" ? "the analytical model (none for cpu tiles yet: -)"
+        << (target == "cpu" ? "the configuration-aware CPU roofline (client/cost_model_baselines.h)"
                             : "the analytical tile roofline (costmodels/analytical/tile_cost.h)")
         << ".\n";
   } else {

@@ -54,9 +54,10 @@ TEST_F(TrainCostModelTest, EvaluatesBothSplitsAndStoresVersions) {
       << first.out;
   EXPECT_NE(first.out.find("| random kernels | 2 | 1 |"), std::string::npos) << first.out;
   EXPECT_NE(first.out.find("| held-out programs |"), std::string::npos) << first.out;
-  // No analytical model of cpu tiles: its column says so.
+  // The configuration-aware CPU roofline ranks the same rows.
   EXPECT_NE(first.out.find("APE mean (analytical)"), std::string::npos) << first.out;
-  EXPECT_NE(first.out.find("none for cpu tiles yet"), std::string::npos) << first.out;
+  EXPECT_NE(first.out.find("configuration-aware CPU roofline"), std::string::npos) << first.out;
+  EXPECT_EQ(first.out.find("| - |"), std::string::npos) << first.out;
   EXPECT_EQ(first.out.find("| skipped"), std::string::npos) << first.out;
   EXPECT_NE(first.out.find("stored cost-model/tile-cpu version 1"), std::string::npos) << first.out;
   Result second = Cli(train);
