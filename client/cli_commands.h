@@ -103,15 +103,20 @@ struct CollectCommand {
   std::string task = "tile";
   std::string db;              // the SQLite store (created when missing)
   double seconds = 0;          // stop cleanly after this long (0: no limit)
-  int64_t per_kernel = 8;      // configurations per kernel, the default one included
-  uint64_t seed = 0;           // configurations drawn and inputs generated
+  int64_t per_kernel = 8;      // tile: configurations per kernel, the default one included
+  int64_t per_module = 8;      // fusion: fusion plans per module, the default one included
+  double noise = 0.02;         // tpu-sim: log-normal sigma of the simulated "measurements"
+  uint64_t seed = 0;           // configurations and plans drawn, inputs generated, noise
   bool live_progress = false;  // one progress line redrawn with '\r' (a terminal), else lines
 };
-// `mltune collect`: training data for the learned cost model. Each module's kernels (after the
-// backend's pipeline and lowering; unsupported modules are skipped with a note) are measured
-// under their default and random valid configurations; each measurement goes to the store's
-// measurement log (task tile-kernel, graph_key = the kernel key) and each kernel's graph to its
-// kernel graphs. Pairs (kernel key, configuration) already logged are skipped, so a run resumes.
+// `mltune collect`: training data for the learned cost model. tile: each module's kernels (cpu:
+// after the backend's pipeline and lowering; tpu-sim: the default fusion; unsupported modules are
+// skipped with a note) are measured under their default and random valid configurations (log
+// task tile-kernel). fusion: the kernels of the default and random fusion plans, each measured
+// once under its default configuration (log task fusion-kernel). graph_key = the kernel key; each
+// kernel's graph goes to the store's kernel graphs; tpu-sim rows come with the analytical
+// baseline's prediction (task <task>-analytical). What the log holds is skipped, so a run
+// resumes.
 int RunCollect(const CollectCommand& cmd, std::ostream& out, std::ostream& err);
 
 struct TrainAgentCommand {
@@ -139,19 +144,23 @@ int RunTrainAgent(const TrainAgentCommand& cmd, std::ostream& out, std::ostream&
 struct TrainCostModelCommand {
   std::string task = "tile";
   std::string target = "cpu";
-  std::string db;             // the store holding the measurements; the model is stored there
-  std::string loss = "both";  // costmodels::learned::ParseLoss
+  std::string db;    // the store holding the measurements; the model is stored there
+  std::string loss;  // costmodels::learned::ParseLoss; "": both for tile, mse-log for fusion
   int epochs = 60;
   int hidden = 64;
   int layers = 3;
   double holdout = 0.25;  // fraction of kernels (random split) or programs held out
+  // Leave out kernels whose fastest measurement is under this (timer noise dominates them).
+  double min_seconds = 0;
   uint64_t seed = 0;
   bool no_store = false;
 };
-// `mltune train-cost-model`: trains the learned cost model on the store's tile-kernel
+// `mltune train-cost-model`: trains the learned cost model on the store's <task>-kernel
 // measurements and kernel graphs, prints the paper's metrics on a random split of kernels and on
-// held-out programs (against picking the compiler's default configuration), then trains on all
-// of them and stores the checkpoint as the next version of `cost-model/<task>-<target>`.
+// held-out programs next to the baselines (tile: the default configuration and the analytical
+// tile model, ranking APE; fusion: the analytical roofline, runtime MAPE), then trains on all of
+// them and stores the checkpoint as the next version of `cost-model/<task>-<target>` (tpu-sim
+// resolved to its spec name, as collect logs it).
 int RunTrainCostModel(const TrainCostModelCommand& cmd, std::ostream& out, std::ostream& err);
 
 }  // namespace mltune::client

@@ -1,6 +1,8 @@
 // `mltune train-cost-model`: trains the learned cost model (costmodels/learned) on the store's
 // kernel measurements (`mltune collect`, the daemon's cpu tile task), evaluates it on a random
-// held-out split of kernels and on held-out programs, and stores the checkpoint.
+// held-out split of kernels and on held-out programs next to the analytical baseline, and stores
+// the checkpoint. tile: how well each model ranks a kernel's configurations (the paper's tile
+// APE); fusion: how well it predicts kernel runtimes (the paper's fusion MAPE).
 #include <algorithm>
 #include <cmath>
 #include <map>
@@ -15,6 +17,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "client/cli_commands.h"
+#include "client/cost_model_baselines.h"
+#include "client/sim_targets.h"
 #include "costmodels/features/kernel_graph.h"
 #include "costmodels/learned/learned_model.h"
 #include "nlohmann/json.hpp"
@@ -33,30 +37,57 @@ struct Row {
   features::KernelGraph graph;
   double seconds = 0;
   bool is_default = false;  // the compiler's default configuration
+  // The analytical baseline's prediction: logged at collect time (tpu-sim) or computed from the
+  // graph and the configuration (cpu).
+  std::optional<double> analytical;
 };
 
 struct Data {
   std::vector<std::string> kernels;   // kernel keys
   std::vector<std::string> programs;  // per kernel: the module it came from
   std::vector<Row> rows;
-  int64_t skipped = 0;  // rows whose configuration or graph could not be read
+  int64_t skipped = 0;   // rows whose configuration or graph could not be read
+  int64_t too_fast = 0;  // kernels left out by --min-seconds
 };
 
-absl::StatusOr<Data> ReadData(storage::Store& store, const std::string& target, std::ostream& err) {
+// The measurement log's task of a train-cost-model task.
+std::string LogTask(const std::string& task) { return task + "-kernel"; }
+
+absl::StatusOr<Data> ReadData(storage::Store& store, const std::string& task,
+                              const std::string& target, double min_seconds, std::ostream& err) {
   storage::MeasurementFilter filter;
-  filter.task = "tile-kernel";
+  filter.task = LogTask(task);
   filter.target = target;
   absl::StatusOr<std::vector<storage::MeasurementRecord>> logged = store.QueryMeasurements(filter);
   if (!logged.ok()) return logged.status();
+  // The analytical baseline's rows (mltune collect --target tpu-sim), by key and configuration.
+  filter.task = LogTask(task) + "-analytical";
+  absl::StatusOr<std::vector<storage::MeasurementRecord>> analytical_rows =
+      store.QueryMeasurements(filter);
+  if (!analytical_rows.ok()) return analytical_rows.status();
+  std::map<std::string, double> analytical;
+  for (const storage::MeasurementRecord& m : *analytical_rows) {
+    analytical[absl::StrCat(m.graph_key, "\n", m.configuration)] = m.value;
+  }
+  const bool cpu_roofline = target == "cpu" && task == "fusion";
   Data data;
   std::map<std::string, int32_t> index;
   std::map<std::string, std::optional<features::KernelGraph>> graphs;
   std::map<std::string, std::string> defaults;  // kernel key -> its first logged configuration
+  // Kernels whose fastest measurement is under min_seconds go whole (dropping only their fast
+  // configurations would bias the tile ranking).
+  std::map<std::string, double> fastest;
+  for (const storage::MeasurementRecord& m : *logged) {
+    auto [it, fresh] = fastest.emplace(m.graph_key, m.value);
+    if (!fresh) it->second = std::min(it->second, m.value);
+  }
+  for (const auto& [key, seconds] : fastest) data.too_fast += seconds < min_seconds ? 1 : 0;
   for (const storage::MeasurementRecord& m : *logged) {
     if (!(m.value > 0) || !std::isfinite(m.value)) {
       ++data.skipped;
       continue;
     }
+    if (fastest.at(m.graph_key) < min_seconds) continue;
     auto g = graphs.find(m.graph_key);
     if (g == graphs.end()) {
       std::optional<features::KernelGraph> parsed;
@@ -94,6 +125,14 @@ absl::StatusOr<Data> ReadData(storage::Store& store, const std::string& target, 
     row.seconds = m.value;
     // collect and the daemon measure the default configuration first.
     row.is_default = m.configuration == defaults.at(m.graph_key);
+    if (auto a = analytical.find(absl::StrCat(m.graph_key, "\n", m.configuration));
+        a != analytical.end()) {
+      row.analytical = a->second;
+    } else if (cpu_roofline) {
+      row.analytical = CpuRooflineSeconds(row.graph);
+    } else if (target == "cpu") {
+      row.analytical = CpuTileSeconds(row.graph, *config);
+    }
     data.rows.push_back(std::move(row));
   }
   return data;
@@ -127,10 +166,25 @@ std::vector<bool> HeldOut(const Data& data, bool by_program, double holdout, uin
 struct SplitMetrics {
   std::string name;
   int64_t train_kernels = 0, test_kernels = 0, test_rows = 0;
-  learned::RankMetrics relative, absolute, default_pick;
-  double mape = 0;
-  std::string skipped;  // why the split was not evaluated
+  learned::RankMetrics relative, absolute, default_pick, analytical;
+  bool has_analytical = false;      // every test row has the baseline's prediction
+  double mape = 0, ape_median = 0;  // learned, absolute head
+  double analytical_mape = 0, analytical_ape_median = 0;  // the baseline's
+  std::string skipped;                                    // why the split was not evaluated
 };
+
+// The median of |predicted - truth| / truth (MAPE's robust twin: a few noisy microsecond kernels
+// do not move it).
+double MedianApe(const std::vector<double>& truth, const std::vector<double>& predicted) {
+  std::vector<double> apes;
+  for (size_t i = 0; i < truth.size() && i < predicted.size(); ++i) {
+    if (truth[i] > 0) apes.push_back(std::abs(predicted[i] - truth[i]) / truth[i]);
+  }
+  if (apes.empty()) return 0;
+  std::sort(apes.begin(), apes.end());
+  const size_t mid = apes.size() / 2;
+  return apes.size() % 2 ? apes[mid] : (apes[mid - 1] + apes[mid]) / 2;
+}
 
 std::vector<learned::Sample> Samples(const Data& data, const std::vector<size_t>& rows) {
   std::vector<learned::Sample> out;
@@ -176,14 +230,22 @@ absl::StatusOr<SplitMetrics> Evaluate(const Data& data, const std::string& name,
   if (!report.ok()) return report.status();
   std::vector<const features::KernelGraph*> graphs;
   std::vector<int64_t> group;
-  std::vector<double> truth, default_score;
+  std::vector<double> truth, default_score, analytical;
+  s.has_analytical = true;
   for (size_t r : test_rows) {
     graphs.push_back(&data.rows[r].graph);
     group.push_back(data.rows[r].kernel);
     truth.push_back(data.rows[r].seconds);
     default_score.push_back(data.rows[r].is_default ? 0.0 : 1.0);
+    s.has_analytical = s.has_analytical && data.rows[r].analytical.has_value();
+    analytical.push_back(data.rows[r].analytical.value_or(0));
   }
   s.default_pick = learned::EvaluateRanking(group, truth, default_score);
+  if (s.has_analytical) {
+    s.analytical = learned::EvaluateRanking(group, truth, analytical);
+    s.analytical_mape = learned::Mape(truth, analytical);
+    s.analytical_ape_median = MedianApe(truth, analytical);
+  }
   if ((*model)->HasHead(learned::Head::kRelative)) {
     absl::StatusOr<std::vector<double>> rel = (*model)->Predict(graphs, learned::Head::kRelative);
     if (!rel.ok()) return rel.status();
@@ -196,6 +258,7 @@ absl::StatusOr<SplitMetrics> Evaluate(const Data& data, const std::string& name,
     std::vector<double> seconds;
     for (double v : *abs) seconds.push_back(std::exp(v));
     s.mape = learned::Mape(truth, seconds);
+    s.ape_median = MedianApe(truth, seconds);
   }
   return s;
 }
@@ -205,41 +268,65 @@ std::string Percent(double v) { return absl::StrFormat("%.1f%%", 100 * v); }
 }  // namespace
 
 int RunTrainCostModel(const TrainCostModelCommand& cmd, std::ostream& out, std::ostream& err) {
-  if (cmd.task != "tile") {
+  const bool tile = cmd.task == "tile";
+  if (!tile && cmd.task != "fusion") {
     err << "error: --task " << cmd.task
-        << ": only tile is trained so far (its measurements come from mltune collect --task tile "
-           "and the daemon's cpu tile task)\n";
+        << ": train-cost-model trains tile (ranking a kernel's configurations) or fusion "
+           "(kernel runtimes)\n";
     return 1;
   }
   if (!(cmd.holdout > 0 && cmd.holdout < 1)) {
     err << "error: --holdout must be in (0, 1)\n";
     return 1;
   }
-  absl::StatusOr<learned::Loss> loss = learned::ParseLoss(cmd.loss);
+  if (!(cmd.min_seconds >= 0)) {
+    err << "error: --min-seconds must be >= 0\n";
+    return 1;
+  }
+  // fusion logs one configuration per kernel: only the absolute head has anything to learn.
+  const std::string loss_name = !cmd.loss.empty() ? cmd.loss : tile ? "both" : "mse-log";
+  absl::StatusOr<learned::Loss> loss = learned::ParseLoss(loss_name);
   if (!loss.ok()) {
     err << "error: --loss: " << loss.status().message() << "\n";
     return 1;
   }
+  if (!tile && *loss != learned::Loss::kMseLog) {
+    err << "error: --loss " << loss_name
+        << ": the fusion task has one measurement per kernel, so rank losses have no pairs; use "
+           "mse-log\n";
+    return 1;
+  }
+  // As collect logs it: tpu-sim means its default spec.
+  const std::string target = ResolveAlias(cmd.target);
   absl::StatusOr<std::unique_ptr<storage::Store>> store = storage::Store::Open(cmd.db);
   if (!store.ok()) {
     err << "error: cannot open the store " << cmd.db << ": " << store.status().message() << "\n";
     return 1;
   }
-  absl::StatusOr<Data> data = ReadData(**store, cmd.target, err);
+  absl::StatusOr<Data> data = ReadData(**store, cmd.task, target, cmd.min_seconds, err);
   if (!data.ok()) {
     err << "error: reading " << cmd.db << ": " << data.status().message() << "\n";
     return 1;
   }
-  if (data->rows.empty()) {
-    err << "error: " << cmd.db << " holds no tile-kernel measurements for target " << cmd.target
-        << " with their kernel graphs (run mltune collect --target " << cmd.target
-        << " --task tile --db " << cmd.db << " FILES first)\n";
+  if (data->rows.empty() && data->too_fast > 0) {
+    err << "error: all " << data->too_fast << " kernels of " << LogTask(cmd.task) << " on "
+        << target << " ran faster than --min-seconds " << cmd.min_seconds << "\n";
     return 1;
   }
-  out << absl::StrFormat("%d measurements of %d kernels from %d programs (%d unreadable skipped)\n",
+  if (data->rows.empty()) {
+    err << "error: " << cmd.db << " holds no " << LogTask(cmd.task) << " measurements for target "
+        << target << " with their kernel graphs (run mltune collect --target " << cmd.target
+        << " --task " << cmd.task << " --db " << cmd.db << " FILES first)\n";
+    return 1;
+  }
+  out << absl::StrFormat("%d measurements of %d kernels from %d programs (%d unreadable skipped)",
                          data->rows.size(), data->kernels.size(),
                          std::set<std::string>(data->programs.begin(), data->programs.end()).size(),
-                         data->skipped);
+                         data->skipped)
+      << (data->too_fast > 0 ? absl::StrFormat("; %d kernels faster than --min-seconds %g left out",
+                                               data->too_fast, cmd.min_seconds)
+                             : "")
+      << "\n";
   learned::ModelOptions options;
   options.vocabulary_size = features::OpcodeVocabularySize();
   options.hidden_dim = cmd.hidden;
@@ -249,9 +336,15 @@ int RunTrainCostModel(const TrainCostModelCommand& cmd, std::ostream& out, std::
   options.loss = *loss;
 
   json metrics = json::array();
-  out << "\n| split | train kernels | test kernels | test configs | APE mean (relative head) | "
-         "APE median | Kendall tau | APE mean (absolute head) | MAPE | APE mean (default config) "
-         "|\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n";
+  if (tile) {
+    out << "\n| split | train kernels | test kernels | test configs | APE mean (relative head) | "
+           "APE median | Kendall tau | APE mean (absolute head) | MAPE | APE mean (default "
+           "config) | APE mean (analytical) | Kendall tau (analytical) |\n"
+           "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n";
+  } else {
+    out << "\n| split | train kernels | test kernels | MAPE (learned) | APE median (learned) | "
+           "MAPE (analytical) | APE median (analytical) |\n|---|---:|---:|---:|---:|---:|---:|\n";
+  }
   for (const auto& [name, by_program] : std::vector<std::pair<std::string, bool>>{
            {"random kernels", false}, {"held-out programs", true}}) {
     absl::StatusOr<SplitMetrics> s = Evaluate(*data, name, by_program, cmd, options);
@@ -260,31 +353,64 @@ int RunTrainCostModel(const TrainCostModelCommand& cmd, std::ostream& out, std::
       return 1;
     }
     if (!s->skipped.empty()) {
-      out << "| " << name << " | skipped: " << s->skipped << " |||||||||\n";
+      out << "| " << name << " | skipped: " << s->skipped << " |" << std::string(tile ? 11 : 5, '|')
+          << "\n";
       continue;
     }
     const bool rel = options.loss != learned::Loss::kMseLog;
     const bool abs = options.loss == learned::Loss::kMseLog || options.loss == learned::Loss::kBoth;
-    out << absl::StrFormat("| %s | %d | %d | %d | %s | %s | %s | %s | %s | %s |\n", name,
-                           s->train_kernels, s->test_kernels, s->test_rows,
-                           rel ? Percent(s->relative.ape_mean) : "-",
-                           rel ? Percent(s->relative.ape_median) : "-",
-                           rel ? absl::StrFormat("%.2f", s->relative.kendall_tau) : "-",
-                           abs ? Percent(s->absolute.ape_mean) : "-", abs ? Percent(s->mape) : "-",
-                           Percent(s->default_pick.ape_mean));
-    metrics.push_back({{"split", name},
-                       {"train_kernels", s->train_kernels},
-                       {"test_kernels", s->test_kernels},
-                       {"relative_ape_mean", s->relative.ape_mean},
-                       {"relative_ape_median", s->relative.ape_median},
-                       {"kendall_tau", s->relative.kendall_tau},
-                       {"absolute_ape_mean", s->absolute.ape_mean},
-                       {"mape", s->mape},
-                       {"default_ape_mean", s->default_pick.ape_mean}});
+    const bool an = s->has_analytical;
+    if (tile) {
+      out << absl::StrFormat(
+          "| %s | %d | %d | %d | %s | %s | %s | %s | %s | %s | %s | %s |\n", name, s->train_kernels,
+          s->test_kernels, s->test_rows, rel ? Percent(s->relative.ape_mean) : "-",
+          rel ? Percent(s->relative.ape_median) : "-",
+          rel ? absl::StrFormat("%.2f", s->relative.kendall_tau) : "-",
+          abs ? Percent(s->absolute.ape_mean) : "-", abs ? Percent(s->mape) : "-",
+          Percent(s->default_pick.ape_mean), an ? Percent(s->analytical.ape_mean) : "-",
+          an ? absl::StrFormat("%.2f", s->analytical.kendall_tau) : "-");
+    } else {
+      out << absl::StrFormat("| %s | %d | %d | %s | %s | %s | %s |\n", name, s->train_kernels,
+                             s->test_kernels, Percent(s->mape), Percent(s->ape_median),
+                             an ? Percent(s->analytical_mape) : "-",
+                             an ? Percent(s->analytical_ape_median) : "-");
+    }
+    json m = {{"split", name},
+              {"train_kernels", s->train_kernels},
+              {"test_kernels", s->test_kernels},
+              {"mape", s->mape},
+              {"ape_median", s->ape_median}};
+    if (tile) {
+      m["relative_ape_mean"] = s->relative.ape_mean;
+      m["relative_ape_median"] = s->relative.ape_median;
+      m["kendall_tau"] = s->relative.kendall_tau;
+      m["absolute_ape_mean"] = s->absolute.ape_mean;
+      m["default_ape_mean"] = s->default_pick.ape_mean;
+      if (an) {
+        m["analytical_ape_mean"] = s->analytical.ape_mean;
+        m["analytical_kendall_tau"] = s->analytical.kendall_tau;
+      }
+    }
+    if (an) {
+      m["analytical_mape"] = s->analytical_mape;
+      m["analytical_ape_median"] = s->analytical_ape_median;
+    }
+    metrics.push_back(std::move(m));
   }
-  out << "\nAPE: per kernel, the measured time of the configuration picked over the best measured "
-         "one, minus 1 (the paper's tile-size metric); \"default config\" picks the compiler's "
-         "defaults.\n";
+  if (tile) {
+    out << "\nAPE: per kernel, the measured time of the configuration picked over the best "
+           "measured one, minus 1 (the paper's tile-size metric); \"default config\" picks the "
+           "compiler's defaults, \"analytical\" the fastest by "
+        << (target == "cpu" ? "the configuration-aware CPU roofline (client/cost_model_baselines.h)"
+                            : "the analytical tile roofline (costmodels/analytical/tile_cost.h)")
+        << ".\n";
+  } else {
+    out << "\nMAPE: mean |predicted - measured| / measured runtime over the test kernels (the "
+           "paper's fusion metric); \"analytical\" is the "
+        << (target == "cpu" ? "CPU roofline from the kernels' FLOPs and bytes"
+                            : "roofline of the kernels' FLOPs and bytes on the spec")
+        << ".\n";
+  }
 
   if (cmd.no_store) return 0;
   // The stored model learns from every measurement.
@@ -300,13 +426,14 @@ int RunTrainCostModel(const TrainCostModelCommand& cmd, std::ostream& out, std::
     err << "error: training: " << r.status().message() << "\n";
     return 1;
   }
-  const std::string name = absl::StrCat("cost-model/", cmd.task, "-", cmd.target);
+  const std::string name = absl::StrCat("cost-model/", cmd.task, "-", target);
   json meta = {{"task", cmd.task},
-               {"target", cmd.target},
+               {"target", target},
                {"measurements", data->rows.size()},
                {"kernels", data->kernels.size()},
                {"loss", std::string(learned::LossName(options.loss))},
                {"epochs", options.epochs},
+               {"min_seconds", cmd.min_seconds},
                {"metrics", metrics}};
   const std::string checkpoint = (*model)->Save();
   absl::StatusOr<int64_t> version = (*store)->PutModelNextVersion(name, checkpoint, meta.dump());

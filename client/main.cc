@@ -130,16 +130,31 @@ int main(int argc, char** argv) {
       "model's training data (resumable, time-bounded)");
   collect_cmd->add_option("inputs", collect.inputs, "HLO files, or folders searched recursively")
       ->required();
-  collect_cmd->add_option("--target", collect.target, "cpu (tpu-sim: not yet)")->default_val("cpu");
-  collect_cmd->add_option("--task", collect.task, "tile")->default_val("tile");
+  collect_cmd
+      ->add_option("--target", collect.target,
+                   "cpu (measured), or tpu-sim / a tpu spec name such as tpu-v4-core (simulated)")
+      ->default_val("cpu");
+  collect_cmd
+      ->add_option("--task", collect.task,
+                   "tile (configurations per kernel) or fusion (kernels of random fusion plans)")
+      ->default_val("tile");
   collect_cmd->add_option("--db", collect.db, "SQLite store (created when missing)")->required();
   collect_cmd->add_option("--seconds", collect.seconds, "Stop after this long (0: no limit)")
       ->default_val(0);
   collect_cmd
       ->add_option("--per-kernel", collect.per_kernel,
-                   "Configurations per kernel, the default one included")
+                   "tile: configurations per kernel, the default one included")
       ->default_val(8);
-  collect_cmd->add_option("--seed", collect.seed, "Seed of the configurations and inputs")
+  collect_cmd
+      ->add_option("--per-module", collect.per_module,
+                   "fusion: fusion plans per module, the default one included")
+      ->default_val(8);
+  collect_cmd
+      ->add_option("--noise", collect.noise,
+                   "tpu-sim: log-normal sigma of the simulated times (measurement noise)")
+      ->default_val(0.02);
+  collect_cmd
+      ->add_option("--seed", collect.seed, "Seed of the configurations, plans, inputs and noise")
       ->default_val(0);
 
 #ifdef MLTUNE_WITH_LEARNED
@@ -148,12 +163,18 @@ int main(int argc, char** argv) {
       "train-cost-model",
       "Train the learned cost model on the store's kernel measurements (mltune collect), print "
       "its metrics on held-out kernels and programs, store the checkpoint");
-  train_cost_cmd->add_option("--task", train_cost.task, "tile")->default_val("tile");
-  train_cost_cmd->add_option("--target", train_cost.target, "Whose measurements: cpu")
+  train_cost_cmd
+      ->add_option("--task", train_cost.task,
+                   "tile (rank a kernel's configurations) or fusion (kernel runtimes)")
+      ->default_val("tile");
+  train_cost_cmd
+      ->add_option("--target", train_cost.target,
+                   "Whose measurements: cpu, tpu-sim or a tpu spec name (as collected)")
       ->default_val("cpu");
   train_cost_cmd->add_option("--db", train_cost.db, "SQLite store")->required();
-  train_cost_cmd->add_option("--loss", train_cost.loss, "mse-log, rank-hinge, rank-logistic, both")
-      ->default_val("both");
+  train_cost_cmd->add_option("--loss", train_cost.loss,
+                             "mse-log, rank-hinge, rank-logistic, both (default: both for tile, "
+                             "mse-log for fusion)");
   train_cost_cmd->add_option("--epochs", train_cost.epochs, "Training epochs")->default_val(60);
   train_cost_cmd->add_option("--hidden", train_cost.hidden, "Hidden width")->default_val(64);
   train_cost_cmd->add_option("--layers", train_cost.layers, "GraphSAGE layers")->default_val(3);
@@ -161,6 +182,10 @@ int main(int argc, char** argv) {
       ->add_option("--holdout", train_cost.holdout,
                    "Fraction of kernels (random split) or programs held out, in (0, 1)")
       ->default_val(0.25);
+  train_cost_cmd
+      ->add_option("--min-seconds", train_cost.min_seconds,
+                   "Leave out kernels whose fastest measurement is under this (timer noise)")
+      ->default_val(0);
   train_cost_cmd->add_option("--seed", train_cost.seed, "Seed")->default_val(0);
   train_cost_cmd->add_flag("--no-store", train_cost.no_store, "Do not store the checkpoint");
 #endif

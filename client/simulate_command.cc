@@ -20,6 +20,7 @@
 #include "backends/tpu_sim/tpu_sim.h"
 #include "client/cli_commands.h"
 #include "client/load.h"
+#include "client/sim_targets.h"
 #include "costmodels/analytical/analytical.h"
 #include "costmodels/analytical/kernels.h"
 #include "costmodels/analytical/op_graph.h"
@@ -29,42 +30,6 @@ namespace mltune::client {
 namespace {
 
 using json = nlohmann::ordered_json;
-
-// The simulated workers' names as --target aliases: a copy of the mapping in daemon::SimWorkers()
-// (daemon/sim_workers.cc), kept here so the CLI does not link the daemon library (gRPC, storage).
-// Change both together; tests/client/cli_test.cc pins what each alias resolves to.
-struct Alias {
-  const char* worker;
-  const char* kind;
-  const char* default_target;
-};
-constexpr Alias kAliases[] = {
-    {"tpu-sim", "tpu", "tpu-v4-core"},
-    {"mcm-sim", "mcm", "mcm-36"},
-    {"cluster-sim", "gpu-cluster", "gpu-4x-nvlink"},
-};
-
-std::string ResolveAlias(const std::string& target) {
-  for (const Alias& a : kAliases) {
-    if (target == a.worker) return a.default_target;
-  }
-  return target;
-}
-
-const char* WorkerOfKind(const std::string& kind) {
-  for (const Alias& a : kAliases) {
-    if (kind == a.kind) return a.worker;
-  }
-  return nullptr;
-}
-
-std::string KnownTargets() {
-  std::vector<std::string> aliases;
-  for (const Alias& a : kAliases)
-    aliases.push_back(absl::StrCat(a.worker, " = ", a.default_target));
-  return absl::StrCat("known: ", absl::StrJoin(backends::TargetRegistry::Global().Names(), ", "),
-                      "; aliases: ", absl::StrJoin(aliases, ", "));
-}
 
 // Three significant figures without an exponent.
 std::string Sig3(double v) {

@@ -2,21 +2,17 @@
 // evaluated, each run stores the next checkpoint version (loadable by the learned model), and a
 // store without measurements, an unknown task or a bad holdout are clear errors.
 #include <gtest/gtest.h>
-#include <unistd.h>
 
-#include <filesystem>
-#include <fstream>
 #include <string>
 
 #include "absl/strings/str_cat.h"
 #include "costmodels/learned/learned_model.h"
 #include "storage/store.h"
-#include "tests/support/run_command.h"
+#include "tests/support/cli_store_fixture.h"
 
 namespace mltune {
 namespace {
 
-namespace fs = std::filesystem;
 using Result = testing::CommandResult;
 
 // Two programs, three kernels (an elementwise loop with a transpose, a row reduce, a dot).
@@ -41,32 +37,14 @@ ENTRY e {
   ROOT d = f32[32,40] dot(a, b), lhs_contracting_dims={1}, rhs_contracting_dims={0}
 })";
 
-class TrainCostModelTest : public ::testing::Test {
+class TrainCostModelTest : public testing::CliStoreTest {
  protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() /
-           absl::StrCat("mltune_train_cost_",
-                        ::testing::UnitTest::GetInstance()->current_test_info()->name(), "_",
-                        getpid());
-    fs::remove_all(dir_);
-    fs::create_directories(dir_ / "graphs");
-    std::ofstream(dir_ / "graphs" / "first.hlo") << kFirst;
-    std::ofstream(dir_ / "graphs" / "second.hlo") << kSecond;
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-
-  std::string Db() const { return (dir_ / "store.db").string(); }
-  Result Cli(const std::string& args) {
-    return testing::RunCommand(absl::StrCat("MLTUNE_KERNEL_CACHE=", MLTUNE_TEST_KERNEL_CACHE, " ",
-                                            MLTUNE_CLI_PATH, " ", args));
-  }
-
-  fs::path dir_;
+  TrainCostModelTest() : CliStoreTest({{"first.hlo", kFirst}, {"second.hlo", kSecond}}) {}
 };
 
 TEST_F(TrainCostModelTest, EvaluatesBothSplitsAndStoresVersions) {
-  Result collect = Cli(absl::StrCat("collect ", (dir_ / "graphs").string(), " --db ", Db(),
-                                    " --per-kernel 4 --seed 3"));
+  Result collect =
+      Cli(absl::StrCat("collect ", Graphs(), " --db ", Db(), " --per-kernel 4 --seed 3"));
   ASSERT_EQ(collect.exit_code, 0) << collect.err;
   const std::string train =
       absl::StrCat("train-cost-model --db ", Db(), " --epochs 3 --hidden 16 --layers 1");
@@ -76,6 +54,10 @@ TEST_F(TrainCostModelTest, EvaluatesBothSplitsAndStoresVersions) {
       << first.out;
   EXPECT_NE(first.out.find("| random kernels | 2 | 1 |"), std::string::npos) << first.out;
   EXPECT_NE(first.out.find("| held-out programs |"), std::string::npos) << first.out;
+  // The configuration-aware CPU roofline ranks the same rows.
+  EXPECT_NE(first.out.find("APE mean (analytical)"), std::string::npos) << first.out;
+  EXPECT_NE(first.out.find("configuration-aware CPU roofline"), std::string::npos) << first.out;
+  EXPECT_EQ(first.out.find("| - |"), std::string::npos) << first.out;
   EXPECT_EQ(first.out.find("| skipped"), std::string::npos) << first.out;
   EXPECT_NE(first.out.find("stored cost-model/tile-cpu version 1"), std::string::npos) << first.out;
   Result second = Cli(train);
@@ -102,13 +84,75 @@ TEST_F(TrainCostModelTest, EvaluatesBothSplitsAndStoresVersions) {
   EXPECT_EQ((*(*store)->LatestModel("cost-model/tile-cpu"))->version, 2);
 }
 
+TEST_F(TrainCostModelTest, FusionReportsRuntimeMapeNextToTheRoofline) {
+  for (const char* target : {"cpu", "tpu-sim"}) {
+    SCOPED_TRACE(target);
+    Result collect = Cli(absl::StrCat("collect ", Graphs(), " --db ", Db(), " --target ", target,
+                                      " --task fusion --per-module 4 --seed 3"));
+    ASSERT_EQ(collect.exit_code, 0) << collect.err;
+    Result r = Cli(absl::StrCat("train-cost-model --task fusion --target ", target, " --db ", Db(),
+                                " --epochs 3 --hidden 16 --layers 1"));
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_NE(r.out.find("MAPE (learned) | APE median (learned) | MAPE (analytical)"),
+              std::string::npos)
+        << r.out;
+    EXPECT_NE(r.out.find("| held-out programs |"), std::string::npos) << r.out;
+    EXPECT_EQ(r.out.find("| skipped"), std::string::npos) << r.out;
+    // Both models' figures are percentages: no "-" for a missing baseline.
+    EXPECT_EQ(r.out.find("| - |"), std::string::npos) << r.out;
+    const std::string name =
+        std::string("cost-model/fusion-") + (std::string(target) == "cpu" ? "cpu" : "tpu-v4-core");
+    EXPECT_NE(r.out.find("stored " + name + " version 1"), std::string::npos) << r.out;
+    absl::StatusOr<std::unique_ptr<storage::Store>> store = storage::Store::Open(Db());
+    ASSERT_TRUE(store.ok()) << store.status();
+    absl::StatusOr<std::optional<storage::ModelRecord>> model = (*store)->LatestModel(name);
+    ASSERT_TRUE(model.ok() && model->has_value());
+    EXPECT_NE((*model)->metadata_json.find("analytical_mape"), std::string::npos);
+    EXPECT_NE((*model)->metadata_json.find("mse-log"), std::string::npos);
+  }
+  // --min-seconds leaves out kernels timer noise dominates; none of these take a minute.
+  Result slow = Cli(absl::StrCat("train-cost-model --task fusion --db ", Db(),
+                                 " --epochs 1 --no-store --min-seconds 60"));
+  EXPECT_EQ(slow.exit_code, 1);
+  EXPECT_NE(slow.err.find("ran faster than --min-seconds 60"), std::string::npos) << slow.err;
+  Result bad = Cli(absl::StrCat("train-cost-model --task fusion --db ", Db(), " --min-seconds=-1"));
+  EXPECT_EQ(bad.exit_code, 1);
+  EXPECT_NE(bad.err.find("--min-seconds must be >= 0"), std::string::npos) << bad.err;
+}
+
+TEST_F(TrainCostModelTest, TpuSimTilesCompareWithTheAnalyticalModel) {
+  Result collect = Cli(absl::StrCat("collect ", Graphs(), " --db ", Db(),
+                                    " --target tpu-sim --task tile --per-kernel 6 --seed 3"));
+  ASSERT_EQ(collect.exit_code, 0) << collect.err;
+  Result r = Cli(absl::StrCat("train-cost-model --task tile --target tpu-sim --db ", Db(),
+                              " --epochs 3 --hidden 16 --layers 1"));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("APE mean (analytical)"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("the analytical tile roofline"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("stored cost-model/tile-tpu-v4-core version 1"), std::string::npos) << r.out;
+  absl::StatusOr<std::unique_ptr<storage::Store>> store = storage::Store::Open(Db());
+  ASSERT_TRUE(store.ok()) << store.status();
+  absl::StatusOr<std::optional<storage::ModelRecord>> model =
+      (*store)->LatestModel("cost-model/tile-tpu-v4-core");
+  ASSERT_TRUE(model.ok() && model->has_value());
+  EXPECT_NE((*model)->metadata_json.find("analytical_ape_mean"), std::string::npos);
+}
+
 TEST_F(TrainCostModelTest, ClearErrors) {
   Result empty = Cli(absl::StrCat("train-cost-model --db ", Db()));
   EXPECT_EQ(empty.exit_code, 1);
   EXPECT_NE(empty.err.find("holds no tile-kernel measurements"), std::string::npos) << empty.err;
-  Result fusion = Cli(absl::StrCat("train-cost-model --task fusion --db ", Db()));
+  Result fusion = Cli(absl::StrCat("train-cost-model --task fusion --target tpu-sim --db ", Db()));
   EXPECT_EQ(fusion.exit_code, 1);
-  EXPECT_NE(fusion.err.find("only tile"), std::string::npos) << fusion.err;
+  EXPECT_NE(fusion.err.find("holds no fusion-kernel measurements for target tpu-v4-core"),
+            std::string::npos)
+      << fusion.err;
+  Result task = Cli(absl::StrCat("train-cost-model --task placement --db ", Db()));
+  EXPECT_EQ(task.exit_code, 1);
+  EXPECT_NE(task.err.find("--task placement"), std::string::npos) << task.err;
+  Result rank = Cli(absl::StrCat("train-cost-model --task fusion --loss both --db ", Db()));
+  EXPECT_EQ(rank.exit_code, 1);
+  EXPECT_NE(rank.err.find("use mse-log"), std::string::npos) << rank.err;
   Result holdout = Cli(absl::StrCat("train-cost-model --holdout 1.5 --db ", Db()));
   EXPECT_EQ(holdout.exit_code, 1);
   EXPECT_NE(holdout.err.find("--holdout"), std::string::npos) << holdout.err;

@@ -1,0 +1,206 @@
+// `mltune collect --target cpu`: kernels of the CPU backend (its pipeline, then lowering),
+// measured with cpu::MeasureKernel. tile: the default and random valid parameter values per
+// kernel of the default fusion. fusion: the kernels that random fusion decisions make (priority
+// fusion with random priorities, as the cpu fusion task searches them), each measured once with
+// its default parameters.
+#include <memory>
+#include <ostream>
+#include <random>
+#include <set>
+#include <string>
+#include <unordered_set>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "backends/cpu/cpu_backend.h"
+#include "client/collect_runner.h"
+#include "costmodels/analytical/kernels.h"
+#include "ir/fingerprint.h"
+#include "optimizers/fusion/cpu_fusion_problem.h"
+#include "optimizers/tiling/cpu_kernel_graph.h"
+
+namespace mltune::client {
+namespace {
+
+namespace cpu = backends::cpu;
+namespace tiling = opt::tiling;
+
+// A module after the CPU pipeline; owned by the plan, which the lowered kernels point into.
+struct CpuModule {
+  std::string file;
+  std::unique_ptr<ir::Module> module;
+  std::string fingerprint;
+};
+
+std::shared_ptr<CpuModule> LoadCpuModule(const InputFile& f, std::ostream& err) {
+  std::unique_ptr<ir::Module> original = LoadVerified(f.path, err);
+  if (original == nullptr) return nullptr;
+  absl::StatusOr<std::unique_ptr<ir::Module>> optimized = cpu::RunCpuPipeline(*original);
+  if (!optimized.ok()) {
+    err << "skip " << f.display << ": " << optimized.status().message() << "\n";
+    return nullptr;
+  }
+  auto m = std::make_shared<CpuModule>();
+  m->file = f.display;
+  m->module = *std::move(optimized);
+  m->fingerprint = ir::Fingerprint(*m->module);
+  return m;
+}
+
+// The kernel's default configuration, then random ones (each parameter a random choice), without
+// repeats; fewer when the kernel has fewer distinct configurations.
+std::vector<cpu::KernelConfig> DrawConfigs(const cpu::Kernel& kernel, int64_t count, uint64_t seed,
+                                           const std::string& key) {
+  std::vector<cpu::KernelConfig> configs = {cpu::DefaultConfig(kernel)};
+  std::set<cpu::KernelConfig> seen(configs.begin(), configs.end());
+  std::mt19937_64 rng(MixSeed(seed, key));
+  for (int64_t tries = 0; static_cast<int64_t>(configs.size()) < count && tries < 20 * count;
+       ++tries) {
+    cpu::KernelConfig c;
+    for (const cpu::KernelParam& p : kernel.params) {
+      c.push_back(p.choices[std::uniform_int_distribution<size_t>(0, p.choices.size() - 1)(rng)]);
+    }
+    if (seen.insert(c).second) configs.push_back(std::move(c));
+  }
+  return configs;
+}
+
+// Kernel measurements as the daemon's tile task takes them: short, on hot caches.
+cpu::MeasureOptions KernelMeasureOptions() {
+  cpu::MeasureOptions m;
+  m.max_seconds = 0.05;
+  m.min_reps = 5;
+  return m;
+}
+
+// The trial measuring `config` of kernel `id` of `lowered` (which the plan keeps alive).
+Trial MeasureTrial(const cpu::LoweredModule* lowered, const cpu::Kernel& kernel,
+                   cpu::KernelConfig config, uint64_t seed) {
+  Trial t;
+  t.configuration = tiling::CpuConfigText(kernel, config);
+  const int32_t id = kernel.id;
+  t.measure = [lowered, id, config = std::move(config), seed]() -> absl::StatusOr<Measured> {
+    absl::StatusOr<cpu::Timing> timing =
+        cpu::MeasureKernel(*lowered, id, config, {}, KernelMeasureOptions(), seed);
+    if (!timing.ok()) return timing.status();
+    return Measured{timing->median_s, std::nullopt};
+  };
+  return t;
+}
+
+// Adds every kernel of `lowered` not yet in `keys` to the plan, with `configs(kernel, key)`.
+template <typename ConfigsFn>
+void AddKernels(const CpuModule& m, const cpu::LoweredModule* lowered, ConfigsFn configs,
+                uint64_t seed, std::unordered_set<std::string>& keys, CollectPlan& plan,
+                std::ostream& err) {
+  for (const cpu::Kernel& kernel : lowered->kernels) {
+    absl::StatusOr<tiling::CpuKernelFeatures> features =
+        tiling::CpuKernelFeaturesOf(*lowered, kernel.id);
+    if (!features.ok()) {
+      err << "skip kernel " << kernel.name << " of " << m.file << ": "
+          << features.status().message() << "\n";
+      continue;
+    }
+    if (!keys.insert(features->key).second) continue;  // the same kernel, seen before
+    KernelPlan k;
+    k.graph.kernel_key = features->key;
+    k.graph.graph = costmodels::features::SerializeKernelGraph(features->graph);
+    k.graph.target = plan.target;
+    k.graph.module = m.module->name();
+    k.graph.module_fingerprint = m.fingerprint;
+    k.graph.kernel = kernel.name;
+    k.label = absl::StrCat("kernel ", kernel.name, " of ", m.file);
+    for (cpu::KernelConfig& c : configs(kernel, features->key)) {
+      k.trials.push_back(MeasureTrial(lowered, kernel, std::move(c), seed));
+    }
+    plan.kernels.push_back(std::move(k));
+  }
+}
+
+}  // namespace
+
+bool PlanCpuTile(const CollectCommand& cmd, const std::vector<InputFile>& files, CollectPlan& plan,
+                 std::ostream& err) {
+  std::unordered_set<std::string> keys;
+  for (const InputFile& f : files) {
+    std::shared_ptr<CpuModule> m = LoadCpuModule(f, err);
+    if (m == nullptr) continue;
+    absl::StatusOr<cpu::LoweredModule> lowered = cpu::Lower(*m->module);
+    if (!lowered.ok()) {
+      err << "skip " << f.display << ": " << lowered.status().message() << "\n";
+      continue;
+    }
+    auto owned = std::make_shared<cpu::LoweredModule>(*std::move(lowered));
+    AddKernels(
+        *m, owned.get(),
+        [&](const cpu::Kernel& kernel, const std::string& key) {
+          return DrawConfigs(kernel, cmd.per_kernel, cmd.seed, key);
+        },
+        cmd.seed, keys, plan, err);
+    plan.keep_alive.push_back(m);
+    plan.keep_alive.push_back(owned);
+    ++plan.modules;
+  }
+  return true;
+}
+
+bool PlanCpuFusion(const CollectCommand& cmd, const std::vector<InputFile>& files,
+                   CollectPlan& plan, std::ostream& err) {
+  using opt::fusion::CpuFusionProblem;
+  std::unordered_set<std::string> keys;
+  for (const InputFile& f : files) {
+    std::shared_ptr<CpuModule> m = LoadCpuModule(f, err);
+    if (m == nullptr) continue;
+    const costmodels::OpGraph graph = costmodels::BuildOpGraph(*m->module);
+    const size_t producers = costmodels::FusibleProducers(graph).size();
+    // The default plan (all priorities 1), then random ones: per plan a share of producers kept
+    // apart (priority 0), the others a random non-zero priority, so plans range from nearly
+    // unfused to the default's order changed.
+    std::mt19937_64 rng(MixSeed(cmd.seed, m->fingerprint));
+    std::set<std::vector<int32_t>> seen;  // plans by kernel_of
+    bool lowered_any = false;
+    for (int64_t p = 0, tries = 0; p < cmd.per_module && tries < 20 * cmd.per_module; ++tries) {
+      std::vector<int32_t> priority(producers, 1);
+      if (p > 0) {
+        const double apart = std::uniform_real_distribution<double>(0, 1)(rng);
+        for (int32_t& v : priority) {
+          v = std::bernoulli_distribution(apart)(rng)
+                  ? 0
+                  : CpuFusionProblem::kPriorities[std::uniform_int_distribution<size_t>(
+                        0, std::size(CpuFusionProblem::kPriorities) - 1)(rng)];
+        }
+      }
+      costmodels::FusionPlan fusion = costmodels::PlanFusionByPriority(graph, priority);
+      if (!seen.insert(fusion.kernel_of).second) continue;  // drawn before
+      ++p;
+      absl::StatusOr<cpu::LoweredModule> lowered = cpu::Lower(*m->module, &fusion);
+      if (!lowered.ok()) {
+        // The default plan failing means the backend cannot compile the module at all.
+        if (p == 1) {
+          err << "skip " << f.display << ": " << lowered.status().message() << "\n";
+          break;
+        }
+        err << "skip a fusion plan of " << f.display << ": " << lowered.status().message() << "\n";
+        continue;
+      }
+      auto owned = std::make_shared<cpu::LoweredModule>(*std::move(lowered));
+      AddKernels(
+          *m, owned.get(),
+          [](const cpu::Kernel& kernel, const std::string&) {
+            return std::vector<cpu::KernelConfig>{cpu::DefaultConfig(kernel)};
+          },
+          cmd.seed, keys, plan, err);
+      plan.keep_alive.push_back(owned);
+      lowered_any = true;
+      if (producers == 0) break;  // no fusion choices: the default plan is the only one
+    }
+    if (lowered_any) {
+      plan.keep_alive.push_back(m);
+      ++plan.modules;
+    }
+  }
+  return true;
+}
+
+}  // namespace mltune::client

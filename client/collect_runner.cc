@@ -1,0 +1,135 @@
+#include "client/collect_runner.h"
+
+#include <chrono>
+#include <cstdlib>
+#include <ostream>
+#include <unordered_set>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+
+namespace mltune::client {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+constexpr char kWorker[] = "mltune-collect";
+
+}  // namespace
+
+std::string AnalyticalTask(const std::string& log_task) {
+  return absl::StrCat(log_task, "-analytical");
+}
+
+uint64_t MixSeed(uint64_t seed, const std::string& hex) {
+  return seed ^ std::strtoull(hex.substr(0, 16).c_str(), nullptr, 16);
+}
+
+int RunCollectPlan(const CollectCommand& cmd, CollectPlan& plan, storage::Store& store,
+                   std::ostream& out, std::ostream& err) {
+  // What the log already holds: "key\nconfiguration" pairs, and bare keys for once-per-kernel.
+  storage::MeasurementFilter filter;
+  filter.task = plan.log_task;
+  filter.target = plan.target;
+  absl::StatusOr<std::vector<storage::MeasurementRecord>> logged = store.QueryMeasurements(filter);
+  if (!logged.ok()) {
+    err << "error: " << logged.status().message() << "\n";
+    return 1;
+  }
+  std::unordered_set<std::string> done;
+  for (const storage::MeasurementRecord& m : *logged) {
+    done.insert(plan.once_per_kernel ? m.graph_key
+                                     : absl::StrCat(m.graph_key, "\n", m.configuration));
+  }
+
+  const int64_t total = static_cast<int64_t>(plan.kernels.size());
+  const Clock::time_point start = Clock::now();
+  auto elapsed = [&] { return std::chrono::duration<double>(Clock::now() - start).count(); };
+  int64_t kernels_done = 0, measured = 0, skipped = 0, failed = 0, graphs = 0;
+  bool out_of_time = false;
+  Clock::time_point last_line = start;
+  auto progress = [&](bool final) {
+    const std::string line =
+        absl::StrFormat("collect: kernels %d/%d, %d measured, %d already logged, %d failed, %.1f s",
+                        kernels_done, total, measured, skipped, failed, elapsed());
+    if (cmd.live_progress) {
+      err << "\r" << line << (final ? "\n" : "") << std::flush;
+    } else {
+      err << line << "\n";
+    }
+    last_line = Clock::now();
+  };
+
+  for (KernelPlan& k : plan.kernels) {
+    if (out_of_time) break;
+    bool graph_stored = false;
+    for (Trial& trial : k.trials) {
+      const std::string id = plan.once_per_kernel
+                                 ? k.graph.kernel_key
+                                 : absl::StrCat(k.graph.kernel_key, "\n", trial.configuration);
+      if (done.count(id) != 0) {
+        ++skipped;
+        continue;
+      }
+      if (cmd.seconds > 0 && elapsed() >= cmd.seconds) {
+        out_of_time = true;
+        break;
+      }
+      // The graph goes in before its first measurement, so every logged row has one.
+      if (!graph_stored) {
+        absl::StatusOr<bool> put = store.PutKernelGraph(k.graph);
+        if (!put.ok()) {
+          err << "error: " << put.status().message() << "\n";
+          return 1;
+        }
+        graphs += *put ? 1 : 0;
+        graph_stored = true;
+      }
+      absl::StatusOr<Measured> m = trial.measure();
+      if (!m.ok()) {
+        err << k.label << " [" << trial.configuration << "]: " << m.status().message() << "\n";
+        ++failed;
+        continue;
+      }
+      done.insert(id);
+      std::vector<storage::MeasurementRecord> rows(1);
+      rows[0].graph_key = k.graph.kernel_key;
+      rows[0].task = plan.log_task;
+      rows[0].target = plan.target;
+      rows[0].configuration = trial.configuration;
+      rows[0].value = m->seconds;
+      rows[0].worker = kWorker;
+      if (m->analytical.has_value()) {
+        rows.push_back(rows[0]);
+        rows[1].task = AnalyticalTask(plan.log_task);
+        rows[1].value = *m->analytical;
+      }
+      if (absl::Status s = store.AppendMeasurements(rows); !s.ok()) {
+        err << "error: " << s.message() << "\n";
+        return 1;
+      }
+      ++measured;
+    }
+    if (out_of_time) break;
+    ++kernels_done;
+    // Simulated kernels finish by the thousand: a line per kernel would flood the terminal.
+    if (cmd.live_progress || std::chrono::duration<double>(Clock::now() - last_line).count() >= 1 ||
+        kernels_done == total) {
+      progress(false);
+    }
+  }
+  // Lines mode printed the last kernel's line already; a live line needs its end, and a stop
+  // on the time limit its final counts.
+  if (cmd.live_progress || out_of_time) progress(true);
+  out << "collected " << measured << " measurement(s) of " << kernels_done << "/" << total
+      << " kernel(s) from " << plan.modules << " module(s) into " << cmd.db << "; " << graphs
+      << " new kernel graph(s), " << skipped << " already logged, " << failed << " failed"
+      << (plan.rejected > 0 ? absl::StrCat(", ", plan.rejected, " invalid configuration(s) drawn")
+                            : "")
+      << (out_of_time
+              ? absl::StrFormat("; stopped at the %.0f s limit (run again to resume)", cmd.seconds)
+              : "")
+      << "\n";
+  return 0;
+}
+
+}  // namespace mltune::client

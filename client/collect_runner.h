@@ -1,0 +1,75 @@
+// What every `mltune collect` target and task shares: the measurement plan (kernels, each with
+// the configurations to measure), skipping what the log already holds, the time bound, the
+// progress line and the summary. The collectors (collect_cpu.cc, collect_tpu.cc) only build
+// plans; RunCollectPlan measures them, so resuming and counting behave the same everywhere.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <iosfwd>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "client/cli_commands.h"
+#include "client/load.h"
+#include "storage/store.h"
+
+namespace mltune::client {
+
+// One measurement: seconds, and the analytical baseline's prediction where the collector
+// computes it at collect time (logged under "<task>-analytical" with the same key and
+// configuration, so train-cost-model can compare on exactly the measured rows).
+struct Measured {
+  double seconds = 0;
+  std::optional<double> analytical;
+};
+
+struct Trial {
+  std::string configuration;  // "name=value,..." (the log's configuration text)
+  std::function<absl::StatusOr<Measured>()> measure;
+};
+
+struct KernelPlan {
+  storage::KernelGraphRecord graph;  // key, serialized graph, where it was first seen
+  std::string label;                 // "kernel K of FILE", for messages
+  std::vector<Trial> trials;
+};
+
+struct CollectPlan {
+  std::string target;    // logged target: "cpu" or a tpu spec name
+  std::string log_task;  // "tile-kernel" or "fusion-kernel"
+  // fusion: a kernel is measured once; any logged row of its key counts as done. tile: each
+  // (key, configuration) pair is measured once.
+  bool once_per_kernel = false;
+  std::vector<KernelPlan> kernels;  // distinct keys
+  int64_t modules = 0;              // that yielded kernels
+  int64_t rejected = 0;             // configurations drawn but invalid (tpu-sim: VMEM)
+  std::vector<std::shared_ptr<void>> keep_alive;  // what the trials' closures point into
+};
+
+// The analytical rows' log task: "tile-kernel-analytical" for "tile-kernel".
+std::string AnalyticalTask(const std::string& log_task);
+
+// A generator seed from the run's seed and a hex digest (a kernel key, a fingerprint): its first
+// 64 bits, not std::hash, so draws stay the same across builds.
+uint64_t MixSeed(uint64_t seed, const std::string& hex);
+
+// Measures `plan` into `store`: skips what the log holds, stops before the next measurement once
+// cmd.seconds are spent, prints progress on `err` and the summary on `out`. Returns the exit code.
+int RunCollectPlan(const CollectCommand& cmd, CollectPlan& plan, storage::Store& store,
+                   std::ostream& out, std::ostream& err);
+
+// The collectors: fill `plan` from the files; false after printing an error.
+bool PlanCpuTile(const CollectCommand& cmd, const std::vector<InputFile>& files, CollectPlan& plan,
+                 std::ostream& err);
+bool PlanCpuFusion(const CollectCommand& cmd, const std::vector<InputFile>& files,
+                   CollectPlan& plan, std::ostream& err);
+bool PlanTpuTile(const CollectCommand& cmd, const std::vector<InputFile>& files, CollectPlan& plan,
+                 std::ostream& err);
+bool PlanTpuFusion(const CollectCommand& cmd, const std::vector<InputFile>& files,
+                   CollectPlan& plan, std::ostream& err);
+
+}  // namespace mltune::client
