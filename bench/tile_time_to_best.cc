@@ -243,9 +243,7 @@ int main(int argc, char** argv) {
   std::shared_ptr<const costmodels::learned::LearnedModel> model = *std::move(loaded);
   std::vector<std::string> baselines = absl::StrSplit(strategies, ',', absl::SkipEmpty());
 
-  cpu::MeasureOptions measure;  // as the daemon's tile task measures kernels
-  measure.max_seconds = 0.05;
-  measure.min_reps = 5;
+  const cpu::MeasureOptions measure = opt::tiling::KernelTuningMeasureOptions();
   const opt::StrategyParams topk = {{"k", static_cast<double>(k)},
                                     {"pool", static_cast<double>(pool)}};
 

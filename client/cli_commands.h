@@ -101,10 +101,12 @@ struct CollectCommand {
   std::vector<std::string> inputs;  // HLO files, or folders searched recursively
   std::string target = "cpu";
   std::string task = "tile";
-  std::string db;              // the SQLite store (created when missing)
-  double seconds = 0;          // stop cleanly after this long (0: no limit)
-  int64_t per_kernel = 8;      // tile: configurations per kernel, the default one included
-  int64_t per_module = 8;      // fusion: fusion plans per module, the default one included
+  std::string db;          // the SQLite store (created when missing)
+  double seconds = 0;      // stop cleanly after this long (0: no limit)
+  int64_t per_kernel = 8;  // tile: configurations per kernel, the default one included
+  // Fusion plans per module, the default one included; 0: the task's default (fusion 8; tile 1,
+  // the default fusion's kernels only, on cpu).
+  int64_t per_module = 0;
   double noise = 0.02;         // tpu-sim: log-normal sigma of the simulated "measurements"
   uint64_t seed = 0;           // configurations and plans drawn, inputs generated, noise
   bool live_progress = false;  // one progress line redrawn with '\r' (a terminal), else lines

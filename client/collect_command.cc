@@ -44,8 +44,8 @@ int RunCollect(const CollectCommand& cmd, std::ostream& out, std::ostream& err) 
     err << "error: --per-kernel must be at least 1\n";
     return 1;
   }
-  if (cmd.per_module < 1) {
-    err << "error: --per-module must be at least 1\n";
+  if (cmd.per_module < 0) {
+    err << "error: --per-module must be at least 1 (or 0 for the task's default)\n";
     return 1;
   }
   if (!(cmd.noise >= 0 && cmd.noise <= 1)) {

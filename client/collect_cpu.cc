@@ -3,6 +3,7 @@
 // kernel of the default fusion. fusion: the kernels that random fusion decisions make (priority
 // fusion with random priorities, as the cpu fusion task searches them), each measured once with
 // its default parameters.
+#include <functional>
 #include <memory>
 #include <ostream>
 #include <random>
@@ -19,6 +20,7 @@
 #include "ir/fingerprint.h"
 #include "optimizers/fusion/cpu_fusion_problem.h"
 #include "optimizers/tiling/cpu_kernel_graph.h"
+#include "optimizers/tiling/cpu_tile_problem.h"
 
 namespace mltune::client {
 namespace {
@@ -66,14 +68,6 @@ std::vector<cpu::KernelConfig> DrawConfigs(const cpu::Kernel& kernel, int64_t co
   return configs;
 }
 
-// Kernel measurements as the daemon's tile task takes them: short, on hot caches.
-cpu::MeasureOptions KernelMeasureOptions() {
-  cpu::MeasureOptions m;
-  m.max_seconds = 0.05;
-  m.min_reps = 5;
-  return m;
-}
-
 // The trial measuring `config` of kernel `id` of `lowered` (which the plan keeps alive).
 Trial MeasureTrial(const cpu::LoweredModule* lowered, const cpu::Kernel& kernel,
                    cpu::KernelConfig config, uint64_t seed) {
@@ -81,8 +75,8 @@ Trial MeasureTrial(const cpu::LoweredModule* lowered, const cpu::Kernel& kernel,
   t.configuration = tiling::CpuConfigText(kernel, config);
   const int32_t id = kernel.id;
   t.measure = [lowered, id, config = std::move(config), seed]() -> absl::StatusOr<Measured> {
-    absl::StatusOr<cpu::Timing> timing =
-        cpu::MeasureKernel(*lowered, id, config, {}, KernelMeasureOptions(), seed);
+    absl::StatusOr<cpu::Timing> timing = cpu::MeasureKernel(
+        *lowered, id, config, {}, opt::tiling::KernelTuningMeasureOptions(), seed);
     if (!timing.ok()) return timing.status();
     return Measured{timing->median_s, std::nullopt};
   };
@@ -120,82 +114,99 @@ void AddKernels(const CpuModule& m, const cpu::LoweredModule* lowered, ConfigsFn
 
 }  // namespace
 
+namespace {
+
+// The module under the compiler's default fusion, then under up to `plans - 1` distinct random
+// fusion plans, each lowered and handed to `use`. Per random plan a share of the producers is kept
+// apart (priority 0) and the others get a random non-zero priority, so plans range from nearly
+// unfused to the default's order changed. Returns whether any plan lowered.
+bool ForEachFusionPlan(const CpuModule& m, const InputFile& f, int64_t plans, uint64_t seed,
+                       std::ostream& err,
+                       const std::function<void(std::shared_ptr<cpu::LoweredModule>)>& use) {
+  using opt::fusion::CpuFusionProblem;
+  const costmodels::OpGraph graph = costmodels::BuildOpGraph(*m.module);
+  const size_t producers = costmodels::FusibleProducers(graph).size();
+  std::mt19937_64 rng(MixSeed(seed, m.fingerprint));
+  std::set<std::vector<int32_t>> seen;  // plans by kernel_of
+  bool lowered_any = false;
+  for (int64_t p = 0, tries = 0; p < plans && tries < 20 * plans; ++tries) {
+    std::vector<int32_t> priority(producers, 1);
+    if (p > 0) {
+      const double apart = std::uniform_real_distribution<double>(0, 1)(rng);
+      for (int32_t& v : priority) {
+        v = std::bernoulli_distribution(apart)(rng)
+                ? 0
+                : CpuFusionProblem::kPriorities[std::uniform_int_distribution<size_t>(
+                      0, std::size(CpuFusionProblem::kPriorities) - 1)(rng)];
+      }
+    }
+    costmodels::FusionPlan fusion = costmodels::PlanFusionByPriority(graph, priority);
+    if (!seen.insert(fusion.kernel_of).second) continue;  // drawn before
+    ++p;
+    absl::StatusOr<cpu::LoweredModule> lowered = cpu::Lower(*m.module, &fusion);
+    if (!lowered.ok()) {
+      // The default plan failing means the backend cannot compile the module at all.
+      if (p == 1) {
+        err << "skip " << f.display << ": " << lowered.status().message() << "\n";
+        return false;
+      }
+      err << "skip a fusion plan of " << f.display << ": " << lowered.status().message() << "\n";
+      continue;
+    }
+    use(std::make_shared<cpu::LoweredModule>(*std::move(lowered)));
+    lowered_any = true;
+    if (producers == 0) break;  // no fusion choices: the default plan is the only one
+  }
+  return lowered_any;
+}
+
+}  // namespace
+
 bool PlanCpuTile(const CollectCommand& cmd, const std::vector<InputFile>& files, CollectPlan& plan,
                  std::ostream& err) {
+  // Tile data comes from the default fusion's kernels (those the daemon tunes) unless
+  // --per-module asks for more plans: their kernels widen what the model sees.
+  const int64_t plans = cmd.per_module > 0 ? cmd.per_module : 1;
   std::unordered_set<std::string> keys;
   for (const InputFile& f : files) {
     std::shared_ptr<CpuModule> m = LoadCpuModule(f, err);
     if (m == nullptr) continue;
-    absl::StatusOr<cpu::LoweredModule> lowered = cpu::Lower(*m->module);
-    if (!lowered.ok()) {
-      err << "skip " << f.display << ": " << lowered.status().message() << "\n";
-      continue;
+    const bool any =
+        ForEachFusionPlan(*m, f, plans, cmd.seed, err, [&](std::shared_ptr<cpu::LoweredModule> l) {
+          AddKernels(
+              *m, l.get(),
+              [&](const cpu::Kernel& kernel, const std::string& key) {
+                return DrawConfigs(kernel, cmd.per_kernel, cmd.seed, key);
+              },
+              cmd.seed, keys, plan, err);
+          plan.keep_alive.push_back(std::move(l));
+        });
+    if (any) {
+      plan.keep_alive.push_back(m);
+      ++plan.modules;
     }
-    auto owned = std::make_shared<cpu::LoweredModule>(*std::move(lowered));
-    AddKernels(
-        *m, owned.get(),
-        [&](const cpu::Kernel& kernel, const std::string& key) {
-          return DrawConfigs(kernel, cmd.per_kernel, cmd.seed, key);
-        },
-        cmd.seed, keys, plan, err);
-    plan.keep_alive.push_back(m);
-    plan.keep_alive.push_back(owned);
-    ++plan.modules;
   }
   return true;
 }
 
 bool PlanCpuFusion(const CollectCommand& cmd, const std::vector<InputFile>& files,
                    CollectPlan& plan, std::ostream& err) {
-  using opt::fusion::CpuFusionProblem;
+  const int64_t plans = cmd.per_module > 0 ? cmd.per_module : 8;
   std::unordered_set<std::string> keys;
   for (const InputFile& f : files) {
     std::shared_ptr<CpuModule> m = LoadCpuModule(f, err);
     if (m == nullptr) continue;
-    const costmodels::OpGraph graph = costmodels::BuildOpGraph(*m->module);
-    const size_t producers = costmodels::FusibleProducers(graph).size();
-    // The default plan (all priorities 1), then random ones: per plan a share of producers kept
-    // apart (priority 0), the others a random non-zero priority, so plans range from nearly
-    // unfused to the default's order changed.
-    std::mt19937_64 rng(MixSeed(cmd.seed, m->fingerprint));
-    std::set<std::vector<int32_t>> seen;  // plans by kernel_of
-    bool lowered_any = false;
-    for (int64_t p = 0, tries = 0; p < cmd.per_module && tries < 20 * cmd.per_module; ++tries) {
-      std::vector<int32_t> priority(producers, 1);
-      if (p > 0) {
-        const double apart = std::uniform_real_distribution<double>(0, 1)(rng);
-        for (int32_t& v : priority) {
-          v = std::bernoulli_distribution(apart)(rng)
-                  ? 0
-                  : CpuFusionProblem::kPriorities[std::uniform_int_distribution<size_t>(
-                        0, std::size(CpuFusionProblem::kPriorities) - 1)(rng)];
-        }
-      }
-      costmodels::FusionPlan fusion = costmodels::PlanFusionByPriority(graph, priority);
-      if (!seen.insert(fusion.kernel_of).second) continue;  // drawn before
-      ++p;
-      absl::StatusOr<cpu::LoweredModule> lowered = cpu::Lower(*m->module, &fusion);
-      if (!lowered.ok()) {
-        // The default plan failing means the backend cannot compile the module at all.
-        if (p == 1) {
-          err << "skip " << f.display << ": " << lowered.status().message() << "\n";
-          break;
-        }
-        err << "skip a fusion plan of " << f.display << ": " << lowered.status().message() << "\n";
-        continue;
-      }
-      auto owned = std::make_shared<cpu::LoweredModule>(*std::move(lowered));
-      AddKernels(
-          *m, owned.get(),
-          [](const cpu::Kernel& kernel, const std::string&) {
-            return std::vector<cpu::KernelConfig>{cpu::DefaultConfig(kernel)};
-          },
-          cmd.seed, keys, plan, err);
-      plan.keep_alive.push_back(owned);
-      lowered_any = true;
-      if (producers == 0) break;  // no fusion choices: the default plan is the only one
-    }
-    if (lowered_any) {
+    const bool any =
+        ForEachFusionPlan(*m, f, plans, cmd.seed, err, [&](std::shared_ptr<cpu::LoweredModule> l) {
+          AddKernels(
+              *m, l.get(),
+              [](const cpu::Kernel& kernel, const std::string&) {
+                return std::vector<cpu::KernelConfig>{cpu::DefaultConfig(kernel)};
+              },
+              cmd.seed, keys, plan, err);
+          plan.keep_alive.push_back(std::move(l));
+        });
+    if (any) {
       plan.keep_alive.push_back(m);
       ++plan.modules;
     }

@@ -207,7 +207,8 @@ bool PlanTpuFusion(const CollectCommand& cmd, const std::vector<InputFile>& file
     std::mt19937_64 rng(MixSeed(cmd.seed, m->fingerprint));
     std::set<std::vector<int32_t>> seen;  // plans by kernel_of
     bool any = false;
-    for (int64_t p = 0, tries = 0; p < cmd.per_module && tries < 20 * cmd.per_module; ++tries) {
+    const int64_t plans = cmd.per_module > 0 ? cmd.per_module : 8;
+    for (int64_t p = 0, tries = 0; p < plans && tries < 20 * plans; ++tries) {
       std::vector<uint8_t> allow(producers, 1);
       if (p > 0) {
         const double share = std::uniform_real_distribution<double>(0, 1)(rng);

@@ -147,8 +147,9 @@ int main(int argc, char** argv) {
       ->default_val(8);
   collect_cmd
       ->add_option("--per-module", collect.per_module,
-                   "fusion: fusion plans per module, the default one included")
-      ->default_val(8);
+                   "Fusion plans per module, the default one included (0: fusion 8; cpu tile 1, "
+                   "more adds the kernels of random fusion plans)")
+      ->default_val(0);
   collect_cmd
       ->add_option("--noise", collect.noise,
                    "tpu-sim: log-normal sigma of the simulated times (measurement noise)")

@@ -20,13 +20,7 @@ namespace {
 using nlohmann::json;
 namespace cpu = backends::cpu;
 
-// Kernel measurements are short (one kernel, hot caches); module measurements a little longer.
-cpu::MeasureOptions KernelMeasureOptions() {
-  cpu::MeasureOptions m;
-  m.max_seconds = 0.05;
-  m.min_reps = 5;
-  return m;
-}
+// Whole modules are measured a little longer than kernels alone.
 cpu::MeasureOptions ModuleMeasureOptions() {
   cpu::MeasureOptions m;
   m.max_seconds = 0.2;
@@ -65,7 +59,7 @@ absl::StatusOr<TaskOutcome> SearchCpuTiles(const TaskRequest& request,
   absl::StatusOr<cpu::LoweredModule> lowered = cpu::Lower(**module);
   if (!lowered.ok()) return absl::FailedPreconditionError(lowered.status().message());
   const cpu::CompilerOptions compiler;
-  const cpu::MeasureOptions measure = KernelMeasureOptions();
+  const cpu::MeasureOptions measure = opt::tiling::KernelTuningMeasureOptions();
   // Kernel-level rows are the learned cost model's training data: each kernel's structural key
   // (costmodels/features) and graph, stored once, then (key, parameters, measured seconds) rows.
   std::vector<std::string> kernel_keys(lowered->kernels.size());

@@ -136,6 +136,9 @@ struct RankMetrics {
   // 1 (0 = the model picks the best configuration); the paper reports the mean in percent.
   double ape_mean = 0;
   double ape_median = 0;
+  // The same with the best of the 5 best-ranked samples instead of the first (what a tuner that
+  // measures the model's top 5, as the paper does per kernel and model-topk does, ends up with).
+  double ape_top5_mean = 0;
   // Kendall's tau-b between predicted and true order within each group, averaged over groups.
   double kendall_tau = 0;
   int groups = 0;  // groups with at least two samples (the only ones counted)

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <numeric>
 #include <vector>
 
 #include "costmodels/learned/learned_model.h"
@@ -35,7 +36,7 @@ RankMetrics EvaluateRanking(std::span<const int64_t> group, std::span<const doub
   for (size_t i = 0; i < n; ++i) members[group[i]].push_back(i);
   RankMetrics m;
   std::vector<double> apes;
-  double tau_sum = 0;
+  double tau_sum = 0, top5_sum = 0;
   for (const auto& [id, rows] : members) {
     if (rows.size() < 2) continue;
     std::vector<double> t, p;
@@ -48,6 +49,12 @@ RankMetrics EvaluateRanking(std::span<const int64_t> group, std::span<const doub
     const size_t picked = std::min_element(p.begin(), p.end()) - p.begin();
     const double best = *std::min_element(t.begin(), t.end());
     apes.push_back(best > 0 ? t[picked] / best - 1 : 0.0);
+    std::vector<size_t> order(p.size());
+    std::iota(order.begin(), order.end(), 0);
+    std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return p[a] < p[b]; });
+    double top5 = t[order[0]];
+    for (size_t i = 1; i < order.size() && i < 5; ++i) top5 = std::min(top5, t[order[i]]);
+    top5_sum += best > 0 ? top5 / best - 1 : 0.0;
     tau_sum += KendallTau(t, p);
   }
   m.groups = static_cast<int>(apes.size());
@@ -55,6 +62,7 @@ RankMetrics EvaluateRanking(std::span<const int64_t> group, std::span<const doub
   double sum = 0;
   for (double a : apes) sum += a;
   m.ape_mean = sum / apes.size();
+  m.ape_top5_mean = top5_sum / apes.size();
   std::sort(apes.begin(), apes.end());
   const size_t mid = apes.size() / 2;
   m.ape_median = apes.size() % 2 ? apes[mid] : (apes[mid - 1] + apes[mid]) / 2;

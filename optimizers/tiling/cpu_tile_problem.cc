@@ -9,6 +9,13 @@
 
 namespace mltune::opt::tiling {
 
+backends::cpu::MeasureOptions KernelTuningMeasureOptions() {
+  backends::cpu::MeasureOptions m;
+  m.max_seconds = 0.05;
+  m.min_reps = 5;
+  return m;
+}
+
 CpuTileProblem::CpuTileProblem(const backends::cpu::LoweredModule& module, MeasureFn measure)
     : module_(module), measure_(std::move(measure)) {
   for (const backends::cpu::Kernel& k : module_.kernels) {

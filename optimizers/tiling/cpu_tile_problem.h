@@ -14,9 +14,15 @@
 
 #include "absl/status/statusor.h"
 #include "backends/cpu/lowering.h"
+#include "backends/cpu/runner.h"
 #include "optimizers/core/config_problem.h"
 
 namespace mltune::opt::tiling {
+
+// How a kernel is measured alone while tuning: short runs on hot caches. The daemon's tile task,
+// `mltune collect` and the benchmarks share it, so the cost model's training data is measured
+// the way the daemon measures.
+backends::cpu::MeasureOptions KernelTuningMeasureOptions();
 
 class CpuTileProblem : public ConfigProblem {
  public:

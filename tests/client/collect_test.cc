@@ -239,7 +239,7 @@ TEST_F(CollectTest, ErrorsAreClear) {
   Result task = Collect(absl::StrCat(Graphs(), " --task placement --db ", Db()));
   EXPECT_EQ(task.exit_code, 1);
   EXPECT_NE(task.err.find("--task placement"), std::string::npos) << task.err;
-  Result plans = Collect(absl::StrCat(Graphs(), " --task fusion --per-module 0 --db ", Db()));
+  Result plans = Collect(absl::StrCat(Graphs(), " --task fusion --per-module -1 --db ", Db()));
   EXPECT_EQ(plans.exit_code, 1);
   EXPECT_NE(plans.err.find("--per-module must be at least 1"), std::string::npos) << plans.err;
   Result noise = Collect(absl::StrCat(Graphs(), " --target tpu-sim --noise=-0.5 --db ", Db()));

@@ -53,6 +53,18 @@ TEST(LearnedEvaluateRanking, MedianOfThreeAndTiesGoToTheFirstSample) {
   EXPECT_DOUBLE_EQ(m.kendall_tau, 0.0);
 }
 
+TEST(LearnedEvaluateRanking, TopFiveApeTakesTheBestOfTheFiveBestRanked) {
+  // Seven configurations, truth 1..7 s; the model ranks the true best sixth: its top-1 pick is
+  // the 3 s one (APE 2), the best of its top 5 the 2 s one (APE 1). A second group whose best is
+  // ranked first: 0 either way.
+  const std::vector<int64_t> group = {1, 1, 1, 1, 1, 1, 1, 2, 2};
+  const std::vector<double> truth = {1, 2, 3, 4, 5, 6, 7, 1, 2};
+  const std::vector<double> predicted = {6, 5, 0, 1, 2, 3, 7, 0, 1};
+  RankMetrics m = EvaluateRanking(group, truth, predicted);
+  EXPECT_DOUBLE_EQ(m.ape_mean, (2.0 + 0.0) / 2);
+  EXPECT_DOUBLE_EQ(m.ape_top5_mean, (1.0 + 0.0) / 2);
+}
+
 TEST(LearnedMape, FractionOfTheTruth) {
   EXPECT_DOUBLE_EQ(Mape(std::vector<double>{1, 2, 4}, std::vector<double>{1.5, 1, 4}),
                    (0.5 + 0.5 + 0) / 3);

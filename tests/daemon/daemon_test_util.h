@@ -8,11 +8,13 @@
 #include <iterator>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "daemon/config.h"
 #include "daemon/daemon.h"
 #include "gtest/gtest.h"
+#include "storage/store.h"
 
 namespace mltune::daemon::testing {
 
@@ -71,6 +73,23 @@ inline DaemonConfig TestConfig(const std::filesystem::path& data_dir) {
   config.drain_seconds = 0;  // tests that drain set their own
   config.max_budget_steps = 100'000'000;
   return config;
+}
+
+// The measurement log's rows of `task` on `target` in the store at `store_path` (the daemon's,
+// opened beside it: SQLite in WAL mode serves both).
+inline std::vector<storage::MeasurementRecord> LoggedMeasurements(const std::string& store_path,
+                                                                  const std::string& task,
+                                                                  const std::string& target) {
+  absl::StatusOr<std::unique_ptr<storage::Store>> store = storage::Store::Open(store_path);
+  EXPECT_TRUE(store.ok()) << store.status();
+  if (!store.ok()) return {};
+  storage::MeasurementFilter filter;
+  filter.task = task;
+  filter.target = target;
+  absl::StatusOr<std::vector<storage::MeasurementRecord>> rows =
+      (*store)->QueryMeasurements(filter);
+  EXPECT_TRUE(rows.ok()) << rows.status();
+  return rows.ok() ? *std::move(rows) : std::vector<storage::MeasurementRecord>{};
 }
 
 inline std::unique_ptr<Daemon> MustStart(const DaemonConfig& config) {

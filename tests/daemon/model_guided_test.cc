@@ -111,16 +111,8 @@ class ModelGuidedTest : public ::testing::Test {
   }
 
   int64_t LoggedKernelMeasurements() {
-    absl::StatusOr<std::unique_ptr<storage::Store>> store =
-        storage::Store::Open(daemon_->store_path());
-    EXPECT_TRUE(store.ok()) << store.status();
-    storage::MeasurementFilter filter;
-    filter.task = "tile-kernel";
-    filter.target = "cpu";
-    absl::StatusOr<std::vector<storage::MeasurementRecord>> rows =
-        (*store)->QueryMeasurements(filter);
-    EXPECT_TRUE(rows.ok()) << rows.status();
-    return rows.ok() ? static_cast<int64_t>(rows->size()) : 0;
+    return static_cast<int64_t>(
+        testing::LoggedMeasurements(daemon_->store_path(), "tile-kernel", "cpu").size());
   }
 
   TempDir dir_;

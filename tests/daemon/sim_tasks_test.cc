@@ -171,18 +171,14 @@ TEST_F(SimTasksTest, TileAndFusionOnCpuMeasureGeneratedKernels) {
   // Every kernel measurement is cost-model training data: logged under its kernel key, whose
   // graph the store holds (docs/cost_models.md).
   {
+    const std::vector<storage::MeasurementRecord> rows =
+        testing::LoggedMeasurements(daemon_->store_path(), "tile-kernel", "cpu");
+    ASSERT_FALSE(rows.empty());
     absl::StatusOr<std::unique_ptr<storage::Store>> store =
         storage::Store::Open(daemon_->store_path());
     ASSERT_TRUE(store.ok()) << store.status();
-    storage::MeasurementFilter filter;
-    filter.task = "tile-kernel";
-    filter.target = "cpu";
-    absl::StatusOr<std::vector<storage::MeasurementRecord>> rows =
-        (*store)->QueryMeasurements(filter);
-    ASSERT_TRUE(rows.ok()) << rows.status();
-    ASSERT_FALSE(rows->empty());
     std::set<std::string> keys;
-    for (const storage::MeasurementRecord& m : *rows) keys.insert(m.graph_key);
+    for (const storage::MeasurementRecord& m : rows) keys.insert(m.graph_key);
     EXPECT_EQ((*store)->CountKernelGraphs().value(), static_cast<int64_t>(keys.size()));
     for (const std::string& key : keys) {
       absl::StatusOr<std::optional<storage::KernelGraphRecord>> g = (*store)->GetKernelGraph(key);
