@@ -160,57 +160,50 @@ bool ForEachFusionPlan(const CpuModule& m, const InputFile& f, int64_t plans, ui
   return lowered_any;
 }
 
+// Every module's kernels under `plans` fusion plans (ForEachFusionPlan), each distinct kernel
+// once across plans and modules, with the configurations `configs(kernel, key)` to measure.
+template <typename ConfigsFn>
+void PlanCpuKernels(const CollectCommand& cmd, const std::vector<InputFile>& files, int64_t plans,
+                    ConfigsFn configs, CollectPlan& plan, std::ostream& err) {
+  std::unordered_set<std::string> keys;
+  for (const InputFile& f : files) {
+    std::shared_ptr<CpuModule> m = LoadCpuModule(f, err);
+    if (m == nullptr) continue;
+    const bool any =
+        ForEachFusionPlan(*m, f, plans, cmd.seed, err, [&](std::shared_ptr<cpu::LoweredModule> l) {
+          AddKernels(*m, l.get(), configs, cmd.seed, keys, plan, err);
+          plan.keep_alive.push_back(std::move(l));
+        });
+    if (any) {
+      plan.keep_alive.push_back(m);
+      ++plan.modules;
+    }
+  }
+}
+
 }  // namespace
 
 bool PlanCpuTile(const CollectCommand& cmd, const std::vector<InputFile>& files, CollectPlan& plan,
                  std::ostream& err) {
   // Tile data comes from the default fusion's kernels (those the daemon tunes) unless
   // --per-module asks for more plans: their kernels widen what the model sees.
-  const int64_t plans = cmd.per_module > 0 ? cmd.per_module : 1;
-  std::unordered_set<std::string> keys;
-  for (const InputFile& f : files) {
-    std::shared_ptr<CpuModule> m = LoadCpuModule(f, err);
-    if (m == nullptr) continue;
-    const bool any =
-        ForEachFusionPlan(*m, f, plans, cmd.seed, err, [&](std::shared_ptr<cpu::LoweredModule> l) {
-          AddKernels(
-              *m, l.get(),
-              [&](const cpu::Kernel& kernel, const std::string& key) {
-                return DrawConfigs(kernel, cmd.per_kernel, cmd.seed, key);
-              },
-              cmd.seed, keys, plan, err);
-          plan.keep_alive.push_back(std::move(l));
-        });
-    if (any) {
-      plan.keep_alive.push_back(m);
-      ++plan.modules;
-    }
-  }
+  PlanCpuKernels(
+      cmd, files, cmd.per_module > 0 ? cmd.per_module : 1,
+      [&](const cpu::Kernel& kernel, const std::string& key) {
+        return DrawConfigs(kernel, cmd.per_kernel, cmd.seed, key);
+      },
+      plan, err);
   return true;
 }
 
 bool PlanCpuFusion(const CollectCommand& cmd, const std::vector<InputFile>& files,
                    CollectPlan& plan, std::ostream& err) {
-  const int64_t plans = cmd.per_module > 0 ? cmd.per_module : 8;
-  std::unordered_set<std::string> keys;
-  for (const InputFile& f : files) {
-    std::shared_ptr<CpuModule> m = LoadCpuModule(f, err);
-    if (m == nullptr) continue;
-    const bool any =
-        ForEachFusionPlan(*m, f, plans, cmd.seed, err, [&](std::shared_ptr<cpu::LoweredModule> l) {
-          AddKernels(
-              *m, l.get(),
-              [](const cpu::Kernel& kernel, const std::string&) {
-                return std::vector<cpu::KernelConfig>{cpu::DefaultConfig(kernel)};
-              },
-              cmd.seed, keys, plan, err);
-          plan.keep_alive.push_back(std::move(l));
-        });
-    if (any) {
-      plan.keep_alive.push_back(m);
-      ++plan.modules;
-    }
-  }
+  PlanCpuKernels(
+      cmd, files, cmd.per_module > 0 ? cmd.per_module : 8,
+      [](const cpu::Kernel& kernel, const std::string&) {
+        return std::vector<cpu::KernelConfig>{cpu::DefaultConfig(kernel)};
+      },
+      plan, err);
   return true;
 }
 
