@@ -82,6 +82,18 @@ struct RunCommand {
 // against the evaluator, and prints its latency (median and spread).
 int RunRun(const RunCommand& cmd, std::ostream& out, std::ostream& err);
 
+struct SynthesizeCommand {
+  std::string out;  // folder the programs are written to
+  int64_t count = 100;
+  uint64_t seed = 0;  // program i has seed + i
+  int max_blocks = 4;
+  int64_t max_elements = int64_t{1} << 20;
+  int64_t max_flops = int64_t{1} << 28;
+};
+// `mltune synthesize`: random ML-shaped HLO programs (costmodels/synthetic), each verified, as
+// synthetic_<seed>.hlo files: training data for `mltune collect` beyond the corpus.
+int RunSynthesize(const SynthesizeCommand& cmd, std::ostream& out, std::ostream& err);
+
 struct SimulateCommand {
   std::string file;
   std::string target;     // a spec name, or a simulated worker's name (tpu-sim, mcm-sim, ...)
@@ -151,11 +163,13 @@ struct TrainCostModelCommand {
   int epochs = 60;
   int hidden = 64;
   int layers = 3;
-  double holdout = 0.25;  // fraction of kernels (random split) or programs held out
+  std::string readout = "mean-max-sum";  // the per-kernel pooling: mean-max-sum or mean-max
+  double holdout = 0.25;                 // fraction of kernels (random split) or programs held out
   // Leave out kernels whose fastest measurement is under this (timer noise dominates them).
   double min_seconds = 0;
   uint64_t seed = 0;
   bool no_store = false;
+  std::string predictions;  // CSV of every test row's measured and predicted runtimes ("": none)
 };
 // `mltune train-cost-model`: trains the learned cost model on the store's <task>-kernel
 // measurements and kernel graphs, prints the paper's metrics on a random split of kernels and on

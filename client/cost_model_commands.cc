@@ -5,6 +5,7 @@
 // APE); fusion: how well it predicts kernel runtimes (the paper's fusion MAPE).
 #include <algorithm>
 #include <cmath>
+#include <fstream>
 #include <map>
 #include <memory>
 #include <numeric>
@@ -21,6 +22,7 @@
 #include "client/sim_targets.h"
 #include "costmodels/features/kernel_graph.h"
 #include "costmodels/learned/learned_model.h"
+#include "costmodels/synthetic/synthetic_programs.h"
 #include "nlohmann/json.hpp"
 #include "storage/store.h"
 
@@ -36,7 +38,8 @@ struct Row {
   int32_t kernel = 0;  // index into Data::kernels
   features::KernelGraph graph;
   double seconds = 0;
-  bool is_default = false;  // the compiler's default configuration
+  bool is_default = false;    // the compiler's default configuration
+  std::string configuration;  // as logged
   // The analytical baseline's prediction: logged at collect time (tpu-sim) or computed from the
   // graph and the configuration (cpu).
   std::optional<double> analytical;
@@ -45,6 +48,9 @@ struct Row {
 struct Data {
   std::vector<std::string> kernels;   // kernel keys
   std::vector<std::string> programs;  // per kernel: the module it came from
+  // Per kernel: from a synthetic program (mltune synthesize). Those always train: the metrics are
+  // about real programs.
+  std::vector<bool> synthetic;
   std::vector<Row> rows;
   int64_t skipped = 0;   // rows whose configuration or graph could not be read
   int64_t too_fast = 0;  // kernels left out by --min-seconds
@@ -102,6 +108,8 @@ absl::StatusOr<Data> ReadData(storage::Store& store, const std::string& task,
           data.kernels.push_back(m.graph_key);
           data.programs.push_back((*rec)->module_fingerprint.empty() ? (*rec)->module
                                                                      : (*rec)->module_fingerprint);
+          data.synthetic.push_back(
+              (*rec)->module.starts_with(costmodels::synthetic::kModulePrefix));
         } else {
           err << "warning: kernel " << m.graph_key.substr(0, 12)
               << ": stored graph unreadable: " << kg.status().message() << "\n";
@@ -123,6 +131,7 @@ absl::StatusOr<Data> ReadData(storage::Store& store, const std::string& task,
     }
     row.kernel = index.at(m.graph_key);
     row.seconds = m.value;
+    row.configuration = m.configuration;
     // collect and the daemon measure the default configuration first.
     row.is_default = m.configuration == defaults.at(m.graph_key);
     if (auto a = analytical.find(absl::StrCat(m.graph_key, "\n", m.configuration));
@@ -138,34 +147,46 @@ absl::StatusOr<Data> ReadData(storage::Store& store, const std::string& task,
   return data;
 }
 
-// Held-out kernels: `holdout` of the kernels at random, or every kernel of `holdout` of the
-// programs at random.
-std::vector<bool> HeldOut(const Data& data, bool by_program, double holdout, uint64_t seed) {
+// Cross-validation folds: per kernel its fold in [0, folds), or -1 for a synthetic program's
+// kernel (always trained on). Real kernels are dealt to folds at random, one by one or (by_program)
+// a whole program at a time, so each is tested exactly once by a model that never saw it (or its
+// program).
+std::vector<int> Folds(const Data& data, bool by_program, int folds, uint64_t seed) {
   std::mt19937_64 rng(seed);
-  std::vector<bool> test(data.kernels.size(), false);
+  std::vector<int> fold(data.kernels.size(), -1);
   if (by_program) {
-    std::vector<std::string> programs(data.programs.begin(), data.programs.end());
+    std::vector<std::string> programs;
+    for (size_t k = 0; k < data.kernels.size(); ++k) {
+      if (!data.synthetic[k]) programs.push_back(data.programs[k]);
+    }
     std::sort(programs.begin(), programs.end());
     programs.erase(std::unique(programs.begin(), programs.end()), programs.end());
     std::shuffle(programs.begin(), programs.end(), rng);
-    const size_t n =
-        std::max<size_t>(1, static_cast<size_t>(std::lround(holdout * programs.size())));
-    const std::set<std::string> chosen(programs.begin(),
-                                       programs.begin() + std::min(n, programs.size()));
-    for (size_t k = 0; k < test.size(); ++k) test[k] = chosen.count(data.programs[k]) != 0;
+    std::map<std::string, int> program_fold;
+    for (size_t i = 0; i < programs.size(); ++i) {
+      program_fold[programs[i]] = static_cast<int>(i % static_cast<size_t>(folds));
+    }
+    for (size_t k = 0; k < fold.size(); ++k) {
+      if (!data.synthetic[k]) fold[k] = program_fold.at(data.programs[k]);
+    }
   } else {
-    std::vector<size_t> order(data.kernels.size());
-    std::iota(order.begin(), order.end(), 0);
+    std::vector<size_t> order;
+    for (size_t k = 0; k < data.kernels.size(); ++k) {
+      if (!data.synthetic[k]) order.push_back(k);
+    }
     std::shuffle(order.begin(), order.end(), rng);
-    const size_t n = std::max<size_t>(1, static_cast<size_t>(std::lround(holdout * order.size())));
-    for (size_t i = 0; i < n && i < order.size(); ++i) test[order[i]] = true;
+    for (size_t i = 0; i < order.size(); ++i) {
+      fold[order[i]] = static_cast<int>(i % static_cast<size_t>(folds));
+    }
   }
-  return test;
+  return fold;
 }
 
 struct SplitMetrics {
   std::string name;
-  int64_t train_kernels = 0, test_kernels = 0, test_rows = 0;
+  int folds = 0;
+  int64_t train_kernels = 0;                // per fold, on average
+  int64_t test_kernels = 0, test_rows = 0;  // over all folds: every real kernel once
   learned::RankMetrics relative, absolute, default_pick, analytical;
   bool has_analytical = false;      // every test row has the baseline's prediction
   double mape = 0, ape_median = 0;  // learned, absolute head
@@ -194,71 +215,114 @@ std::vector<learned::Sample> Samples(const Data& data, const std::vector<size_t>
   return out;
 }
 
+// One CSV line per test row (--predictions): what each model said next to what was measured.
+void WritePredictions(const Data& data, const std::string& split, const std::vector<size_t>& rows,
+                      const std::vector<double>& log_seconds, const std::vector<double>& relative,
+                      std::ostream& csv) {
+  for (size_t i = 0; i < rows.size(); ++i) {
+    const Row& r = data.rows[rows[i]];
+    csv << split << "," << data.kernels[static_cast<size_t>(r.kernel)] << ","
+        << data.programs[static_cast<size_t>(r.kernel)] << ",\"" << r.configuration << "\","
+        << absl::StrFormat("%.9g", r.seconds) << ","
+        << (i < log_seconds.size() ? absl::StrFormat("%.9g", std::exp(log_seconds[i])) : "") << ","
+        << (i < relative.size() ? absl::StrFormat("%.6g", relative[i]) : "") << ","
+        << (r.analytical ? absl::StrFormat("%.9g", *r.analytical) : "") << ","
+        << (r.is_default ? 1 : 0) << "\n";
+  }
+}
+
 absl::StatusOr<SplitMetrics> Evaluate(const Data& data, const std::string& name, bool by_program,
                                       const TrainCostModelCommand& cmd,
-                                      const learned::ModelOptions& options) {
+                                      const learned::ModelOptions& options,
+                                      std::ostream* predictions) {
   SplitMetrics s;
   s.name = name;
-  std::set<std::string> programs(data.programs.begin(), data.programs.end());
+  std::set<std::string> programs;
+  int64_t real_kernels = 0;
+  for (size_t k = 0; k < data.kernels.size(); ++k) {
+    if (data.synthetic[k]) continue;
+    programs.insert(data.programs[k]);
+    ++real_kernels;
+  }
   if (by_program && programs.size() < 2) {
-    s.skipped = "needs kernels from at least 2 programs";
+    s.skipped = "needs kernels from at least 2 programs (synthetic ones always train)";
     return s;
   }
-  if (data.kernels.size() < 2) {
-    s.skipped = "needs at least 2 kernels";
+  if (real_kernels < 2) {
+    s.skipped = "needs at least 2 kernels of real programs (synthetic ones always train)";
     return s;
   }
-  const std::vector<bool> test = HeldOut(data, by_program, cmd.holdout, cmd.seed);
-  std::vector<size_t> train_rows, test_rows;
-  std::set<int32_t> train_k, test_k;
-  for (size_t r = 0; r < data.rows.size(); ++r) {
-    const int32_t k = data.rows[r].kernel;
-    (test[static_cast<size_t>(k)] ? test_rows : train_rows).push_back(r);
-    (test[static_cast<size_t>(k)] ? test_k : train_k).insert(k);
-  }
-  s.train_kernels = static_cast<int64_t>(train_k.size());
-  s.test_kernels = static_cast<int64_t>(test_k.size());
-  s.test_rows = static_cast<int64_t>(test_rows.size());
-  if (train_rows.empty() || test_rows.empty()) {
-    s.skipped = "one side of the split is empty";
-    return s;
-  }
-  absl::StatusOr<std::unique_ptr<learned::LearnedModel>> model =
-      learned::LearnedModel::Create(options);
-  if (!model.ok()) return model.status();
-  absl::StatusOr<learned::TrainReport> report = (*model)->Train(Samples(data, train_rows));
-  if (!report.ok()) return report.status();
-  std::vector<const features::KernelGraph*> graphs;
+  // --holdout 0.25 is 4 folds: each model trains on 3/4 of the real kernels or programs.
+  const int folds = std::max(2, static_cast<int>(std::lround(1 / cmd.holdout)));
+  const std::vector<int> fold = Folds(data, by_program, folds, cmd.seed);
+  std::vector<size_t> test_rows;  // in fold order
   std::vector<int64_t> group;
-  std::vector<double> truth, default_score, analytical;
+  std::vector<double> truth, default_score, analytical, relative, log_seconds;
   s.has_analytical = true;
-  for (size_t r : test_rows) {
-    graphs.push_back(&data.rows[r].graph);
-    group.push_back(data.rows[r].kernel);
-    truth.push_back(data.rows[r].seconds);
-    default_score.push_back(data.rows[r].is_default ? 0.0 : 1.0);
-    s.has_analytical = s.has_analytical && data.rows[r].analytical.has_value();
-    analytical.push_back(data.rows[r].analytical.value_or(0));
+  double train_kernels = 0;
+  int used_folds = 0;
+  for (int f = 0; f < folds; ++f) {
+    std::vector<size_t> train, test;
+    std::set<int32_t> train_k;
+    for (size_t r = 0; r < data.rows.size(); ++r) {
+      const int32_t k = data.rows[r].kernel;
+      if (fold[static_cast<size_t>(k)] == f) {
+        test.push_back(r);
+      } else {
+        train.push_back(r);
+        train_k.insert(k);
+      }
+    }
+    if (test.empty()) continue;  // fewer programs than folds
+    if (train.empty()) {
+      s.skipped = "a fold left nothing to train on";
+      return s;
+    }
+    train_kernels += static_cast<double>(train_k.size());
+    ++used_folds;
+    absl::StatusOr<std::unique_ptr<learned::LearnedModel>> model =
+        learned::LearnedModel::Create(options);
+    if (!model.ok()) return model.status();
+    absl::StatusOr<learned::TrainReport> report = (*model)->Train(Samples(data, train));
+    if (!report.ok()) return report.status();
+    std::vector<const features::KernelGraph*> fold_graphs;
+    for (size_t r : test) {
+      test_rows.push_back(r);
+      fold_graphs.push_back(&data.rows[r].graph);
+      group.push_back(data.rows[r].kernel);
+      truth.push_back(data.rows[r].seconds);
+      default_score.push_back(data.rows[r].is_default ? 0.0 : 1.0);
+      s.has_analytical = s.has_analytical && data.rows[r].analytical.has_value();
+      analytical.push_back(data.rows[r].analytical.value_or(0));
+    }
+    for (const learned::Head head : {learned::Head::kRelative, learned::Head::kAbsolute}) {
+      if (!(*model)->HasHead(head)) continue;
+      absl::StatusOr<std::vector<double>> p = (*model)->Predict(fold_graphs, head);
+      if (!p.ok()) return p.status();
+      std::vector<double>& into = head == learned::Head::kRelative ? relative : log_seconds;
+      into.insert(into.end(), p->begin(), p->end());
+    }
   }
+  s.folds = used_folds;
+  s.train_kernels = static_cast<int64_t>(std::lround(train_kernels / std::max(1, used_folds)));
+  s.test_kernels = static_cast<int64_t>(std::set<int64_t>(group.begin(), group.end()).size());
+  s.test_rows = static_cast<int64_t>(test_rows.size());
   s.default_pick = learned::EvaluateRanking(group, truth, default_score);
   if (s.has_analytical) {
     s.analytical = learned::EvaluateRanking(group, truth, analytical);
     s.analytical_mape = learned::Mape(truth, analytical);
     s.analytical_ape_median = MedianApe(truth, analytical);
   }
-  if ((*model)->HasHead(learned::Head::kRelative)) {
-    absl::StatusOr<std::vector<double>> rel = (*model)->Predict(graphs, learned::Head::kRelative);
-    if (!rel.ok()) return rel.status();
-    s.relative = learned::EvaluateRanking(group, truth, *rel);
-  }
-  if ((*model)->HasHead(learned::Head::kAbsolute)) {
-    absl::StatusOr<std::vector<double>> abs = (*model)->Predict(graphs, learned::Head::kAbsolute);
-    if (!abs.ok()) return abs.status();
-    s.absolute = learned::EvaluateRanking(group, truth, *abs);
+  if (!relative.empty()) s.relative = learned::EvaluateRanking(group, truth, relative);
+  if (!log_seconds.empty()) {
+    s.absolute = learned::EvaluateRanking(group, truth, log_seconds);
     std::vector<double> seconds;
-    for (double v : *abs) seconds.push_back(std::exp(v));
+    for (double v : log_seconds) seconds.push_back(std::exp(v));
     s.mape = learned::Mape(truth, seconds);
     s.ape_median = MedianApe(truth, seconds);
+  }
+  if (predictions != nullptr) {
+    WritePredictions(data, name, test_rows, log_seconds, relative, *predictions);
   }
   return s;
 }
@@ -279,6 +343,10 @@ int RunTrainCostModel(const TrainCostModelCommand& cmd, std::ostream& out, std::
     err << "error: --holdout must be in (0, 1)\n";
     return 1;
   }
+  if (cmd.readout != "mean-max-sum" && cmd.readout != "mean-max") {
+    err << "error: --readout " << cmd.readout << ": mean-max-sum or mean-max\n";
+    return 1;
+  }
   if (!(cmd.min_seconds >= 0)) {
     err << "error: --min-seconds must be >= 0\n";
     return 1;
@@ -295,6 +363,16 @@ int RunTrainCostModel(const TrainCostModelCommand& cmd, std::ostream& out, std::
         << ": the fusion task has one measurement per kernel, so rank losses have no pairs; use "
            "mse-log\n";
     return 1;
+  }
+  std::unique_ptr<std::ofstream> predictions;
+  if (!cmd.predictions.empty()) {
+    predictions = std::make_unique<std::ofstream>(cmd.predictions);
+    if (!*predictions) {
+      err << "error: cannot write --predictions " << cmd.predictions << "\n";
+      return 1;
+    }
+    *predictions << "split,kernel,program,configuration,measured_s,learned_s,relative_score,"
+                    "analytical_s,default\n";
   }
   // As collect logs it: tpu-sim means its default spec.
   const std::string target = ResolveAlias(cmd.target);
@@ -327,34 +405,50 @@ int RunTrainCostModel(const TrainCostModelCommand& cmd, std::ostream& out, std::
                                                data->too_fast, cmd.min_seconds)
                              : "")
       << "\n";
+  if (const int64_t synthetic = std::count(data->synthetic.begin(), data->synthetic.end(), true);
+      synthetic > 0) {
+    std::set<std::string> synthetic_programs;
+    for (size_t k = 0; k < data->kernels.size(); ++k) {
+      if (data->synthetic[k]) synthetic_programs.insert(data->programs[k]);
+    }
+    out << absl::StrFormat(
+        "%d of the kernels come from %d synthetic programs (mltune synthesize): they always "
+        "train, test kernels come from the other programs\n",
+        synthetic, synthetic_programs.size());
+  }
   learned::ModelOptions options;
   options.vocabulary_size = features::OpcodeVocabularySize();
   options.hidden_dim = cmd.hidden;
   options.sage_layers = cmd.layers;
+  options.sum_readout = cmd.readout == "mean-max-sum";
   options.epochs = cmd.epochs;
   options.seed = cmd.seed;
   options.loss = *loss;
 
   json metrics = json::array();
   if (tile) {
-    out << "\n| split | train kernels | test kernels | test configs | APE mean (relative head) | "
+    out << "\n| split | folds | train kernels per fold | test kernels | test configs | APE mean "
+           "(relative head) | "
            "APE median | Kendall tau | APE mean (absolute head) | MAPE | APE mean (default "
            "config) | APE mean (analytical) | Kendall tau (analytical) | top-5 APE mean "
            "(relative head) | top-5 APE mean (analytical) |\n"
-           "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n";
+           "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n";
   } else {
-    out << "\n| split | train kernels | test kernels | MAPE (learned) | APE median (learned) | "
-           "MAPE (analytical) | APE median (analytical) |\n|---|---:|---:|---:|---:|---:|---:|\n";
+    out << "\n| split | folds | train kernels per fold | test kernels | MAPE (learned) | APE "
+           "median "
+           "(learned) | MAPE (analytical) | APE median (analytical) |\n"
+           "|---|---:|---:|---:|---:|---:|---:|---:|\n";
   }
   for (const auto& [name, by_program] : std::vector<std::pair<std::string, bool>>{
            {"random kernels", false}, {"held-out programs", true}}) {
-    absl::StatusOr<SplitMetrics> s = Evaluate(*data, name, by_program, cmd, options);
+    absl::StatusOr<SplitMetrics> s =
+        Evaluate(*data, name, by_program, cmd, options, predictions.get());
     if (!s.ok()) {
       err << "error: " << name << " split: " << s.status().message() << "\n";
       return 1;
     }
     if (!s->skipped.empty()) {
-      out << "| " << name << " | skipped: " << s->skipped << " |" << std::string(tile ? 13 : 5, '|')
+      out << "| " << name << " | skipped: " << s->skipped << " |" << std::string(tile ? 14 : 6, '|')
           << "\n";
       continue;
     }
@@ -363,8 +457,8 @@ int RunTrainCostModel(const TrainCostModelCommand& cmd, std::ostream& out, std::
     const bool an = s->has_analytical;
     if (tile) {
       out << absl::StrFormat(
-          "| %s | %d | %d | %d | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", name,
-          s->train_kernels, s->test_kernels, s->test_rows,
+          "| %s | %d | %d | %d | %d | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", name,
+          s->folds, s->train_kernels, s->test_kernels, s->test_rows,
           rel ? Percent(s->relative.ape_mean) : "-", rel ? Percent(s->relative.ape_median) : "-",
           rel ? absl::StrFormat("%.2f", s->relative.kendall_tau) : "-",
           abs ? Percent(s->absolute.ape_mean) : "-", abs ? Percent(s->mape) : "-",
@@ -373,12 +467,13 @@ int RunTrainCostModel(const TrainCostModelCommand& cmd, std::ostream& out, std::
           rel ? Percent(s->relative.ape_top5_mean) : "-",
           an ? Percent(s->analytical.ape_top5_mean) : "-");
     } else {
-      out << absl::StrFormat("| %s | %d | %d | %s | %s | %s | %s |\n", name, s->train_kernels,
-                             s->test_kernels, Percent(s->mape), Percent(s->ape_median),
-                             an ? Percent(s->analytical_mape) : "-",
+      out << absl::StrFormat("| %s | %d | %d | %d | %s | %s | %s | %s |\n", name, s->folds,
+                             s->train_kernels, s->test_kernels, Percent(s->mape),
+                             Percent(s->ape_median), an ? Percent(s->analytical_mape) : "-",
                              an ? Percent(s->analytical_ape_median) : "-");
     }
     json m = {{"split", name},
+              {"folds", s->folds},
               {"train_kernels", s->train_kernels},
               {"test_kernels", s->test_kernels},
               {"mape", s->mape},
@@ -416,7 +511,19 @@ int RunTrainCostModel(const TrainCostModelCommand& cmd, std::ostream& out, std::
                             : "roofline of the kernels' FLOPs and bytes on the spec")
         << ".\n";
   }
+  out << "Each split is a cross-validation over folds of the real kernels (random kernels) or "
+         "programs (held-out programs): every test kernel is predicted by a model trained "
+         "without it (and, held-out, without its program).\n";
 
+  if (predictions != nullptr) {
+    predictions->flush();
+    if (!*predictions) {
+      err << "error: writing --predictions " << cmd.predictions << " failed\n";
+      return 1;
+    }
+    out << "per-kernel predictions of both splits' test kernels written to " << cmd.predictions
+        << "\n";
+  }
   if (cmd.no_store) return 0;
   // The stored model learns from every measurement.
   std::vector<size_t> all(data->rows.size());

@@ -123,6 +123,24 @@ int main(int argc, char** argv) {
   simulate_cmd->add_option("--specs-dir", simulate.specs_dir,
                            "More target specs (*.json), as mltuned's --specs-dir");
 
+  SynthesizeCommand synthesize;
+  auto* synthesize_cmd = app.add_subcommand(
+      "synthesize",
+      "Write random ML-shaped HLO programs (dense, convolution, attention, normalisation, "
+      "elementwise, reduction blocks with random shapes): extra training data for collect");
+  synthesize_cmd->add_option("--out", synthesize.out, "Folder to write synthetic_<seed>.hlo to")
+      ->required();
+  synthesize_cmd->add_option("--count", synthesize.count, "Programs")->default_val(100);
+  synthesize_cmd->add_option("--seed", synthesize.seed, "Seed of the first program")
+      ->default_val(0);
+  synthesize_cmd->add_option("--max-blocks", synthesize.max_blocks, "Blocks per program, at most")
+      ->default_val(4);
+  synthesize_cmd->add_option("--max-elements", synthesize.max_elements, "Largest array")
+      ->default_val(int64_t{1} << 20);
+  synthesize_cmd
+      ->add_option("--max-flops", synthesize.max_flops, "Largest matmul or convolution, in FLOPs")
+      ->default_val(int64_t{1} << 28);
+
   CollectCommand collect;
   auto* collect_cmd = app.add_subcommand(
       "collect",
@@ -180,6 +198,10 @@ int main(int argc, char** argv) {
   train_cost_cmd->add_option("--hidden", train_cost.hidden, "Hidden width")->default_val(64);
   train_cost_cmd->add_option("--layers", train_cost.layers, "GraphSAGE layers")->default_val(3);
   train_cost_cmd
+      ->add_option("--readout", train_cost.readout,
+                   "Pooling over a kernel's nodes: mean-max-sum or mean-max")
+      ->default_val("mean-max-sum");
+  train_cost_cmd
       ->add_option("--holdout", train_cost.holdout,
                    "Fraction of kernels (random split) or programs held out, in (0, 1)")
       ->default_val(0.25);
@@ -189,6 +211,9 @@ int main(int argc, char** argv) {
       ->default_val(0);
   train_cost_cmd->add_option("--seed", train_cost.seed, "Seed")->default_val(0);
   train_cost_cmd->add_flag("--no-store", train_cost.no_store, "Do not store the checkpoint");
+  train_cost_cmd->add_option(
+      "--predictions", train_cost.predictions,
+      "Write a CSV of each test row's measured, learned and analytical runtime (both splits)");
 #endif
 
 #ifdef MLTUNE_WITH_RL
@@ -324,6 +349,7 @@ int main(int argc, char** argv) {
   if (*opt_cmd) return RunOpt(opt, std::cout, std::cerr);
   if (*search_cmd) return RunSearch(search, std::cout, std::cerr);
   if (*simulate_cmd) return RunSimulate(simulate, std::cout, std::cerr);
+  if (*synthesize_cmd) return RunSynthesize(synthesize, std::cout, std::cerr);
   if (*run_cmd) return RunRun(run, std::cout, std::cerr);
   if (*collect_cmd) {
     collect.live_progress = isatty(STDERR_FILENO);

@@ -39,6 +39,10 @@ struct ModelOptions {
   int embedding_dim = 32;
   int hidden_dim = 64;
   int sage_layers = 3;
+  // Readout: mean and max over nodes, plus (with sum_readout) the sum. A kernel's time grows with
+  // its op count, which mean and max alone cannot see; checkpoints from before the option load
+  // without it.
+  bool sum_readout = true;
   double dropout = 0;
   // Training.
   uint64_t seed = 0;

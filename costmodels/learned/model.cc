@@ -83,7 +83,8 @@ Batch MakeBatch(const std::vector<const KernelGraph*>& graphs, const ModelOption
 }
 
 struct NetImpl : torch::nn::Module {
-  explicit NetImpl(const ModelOptions& o) : hidden(o.hidden_dim), dropout(o.dropout) {
+  explicit NetImpl(const ModelOptions& o)
+      : hidden(o.hidden_dim), dropout(o.dropout), sum_readout(o.sum_readout) {
     embed = register_module("embed", torch::nn::Embedding(o.vocabulary_size, o.embedding_dim));
     node_in =
         register_module("node_in", torch::nn::Linear(o.embedding_dim + o.node_features, hidden));
@@ -102,8 +103,9 @@ struct NetImpl : torch::nn::Module {
       norms.push_back(register_module(absl::StrCat("sage", l, "_norm"),
                                       torch::nn::LayerNorm(torch::nn::LayerNormOptions({hidden}))));
     }
-    readout1 =
-        register_module("readout1", torch::nn::Linear(2 * hidden + o.kernel_features, hidden));
+    readout1 = register_module(
+        "readout1",
+        torch::nn::Linear((o.sum_readout ? 3 : 2) * hidden + o.kernel_features, hidden));
     readout2 = register_module("readout2", torch::nn::Linear(hidden, hidden));
     absolute = register_module("absolute", torch::nn::Linear(hidden, 1));
     relative = register_module("relative", torch::nn::Linear(hidden, 1));
@@ -130,8 +132,8 @@ struct NetImpl : torch::nn::Module {
       h = norms[l](torch::relu(self_w[l](h) + in_w[l](from_producers) + out_w[l](from_consumers)));
       h = torch::dropout(h, dropout, is_training());
     }
-    torch::Tensor mean =
-        torch::zeros({b.graphs, hidden}).index_add_(0, b.graph_of_node, h) / b.nodes_per_graph;
+    torch::Tensor sum = torch::zeros({b.graphs, hidden}).index_add_(0, b.graph_of_node, h);
+    torch::Tensor mean = sum / b.nodes_per_graph;
     // Per-graph max over a padded [B, max_nodes, H] copy whose empty slots hold -inf (every
     // graph has a node, ValidateGraph). index_copy and amax are deterministic and differentiable,
     // unlike LibTorch 1.13's scatter_reduce, which is beta and warns on first use.
@@ -141,7 +143,10 @@ struct NetImpl : torch::nn::Module {
             .view({b.graphs, b.max_nodes, hidden})
             .amax(1);
     torch::Tensor k = (b.kernel_x - kernel_mean) / kernel_std;
-    torch::Tensor z = torch::relu(readout1(torch::cat({mean, max, k}, 1)));
+    // The sum is scaled by a fixed 1/16 so kernels of a few dozen ops stay in the range the
+    // layer-normalised node states have.
+    torch::Tensor z = torch::relu(readout1(sum_readout ? torch::cat({mean, max, sum / 16.0, k}, 1)
+                                                       : torch::cat({mean, max, k}, 1)));
     z = torch::dropout(z, dropout, is_training());
     z = torch::relu(readout2(z));
     return {absolute(z).squeeze(1), relative(z).squeeze(1)};
@@ -149,6 +154,7 @@ struct NetImpl : torch::nn::Module {
 
   int64_t hidden;
   double dropout;
+  bool sum_readout;
   torch::nn::Embedding embed{nullptr};
   torch::nn::Linear node_in{nullptr}, readout1{nullptr}, readout2{nullptr}, absolute{nullptr},
       relative{nullptr};
@@ -297,6 +303,13 @@ struct LearnedModel::Impl {
     std::mt19937_64 rng(options.seed);
     net->train();
     for (int epoch = 1; epoch <= options.epochs; ++epoch) {
+      // Cosine decay of the learning rate over the run (down to 5%): large steps find the
+      // region, small ones settle the fine differences between configurations.
+      const double done = options.epochs > 1 ? (epoch - 1.0) / (options.epochs - 1.0) : 0.0;
+      const double lr = options.learning_rate * (0.05 + 0.95 * 0.5 * (1 + std::cos(M_PI * done)));
+      for (torch::optim::OptimizerParamGroup& g : optimizer->param_groups()) {
+        static_cast<torch::optim::AdamOptions&>(g.options()).lr(lr);
+      }
       double loss_sum = 0, mse_sum = 0, rank_sum = 0;
       int batches = 0, rank_batches = 0;
       for (const std::vector<size_t>& rows : EpochBatches(samples, rng)) {
@@ -376,6 +389,7 @@ struct LearnedModel::Impl {
     j["embedding_dim"] = options.embedding_dim;
     j["hidden_dim"] = options.hidden_dim;
     j["sage_layers"] = options.sage_layers;
+    j["sum_readout"] = options.sum_readout;
     j["dropout"] = options.dropout;
     j["seed"] = options.seed;
     j["learning_rate"] = options.learning_rate;
@@ -509,6 +523,7 @@ absl::StatusOr<std::unique_ptr<LearnedModel>> LearnedModel::Load(std::string_vie
     o.embedding_dim = j.at("embedding_dim").get<int>();
     o.hidden_dim = j.at("hidden_dim").get<int>();
     o.sage_layers = j.at("sage_layers").get<int>();
+    o.sum_readout = j.value("sum_readout", false);  // absent in checkpoints from before it
     o.dropout = j.at("dropout").get<double>();
     o.seed = j.at("seed").get<uint64_t>();
     o.learning_rate = j.at("learning_rate").get<double>();

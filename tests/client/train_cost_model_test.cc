@@ -3,6 +3,10 @@
 // store without measurements, an unknown task or a bad holdout are clear errors.
 #include <gtest/gtest.h>
 
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <set>
 #include <string>
 
 #include "absl/strings/str_cat.h"
@@ -52,7 +56,10 @@ TEST_F(TrainCostModelTest, EvaluatesBothSplitsAndStoresVersions) {
   ASSERT_EQ(first.exit_code, 0) << first.err;
   EXPECT_NE(first.out.find("measurements of 3 kernels from 2 programs"), std::string::npos)
       << first.out;
-  EXPECT_NE(first.out.find("| random kernels | 2 | 1 |"), std::string::npos) << first.out;
+  // Three kernels, four folds: three folds of one test kernel, each trained on the other two.
+  EXPECT_NE(first.out.find("| random kernels | 3 | 2 | 3 |"), std::string::npos) << first.out;
+  // Two programs: two folds, each trained on the other program's kernels.
+  EXPECT_NE(first.out.find("| held-out programs | 2 |"), std::string::npos) << first.out;
   EXPECT_NE(first.out.find("| held-out programs |"), std::string::npos) << first.out;
   // The configuration-aware CPU roofline ranks the same rows.
   EXPECT_NE(first.out.find("APE mean (analytical)"), std::string::npos) << first.out;
@@ -138,6 +145,50 @@ TEST_F(TrainCostModelTest, TpuSimTilesCompareWithTheAnalyticalModel) {
   EXPECT_NE((*model)->metadata_json.find("analytical_ape_mean"), std::string::npos);
 }
 
+// Synthetic programs (mltune synthesize) add training data only: every test kernel comes from the
+// real programs, and --predictions lists exactly those, once per split.
+TEST_F(TrainCostModelTest, SyntheticProgramsAlwaysTrainAndPredictionsListTheRealTestKernels) {
+  const std::string synthetic = (dir_ / "graphs" / "synthetic").string();
+  Result made = Cli(absl::StrCat("synthesize --out ", synthetic,
+                                 " --count 2 --seed 5 --max-elements 2048 --max-flops 200000"));
+  ASSERT_EQ(made.exit_code, 0) << made.err;
+  EXPECT_NE(made.out.find("wrote 2 synthetic program(s)"), std::string::npos) << made.out;
+  ASSERT_TRUE(std::filesystem::exists(dir_ / "graphs" / "synthetic" / "synthetic_6.hlo"));
+  Result collect = Cli(
+      absl::StrCat("collect ", Graphs(), " --db ", Db(), " --task fusion --per-module 2 --seed 3"));
+  ASSERT_EQ(collect.exit_code, 0) << collect.err;
+  const std::string csv = (dir_ / "predictions.csv").string();
+  Result r = Cli(absl::StrCat("train-cost-model --task fusion --db ", Db(),
+                              " --epochs 2 --hidden 16 --layers 1 --no-store --predictions ", csv));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("come from 2 synthetic programs"), std::string::npos) << r.out;
+  std::ifstream in(csv);
+  std::string line;
+  ASSERT_TRUE(std::getline(in, line));
+  EXPECT_EQ(line.rfind("split,kernel,program,configuration,measured_s,learned_s", 0), 0u) << line;
+  std::map<std::string, int> per_split;
+  std::set<std::string> kernels;
+  while (std::getline(in, line)) {
+    const std::string split = line.substr(0, line.find(','));
+    ++per_split[split];
+    kernels.insert(line.substr(split.size() + 1, 64));
+  }
+  // The real programs' kernels: first's three (default fusion: elementwise + transpose, reduce;
+  // more under another plan) and second's dot, each tested once per split.
+  ASSERT_EQ(per_split.size(), 2u);
+  EXPECT_EQ(per_split["random kernels"], per_split["held-out programs"]);
+  EXPECT_EQ(static_cast<size_t>(per_split["random kernels"]), kernels.size());
+  absl::StatusOr<std::unique_ptr<storage::Store>> store = storage::Store::Open(Db());
+  ASSERT_TRUE(store.ok()) << store.status();
+  for (const std::string& key : kernels) {
+    absl::StatusOr<std::optional<storage::KernelGraphRecord>> g = (*store)->GetKernelGraph(key);
+    ASSERT_TRUE(g.ok() && g->has_value()) << key;
+    EXPECT_TRUE((*g)->module == "first" || (*g)->module == "second") << (*g)->module;
+  }
+  // The table counts the same kernels.
+  EXPECT_NE(r.out.find(absl::StrCat("| ", kernels.size(), " |")), std::string::npos) << r.out;
+}
+
 TEST_F(TrainCostModelTest, ClearErrors) {
   Result empty = Cli(absl::StrCat("train-cost-model --db ", Db()));
   EXPECT_EQ(empty.exit_code, 1);
@@ -156,6 +207,13 @@ TEST_F(TrainCostModelTest, ClearErrors) {
   Result holdout = Cli(absl::StrCat("train-cost-model --holdout 1.5 --db ", Db()));
   EXPECT_EQ(holdout.exit_code, 1);
   EXPECT_NE(holdout.err.find("--holdout"), std::string::npos) << holdout.err;
+  Result readout = Cli(absl::StrCat("train-cost-model --readout sum --db ", Db()));
+  EXPECT_EQ(readout.exit_code, 1);
+  EXPECT_NE(readout.err.find("--readout sum"), std::string::npos) << readout.err;
+  Result unwritable =
+      Cli(absl::StrCat("train-cost-model --db ", Db(), " --predictions ", Db(), "/missing/p.csv"));
+  EXPECT_EQ(unwritable.exit_code, 1);
+  EXPECT_NE(unwritable.err.find("cannot write --predictions"), std::string::npos) << unwritable.err;
   Result loss = Cli(absl::StrCat("train-cost-model --loss nope --db ", Db()));
   EXPECT_EQ(loss.exit_code, 1);
   EXPECT_NE(loss.err.find("--loss"), std::string::npos) << loss.err;

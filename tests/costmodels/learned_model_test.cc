@@ -12,6 +12,7 @@
 #include <thread>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 
 namespace mltune::costmodels::learned {
@@ -252,6 +253,40 @@ TEST_F(LearnedModelTest, SaveLoadRoundTripsToIdenticalPredictions) {
     EXPECT_EQ(*a, *b);  // same weights, same normalisation statistics, same arithmetic
   }
   EXPECT_EQ((*loaded)->Save(), bytes);
+}
+
+// Checkpoints from before the sum readout have no "sum_readout" in their header: they load as the
+// mean-max network they are, and predict as they did.
+TEST(LearnedModel, CheckpointsWithoutTheSumReadoutKeyLoadAsMeanMax) {
+  Dataset data = MakeDataset(12, 3, 0);
+  ModelOptions o = SmallOptions(Loss::kBoth);
+  o.epochs = 3;
+  o.sum_readout = false;
+  absl::StatusOr<std::unique_ptr<LearnedModel>> model = LearnedModel::Create(o);
+  ASSERT_TRUE(model.ok());
+  ASSERT_TRUE((*model)->Train(data.samples).ok());
+  const std::string bytes = (*model)->Save();
+  // MLTUNE-COSTMODEL-1, the header's length, the header, the weights.
+  const size_t length_at = bytes.find('\n') + 1;
+  const size_t header_at = bytes.find('\n', length_at) + 1;
+  const size_t weights_at = bytes.find('}') + 1;
+  std::string header = bytes.substr(header_at, weights_at - header_at);
+  const std::string key = "\"sum_readout\":false,";
+  ASSERT_NE(header.find(key), std::string::npos) << header;
+  header.erase(header.find(key), key.size());
+  const std::string old = absl::StrCat(bytes.substr(0, length_at), header.size(), "\n", header,
+                                       bytes.substr(weights_at));
+  absl::StatusOr<std::unique_ptr<LearnedModel>> loaded = LearnedModel::Load(old);
+  ASSERT_TRUE(loaded.ok()) << loaded.status();
+  EXPECT_FALSE((*loaded)->options().sum_readout);
+  absl::StatusOr<std::vector<double>> a = (*model)->Predict(data.Graphs());
+  absl::StatusOr<std::vector<double>> b = (*loaded)->Predict(data.Graphs());
+  ASSERT_TRUE(a.ok() && b.ok());
+  EXPECT_EQ(*a, *b);
+  // A mean-max checkpoint's weights do not fit a network with the sum readout.
+  std::string lying = bytes;
+  lying.replace(lying.find("\"sum_readout\":false"), 19, "\"sum_readout\":true ");
+  EXPECT_FALSE(LearnedModel::Load(lying).ok());
 }
 
 TEST_F(LearnedModelTest, LoadOfGarbageFailsCleanly) {

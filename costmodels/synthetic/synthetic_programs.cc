@@ -1,0 +1,430 @@
+// SyntheticProgram: a text builder that tracks each value's shape, and one function per block.
+// Blocks take the previous block's result when its rank fits, so their ops meet in one graph the
+// way layers do (and fusion decisions cross block boundaries); otherwise they start from fresh
+// parameters and the previous result becomes a program output.
+#include "costmodels/synthetic/synthetic_programs.h"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+#include <optional>
+#include <random>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+
+namespace mltune::costmodels::synthetic {
+namespace {
+
+using Dims = std::vector<int64_t>;
+
+struct Value {
+  std::string name;
+  Dims dims;
+  std::string type = "f32";
+  int rank() const { return static_cast<int>(dims.size()); }
+};
+
+std::string ShapeText(const Dims& d, std::string_view type = "f32") {
+  std::vector<int64_t> layout(d.size());
+  for (size_t i = 0; i < d.size(); ++i) layout[i] = static_cast<int64_t>(d.size() - 1 - i);
+  return absl::StrCat(std::string(type), "[", absl::StrJoin(d, ","), "]{",
+                      absl::StrJoin(layout, ","), "}");
+}
+
+std::string List(const std::vector<int64_t>& v) {
+  return absl::StrCat("{", absl::StrJoin(v, ","), "}");
+}
+
+class Builder {
+ public:
+  Builder(uint64_t seed, const SyntheticOptions& options) : rng_(seed), o_(options) {}
+
+  const SyntheticOptions& options() const { return o_; }
+
+  // Random helpers.
+  bool Chance(double p) { return std::bernoulli_distribution(p)(rng_); }
+  int64_t Uniform(int64_t lo, int64_t hi) {
+    return std::uniform_int_distribution<int64_t>(lo, std::max(lo, hi))(rng_);
+  }
+  // Log-uniform in [lo, hi]; above 16, often a multiple of 8 as real layer sizes are.
+  int64_t Size(int64_t lo, int64_t hi) {
+    hi = std::max(lo, hi);
+    const double v = std::exp(std::uniform_real_distribution<double>(
+        std::log(static_cast<double>(lo)), std::log(static_cast<double>(hi) + 1))(rng_));
+    int64_t s = std::clamp<int64_t>(static_cast<int64_t>(v), lo, hi);
+    if (s > 16 && Chance(0.6)) s = std::max<int64_t>(lo, std::min(hi, s / 8 * 8));
+    return s;
+  }
+  template <typename T>
+  const T& Pick(const std::vector<T>& v) {
+    return v[static_cast<size_t>(Uniform(0, static_cast<int64_t>(v.size()) - 1))];
+  }
+  // A random shape of `rank` dimensions with at most `max_elements` elements.
+  Dims Shape(int rank, int64_t max_elements) {
+    Dims d;
+    int64_t budget = std::max<int64_t>(1, max_elements);
+    for (int i = 0; i < rank; ++i) {
+      // Leave each later dimension room for at least a few elements.
+      const int64_t cap = std::max<int64_t>(
+          1, static_cast<int64_t>(std::pow(static_cast<double>(budget), 1.0 / (rank - i)) * 2));
+      const int64_t s = Size(1, std::min(budget, cap));
+      d.push_back(s);
+      budget = std::max<int64_t>(1, budget / s);
+    }
+    std::shuffle(d.begin(), d.end(), rng_);
+    return d;
+  }
+
+  // Emitters.
+  Value Param(Dims dims) {
+    Value v{absl::StrCat("p", params_.size()), std::move(dims)};
+    params_.push_back(
+        absl::StrCat("  ", v.name, " = ", ShapeText(v.dims), " parameter(", params_.size(), ")"));
+    return v;
+  }
+  Value Constant(double value) {
+    Value v{Name("constant"), {}};
+    body_.push_back(absl::StrCat("  ", v.name, " = f32[] constant(", value, ")"));
+    return v;
+  }
+  Value Op(std::string_view opcode, Dims dims, const std::vector<Value>& operands,
+           std::string_view attributes = "") {
+    Value v{Name(opcode), std::move(dims)};
+    if (opcode == "compare") v.type = "pred";
+    std::vector<std::string> names;
+    for (const Value& o : operands) {
+      names.push_back(o.name);
+      used_.push_back(o.name);
+    }
+    body_.push_back(absl::StrCat("  ", v.name, " = ", ShapeText(v.dims, v.type), " ",
+                                 std::string(opcode), "(", absl::StrJoin(names, ", "), ")",
+                                 attributes.empty() ? "" : ", ", std::string(attributes)));
+    return v;
+  }
+  Value Broadcast(const Value& v, Dims dims, const std::vector<int64_t>& dimensions) {
+    return Op("broadcast", std::move(dims), {v}, absl::StrCat("dimensions=", List(dimensions)));
+  }
+  Value Splat(double value, const Dims& dims) { return Broadcast(Constant(value), dims, {}); }
+  Value Binary(std::string_view opcode, const Value& a, const Value& b) {
+    return Op(opcode, a.dims, {a, b});
+  }
+  Value Unary(std::string_view opcode, const Value& a) { return Op(opcode, a.dims, {a}); }
+  // Whether any op reads `v`.
+  bool Used(const Value& v) const {
+    return std::find(used_.begin(), used_.end(), v.name) != used_.end();
+  }
+  // Reduces `dims` of `v` with add or maximum.
+  Value Reduce(const Value& v, std::vector<int64_t> dims, bool max) {
+    std::sort(dims.begin(), dims.end());
+    Dims out;
+    for (int i = 0; i < v.rank(); ++i) {
+      if (!std::binary_search(dims.begin(), dims.end(), i)) out.push_back(v.dims[i]);
+    }
+    const Value init = Constant(max ? -1e30 : 0);
+    return Op(
+        "reduce", out, {v, init},
+        absl::StrCat("dimensions=", List(dims), ", to_apply=", max ? "region_max" : "region_add"));
+  }
+  // `v` (reduced over its last dimension) broadcast back to `dims`.
+  Value BroadcastBack(const Value& v, const Dims& dims) {
+    std::vector<int64_t> kept(v.dims.size());
+    std::iota(kept.begin(), kept.end(), 0);
+    return Broadcast(v, dims, kept);
+  }
+
+  std::string Finish(uint64_t seed, const std::vector<Value>& outputs) {
+    std::string root;
+    if (outputs.size() == 1) {
+      root = absl::StrCat("  ROOT result = ", ShapeText(outputs[0].dims), " copy(", outputs[0].name,
+                          ")");
+    } else {
+      std::vector<std::string> shapes, names;
+      for (const Value& o : outputs) {
+        shapes.push_back(ShapeText(o.dims));
+        names.push_back(o.name);
+      }
+      root = absl::StrCat("  ROOT result = (", absl::StrJoin(shapes, ", "), ") tuple(",
+                          absl::StrJoin(names, ", "), ")");
+    }
+    return absl::StrCat("HloModule ", std::string(kModulePrefix), seed, "\n\n",
+                        "region_add {\n  add_lhs = f32[] parameter(0)\n"
+                        "  add_rhs = f32[] parameter(1)\n"
+                        "  ROOT add_sum = f32[] add(add_lhs, add_rhs)\n}\n\n",
+                        "region_max {\n  max_lhs = f32[] parameter(0)\n"
+                        "  max_rhs = f32[] parameter(1)\n"
+                        "  ROOT max_max = f32[] maximum(max_lhs, max_rhs)\n}\n\n",
+                        "ENTRY main {\n", absl::StrJoin(params_, "\n"), "\n",
+                        absl::StrJoin(body_, "\n"), "\n", root, "\n}\n");
+  }
+
+ private:
+  std::string Name(std::string_view opcode) {
+    std::string base(opcode);
+    std::replace(base.begin(), base.end(), '-', '_');
+    return absl::StrCat(base, ".", next_++);
+  }
+
+  std::mt19937_64 rng_;
+  SyntheticOptions o_;
+  std::vector<std::string> params_, body_, used_;
+  int next_ = 0;
+};
+
+// ---- Blocks: each returns its result; `x` is the previous result when its rank fits. ----
+
+Value Activation(Builder& b, const Value& x) {
+  switch (b.Uniform(0, 3)) {
+    case 0:
+      return b.Binary("maximum", x, b.Splat(0, x.dims));  // relu
+    case 1:
+      return b.Unary("tanh", x);
+    case 2: {  // sigmoid as 1 / (1 + exp(-x))
+      const Value e = b.Unary("exponential", b.Unary("negate", x));
+      return b.Binary("divide", b.Splat(1, x.dims), b.Binary("add", b.Splat(1, x.dims), e));
+    }
+    default:
+      return x;
+  }
+}
+
+Value AddBias(Builder& b, const Value& x) {
+  const Value bias = b.Param({x.dims.back()});
+  return b.Binary("add", x, b.Broadcast(bias, x.dims, {x.rank() - 1}));
+}
+
+Value Dense(Builder& b, std::optional<Value> x) {
+  const int64_t cap = b.options().max_elements;
+  if (!x || x->rank() != 2) x = b.Param(b.Shape(2, cap));
+  const int64_t batch = x->dims[0], k = x->dims[1];
+  const int64_t by_flops = b.options().max_flops / std::max<int64_t>(1, 2 * batch * k);
+  const int64_t n =
+      b.Size(1, std::max<int64_t>(1, std::min({cap / batch, cap / k, by_flops, 4096L})));
+  const Value w = b.Param({k, n});
+  Value y = b.Op("dot", {batch, n}, {*x, w}, "lhs_contracting_dims={1}, rhs_contracting_dims={0}");
+  if (b.Chance(0.8)) y = AddBias(b, y);
+  return Activation(b, y);
+}
+
+Value Convolution(Builder& b, std::optional<Value> x) {
+  const int64_t cap = b.options().max_elements;
+  if (!x || x->rank() != 4) {
+    const int64_t c = b.Size(1, 64);
+    const int64_t hw = b.Size(
+        4, std::max<int64_t>(4, std::min<int64_t>(96, static_cast<int64_t>(std::sqrt(cap / c)))));
+    const int64_t n = b.Size(1, std::max<int64_t>(1, std::min<int64_t>(16, cap / (hw * hw * c))));
+    x = b.Param({n, hw, hw, c});
+  }
+  const int64_t n = x->dims[0], h = x->dims[1], w = x->dims[2], c = x->dims[3];
+  int64_t k = b.Pick(std::vector<int64_t>{1, 3, 3, 5});
+  k = std::min({k, h, w});
+  const int64_t stride = b.Chance(0.25) && h >= 4 && w >= 4 ? 2 : 1;
+  const int64_t pad = (k - 1) / 2;
+  const int64_t oh = (h + 2 * pad - k) / stride + 1, ow = (w + 2 * pad - k) / stride + 1;
+  const int64_t per_out = 2 * n * oh * ow * k * k * c;
+  const int64_t o = b.Size(1, std::max<int64_t>(1, std::min({b.options().max_flops / per_out,
+                                                             cap / (n * oh * ow), int64_t{256}})));
+  const Value filter = b.Param({k, k, c, o});
+  Value y =
+      b.Op("convolution", {n, oh, ow, o}, {*x, filter},
+           absl::StrCat("window={size=", k, "x", k, stride > 1 ? " stride=2x2" : "",
+                        pad > 0 ? absl::StrCat(" pad=", pad, "_", pad, "x", pad, "_", pad) : "",
+                        "}, dim_labels=b01f_01io->b01f"));
+  if (b.Chance(0.7)) y = AddBias(b, y);
+  y = Activation(b, y);
+  if (b.Chance(0.35) && oh >= 2 && ow >= 2) {  // 2x2 max pooling
+    const Value init = b.Constant(-1e30);
+    y = b.Op("reduce-window", {n, oh / 2, ow / 2, o}, {y, init},
+             "window={size=1x2x2x1 stride=1x2x2x1}, to_apply=region_max");
+  }
+  return y;
+}
+
+Value LayerNorm(Builder& b, std::optional<Value> x) {
+  if (!x || x->rank() < 2)
+    x = b.Param(b.Shape(static_cast<int>(b.Uniform(2, 3)), b.options().max_elements));
+  const int last = x->rank() - 1;
+  const double inv_n = 1.0 / static_cast<double>(x->dims[last]);
+  Value mean = b.Reduce(*x, {last}, false);
+  mean = b.Binary("multiply", mean, b.Splat(inv_n, mean.dims));
+  const Value centered = b.Binary("subtract", *x, b.BroadcastBack(mean, x->dims));
+  Value var = b.Reduce(b.Binary("multiply", centered, centered), {last}, false);
+  var = b.Binary("multiply", var, b.Splat(inv_n, var.dims));
+  const Value rstd = b.Unary("rsqrt", b.Binary("add", var, b.Splat(1e-5, var.dims)));
+  Value y = b.Binary("multiply", centered, b.BroadcastBack(rstd, x->dims));
+  const Value gamma = b.Param({x->dims[last]});
+  y = b.Binary("multiply", y, b.Broadcast(gamma, x->dims, {last}));
+  return b.Chance(0.7) ? AddBias(b, y) : y;
+}
+
+Value Softmax(Builder& b, const Value& x) {
+  const int last = x.rank() - 1;
+  const Value max = b.Reduce(x, {last}, true);
+  const Value e = b.Unary("exponential", b.Binary("subtract", x, b.BroadcastBack(max, x.dims)));
+  const Value sum = b.Reduce(e, {last}, false);
+  return b.Binary("divide", e, b.BroadcastBack(sum, x.dims));
+}
+
+Value SoftmaxBlock(Builder& b, std::optional<Value> x) {
+  if (!x || x->rank() < 2)
+    x = b.Param(b.Shape(static_cast<int>(b.Uniform(2, 3)), b.options().max_elements));
+  return Softmax(b, *x);
+}
+
+Value Attention(Builder& b, std::optional<Value> q) {
+  const int64_t cap = b.options().max_elements;
+  if (!q || q->rank() != 3) {
+    const int64_t d = b.Size(4, 128);
+    const int64_t s = b.Size(
+        2, std::max<int64_t>(2, std::min<int64_t>(512, static_cast<int64_t>(std::sqrt(cap)))));
+    const int64_t batch =
+        b.Size(1, std::max<int64_t>(1, std::min<int64_t>(32, cap / (s * std::max(s, d)))));
+    q = b.Param({batch, s, d});
+  }
+  const int64_t batch = q->dims[0], s = q->dims[1], d = q->dims[2];
+  if (batch * s * s > cap || 2 * batch * s * s * d > b.options().max_flops) {
+    return Softmax(b, *q);  // too long a sequence for the score matrix: normalise instead
+  }
+  const Value k = b.Param({batch, s, d}), v = b.Param({batch, s, d});
+  Value scores = b.Op("dot", {batch, s, s}, {*q, k},
+                      "lhs_batch_dims={0}, lhs_contracting_dims={2}, rhs_batch_dims={0}, "
+                      "rhs_contracting_dims={2}");
+  scores =
+      b.Binary("multiply", scores, b.Splat(1.0 / std::sqrt(static_cast<double>(d)), scores.dims));
+  const Value p = Softmax(b, scores);
+  return b.Op("dot", {batch, s, d}, {p, v},
+              "lhs_batch_dims={0}, lhs_contracting_dims={2}, rhs_batch_dims={0}, "
+              "rhs_contracting_dims={1}");
+}
+
+Value Elementwise(Builder& b, std::optional<Value> x) {
+  if (!x) x = b.Param(b.Shape(static_cast<int>(b.Uniform(1, 4)), b.options().max_elements));
+  Value y = *x;
+  const int64_t ops = b.Uniform(1, 8);
+  for (int64_t i = 0; i < ops; ++i) {
+    switch (b.Uniform(0, 5)) {
+      case 0:
+        y = b.Unary(b.Pick(std::vector<std::string>{"exponential", "tanh", "negate", "abs"}), y);
+        break;
+      case 1:  // log or sqrt of a positive value
+        y = b.Unary(b.Chance(0.5) ? "log" : "sqrt",
+                    b.Binary("add", b.Unary("abs", y), b.Splat(1, y.dims)));
+        break;
+      case 2:
+        y = b.Binary(
+            b.Pick(std::vector<std::string>{"add", "subtract", "multiply", "maximum", "minimum"}),
+            y, b.Param(y.dims));
+        break;
+      case 3:
+        y = b.Binary(b.Pick(std::vector<std::string>{"add", "multiply", "divide"}), y,
+                     b.Splat(b.Chance(0.5) ? 0.5 : 2.0, y.dims));
+        break;
+      case 4:
+        if (y.rank() > 0) {
+          const Value row = b.Param({y.dims.back()});
+          y = b.Binary(b.Chance(0.5) ? "add" : "multiply", y,
+                       b.Broadcast(row, y.dims, {y.rank() - 1}));
+        }
+        break;
+      default: {  // select(y > 0, y, other): a leaky or masked activation
+        const Value other = b.Chance(0.5) ? b.Param(y.dims) : b.Splat(0.1, y.dims);
+        const Value positive = b.Op("compare", y.dims, {y, b.Splat(0, y.dims)}, "direction=GT");
+        y = b.Op("select", y.dims, {positive, y, other});
+        break;
+      }
+    }
+  }
+  return y;
+}
+
+Value ReduceBlock(Builder& b, std::optional<Value> x) {
+  if (!x || x->rank() < 1)
+    x = b.Param(b.Shape(static_cast<int>(b.Uniform(1, 4)), b.options().max_elements));
+  std::vector<int64_t> dims;
+  for (int i = 0; i < x->rank(); ++i) {
+    if (b.Chance(0.5)) dims.push_back(i);
+  }
+  if (dims.empty()) dims.push_back(b.Uniform(0, x->rank() - 1));
+  return b.Reduce(*x, dims, b.Chance(0.3));
+}
+
+Value TransposeBlock(Builder& b, std::optional<Value> x) {
+  if (!x || x->rank() < 2)
+    x = b.Param(b.Shape(static_cast<int>(b.Uniform(2, 4)), b.options().max_elements));
+  std::vector<int64_t> perm(x->dims.size());
+  std::iota(perm.begin(), perm.end(), 0);
+  std::swap(perm[0], perm[perm.size() - 1]);
+  if (perm.size() > 2 && b.Chance(0.5)) std::swap(perm[1], perm[perm.size() - 1]);
+  Dims out;
+  for (int64_t p : perm) out.push_back(x->dims[static_cast<size_t>(p)]);
+  const Value t = b.Op("transpose", out, {*x}, absl::StrCat("dimensions=", List(perm)));
+  return b.Chance(0.5) ? b.Binary("multiply", t, b.Splat(2.0, t.dims)) : t;
+}
+
+Value SliceConcat(Builder& b, std::optional<Value> x) {
+  if (!x || x->rank() < 1 || x->dims.back() < 2) {
+    Dims d = b.Shape(static_cast<int>(b.Uniform(1, 3)), b.options().max_elements / 2);
+    d.back() = std::max<int64_t>(2, d.back());
+    x = b.Param(d);
+  }
+  const int last = x->rank() - 1;
+  const int64_t half = x->dims[last] / 2;
+  auto slice = [&](int64_t lo, int64_t hi) {
+    Dims d = x->dims;
+    d[last] = hi - lo;
+    std::vector<std::string> ranges;
+    for (int i = 0; i < x->rank(); ++i) {
+      ranges.push_back(i == last ? absl::StrCat("[", lo, ":", hi, "]")
+                                 : absl::StrCat("[0:", x->dims[i], "]"));
+    }
+    return b.Op("slice", d, {*x}, absl::StrCat("slice={", absl::StrJoin(ranges, ", "), "}"));
+  };
+  const Value lo = slice(0, half), hi = slice(half, 2 * half);
+  switch (b.Uniform(0, 2)) {
+    case 0:
+      return b.Binary("add", lo, hi);
+    case 1: {
+      Dims d = lo.dims;
+      d[0] *= 2;
+      return b.Op("concatenate", d, {hi, lo}, "dimensions={0}");
+    }
+    default: {
+      Dims d = lo.dims;
+      std::vector<std::string> padding;
+      for (int i = 0; i < lo.rank(); ++i) {
+        const int64_t p = i == last ? 1 : 0;
+        d[i] += 2 * p;
+        padding.push_back(absl::StrCat(p, "_", p));
+      }
+      const Value zero = b.Constant(0);
+      return b.Op("pad", d, {lo, zero}, absl::StrCat("padding=", absl::StrJoin(padding, "x")));
+    }
+  }
+}
+
+}  // namespace
+
+std::string SyntheticProgram(uint64_t seed, const SyntheticOptions& options) {
+  Builder b(seed, options);
+  using Block = Value (*)(Builder&, std::optional<Value>);
+  // Matmuls and convolutions are weighted up: they hold most of a real program's time and most
+  // of the tile choices, and the corpus has few of them.
+  static const std::vector<Block> kBlocks = {
+      Dense,     Dense,       Convolution, Convolution, LayerNorm,      SoftmaxBlock,
+      Attention, Elementwise, Elementwise, ReduceBlock, TransposeBlock, SliceConcat};
+  const int blocks = static_cast<int>(b.Uniform(options.min_blocks, options.max_blocks));
+  std::vector<Value> outputs;
+  std::optional<Value> x;
+  for (int i = 0; i < blocks; ++i) {
+    const Value y = b.Pick(kBlocks)(b, x);
+    // A block that did not build on x leaves x as an output of its own.
+    if (x && !b.Used(*x)) outputs.push_back(*x);
+    x = y;
+  }
+  outputs.push_back(*x);
+  return b.Finish(seed, outputs);
+}
+
+}  // namespace mltune::costmodels::synthetic

@@ -1,0 +1,31 @@
+// Synthetic training programs for the learned cost model (issue 9): random compositions of the
+// blocks ML programs are made of (dense layers, convolutions, pooling, normalisation, softmax,
+// attention, elementwise chains, reductions, transposes, slices and concatenations) with random
+// shapes, printed as HLO text. The corpus holds few compilable programs and few of its kernels
+// are matmuls or convolutions; these widen what `mltune collect` measures, so the model sees
+// shapes and op mixes that held-out programs bring. Plain text generation: no backend, no
+// LibTorch.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+namespace mltune::costmodels::synthetic {
+
+// Module names of synthetic programs start with this; train-cost-model keeps such programs in
+// training and evaluates on the others.
+inline constexpr std::string_view kModulePrefix = "synthetic_";
+
+struct SyntheticOptions {
+  int64_t max_elements = int64_t{1} << 20;  // largest array any block makes
+  int64_t max_flops = int64_t{1} << 28;     // largest matmul or convolution, 2 * m * n * k
+  int min_blocks = 1;
+  int max_blocks = 4;
+};
+
+// A random program for `seed` (deterministic: the same seed, the same text) named
+// kModulePrefix + seed. Every program parses, verifies and uses f32 ops the CPU backend lowers.
+std::string SyntheticProgram(uint64_t seed, const SyntheticOptions& options = {});
+
+}  // namespace mltune::costmodels::synthetic
