@@ -164,11 +164,13 @@ struct TrainCostModelCommand {
   int hidden = 64;
   int layers = 3;
   std::string readout = "mean-max-sum";  // the per-kernel pooling: mean-max-sum or mean-max
+  std::string pair_weights = "gap";      // rank pairs weighted by log(slow / fast), or "none"
   double holdout = 0.25;                 // fraction of kernels (random split) or programs held out
   // Leave out kernels whose fastest measurement is under this (timer noise dominates them).
   double min_seconds = 0;
   uint64_t seed = 0;
   bool no_store = false;
+  bool no_eval = false;     // skip the cross-validations: train on everything and store
   std::string predictions;  // CSV of every test row's measured and predicted runtimes ("": none)
 };
 // `mltune train-cost-model`: trains the learned cost model on the store's <task>-kernel

@@ -329,6 +329,101 @@ absl::StatusOr<SplitMetrics> Evaluate(const Data& data, const std::string& name,
 
 std::string Percent(double v) { return absl::StrFormat("%.1f%%", 100 * v); }
 
+// Both cross-validations, as a table on `out`; returns the metrics stored with the checkpoint.
+absl::StatusOr<json> EvaluateSplits(const Data& data, const TrainCostModelCommand& cmd,
+                                    const learned::ModelOptions& options, const std::string& target,
+                                    std::ostream* predictions, std::ostream& out) {
+  const bool tile = cmd.task == "tile";
+  json metrics = json::array();
+  if (tile) {
+    out << "\n| split | folds | train kernels per fold | test kernels | test configs | APE mean "
+           "(relative head) | "
+           "APE median | Kendall tau | APE mean (absolute head) | MAPE | APE mean (default "
+           "config) | APE mean (analytical) | Kendall tau (analytical) | top-5 APE mean "
+           "(relative head) | top-5 APE mean (analytical) |\n"
+           "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n";
+  } else {
+    out << "\n| split | folds | train kernels per fold | test kernels | MAPE (learned) | APE "
+           "median "
+           "(learned) | MAPE (analytical) | APE median (analytical) |\n"
+           "|---|---:|---:|---:|---:|---:|---:|---:|\n";
+  }
+  for (const auto& [name, by_program] : std::vector<std::pair<std::string, bool>>{
+           {"random kernels", false}, {"held-out programs", true}}) {
+    absl::StatusOr<SplitMetrics> s = Evaluate(data, name, by_program, cmd, options, predictions);
+    if (!s.ok()) {
+      return absl::Status(s.status().code(), absl::StrCat(name, " split: ", s.status().message()));
+    }
+    if (!s->skipped.empty()) {
+      out << "| " << name << " | skipped: " << s->skipped << " |" << std::string(tile ? 14 : 6, '|')
+          << "\n";
+      continue;
+    }
+    const bool rel = options.loss != learned::Loss::kMseLog;
+    const bool abs = options.loss == learned::Loss::kMseLog || options.loss == learned::Loss::kBoth;
+    const bool an = s->has_analytical;
+    if (tile) {
+      out << absl::StrFormat(
+          "| %s | %d | %d | %d | %d | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", name,
+          s->folds, s->train_kernels, s->test_kernels, s->test_rows,
+          rel ? Percent(s->relative.ape_mean) : "-", rel ? Percent(s->relative.ape_median) : "-",
+          rel ? absl::StrFormat("%.2f", s->relative.kendall_tau) : "-",
+          abs ? Percent(s->absolute.ape_mean) : "-", abs ? Percent(s->mape) : "-",
+          Percent(s->default_pick.ape_mean), an ? Percent(s->analytical.ape_mean) : "-",
+          an ? absl::StrFormat("%.2f", s->analytical.kendall_tau) : "-",
+          rel ? Percent(s->relative.ape_top5_mean) : "-",
+          an ? Percent(s->analytical.ape_top5_mean) : "-");
+    } else {
+      out << absl::StrFormat("| %s | %d | %d | %d | %s | %s | %s | %s |\n", name, s->folds,
+                             s->train_kernels, s->test_kernels, Percent(s->mape),
+                             Percent(s->ape_median), an ? Percent(s->analytical_mape) : "-",
+                             an ? Percent(s->analytical_ape_median) : "-");
+    }
+    json m = {{"split", name},
+              {"folds", s->folds},
+              {"train_kernels", s->train_kernels},
+              {"test_kernels", s->test_kernels},
+              {"mape", s->mape},
+              {"ape_median", s->ape_median}};
+    if (tile) {
+      m["relative_ape_mean"] = s->relative.ape_mean;
+      m["relative_ape_median"] = s->relative.ape_median;
+      m["kendall_tau"] = s->relative.kendall_tau;
+      m["absolute_ape_mean"] = s->absolute.ape_mean;
+      m["default_ape_mean"] = s->default_pick.ape_mean;
+      m["relative_ape_top5_mean"] = s->relative.ape_top5_mean;
+      if (an) {
+        m["analytical_ape_mean"] = s->analytical.ape_mean;
+        m["analytical_kendall_tau"] = s->analytical.kendall_tau;
+        m["analytical_ape_top5_mean"] = s->analytical.ape_top5_mean;
+      }
+    }
+    if (an) {
+      m["analytical_mape"] = s->analytical_mape;
+      m["analytical_ape_median"] = s->analytical_ape_median;
+    }
+    metrics.push_back(std::move(m));
+  }
+  if (tile) {
+    out << "\nAPE: per kernel, the measured time of the configuration picked over the best "
+           "measured one, minus 1 (the paper's tile-size metric); \"default config\" picks the "
+           "compiler's defaults, \"analytical\" the fastest by "
+        << (target == "cpu" ? "the configuration-aware CPU roofline (client/cost_model_baselines.h)"
+                            : "the analytical tile roofline (costmodels/analytical/tile_cost.h)")
+        << ".\n";
+  } else {
+    out << "\nMAPE: mean |predicted - measured| / measured runtime over the test kernels (the "
+           "paper's fusion metric); \"analytical\" is the "
+        << (target == "cpu" ? "CPU roofline from the kernels' FLOPs and bytes"
+                            : "roofline of the kernels' FLOPs and bytes on the spec")
+        << ".\n";
+  }
+  out << "Each split is a cross-validation over folds of the real kernels (random kernels) or "
+         "programs (held-out programs): every test kernel is predicted by a model trained "
+         "without it (and, held-out, without its program).\n";
+  return metrics;
+}
+
 }  // namespace
 
 int RunTrainCostModel(const TrainCostModelCommand& cmd, std::ostream& out, std::ostream& err) {
@@ -343,8 +438,17 @@ int RunTrainCostModel(const TrainCostModelCommand& cmd, std::ostream& out, std::
     err << "error: --holdout must be in (0, 1)\n";
     return 1;
   }
+  if (cmd.pair_weights != "gap" && cmd.pair_weights != "none") {
+    err << "error: --pair-weights " << cmd.pair_weights << ": gap or none\n";
+    return 1;
+  }
   if (cmd.readout != "mean-max-sum" && cmd.readout != "mean-max") {
     err << "error: --readout " << cmd.readout << ": mean-max-sum or mean-max\n";
+    return 1;
+  }
+  if (cmd.no_eval && (cmd.no_store || !cmd.predictions.empty())) {
+    err << "error: --no-eval trains and stores only: it takes neither --no-store nor "
+           "--predictions\n";
     return 1;
   }
   if (!(cmd.min_seconds >= 0)) {
@@ -421,99 +525,21 @@ int RunTrainCostModel(const TrainCostModelCommand& cmd, std::ostream& out, std::
   options.hidden_dim = cmd.hidden;
   options.sage_layers = cmd.layers;
   options.sum_readout = cmd.readout == "mean-max-sum";
+  options.weight_pairs_by_gap = cmd.pair_weights == "gap";
   options.epochs = cmd.epochs;
   options.seed = cmd.seed;
   options.loss = *loss;
 
   json metrics = json::array();
-  if (tile) {
-    out << "\n| split | folds | train kernels per fold | test kernels | test configs | APE mean "
-           "(relative head) | "
-           "APE median | Kendall tau | APE mean (absolute head) | MAPE | APE mean (default "
-           "config) | APE mean (analytical) | Kendall tau (analytical) | top-5 APE mean "
-           "(relative head) | top-5 APE mean (analytical) |\n"
-           "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n";
-  } else {
-    out << "\n| split | folds | train kernels per fold | test kernels | MAPE (learned) | APE "
-           "median "
-           "(learned) | MAPE (analytical) | APE median (analytical) |\n"
-           "|---|---:|---:|---:|---:|---:|---:|---:|\n";
-  }
-  for (const auto& [name, by_program] : std::vector<std::pair<std::string, bool>>{
-           {"random kernels", false}, {"held-out programs", true}}) {
-    absl::StatusOr<SplitMetrics> s =
-        Evaluate(*data, name, by_program, cmd, options, predictions.get());
-    if (!s.ok()) {
-      err << "error: " << name << " split: " << s.status().message() << "\n";
+  if (!cmd.no_eval) {
+    absl::StatusOr<json> evaluated =
+        EvaluateSplits(*data, cmd, options, target, predictions.get(), out);
+    if (!evaluated.ok()) {
+      err << "error: " << evaluated.status().message() << "\n";
       return 1;
     }
-    if (!s->skipped.empty()) {
-      out << "| " << name << " | skipped: " << s->skipped << " |" << std::string(tile ? 14 : 6, '|')
-          << "\n";
-      continue;
-    }
-    const bool rel = options.loss != learned::Loss::kMseLog;
-    const bool abs = options.loss == learned::Loss::kMseLog || options.loss == learned::Loss::kBoth;
-    const bool an = s->has_analytical;
-    if (tile) {
-      out << absl::StrFormat(
-          "| %s | %d | %d | %d | %d | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", name,
-          s->folds, s->train_kernels, s->test_kernels, s->test_rows,
-          rel ? Percent(s->relative.ape_mean) : "-", rel ? Percent(s->relative.ape_median) : "-",
-          rel ? absl::StrFormat("%.2f", s->relative.kendall_tau) : "-",
-          abs ? Percent(s->absolute.ape_mean) : "-", abs ? Percent(s->mape) : "-",
-          Percent(s->default_pick.ape_mean), an ? Percent(s->analytical.ape_mean) : "-",
-          an ? absl::StrFormat("%.2f", s->analytical.kendall_tau) : "-",
-          rel ? Percent(s->relative.ape_top5_mean) : "-",
-          an ? Percent(s->analytical.ape_top5_mean) : "-");
-    } else {
-      out << absl::StrFormat("| %s | %d | %d | %d | %s | %s | %s | %s |\n", name, s->folds,
-                             s->train_kernels, s->test_kernels, Percent(s->mape),
-                             Percent(s->ape_median), an ? Percent(s->analytical_mape) : "-",
-                             an ? Percent(s->analytical_ape_median) : "-");
-    }
-    json m = {{"split", name},
-              {"folds", s->folds},
-              {"train_kernels", s->train_kernels},
-              {"test_kernels", s->test_kernels},
-              {"mape", s->mape},
-              {"ape_median", s->ape_median}};
-    if (tile) {
-      m["relative_ape_mean"] = s->relative.ape_mean;
-      m["relative_ape_median"] = s->relative.ape_median;
-      m["kendall_tau"] = s->relative.kendall_tau;
-      m["absolute_ape_mean"] = s->absolute.ape_mean;
-      m["default_ape_mean"] = s->default_pick.ape_mean;
-      m["relative_ape_top5_mean"] = s->relative.ape_top5_mean;
-      if (an) {
-        m["analytical_ape_mean"] = s->analytical.ape_mean;
-        m["analytical_kendall_tau"] = s->analytical.kendall_tau;
-        m["analytical_ape_top5_mean"] = s->analytical.ape_top5_mean;
-      }
-    }
-    if (an) {
-      m["analytical_mape"] = s->analytical_mape;
-      m["analytical_ape_median"] = s->analytical_ape_median;
-    }
-    metrics.push_back(std::move(m));
+    metrics = *std::move(evaluated);
   }
-  if (tile) {
-    out << "\nAPE: per kernel, the measured time of the configuration picked over the best "
-           "measured one, minus 1 (the paper's tile-size metric); \"default config\" picks the "
-           "compiler's defaults, \"analytical\" the fastest by "
-        << (target == "cpu" ? "the configuration-aware CPU roofline (client/cost_model_baselines.h)"
-                            : "the analytical tile roofline (costmodels/analytical/tile_cost.h)")
-        << ".\n";
-  } else {
-    out << "\nMAPE: mean |predicted - measured| / measured runtime over the test kernels (the "
-           "paper's fusion metric); \"analytical\" is the "
-        << (target == "cpu" ? "CPU roofline from the kernels' FLOPs and bytes"
-                            : "roofline of the kernels' FLOPs and bytes on the spec")
-        << ".\n";
-  }
-  out << "Each split is a cross-validation over folds of the real kernels (random kernels) or "
-         "programs (held-out programs): every test kernel is predicted by a model trained "
-         "without it (and, held-out, without its program).\n";
 
   if (predictions != nullptr) {
     predictions->flush();

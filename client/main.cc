@@ -202,6 +202,10 @@ int main(int argc, char** argv) {
                    "Pooling over a kernel's nodes: mean-max-sum or mean-max")
       ->default_val("mean-max-sum");
   train_cost_cmd
+      ->add_option("--pair-weights", train_cost.pair_weights,
+                   "Rank-loss pairs weighted by log(slow / fast) (gap) or alike (none)")
+      ->default_val("gap");
+  train_cost_cmd
       ->add_option("--holdout", train_cost.holdout,
                    "Fraction of kernels (random split) or programs held out, in (0, 1)")
       ->default_val(0.25);
@@ -211,6 +215,8 @@ int main(int argc, char** argv) {
       ->default_val(0);
   train_cost_cmd->add_option("--seed", train_cost.seed, "Seed")->default_val(0);
   train_cost_cmd->add_flag("--no-store", train_cost.no_store, "Do not store the checkpoint");
+  train_cost_cmd->add_flag("--no-eval", train_cost.no_eval,
+                           "Skip the cross-validations: only train on everything and store");
   train_cost_cmd->add_option(
       "--predictions", train_cost.predictions,
       "Write a CSV of each test row's measured, learned and analytical runtime (both splits)");

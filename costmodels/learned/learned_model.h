@@ -53,6 +53,10 @@ struct ModelOptions {
   Loss loss = Loss::kBoth;
   double hinge_margin = 1.0;  // kRankHinge (and kBoth's rank term when rank_hinge is true)
   bool rank_hinge = false;    // kBoth: hinge instead of logistic for its rank term
+  // Weight each rank pair by 1 + log(slow / fast): ordering a 5 ns kernel's configuration before
+  // a 1 us one matters more than two within 1% of each other, which an unweighted loss counts
+  // alike; close pairs keep weight 1, as they decide the top pick.
+  bool weight_pairs_by_gap = true;
   // LibTorch intra-op threads, set process-wide on creation (as optimizers/rl does): 1 keeps
   // results reproducible and leaves the daemon's other job threads their cores.
   int threads = 1;

@@ -254,6 +254,7 @@ struct LearnedModel::Impl {
   torch::Tensor RankLoss(const torch::Tensor& scores, const std::vector<Sample>& samples,
                          const std::vector<size_t>& rows) const {
     std::vector<int64_t> fast, slow;
+    std::vector<float> weight;
     for (size_t a = 0; a < rows.size(); ++a) {
       for (size_t b = 0; b < rows.size(); ++b) {
         const Sample& sa = samples[rows[a]];
@@ -261,17 +262,25 @@ struct LearnedModel::Impl {
         if (sa.group == sb.group && sa.seconds < sb.seconds) {
           fast.push_back(static_cast<int64_t>(a));
           slow.push_back(static_cast<int64_t>(b));
+          // 1 + the gap: close pairs, which decide the top pick, keep their weight.
+          weight.push_back(options.weight_pairs_by_gap
+                               ? 1.0f + static_cast<float>(std::log(sb.seconds / sa.seconds))
+                               : 1.0f);
         }
       }
     }
     if (fast.empty()) return {};
+    const torch::Tensor w =
+        torch::from_blob(weight.data(), {static_cast<int64_t>(weight.size())}, torch::kFloat32)
+            .clone();
     // How much higher the slower sample scores: should be positive (smaller score = faster).
     torch::Tensor gap =
         scores.index_select(0, LongTensor(slow)) - scores.index_select(0, LongTensor(fast));
     const bool hinge =
         options.loss == Loss::kRankHinge || (options.loss == Loss::kBoth && options.rank_hinge);
-    return hinge ? torch::relu(options.hinge_margin - gap).mean()
-                 : torch::nn::functional::softplus(-gap).mean();
+    const torch::Tensor per_pair =
+        hinge ? torch::relu(options.hinge_margin - gap) : torch::nn::functional::softplus(-gap);
+    return (per_pair * w).sum() / w.sum();
   }
 
   TrainReport Train(const std::vector<Sample>& samples, const ProgressCallback& progress) {
@@ -399,6 +408,7 @@ struct LearnedModel::Impl {
     j["loss"] = std::string(LossName(options.loss));
     j["hinge_margin"] = options.hinge_margin;
     j["rank_hinge"] = options.rank_hinge;
+    j["weight_pairs_by_gap"] = options.weight_pairs_by_gap;
     j["threads"] = options.threads;
     torch::serialize::OutputArchive archive;
     net->save(archive);
@@ -535,6 +545,7 @@ absl::StatusOr<std::unique_ptr<LearnedModel>> LearnedModel::Load(std::string_vie
     o.loss = *loss;
     o.hinge_margin = j.at("hinge_margin").get<double>();
     o.rank_hinge = j.at("rank_hinge").get<bool>();
+    o.weight_pairs_by_gap = j.value("weight_pairs_by_gap", false);  // absent before it existed
     o.threads = j.at("threads").get<int>();
   } catch (const std::exception& e) {
     return absl::InvalidArgumentError(

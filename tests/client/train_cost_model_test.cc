@@ -89,6 +89,15 @@ TEST_F(TrainCostModelTest, EvaluatesBothSplitsAndStoresVersions) {
   ASSERT_EQ(dry.exit_code, 0) << dry.err;
   EXPECT_EQ(dry.out.find("stored"), std::string::npos) << dry.out;
   EXPECT_EQ((*(*store)->LatestModel("cost-model/tile-cpu"))->version, 2);
+
+  // --no-eval only trains on everything and stores.
+  Result quick = Cli(train + " --no-eval");
+  ASSERT_EQ(quick.exit_code, 0) << quick.err;
+  EXPECT_EQ(quick.out.find("| random kernels"), std::string::npos) << quick.out;
+  EXPECT_NE(quick.out.find("stored cost-model/tile-cpu version 3"), std::string::npos) << quick.out;
+  Result both = Cli(train + " --no-eval --no-store");
+  EXPECT_EQ(both.exit_code, 1);
+  EXPECT_NE(both.err.find("--no-eval trains and stores only"), std::string::npos) << both.err;
 }
 
 TEST_F(TrainCostModelTest, FusionReportsRuntimeMapeNextToTheRoofline) {
@@ -207,6 +216,10 @@ TEST_F(TrainCostModelTest, ClearErrors) {
   Result holdout = Cli(absl::StrCat("train-cost-model --holdout 1.5 --db ", Db()));
   EXPECT_EQ(holdout.exit_code, 1);
   EXPECT_NE(holdout.err.find("--holdout"), std::string::npos) << holdout.err;
+  Result weights = Cli(absl::StrCat("train-cost-model --pair-weights squared --db ", Db()));
+  EXPECT_EQ(weights.exit_code, 1);
+  EXPECT_NE(weights.err.find("--pair-weights squared: gap or none"), std::string::npos)
+      << weights.err;
   Result readout = Cli(absl::StrCat("train-cost-model --readout sum --db ", Db()));
   EXPECT_EQ(readout.exit_code, 1);
   EXPECT_NE(readout.err.find("--readout sum"), std::string::npos) << readout.err;
