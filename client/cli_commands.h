@@ -165,7 +165,9 @@ struct TrainCostModelCommand {
   int layers = 3;
   std::string readout = "mean-max-sum";  // the per-kernel pooling: mean-max-sum or mean-max
   std::string pair_weights = "gap";      // rank pairs weighted by log(slow / fast), or "none"
-  double holdout = 0.25;                 // fraction of kernels (random split) or programs held out
+  // Share of the real kernels or programs each cross-validation fold holds out: round(1 / holdout)
+  // folds (at least 2).
+  double holdout = 0.25;
   // Leave out kernels whose fastest measurement is under this (timer noise dominates them).
   double min_seconds = 0;
   uint64_t seed = 0;

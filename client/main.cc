@@ -207,7 +207,8 @@ int main(int argc, char** argv) {
       ->default_val("gap");
   train_cost_cmd
       ->add_option("--holdout", train_cost.holdout,
-                   "Fraction of kernels (random split) or programs held out, in (0, 1)")
+                   "Share each cross-validation fold holds out, in (0, 1): round(1 / holdout) "
+                   "folds of the kernels or programs")
       ->default_val(0.25);
   train_cost_cmd
       ->add_option("--min-seconds", train_cost.min_seconds,
