@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <map>
 #include <numeric>
 
 #include "absl/strings/str_cat.h"
@@ -109,7 +110,39 @@ absl::StatusOr<std::vector<double>> CpuTileProblem::RankSettings(
     }
     configs.push_back(std::move(c));
   }
-  return rank_(kernel.id, configs);
+  absl::StatusOr<std::vector<double>> scores = rank_(kernel.id, configs);
+  if (!scores.ok()) return scores;
+  if (scores->size() != settings.size()) {
+    return absl::InternalError(absl::StrCat("the ranker scored ", scores->size(), " of ",
+                                            settings.size(), " configurations"));
+  }
+  PromoteBestPerImplementation(kernel, settings, *scores);
+  return scores;
+}
+
+void CpuTileProblem::PromoteBestPerImplementation(const backends::cpu::Kernel& kernel,
+                                                  const std::vector<Candidate>& settings,
+                                                  std::vector<double>& scores) {
+  size_t impl = kernel.params.size();
+  for (size_t p = 0; p < kernel.params.size(); ++p) {
+    if (kernel.params[p].name == "impl") impl = p;
+  }
+  if (impl == kernel.params.size()) return;
+  std::map<int64_t, size_t> best;  // impl choice -> its best-scored setting
+  for (size_t i = 0; i < settings.size(); ++i) {
+    auto [it, fresh] = best.emplace(settings[i][impl], i);
+    if (!fresh && scores[i] < scores[it->second]) it->second = i;
+  }
+  if (best.size() < 2) return;
+  std::vector<size_t> promoted;
+  for (const auto& [choice, i] : best) promoted.push_back(i);
+  std::sort(promoted.begin(), promoted.end(),
+            [&](size_t a, size_t b) { return scores[a] < scores[b]; });
+  // Below every other score, in their own order.
+  const double floor = *std::min_element(scores.begin(), scores.end());
+  for (size_t j = 0; j < promoted.size(); ++j) {
+    scores[promoted[j]] = floor - static_cast<double>(promoted.size() - j);
+  }
 }
 
 double CpuTileProblem::KernelSeconds(int32_t kernel, const backends::cpu::KernelConfig& config) {

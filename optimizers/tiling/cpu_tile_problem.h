@@ -49,11 +49,18 @@ class CpuTileProblem : public ConfigProblem {
   // measured seconds (kernels not measured yet last, in kernel order).
   std::vector<std::vector<int64_t>> Parts() const override;
   // Ranks the configurations that `settings` make of the kernel of part `part` of the latest
-  // Parts() list with the ranker; FailedPrecondition without one.
+  // Parts() list with the ranker; FailedPrecondition without one. The best-ranked setting of each
+  // implementation (the kernel's `impl` parameter: generated code or a oneDNN call) comes first,
+  // so a top-k search measures every implementation's best guess: implementations differ in
+  // kind, and a wrong guess between them costs 2-3x on a convolution.
   absl::StatusOr<std::vector<double>> RankSettings(int64_t part,
                                                    const std::vector<Candidate>& settings) override;
 
   Candidate DefaultCandidate() const { return Candidate(slots_.size(), 0); }
+  // RankSettings' reordering, on `scores` of `settings` of `kernel` (smaller = ranked first).
+  static void PromoteBestPerImplementation(const backends::cpu::Kernel& kernel,
+                                           const std::vector<Candidate>& settings,
+                                           std::vector<double>& scores);
   std::vector<backends::cpu::KernelConfig> Decode(const Candidate& candidate) const;
   // Seconds of one kernel in `candidate` (measuring it if needed).
   double KernelSeconds(int32_t kernel, const backends::cpu::KernelConfig& config);
