@@ -7,6 +7,7 @@
 // best measured setting. Measuring k per part instead of searching by measurement is the point:
 // the model's inference is cheap next to compiling and timing a kernel.
 #include <algorithm>
+#include <cmath>
 #include <numeric>
 #include <set>
 #include <vector>
@@ -70,7 +71,9 @@ class ModelTopKSearch : public Strategy {
       Candidate best = current;
       double best_score = current_score;
       for (size_t i : order) {
-        if (measured >= k_) break;
+        // -infinity: the problem asks for it beyond the k best (Problem::RankSettings).
+        const bool required = std::isinf((*ranks)[i]) && (*ranks)[i] < 0;
+        if (!required && measured >= k_) break;
         if (settings[i] == now) continue;  // already measured: it is the current candidate
         Candidate c = current;
         for (size_t p = 0; p < positions.size(); ++p) {
@@ -78,7 +81,7 @@ class ModelTopKSearch : public Strategy {
         }
         std::optional<SearchContext::Evaluation> e = ctx.Evaluate(c);
         if (!e) return true;
-        ++measured;
+        if (!required) ++measured;
         if (e->score < best_score) {
           best_score = e->score;
           best = std::move(c);

@@ -102,7 +102,9 @@ class Problem {
   virtual std::vector<std::vector<int64_t>> Parts() const;
   // The predicted cost of each setting of part `part` (one action per position of
   // Parts()[part], in that order): lower is better, and only the order within one call means
-  // anything. FailedPrecondition when no cost model is attached (the default).
+  // anything. -infinity marks a setting to measure in addition to the k best ranked (a problem's
+  // own must-try, such as each implementation's best guess). FailedPrecondition when no cost
+  // model is attached (the default).
   virtual absl::StatusOr<std::vector<double>> RankSettings(int64_t part,
                                                            const std::vector<Candidate>& settings);
 };

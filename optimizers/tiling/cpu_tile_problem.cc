@@ -134,15 +134,8 @@ void CpuTileProblem::PromoteBestPerImplementation(const backends::cpu::Kernel& k
     if (!fresh && scores[i] < scores[it->second]) it->second = i;
   }
   if (best.size() < 2) return;
-  std::vector<size_t> promoted;
-  for (const auto& [choice, i] : best) promoted.push_back(i);
-  std::sort(promoted.begin(), promoted.end(),
-            [&](size_t a, size_t b) { return scores[a] < scores[b]; });
-  // Below every other score, in their own order.
-  const double floor = *std::min_element(scores.begin(), scores.end());
-  for (size_t j = 0; j < promoted.size(); ++j) {
-    scores[promoted[j]] = floor - static_cast<double>(promoted.size() - j);
-  }
+  // Measured in addition to the k best ranked (Problem::RankSettings).
+  for (const auto& [choice, i] : best) scores[i] = -std::numeric_limits<double>::infinity();
 }
 
 double CpuTileProblem::KernelSeconds(int32_t kernel, const backends::cpu::KernelConfig& config) {

@@ -50,9 +50,9 @@ class CpuTileProblem : public ConfigProblem {
   std::vector<std::vector<int64_t>> Parts() const override;
   // Ranks the configurations that `settings` make of the kernel of part `part` of the latest
   // Parts() list with the ranker; FailedPrecondition without one. The best-ranked setting of each
-  // implementation (the kernel's `impl` parameter: generated code or a oneDNN call) comes first,
-  // so a top-k search measures every implementation's best guess: implementations differ in
-  // kind, and a wrong guess between them costs 2-3x on a convolution.
+  // implementation (the kernel's `impl` parameter: generated code or a oneDNN call) is marked
+  // -infinity, so a top-k search measures every implementation's best guess besides its k best:
+  // implementations differ in kind, and a wrong guess between them costs 2-3x on a convolution.
   absl::StatusOr<std::vector<double>> RankSettings(int64_t part,
                                                    const std::vector<Candidate>& settings) override;
 

@@ -2,6 +2,7 @@
 #include "optimizers/core/model_topk.h"
 
 #include <cmath>
+#include <limits>
 #include <memory>
 #include <set>
 #include <vector>
@@ -84,6 +85,40 @@ TEST(ModelTopKTest, MeasuresKPerPartAndKeepsTheBestMeasured) {
   PartsProblem once({3, 1, 5, 2, 5});
   const Result r1 = MustSearch(once, {{"k", 1}});
   EXPECT_EQ(r1.best_score, 1);
+}
+
+// Settings ranked -infinity are the problem's must-tries: measured besides the k best.
+class MustTryProblem : public PartsProblem {
+ public:
+  using PartsProblem::PartsProblem;
+  absl::StatusOr<std::vector<double>> RankSettings(
+      int64_t part, const std::vector<Candidate>& settings) override {
+    absl::StatusOr<std::vector<double>> r = PartsProblem::RankSettings(part, settings);
+    if (!r.ok()) return r;
+    // In part {3, 4}, the settings 5 or more away from the guess (2, 4) are must-tries: (0, 0),
+    // (0, 1) and (1, 0).
+    if (part == 2) {
+      for (double& v : *r) {
+        if (v >= 5) v = -std::numeric_limits<double>::infinity();
+      }
+    }
+    return r;
+  }
+};
+
+TEST(ModelTopKTest, SettingsRankedMinusInfinityAreMeasuredBesidesTheKBest) {
+  MustTryProblem problem(PartsProblem::kTarget);
+  const Result r = MustSearch(problem, {{"k", 2}});
+  EXPECT_EQ(r.best, PartsProblem::kTarget);
+  // The seed, 2 per part, and the must-tries (0, 1) and (1, 0): (0, 0) is the part's current
+  // setting when it is ranked, measured already.
+  EXPECT_EQ(problem.evaluations, 1 + 2 + 2 + 2 + 2);
+  EXPECT_TRUE(problem.evaluated.count(Candidate{3, 1, 5, 0, 1}));
+  EXPECT_TRUE(problem.evaluated.count(Candidate{3, 1, 5, 1, 0}));
+  // Without the must-tries: the seed and 2 per part.
+  PartsProblem plain(PartsProblem::kTarget);
+  (void)MustSearch(plain, {{"k", 2}});
+  EXPECT_EQ(plain.evaluations, 1 + 2 + 2 + 2);
 }
 
 TEST(ModelTopKTest, APoolSmallerThanThePartRanksARandomSubsetWithTheCurrentSetting) {
