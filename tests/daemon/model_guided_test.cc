@@ -152,9 +152,14 @@ TEST_F(ModelGuidedTest, TheTileTaskRanksWithTheNewestModelAndMeasuresOnlyTheTopK
   EXPECT_LE(r.tuned_score, r.baseline_score);
   const nlohmann::json kernels = nlohmann::json::parse(r.artifacts.at("kernels"));
   // The seeds (the default, and the random job's best to continue from) for every kernel, then
-  // at most 5 configurations per kernel: far below the budget.
+  // at most 5 configurations per kernel, plus each implementation's best where a kernel has
+  // several (generated code and up to 3 oneDNN calls): far below the budget.
+  int64_t bound = 0;
+  for (const nlohmann::json& k : kernels) {
+    bound += 7 + (k.at("config").get<std::string>().find("impl=") != std::string::npos ? 4 : 0);
+  }
   const int64_t measured = LoggedKernelMeasurements() - before;
-  EXPECT_LE(measured, 7 * static_cast<int64_t>(kernels.size()));
+  EXPECT_LE(measured, bound);
   EXPECT_GT(measured, static_cast<int64_t>(kernels.size()));
 }
 
