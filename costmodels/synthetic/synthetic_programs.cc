@@ -79,6 +79,10 @@ class Builder {
   }
 
   // Emitters.
+  // A parameter of random shape: rank in [min_rank, max_rank], at most max_elements elements.
+  Value RandomParam(int min_rank, int max_rank) {
+    return Param(Shape(static_cast<int>(Uniform(min_rank, max_rank)), o_.max_elements));
+  }
   Value Param(Dims dims) {
     Value v{absl::StrCat("p", params_.size()), std::move(dims)};
     params_.push_back(
@@ -243,8 +247,7 @@ Value Convolution(Builder& b, std::optional<Value> x) {
 }
 
 Value LayerNorm(Builder& b, std::optional<Value> x) {
-  if (!x || x->rank() < 2)
-    x = b.Param(b.Shape(static_cast<int>(b.Uniform(2, 3)), b.options().max_elements));
+  if (!x || x->rank() < 2) x = b.RandomParam(2, 3);
   const int last = x->rank() - 1;
   const double inv_n = 1.0 / static_cast<double>(x->dims[last]);
   Value mean = b.Reduce(*x, {last}, false);
@@ -268,8 +271,7 @@ Value Softmax(Builder& b, const Value& x) {
 }
 
 Value SoftmaxBlock(Builder& b, std::optional<Value> x) {
-  if (!x || x->rank() < 2)
-    x = b.Param(b.Shape(static_cast<int>(b.Uniform(2, 3)), b.options().max_elements));
+  if (!x || x->rank() < 2) x = b.RandomParam(2, 3);
   return Softmax(b, *x);
 }
 
@@ -300,7 +302,7 @@ Value Attention(Builder& b, std::optional<Value> q) {
 }
 
 Value Elementwise(Builder& b, std::optional<Value> x) {
-  if (!x) x = b.Param(b.Shape(static_cast<int>(b.Uniform(1, 4)), b.options().max_elements));
+  if (!x) x = b.RandomParam(1, 4);
   Value y = *x;
   const int64_t ops = b.Uniform(1, 8);
   for (int64_t i = 0; i < ops; ++i) {
@@ -340,8 +342,7 @@ Value Elementwise(Builder& b, std::optional<Value> x) {
 }
 
 Value ReduceBlock(Builder& b, std::optional<Value> x) {
-  if (!x || x->rank() < 1)
-    x = b.Param(b.Shape(static_cast<int>(b.Uniform(1, 4)), b.options().max_elements));
+  if (!x || x->rank() < 1) x = b.RandomParam(1, 4);
   std::vector<int64_t> dims;
   for (int i = 0; i < x->rank(); ++i) {
     if (b.Chance(0.5)) dims.push_back(i);
@@ -351,8 +352,7 @@ Value ReduceBlock(Builder& b, std::optional<Value> x) {
 }
 
 Value TransposeBlock(Builder& b, std::optional<Value> x) {
-  if (!x || x->rank() < 2)
-    x = b.Param(b.Shape(static_cast<int>(b.Uniform(2, 4)), b.options().max_elements));
+  if (!x || x->rank() < 2) x = b.RandomParam(2, 4);
   std::vector<int64_t> perm(x->dims.size());
   std::iota(perm.begin(), perm.end(), 0);
   std::swap(perm[0], perm[perm.size() - 1]);

@@ -116,13 +116,13 @@ absl::StatusOr<std::vector<double>> CpuTileProblem::RankSettings(
     return absl::InternalError(absl::StrCat("the ranker scored ", scores->size(), " of ",
                                             settings.size(), " configurations"));
   }
-  PromoteBestPerImplementation(kernel, settings, *scores);
+  MarkImplementationMustTries(kernel, settings, *scores);
   return scores;
 }
 
-void CpuTileProblem::PromoteBestPerImplementation(const backends::cpu::Kernel& kernel,
-                                                  const std::vector<Candidate>& settings,
-                                                  std::vector<double>& scores) {
+void CpuTileProblem::MarkImplementationMustTries(const backends::cpu::Kernel& kernel,
+                                                 const std::vector<Candidate>& settings,
+                                                 std::vector<double>& scores) {
   size_t impl = kernel.params.size();
   for (size_t p = 0; p < kernel.params.size(); ++p) {
     if (kernel.params[p].name == "impl") impl = p;

@@ -57,10 +57,11 @@ class CpuTileProblem : public ConfigProblem {
                                                    const std::vector<Candidate>& settings) override;
 
   Candidate DefaultCandidate() const { return Candidate(slots_.size(), 0); }
-  // RankSettings' reordering, on `scores` of `settings` of `kernel` (smaller = ranked first).
-  static void PromoteBestPerImplementation(const backends::cpu::Kernel& kernel,
-                                           const std::vector<Candidate>& settings,
-                                           std::vector<double>& scores);
+  // RankSettings' must-tries: sets the score of each implementation's best-scored setting among
+  // `settings` of `kernel` to -infinity (when the kernel has more than one implementation).
+  static void MarkImplementationMustTries(const backends::cpu::Kernel& kernel,
+                                          const std::vector<Candidate>& settings,
+                                          std::vector<double>& scores);
   std::vector<backends::cpu::KernelConfig> Decode(const Candidate& candidate) const;
   // Seconds of one kernel in `candidate` (measuring it if needed).
   double KernelSeconds(int32_t kernel, const backends::cpu::KernelConfig& config);

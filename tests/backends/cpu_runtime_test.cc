@@ -202,7 +202,7 @@ TEST(CpuTileRanking, EachImplementationsBestIsMarkedToMeasure) {
   kernel.params = {{"block", {0, 16}}, {"impl", {0, 1, 2}}};
   const std::vector<opt::Candidate> settings = {{0, 0}, {1, 0}, {0, 1}, {1, 1}, {0, 2}};
   std::vector<double> scores = {0.1, 0.2, 0.9, 0.5, 0.7};
-  opt::tiling::CpuTileProblem::PromoteBestPerImplementation(kernel, settings, scores);
+  opt::tiling::CpuTileProblem::MarkImplementationMustTries(kernel, settings, scores);
   // impl 0's best (0), impl 1's (3), impl 2's (4); the rest keep their scores.
   const double must = -std::numeric_limits<double>::infinity();
   EXPECT_EQ(scores, (std::vector<double>{must, 0.2, 0.9, must, must}));
@@ -210,10 +210,10 @@ TEST(CpuTileRanking, EachImplementationsBestIsMarkedToMeasure) {
   Kernel plain;
   plain.params = {{"block", {0, 16}}, {"unroll", {1, 2, 4}}};
   std::vector<double> unchanged = {0.1, 0.2, 0.9, 0.5, 0.7};
-  opt::tiling::CpuTileProblem::PromoteBestPerImplementation(plain, settings, unchanged);
+  opt::tiling::CpuTileProblem::MarkImplementationMustTries(plain, settings, unchanged);
   EXPECT_EQ(unchanged, (std::vector<double>{0.1, 0.2, 0.9, 0.5, 0.7}));
   std::vector<double> one_impl = {0.3, 0.2};
-  opt::tiling::CpuTileProblem::PromoteBestPerImplementation(kernel, {{0, 1}, {1, 1}}, one_impl);
+  opt::tiling::CpuTileProblem::MarkImplementationMustTries(kernel, {{0, 1}, {1, 1}}, one_impl);
   EXPECT_EQ(one_impl, (std::vector<double>{0.3, 0.2}));
 }
 
