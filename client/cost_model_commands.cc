@@ -441,6 +441,10 @@ int RunTrainCostModel(const TrainCostModelCommand& cmd, std::ostream& out, std::
     err << "error: --pair-weights " << cmd.pair_weights << ": gap or none\n";
     return 1;
   }
+  if (cmd.absolute_skip != "linear" && cmd.absolute_skip != "none") {
+    err << "error: --absolute-skip " << cmd.absolute_skip << ": linear or none\n";
+    return 1;
+  }
   if (cmd.readout != "mean-max-sum" && cmd.readout != "mean-max") {
     err << "error: --readout " << cmd.readout << ": mean-max-sum or mean-max\n";
     return 1;
@@ -524,7 +528,10 @@ int RunTrainCostModel(const TrainCostModelCommand& cmd, std::ostream& out, std::
   options.hidden_dim = cmd.hidden;
   options.sage_layers = cmd.layers;
   options.sum_readout = cmd.readout == "mean-max-sum";
+  options.linear_skip = cmd.absolute_skip == "linear";
   options.weight_pairs_by_gap = cmd.pair_weights == "gap";
+  options.min_pair_ratio = cmd.min_pair_ratio;
+  options.ensemble = cmd.ensemble;
   options.epochs = cmd.epochs;
   options.seed = cmd.seed;
   options.loss = *loss;

@@ -202,6 +202,21 @@ int main(int argc, char** argv) {
                    "Pooling over a kernel's nodes: mean-max-sum or mean-max")
       ->default_val("mean-max-sum");
   train_cost_cmd
+      ->add_option("--absolute-skip", train_cost.absolute_skip,
+                   "The absolute head adds a linear function of the kernel features (linear) "
+                   "or not (none)")
+      ->default_val("linear");
+  train_cost_cmd
+      ->add_option("--ensemble", train_cost.ensemble,
+                   "Networks trained from different seeds whose predictions are averaged")
+      ->default_val(1)
+      ->check(CLI::Range(1, 64));
+  train_cost_cmd
+      ->add_option("--min-pair-ratio", train_cost.min_pair_ratio,
+                   "Rank pairs whose runtimes are within this factor are not ranked (>= 1)")
+      ->default_val(1.0)
+      ->check(CLI::Range(1.0, 100.0));
+  train_cost_cmd
       ->add_option("--pair-weights", train_cost.pair_weights,
                    "Rank-loss pairs weighted by log(slow / fast) (gap) or alike (none)")
       ->default_val("gap");

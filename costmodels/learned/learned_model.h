@@ -43,6 +43,11 @@ struct ModelOptions {
   // its op count, which mean and max alone cannot see; checkpoints from before the option load
   // without it.
   bool sum_readout = true;
+  // The absolute head adds a linear function of the normalised kernel features (log FLOPs, log
+  // bytes, ...) to the network's output, so predicted log time extrapolates along the sizes
+  // past the largest training kernel instead of flattening where the ReLU layers saturate.
+  // Checkpoints from before the option load without it.
+  bool linear_skip = true;
   double dropout = 0;
   // Training.
   uint64_t seed = 0;
@@ -57,9 +62,18 @@ struct ModelOptions {
   // a 1 us one matters more than two within 1% of each other, which an unweighted loss counts
   // alike; close pairs keep weight 1, as they decide the top pick.
   bool weight_pairs_by_gap = true;
+  // Pairs whose slower runtime is within this factor of the faster are not ranked: their order is
+  // within the timer's noise (two configurations of a kernel at the call floor), and fitting it
+  // teaches preferences that carry over to kernels where they are wrong. 1 ranks every pair.
+  double min_pair_ratio = 1.0;
   // LibTorch intra-op threads, set process-wide on creation (as optimizers/rl does): 1 keeps
   // results reproducible and leaves the daemon's other job threads their cores.
   int threads = 1;
+  // Members of the ensemble: networks trained alike from different initial weights and batch
+  // orders, whose predictions are averaged. A single network's top pick for a kernel moves
+  // from one training run to the next; the average's moves less. Training and inference cost
+  // grow with the count. Checkpoints from before ensembles hold one.
+  int ensemble = 1;
 };
 absl::Status ValidateOptions(const ModelOptions& options);
 
@@ -83,7 +97,7 @@ struct EpochReport {
 struct TrainReport {
   std::vector<EpochReport> epochs;  // one per epoch run
   int64_t samples = 0;
-  int64_t rank_pairs = 0;  // within-group pairs with different runtimes, over the whole set
+  int64_t rank_pairs = 0;  // within-group pairs ranked (runtimes beyond min_pair_ratio apart)
   bool stopped_early = false;
   double seconds = 0;
 };

@@ -84,7 +84,10 @@ Batch MakeBatch(const std::vector<const KernelGraph*>& graphs, const ModelOption
 
 struct NetImpl : torch::nn::Module {
   explicit NetImpl(const ModelOptions& o)
-      : hidden(o.hidden_dim), dropout(o.dropout), sum_readout(o.sum_readout) {
+      : hidden(o.hidden_dim),
+        dropout(o.dropout),
+        sum_readout(o.sum_readout),
+        linear_skip(o.linear_skip) {
     embed = register_module("embed", torch::nn::Embedding(o.vocabulary_size, o.embedding_dim));
     node_in =
         register_module("node_in", torch::nn::Linear(o.embedding_dim + o.node_features, hidden));
@@ -109,6 +112,11 @@ struct NetImpl : torch::nn::Module {
     readout2 = register_module("readout2", torch::nn::Linear(hidden, hidden));
     absolute = register_module("absolute", torch::nn::Linear(hidden, 1));
     relative = register_module("relative", torch::nn::Linear(hidden, 1));
+    if (linear_skip) {
+      skip = register_module(
+          "absolute_skip",
+          torch::nn::Linear(torch::nn::LinearOptions(o.kernel_features, 1).bias(false)));
+    }
     // Normalisation statistics live in buffers so checkpoints carry them with the weights.
     node_mean = register_buffer("node_mean", torch::zeros({o.node_features}));
     node_std = register_buffer("node_std", torch::ones({o.node_features}));
@@ -149,15 +157,18 @@ struct NetImpl : torch::nn::Module {
                                                        : torch::cat({mean, max, k}, 1)));
     z = torch::dropout(z, dropout, is_training());
     z = torch::relu(readout2(z));
-    return {absolute(z).squeeze(1), relative(z).squeeze(1)};
+    torch::Tensor a = absolute(z).squeeze(1);
+    if (linear_skip) a = a + skip(k).squeeze(1);
+    return {a, relative(z).squeeze(1)};
   }
 
   int64_t hidden;
   double dropout;
   bool sum_readout;
+  bool linear_skip;
   torch::nn::Embedding embed{nullptr};
   torch::nn::Linear node_in{nullptr}, readout1{nullptr}, readout2{nullptr}, absolute{nullptr},
-      relative{nullptr};
+      relative{nullptr}, skip{nullptr};
   std::vector<torch::nn::Linear> self_w, in_w, out_w;
   std::vector<torch::nn::LayerNorm> norms;
   torch::Tensor node_mean, node_std, kernel_mean, kernel_std, target, fitted;
@@ -189,16 +200,24 @@ std::pair<torch::Tensor, torch::Tensor> ColumnStats(const std::vector<double>& v
 
 struct LearnedModel::Impl {
   ModelOptions options;
-  Net net{nullptr};
-  std::unique_ptr<torch::optim::Adam> optimizer;
+  // The ensemble's members: the same network from different initial weights and batch orders
+  // (member m from seed + m), sharing the normalisation statistics. Predictions average them.
+  std::vector<Net> nets;
+  std::vector<std::unique_ptr<torch::optim::Adam>> optimizers;
 
   explicit Impl(const ModelOptions& o) : options(o) {
-    torch::manual_seed(o.seed);
-    net = Net(o);
-    net->eval();
+    for (int m = 0; m < o.ensemble; ++m) {
+      torch::manual_seed(o.seed + static_cast<uint64_t>(m));
+      nets.push_back(Net(o));
+      nets.back()->eval();
+    }
+    optimizers.resize(nets.size());
   }
 
-  bool Fitted() const { return net->fitted.item<float>() > 0; }
+  bool Fitted() const { return nets[0]->fitted.item<float>() > 0; }
+  void SetMode(bool training) {
+    for (Net& net : nets) training ? net->train() : net->eval();
+  }
 
   // Fits the normalisation buffers on the training set.
   void Fit(const std::vector<Sample>& samples) {
@@ -214,12 +233,14 @@ struct LearnedModel::Impl {
     auto [nm, ns] = ColumnStats(node_rows, options.node_features);
     auto [km, ks] = ColumnStats(kernel_rows, options.kernel_features);
     auto [tm, ts] = ColumnStats(log_seconds, 1);
-    net->node_mean.copy_(nm);
-    net->node_std.copy_(ns);
-    net->kernel_mean.copy_(km);
-    net->kernel_std.copy_(ks);
-    net->target.copy_(torch::cat({tm, ts}));
-    net->fitted.fill_(1);
+    for (Net& net : nets) {
+      net->node_mean.copy_(nm);
+      net->node_std.copy_(ns);
+      net->kernel_mean.copy_(km);
+      net->kernel_std.copy_(ks);
+      net->target.copy_(torch::cat({tm, ts}));
+      net->fitted.fill_(1);
+    }
   }
 
   // Batches of sample indices for one epoch. With a rank loss each group's samples stay together
@@ -259,7 +280,7 @@ struct LearnedModel::Impl {
       for (size_t b = 0; b < rows.size(); ++b) {
         const Sample& sa = samples[rows[a]];
         const Sample& sb = samples[rows[b]];
-        if (sa.group == sb.group && sa.seconds < sb.seconds) {
+        if (sa.group == sb.group && sa.seconds * options.min_pair_ratio < sb.seconds) {
           fast.push_back(static_cast<int64_t>(a));
           slow.push_back(static_cast<int64_t>(b));
           // 1 + the gap: close pairs, which decide the top pick, keep their weight.
@@ -292,70 +313,80 @@ struct LearnedModel::Impl {
       for (const Sample& s : samples) groups[s.group].push_back(s.seconds);
       for (const auto& [id, secs] : groups) {
         for (size_t a = 0; a < secs.size(); ++a) {
-          for (size_t b = a + 1; b < secs.size(); ++b) report.rank_pairs += secs[a] != secs[b];
+          for (size_t b = a + 1; b < secs.size(); ++b) {
+            report.rank_pairs +=
+                std::max(secs[a], secs[b]) > std::min(secs[a], secs[b]) * options.min_pair_ratio;
+          }
         }
       }
     }
     if (!Fitted()) Fit(samples);
-    if (!optimizer) {
-      optimizer = std::make_unique<torch::optim::Adam>(
-          net->parameters(),
+    for (size_t m = 0; m < nets.size(); ++m) {
+      if (optimizers[m]) continue;
+      optimizers[m] = std::make_unique<torch::optim::Adam>(
+          nets[m]->parameters(),
           torch::optim::AdamOptions(options.learning_rate).weight_decay(options.weight_decay));
     }
-    const float target_mean = net->target[0].item<float>();
-    const float target_std = net->target[1].item<float>();
+    const float target_mean = nets[0]->target[0].item<float>();
+    const float target_std = nets[0]->target[1].item<float>();
     std::vector<float> target(samples.size());
     for (size_t i = 0; i < samples.size(); ++i) {
       target[i] = (static_cast<float>(std::log(samples[i].seconds)) - target_mean) / target_std;
     }
     torch::manual_seed(options.seed + 1);  // dropout masks
-    std::mt19937_64 rng(options.seed);
-    net->train();
+    std::vector<std::mt19937_64> rngs;
+    for (size_t m = 0; m < nets.size(); ++m) rngs.emplace_back(options.seed + m);
+    SetMode(true);
+    // Epochs outside, members inside: a stop after any epoch leaves every member as trained as
+    // the others.
     for (int epoch = 1; epoch <= options.epochs; ++epoch) {
       // Cosine decay of the learning rate over the run (down to 5%): large steps find the
       // region, small ones settle the fine differences between configurations.
       const double done = options.epochs > 1 ? (epoch - 1.0) / (options.epochs - 1.0) : 0.0;
       const double lr = options.learning_rate * (0.05 + 0.95 * 0.5 * (1 + std::cos(M_PI * done)));
-      for (torch::optim::OptimizerParamGroup& g : optimizer->param_groups()) {
-        static_cast<torch::optim::AdamOptions&>(g.options()).lr(lr);
-      }
       double loss_sum = 0, mse_sum = 0, rank_sum = 0;
       int batches = 0, rank_batches = 0;
-      for (const std::vector<size_t>& rows : EpochBatches(samples, rng)) {
-        std::vector<const KernelGraph*> graphs;
-        std::vector<float> y;
-        for (size_t r : rows) {
-          graphs.push_back(samples[r].graph);
-          y.push_back(target[r]);
+      for (size_t m = 0; m < nets.size(); ++m) {
+        torch::optim::Adam& opt = *optimizers[m];
+        for (torch::optim::OptimizerParamGroup& g : opt.param_groups()) {
+          static_cast<torch::optim::AdamOptions&>(g.options()).lr(lr);
         }
-        auto [abs_out, rel_out] = net->forward(MakeBatch(graphs, options));
-        torch::Tensor loss = torch::zeros({});
-        if (TrainsAbsolute(options.loss)) {
-          torch::Tensor mse = torch::mse_loss(
-              abs_out,
-              torch::from_blob(y.data(), {static_cast<int64_t>(y.size())}, torch::kFloat32));
-          mse_sum += mse.item<double>();
-          loss = loss + mse;
-        }
-        if (TrainsRelative(options.loss)) {
-          torch::Tensor rank = RankLoss(rel_out, samples, rows);
-          if (rank.defined()) {
-            rank_sum += rank.item<double>();
-            ++rank_batches;
-            loss = loss + rank;
+        for (const std::vector<size_t>& rows : EpochBatches(samples, rngs[m])) {
+          std::vector<const KernelGraph*> graphs;
+          std::vector<float> y;
+          for (size_t r : rows) {
+            graphs.push_back(samples[r].graph);
+            y.push_back(target[r]);
           }
+          auto [abs_out, rel_out] = nets[m]->forward(MakeBatch(graphs, options));
+          torch::Tensor loss = torch::zeros({});
+          if (TrainsAbsolute(options.loss)) {
+            torch::Tensor mse = torch::mse_loss(
+                abs_out,
+                torch::from_blob(y.data(), {static_cast<int64_t>(y.size())}, torch::kFloat32));
+            mse_sum += mse.item<double>();
+            loss = loss + mse;
+          }
+          if (TrainsRelative(options.loss)) {
+            torch::Tensor rank = RankLoss(rel_out, samples, rows);
+            if (rank.defined()) {
+              rank_sum += rank.item<double>();
+              ++rank_batches;
+              loss = loss + rank;
+            }
+          }
+          ++batches;
+          if (!loss.requires_grad()) continue;  // a rank-only batch without a pair
+          loss_sum += loss.item<double>();
+          opt.zero_grad();
+          loss.backward();
+          torch::nn::utils::clip_grad_norm_(nets[m]->parameters(), 1.0);
+          opt.step();
         }
-        ++batches;
-        if (!loss.requires_grad()) continue;  // a rank-only batch without a pair
-        loss_sum += loss.item<double>();
-        optimizer->zero_grad();
-        loss.backward();
-        torch::nn::utils::clip_grad_norm_(net->parameters(), 1.0);
-        optimizer->step();
       }
       EpochReport e;
       e.epoch = epoch;
-      e.loss = batches ? loss_sum / batches : 0;
+      e.loss = batches ? loss_sum / batches : 0;  // over every member's batches
       e.mse_loss = batches && TrainsAbsolute(options.loss) ? mse_sum / batches : 0;
       e.rank_loss = rank_batches ? rank_sum / rank_batches : 0;
       e.seconds = std::chrono::duration<double>(Clock::now() - start).count();
@@ -365,7 +396,7 @@ struct LearnedModel::Impl {
         break;
       }
     }
-    net->eval();
+    SetMode(false);
     report.seconds = std::chrono::duration<double>(Clock::now() - start).count();
     return report;
   }
@@ -376,13 +407,19 @@ struct LearnedModel::Impl {
     torch::NoGradGuard no_grad;
     std::vector<double> out;
     out.reserve(graphs.size());
-    const double target_mean = net->target[0].item<double>();
-    const double target_std = net->target[1].item<double>();
+    const double target_mean = nets[0]->target[0].item<double>();
+    const double target_std = nets[0]->target[1].item<double>();
     for (size_t i = 0; i < graphs.size(); i += options.batch_size) {
       std::vector<const KernelGraph*> chunk(
           graphs.begin() + i, graphs.begin() + std::min(graphs.size(), i + options.batch_size));
-      auto [abs_out, rel_out] = net->forward(MakeBatch(chunk, options));
-      torch::Tensor values = (head == Head::kAbsolute ? abs_out : rel_out).to(torch::kFloat64);
+      const Batch batch = MakeBatch(chunk, options);
+      torch::Tensor values;
+      for (Net& net : nets) {
+        auto [abs_out, rel_out] = net->forward(batch);
+        torch::Tensor v = (head == Head::kAbsolute ? abs_out : rel_out).to(torch::kFloat64);
+        values = values.defined() ? values + v : v;
+      }
+      values = values / static_cast<double>(nets.size());
       if (head == Head::kAbsolute) values = values * target_std + target_mean;
       values = values.contiguous();
       out.insert(out.end(), values.data_ptr<double>(), values.data_ptr<double>() + values.numel());
@@ -399,6 +436,7 @@ struct LearnedModel::Impl {
     j["hidden_dim"] = options.hidden_dim;
     j["sage_layers"] = options.sage_layers;
     j["sum_readout"] = options.sum_readout;
+    j["linear_skip"] = options.linear_skip;
     j["dropout"] = options.dropout;
     j["seed"] = options.seed;
     j["learning_rate"] = options.learning_rate;
@@ -409,9 +447,21 @@ struct LearnedModel::Impl {
     j["hinge_margin"] = options.hinge_margin;
     j["rank_hinge"] = options.rank_hinge;
     j["weight_pairs_by_gap"] = options.weight_pairs_by_gap;
+    j["min_pair_ratio"] = options.min_pair_ratio;
     j["threads"] = options.threads;
+    j["ensemble"] = options.ensemble;
+    // One member: its weights at the archive's root, as before ensembles. Several: one
+    // sub-archive each.
     torch::serialize::OutputArchive archive;
-    net->save(archive);
+    if (nets.size() == 1) {
+      nets[0]->save(archive);
+    } else {
+      for (size_t m = 0; m < nets.size(); ++m) {
+        torch::serialize::OutputArchive member;
+        nets[m]->save(member);
+        archive.write(MemberKey(m), member);
+      }
+    }
     std::ostringstream weights;
     archive.save_to(weights);
     const std::string header = j.dump();
@@ -421,12 +471,27 @@ struct LearnedModel::Impl {
   // Loads weights and buffers, then checks every tensor kept its shape: InputArchive replaces
   // tensors without comparing sizes, so a mismatched checkpoint would otherwise fail later.
   absl::Status LoadWeights(const std::string& bytes) {
-    std::map<std::string, std::vector<int64_t>> expected;
-    for (const auto& p : net->named_parameters()) expected[p.key()] = p.value().sizes().vec();
-    for (const auto& b : net->named_buffers()) expected[b.key()] = b.value().sizes().vec();
     std::istringstream in(bytes);
     torch::serialize::InputArchive archive;
     archive.load_from(in);
+    if (nets.size() == 1) return LoadMember(archive, nets[0]);
+    for (size_t m = 0; m < nets.size(); ++m) {
+      torch::serialize::InputArchive member;
+      if (!archive.try_read(MemberKey(m), member)) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("cost model checkpoint: no weights of ensemble member ", m));
+      }
+      if (absl::Status s = LoadMember(member, nets[m]); !s.ok()) return s;
+    }
+    return absl::OkStatus();
+  }
+
+  static std::string MemberKey(size_t m) { return absl::StrCat("member", m); }
+
+  static absl::Status LoadMember(torch::serialize::InputArchive& archive, Net& net) {
+    std::map<std::string, std::vector<int64_t>> expected;
+    for (const auto& p : net->named_parameters()) expected[p.key()] = p.value().sizes().vec();
+    for (const auto& b : net->named_buffers()) expected[b.key()] = b.value().sizes().vec();
     net->load(archive);
     for (const auto& p : net->named_parameters()) {
       if (p.value().sizes().vec() != expected[p.key()]) {
@@ -482,7 +547,7 @@ absl::StatusOr<TrainReport> LearnedModel::Train(const std::vector<Sample>& sampl
   try {
     return impl_->Train(samples, progress);
   } catch (const std::exception& e) {
-    impl_->net->eval();
+    impl_->SetMode(false);
     return absl::InternalError(absl::StrCat("LearnedModel::Train: ", e.what()));
   }
 }
@@ -534,6 +599,7 @@ absl::StatusOr<std::unique_ptr<LearnedModel>> LearnedModel::Load(std::string_vie
     o.hidden_dim = j.at("hidden_dim").get<int>();
     o.sage_layers = j.at("sage_layers").get<int>();
     o.sum_readout = j.value("sum_readout", false);  // absent in checkpoints from before it
+    o.linear_skip = j.value("linear_skip", false);  // likewise
     o.dropout = j.at("dropout").get<double>();
     o.seed = j.at("seed").get<uint64_t>();
     o.learning_rate = j.at("learning_rate").get<double>();
@@ -546,7 +612,9 @@ absl::StatusOr<std::unique_ptr<LearnedModel>> LearnedModel::Load(std::string_vie
     o.hinge_margin = j.at("hinge_margin").get<double>();
     o.rank_hinge = j.at("rank_hinge").get<bool>();
     o.weight_pairs_by_gap = j.value("weight_pairs_by_gap", false);  // absent before it existed
+    o.min_pair_ratio = j.value("min_pair_ratio", 1.0);
     o.threads = j.at("threads").get<int>();
+    o.ensemble = j.value("ensemble", 1);
   } catch (const std::exception& e) {
     return absl::InvalidArgumentError(
         absl::StrCat("cost model checkpoint: bad header: ", e.what()));

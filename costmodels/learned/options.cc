@@ -11,6 +11,7 @@ namespace {
 constexpr int kMaxVocabulary = 1 << 20;
 constexpr int kMaxWidth = 4096;
 constexpr int kMaxLayers = 64;
+constexpr int kMaxEnsemble = 64;
 }  // namespace
 
 std::string_view LossName(Loss loss) {
@@ -67,6 +68,10 @@ absl::Status ValidateOptions(const ModelOptions& o) {
   if (!(o.hinge_margin >= 0) || !std::isfinite(o.hinge_margin)) {
     return bad("hinge_margin", o.hinge_margin);
   }
+  if (!(o.min_pair_ratio >= 1) || !std::isfinite(o.min_pair_ratio)) {
+    return bad("min_pair_ratio", o.min_pair_ratio);
+  }
+  if (o.ensemble < 1 || o.ensemble > kMaxEnsemble) return bad("ensemble", o.ensemble);
   if (o.threads < 1 || o.threads > 1024) return bad("threads", o.threads);
   return absl::OkStatus();
 }

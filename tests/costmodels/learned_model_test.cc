@@ -255,13 +255,17 @@ TEST_F(LearnedModelTest, SaveLoadRoundTripsToIdenticalPredictions) {
   EXPECT_EQ((*loaded)->Save(), bytes);
 }
 
-// Checkpoints from before the sum readout have no "sum_readout" in their header: they load as the
-// mean-max network they are, and predict as they did.
-TEST(LearnedModel, CheckpointsWithoutTheSumReadoutKeyLoadAsMeanMax) {
+// Checkpoints from before an architecture option (the sum readout, the linear skip) have no key
+// for it in their header: they load as the network they are, without it, and predict as they did.
+// Claiming the option for such weights fails to load instead of predicting garbage.
+void ExpectCheckpointWithoutKeyLoadsWithoutIt(const std::string& key,
+                                              void (*disable)(ModelOptions&),
+                                              bool (*enabled)(const ModelOptions&)) {
+  SCOPED_TRACE(key);
   Dataset data = MakeDataset(12, 3, 0);
   ModelOptions o = SmallOptions(Loss::kBoth);
   o.epochs = 3;
-  o.sum_readout = false;
+  disable(o);
   absl::StatusOr<std::unique_ptr<LearnedModel>> model = LearnedModel::Create(o);
   ASSERT_TRUE(model.ok());
   ASSERT_TRUE((*model)->Train(data.samples).ok());
@@ -271,22 +275,34 @@ TEST(LearnedModel, CheckpointsWithoutTheSumReadoutKeyLoadAsMeanMax) {
   const size_t header_at = bytes.find('\n', length_at) + 1;
   const size_t weights_at = bytes.find('}') + 1;
   std::string header = bytes.substr(header_at, weights_at - header_at);
-  const std::string key = "\"sum_readout\":false,";
-  ASSERT_NE(header.find(key), std::string::npos) << header;
-  header.erase(header.find(key), key.size());
+  const std::string entry = absl::StrCat("\"", key, "\":false,");
+  ASSERT_NE(header.find(entry), std::string::npos) << header;
+  header.erase(header.find(entry), entry.size());
   const std::string old = absl::StrCat(bytes.substr(0, length_at), header.size(), "\n", header,
                                        bytes.substr(weights_at));
   absl::StatusOr<std::unique_ptr<LearnedModel>> loaded = LearnedModel::Load(old);
   ASSERT_TRUE(loaded.ok()) << loaded.status();
-  EXPECT_FALSE((*loaded)->options().sum_readout);
+  EXPECT_FALSE(enabled((*loaded)->options()));
   absl::StatusOr<std::vector<double>> a = (*model)->Predict(data.Graphs());
   absl::StatusOr<std::vector<double>> b = (*loaded)->Predict(data.Graphs());
   ASSERT_TRUE(a.ok() && b.ok());
   EXPECT_EQ(*a, *b);
-  // A mean-max checkpoint's weights do not fit a network with the sum readout.
   std::string lying = bytes;
-  lying.replace(lying.find("\"sum_readout\":false"), 19, "\"sum_readout\":true ");
+  const std::string claim = absl::StrCat("\"", key, "\":false");
+  lying.replace(lying.find(claim), claim.size(), absl::StrCat("\"", key, "\":true "));
   EXPECT_FALSE(LearnedModel::Load(lying).ok());
+}
+
+TEST(LearnedModel, CheckpointsWithoutTheSumReadoutKeyLoadAsMeanMax) {
+  ExpectCheckpointWithoutKeyLoadsWithoutIt(
+      "sum_readout", [](ModelOptions& o) { o.sum_readout = false; },
+      [](const ModelOptions& o) { return o.sum_readout; });
+}
+
+TEST(LearnedModel, CheckpointsWithoutTheLinearSkipKeyLoadWithoutIt) {
+  ExpectCheckpointWithoutKeyLoadsWithoutIt(
+      "linear_skip", [](ModelOptions& o) { o.linear_skip = false; },
+      [](const ModelOptions& o) { return o.linear_skip; });
 }
 
 TEST_F(LearnedModelTest, LoadOfGarbageFailsCleanly) {
@@ -397,6 +413,87 @@ TEST(LearnedModel, MseOnlyTrainsTheAbsoluteHeadOnly) {
   EXPECT_TRUE(m->Predict(train.Graphs(), Head::kAbsolute).ok());
   EXPECT_EQ(m->Predict(train.Graphs(), Head::kRelative).status().code(),
             absl::StatusCode::kFailedPrecondition);
+}
+
+// Pairs closer than min_pair_ratio are left out of the rank loss (and the report's count); a
+// ratio below 1 is refused.
+TEST(LearnedModel, MinPairRatioLeavesCloseRankPairsOut) {
+  Dataset data = MakeDataset(8, 10, 0);
+  auto pairs_beyond = [&](double ratio) {
+    int64_t n = 0;
+    for (const Sample& a : data.samples) {
+      for (const Sample& b : data.samples) n += a.group == b.group && a.seconds * ratio < b.seconds;
+    }
+    return n;
+  };
+  ModelOptions o = SmallOptions(Loss::kBoth);
+  o.epochs = 2;
+  for (double ratio : {1.0, 1.2, 1e6}) {
+    o.min_pair_ratio = ratio;
+    std::unique_ptr<LearnedModel> m = *LearnedModel::Create(o);
+    absl::StatusOr<TrainReport> r = m->Train(data.samples);
+    ASSERT_TRUE(r.ok()) << r.status();
+    EXPECT_EQ(r->rank_pairs, pairs_beyond(ratio)) << ratio;
+    if (ratio == 1e6) {
+      EXPECT_EQ(r->epochs.back().rank_loss, 0);  // nothing left to rank
+    } else {
+      EXPECT_GT(r->epochs.back().rank_loss, 0);
+    }
+  }
+  EXPECT_LT(pairs_beyond(1.2), pairs_beyond(1.0));
+  EXPECT_GT(pairs_beyond(1.2), 0);
+  o.min_pair_ratio = 0.5;
+  EXPECT_EQ(LearnedModel::Create(o).status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+// An ensemble's first member is trained exactly as a single network of the same seed; the
+// ensemble predicts the members' mean, so it differs from that network, round-trips through its
+// checkpoint, and a checkpoint claiming more members than it holds does not load.
+TEST(LearnedModel, EnsembleAveragesMembersAndRoundTrips) {
+  Dataset train = MakeDataset(16, 11, 0);
+  Dataset test = MakeDataset(6, 12, 100);
+  ModelOptions o = SmallOptions(Loss::kBoth);
+  o.epochs = 6;
+  std::unique_ptr<LearnedModel> single = *LearnedModel::Create(o);
+  ASSERT_TRUE(single->Train(train.samples).ok());
+  o.ensemble = 3;
+  std::unique_ptr<LearnedModel> ensemble = *LearnedModel::Create(o);
+  absl::StatusOr<TrainReport> r = ensemble->Train(train.samples);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->epochs.size(), 6u);  // one report per epoch, over all members
+  for (Head head : {Head::kAbsolute, Head::kRelative}) {
+    std::vector<double> a = *single->Predict(test.Graphs(), head);
+    std::vector<double> b = *ensemble->Predict(test.Graphs(), head);
+    ASSERT_EQ(a.size(), b.size());
+    double differ = 0;
+    for (size_t i = 0; i < a.size(); ++i) differ = std::max(differ, std::abs(a[i] - b[i]));
+    EXPECT_GT(differ, 1e-4);
+  }
+  const std::string bytes = ensemble->Save();
+  absl::StatusOr<std::unique_ptr<LearnedModel>> loaded = LearnedModel::Load(bytes);
+  ASSERT_TRUE(loaded.ok()) << loaded.status();
+  EXPECT_EQ((*loaded)->options().ensemble, 3);
+  EXPECT_EQ(*(*loaded)->Predict(test.Graphs()), *ensemble->Predict(test.Graphs()));
+  std::string lying = bytes;
+  lying.replace(lying.find("\"ensemble\":3"), 12, "\"ensemble\":4");
+  absl::StatusOr<std::unique_ptr<LearnedModel>> missing = LearnedModel::Load(lying);
+  ASSERT_FALSE(missing.ok());
+  EXPECT_EQ(missing.status().code(), absl::StatusCode::kInvalidArgument);
+  // A one-member model keeps the checkpoint layout of before ensembles: its header without the
+  // key loads the same weights.
+  const std::string one = single->Save();
+  const std::string key = "\"ensemble\":1,";
+  ASSERT_NE(one.find(key), std::string::npos);
+  std::string old = one;
+  old.erase(old.find(key), key.size());
+  const size_t length_at = old.find('\n') + 1;
+  const size_t header_at = old.find('\n', length_at) + 1;
+  const size_t header_size = std::stoul(old.substr(length_at, header_at - length_at - 1));
+  old = absl::StrCat(old.substr(0, length_at), header_size - key.size(), old.substr(header_at - 1));
+  absl::StatusOr<std::unique_ptr<LearnedModel>> old_loaded = LearnedModel::Load(old);
+  ASSERT_TRUE(old_loaded.ok()) << old_loaded.status();
+  EXPECT_EQ((*old_loaded)->options().ensemble, 1);
+  EXPECT_EQ(*(*old_loaded)->Predict(test.Graphs()), *single->Predict(test.Graphs()));
 }
 
 TEST(LearnedModel, ProgressCallbackStopsTraining) {
