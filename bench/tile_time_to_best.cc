@@ -40,6 +40,7 @@
 #include "absl/strings/str_split.h"
 #include "backends/cpu/cpu_backend.h"
 #include "bench/cpu_bench_util.h"
+#include "bench/time_to_best_files.h"
 #include "costmodels/learned/learned_model.h"
 #include "ir/hlo_parser.h"
 #include "optimizers/core/model_topk.h"
@@ -56,23 +57,6 @@ using Clock = std::chrono::steady_clock;
 
 double Since(Clock::time_point t) {
   return std::chrono::duration<double>(Clock::now() - t).count();
-}
-
-// The corpus modules the README's `mltune collect` leaves out of the training data (with the
-// tuning gains bench/cpu_models measured), and the bundled MLP.
-std::vector<std::string> DefaultFiles() {
-  const std::string corpus = MLTUNE_CORPUS_DIR "/hlo/hloenv/";
-  std::vector<std::string> files;
-  for (const char* name :
-       {"maml_flax__module_0067.jit_train_step.26.before_optimizations.txt",
-        "jax-enhance__module_0033.jit_prim_fun.13.before_optimizations.txt",
-        "Scale-Mixtures-of-NNGP__module_0040.jit_serial.13.before_optimizations.txt",
-        "jax_muzero__1649835456716499.module_0095.jit__var__1.31.before_optimizations.txt",
-        "neural-tangents__module_0011.jit_fn.7.before_optimizations.txt"}) {
-    if (fs::exists(corpus + name)) files.push_back(corpus + name);
-  }
-  files.push_back(MLTUNE_SOURCE_DIR "/examples/mlp_train_step.hlo");
-  return files;
 }
 
 // Each (kernel, configuration) measured once: its seconds (or error) and what measuring it cost.
@@ -213,7 +197,7 @@ int main(int argc, char** argv) {
   app.add_flag("--keep-cache", keep_cache,
                "Use $MLTUNE_KERNEL_CACHE as it is (compilations already cached cost nothing)");
   CLI11_PARSE(app, argc, argv);
-  if (files.empty()) files = DefaultFiles();
+  if (files.empty()) files = bench::TimeToBestFiles();
 
   // Measurement costs include compilation, as a first tuning run of a module pays it.
   if (!keep_cache) {

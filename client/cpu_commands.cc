@@ -80,10 +80,10 @@ struct TileOutcome {
   double default_seconds = 0, tuned_seconds = 0;  // summed kernel medians
   int64_t steps = 0, measurements = 0;
 };
-// The newest cost-model/tile-cpu in the store at `db`, for model-topk.
-absl::StatusOr<std::shared_ptr<const costmodels::learned::LearnedModel>> LoadTileModel(
-    const std::string& db) {
-  const std::string name = opt::guided::CostModelName("tile", "cpu");
+// The newest cost-model/<task>-cpu in the store at `db`, for model-topk.
+absl::StatusOr<std::shared_ptr<const costmodels::learned::LearnedModel>> LoadCpuModel(
+    const std::string& db, const std::string& task) {
+  const std::string name = opt::guided::CostModelName(task, "cpu");
   if (db.empty()) {
     return absl::InvalidArgumentError(
         absl::StrCat("strategy model-topk ranks with a learned cost model: give --model-db STORE, "
@@ -95,9 +95,9 @@ absl::StatusOr<std::shared_ptr<const costmodels::learned::LearnedModel>> LoadTil
   absl::StatusOr<std::optional<storage::ModelRecord>> record = (*store)->LatestModel(name);
   if (!record.ok()) return record.status();
   if (!record->has_value()) {
-    return absl::FailedPreconditionError(
-        absl::StrCat(db, " holds no ", name, "; make one with `mltune collect FILES --db ", db,
-                     "` then `mltune train-cost-model --db ", db, "`"));
+    return absl::FailedPreconditionError(absl::StrCat(
+        db, " holds no ", name, "; make one with `mltune collect FILES --task ", task, " --db ", db,
+        "` then `mltune train-cost-model --task ", task, " --db ", db, "`"));
   }
   absl::StatusOr<std::unique_ptr<costmodels::learned::LearnedModel>> model =
       costmodels::learned::LearnedModel::Load((*record)->data);
@@ -117,7 +117,7 @@ absl::StatusOr<TileOutcome> TuneTiles(const cpu::LoweredModule& lowered,
   std::shared_ptr<const costmodels::learned::LearnedModel> model;
   if (guided) {
     absl::StatusOr<std::shared_ptr<const costmodels::learned::LearnedModel>> loaded =
-        LoadTileModel(model_db);
+        LoadCpuModel(model_db, "tile");
     if (!loaded.ok()) return loaded.status();
     model = *std::move(loaded);
   }
@@ -288,8 +288,10 @@ int RunCpuSearch(const SearchCommand& cmd, std::ostream& out, std::ostream& err)
     }
     return 0;
   }
+  const bool guided = cmd.strategy == opt::kModelTopK;
   absl::StatusOr<std::unique_ptr<opt::Strategy>> strategy =
-      opt::StrategyRegistry::Global().Create(cmd.strategy);
+      guided ? opt::CreateModelTopK(opt::FusionModelTopKParams())
+             : opt::StrategyRegistry::Global().Create(cmd.strategy);
   if (!strategy.ok()) {
     err << "error: " << strategy.status().message() << "\n";
     return 1;
@@ -297,6 +299,15 @@ int RunCpuSearch(const SearchCommand& cmd, std::ostream& out, std::ostream& err)
   opt::fusion::CpuFusionProblem problem(lowered->graph, [&](const costmodels::FusionPlan& plan) {
     return module_seconds({}, &plan);
   });
+  if (guided) {
+    absl::StatusOr<std::shared_ptr<const costmodels::learned::LearnedModel>> model =
+        LoadCpuModel(cmd.model_db, "fusion");
+    if (!model.ok()) {
+      err << "error: " << model.status().message() << "\n";
+      return 1;
+    }
+    problem.SetRanker(opt::guided::CpuFusionRanker(*std::move(model), *module));
+  }
   const double base = problem.Evaluate(problem.DefaultCandidate());
   if (!std::isfinite(base)) {
     err << "error: the default fusion failed: " << problem.last_error() << "\n";

@@ -70,7 +70,8 @@ int main(int argc, char** argv) {
   search_cmd->add_option("file", search.file, "HLO text file")->required();
   search_cmd
       ->add_option("--strategy", search.strategy,
-                   "random, greedy, beam, annealing or evolutionary; tile on cpu also model-topk")
+                   "random, greedy, beam, annealing or evolutionary; tile and fusion on cpu also "
+                   "model-topk")
       ->default_val("greedy");
   search_cmd->add_option("--budget", search.budget, "Budget in environment steps")
       ->default_val(1000);
@@ -82,8 +83,8 @@ int main(int argc, char** argv) {
       ->default_val("cpu");
   search_cmd->add_option("-o,--output", search.output, "Write the best module here");
   search_cmd->add_option("--model-db", search.model_db,
-                         "tile --target cpu --strategy model-topk: the store whose newest "
-                         "cost-model/tile-cpu ranks the configurations");
+                         "tile|fusion --target cpu --strategy model-topk: the store whose newest "
+                         "cost-model/tile-cpu (fusion: cost-model/fusion-cpu) ranks candidates");
   search_cmd->add_flag("!--no-warm-start", search.warm_start,
                        "Do not start from the default pipeline's order (search from scratch)");
 

@@ -70,7 +70,8 @@ absl::StatusOr<TaskOutcome> ConfigTask::Run(const TaskRequest& request) const {
 absl::StatusOr<ConfigSearchRun> RunConfigSearch(const TaskRequest& request, std::string_view task,
                                                 opt::ConfigProblem& problem, uint64_t seed,
                                                 double original_score, double baseline_score,
-                                                std::string scorer) {
+                                                std::string scorer,
+                                                const opt::StrategyParams& model_topk_params) {
   if (request.continue_from.has_value()) {
     auto it = request.continue_from->artifacts.find("configuration");
     if (it != request.continue_from->artifacts.end()) {
@@ -91,8 +92,9 @@ absl::StatusOr<ConfigSearchRun> RunConfigSearch(const TaskRequest& request, std:
     return run;
   }
   absl::StatusOr<std::unique_ptr<opt::Strategy>> strategy =
-      request.strategy == opt::kModelTopK ? opt::CreateModelTopK()
-                                          : opt::StrategyRegistry::Global().Create(request.strategy);
+      request.strategy == opt::kModelTopK
+          ? opt::CreateModelTopK(model_topk_params)
+          : opt::StrategyRegistry::Global().Create(request.strategy);
   if (!strategy.ok()) return strategy.status();
 
   std::unordered_set<std::string> logged;

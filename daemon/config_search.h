@@ -66,9 +66,11 @@ struct ConfigSearchRun {
 
 // `baseline_score` is the problem's default configuration's score (its first seed), and
 // `original_score` the graph's as given. FailedPrecondition when no valid configuration exists.
+// `model_topk_params` are the task's parameters for strategy model-topk.
 absl::StatusOr<ConfigSearchRun> RunConfigSearch(const TaskRequest& request, std::string_view task,
                                                 opt::ConfigProblem& problem, uint64_t seed,
                                                 double original_score, double baseline_score,
-                                                std::string scorer);
+                                                std::string scorer,
+                                                const opt::StrategyParams& model_topk_params = {});
 
 }  // namespace mltune::daemon

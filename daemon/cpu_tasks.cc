@@ -9,6 +9,7 @@
 #include "backends/cpu/cpu_backend.h"
 #include "daemon/learned_cost_models.h"
 #include "nlohmann/json.hpp"
+#include "optimizers/core/model_topk.h"
 #include "optimizers/fusion/cpu_fusion_problem.h"
 #include "optimizers/guided/rankers.h"
 #include "optimizers/tiling/cpu_kernel_graph.h"
@@ -100,7 +101,7 @@ absl::StatusOr<TaskOutcome> SearchCpuTiles(const TaskRequest& request,
         }
         return t->median_s;
       });
-  if (request.strategy == "model-topk") {
+  if (request.strategy == opt::kModelTopK) {
     // Checked before the baseline is measured: without a model there is nothing to rank with.
     absl::StatusOr<std::shared_ptr<const costmodels::learned::LearnedModel>> model =
         NewestCostModel(request, "tile");
@@ -146,6 +147,13 @@ absl::StatusOr<TaskOutcome> SearchCpuFusion(const TaskRequest& request,
                                         [&](const costmodels::FusionPlan& plan) {
                                           return ModuleSeconds(**module, {}, &plan, options.seed);
                                         });
+  if (request.strategy == opt::kModelTopK) {
+    // Checked before the baseline is measured: without a model there is nothing to rank with.
+    absl::StatusOr<std::shared_ptr<const costmodels::learned::LearnedModel>> model =
+        NewestCostModel(request, "fusion");
+    if (!model.ok()) return model.status();
+    problem.SetRanker(opt::guided::CpuFusionRanker(*std::move(model), **module));
+  }
   const double baseline = problem.Evaluate(problem.DefaultCandidate());
   if (!std::isfinite(baseline)) {
     return absl::FailedPreconditionError(
@@ -153,9 +161,9 @@ absl::StatusOr<TaskOutcome> SearchCpuFusion(const TaskRequest& request,
   }
   const costmodels::FusionPlan unfused = costmodels::Unfused(problem.graph());
   absl::StatusOr<double> original = ModuleSeconds(**module, {}, &unfused, options.seed);
-  absl::StatusOr<ConfigSearchRun> run =
-      RunConfigSearch(request, "fusion", problem, options.seed,
-                      original.ok() ? *original : baseline, baseline, "measured seconds");
+  absl::StatusOr<ConfigSearchRun> run = RunConfigSearch(
+      request, "fusion", problem, options.seed, original.ok() ? *original : baseline, baseline,
+      "measured seconds", opt::FusionModelTopKParams());
   if (!run.ok()) return run.status();
   const costmodels::FusionPlan plan = problem.Plan(run->best);
   json kernels = json::array();

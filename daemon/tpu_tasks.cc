@@ -14,8 +14,8 @@
 #include "daemon/sim_workers.h"
 #include "nlohmann/json.hpp"
 #include "optimizers/core/model_topk.h"
-#include "optimizers/guided/rankers.h"
 #include "optimizers/fusion/fusion_problem.h"
+#include "optimizers/guided/rankers.h"
 #include "optimizers/tiling/tile_problem.h"
 
 namespace mltune::daemon {
@@ -96,6 +96,14 @@ class FusionTask : public ConfigTask {
                    "compiler's default fusion: on cpu fusion priorities, the whole module "
                    "measured; on tpu targets fuse/keep per producer in simulated seconds",
                    "tpu-sim", true) {}
+
+  std::vector<OwnStrategy> own_strategies() const override {
+    return {{opt::kModelTopK,
+             "target cpu: the newest learned cost model (mltune train-cost-model --task fusion) "
+             "predicts each fusion plan's time as the sum of its kernels', explores plans with "
+             "it and measures only the 10 best ranked",
+             opt::guided::CostModelName("fusion", "cpu")}};
+  }
 
  protected:
   bool RunsOnCpu() const override { return true; }

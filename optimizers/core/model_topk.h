@@ -12,10 +12,18 @@
 namespace mltune::opt {
 
 inline constexpr char kModelTopK[] = "model-topk";
-// Parameters: k (settings measured per part, default 5; the paper measures the top 5 per kernel)
-// and pool (settings ranked per part, default 256: every setting when the part has fewer).
+// Parameters: k (settings measured per part, default 5; the paper measures the top 5 per kernel),
+// pool (settings ranked per part, default 256: every setting when the part has fewer) and
+// generations (default 0: a part with more settings than pool ranks pool random ones; more: the
+// model explores from the current setting by mutation and crossover for that many generations,
+// for parts as large as a whole fusion plan).
 // Search fails with FailedPrecondition when the problem has no model attached, InvalidArgument on
 // sequence problems, before anything is measured.
 absl::StatusOr<std::unique_ptr<Strategy>> CreateModelTopK(const StrategyParams& params = {});
+
+// Model-topk's parameters for whole fusion plans (one part with a setting per producer): the
+// model explores plans for 8 generations of 256 and the 10 best ranked are measured, the
+// paper's top 10 at graph level.
+StrategyParams FusionModelTopKParams();
 
 }  // namespace mltune::opt

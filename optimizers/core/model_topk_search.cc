@@ -6,6 +6,13 @@
 // setting are evaluated, each as the current candidate with that part replaced. A part keeps its
 // best measured setting. Measuring k per part instead of searching by measurement is the point:
 // the model's inference is cheap next to compiling and timing a kernel.
+//
+// A part with far more settings than `pool` (a whole fusion plan: 4^producers) is explored with
+// the model before anything is measured, as the paper's graph-level autotuner does: with
+// `generations` > 0 the pool starts as the current setting and mutants of it, and each
+// generation breeds mutants and crossovers of the best-ranked quarter, ranks them together with
+// the pool in one call (rankings compare only within a call) and keeps the `pool` best ranked.
+// The k best of the last ranking are measured.
 #include <algorithm>
 #include <cmath>
 #include <numeric>
@@ -21,7 +28,8 @@ namespace {
 
 class ModelTopKSearch : public Strategy {
  public:
-  ModelTopKSearch(int64_t k, int64_t pool) : k_(k), pool_(pool) {}
+  ModelTopKSearch(int64_t k, int64_t pool, int64_t generations)
+      : k_(k), pool_(pool), generations_(generations) {}
   std::string_view name() const override { return "model-topk"; }
 
  protected:
@@ -53,15 +61,24 @@ class ModelTopKSearch : public Strategy {
       const std::vector<int64_t>& positions = parts[part];
       if (positions.empty()) continue;
       const Candidate now = Setting(current, positions);
-      std::vector<Candidate> settings = Settings(space, positions, now, ctx.rng());
-      absl::StatusOr<std::vector<double>> ranks =
-          ctx.problem().RankSettings(static_cast<int64_t>(part), settings);
-      if (!ranks.ok() || ranks->size() != settings.size()) {
-        Fail(ranks.ok()
-                 ? absl::InternalError(absl::StrCat("the cost model ranked ", ranks->size(), " of ",
-                                                    settings.size(), " settings of part ", part))
-                 : ranks.status());
+      SearchSpace part_space;
+      part_space.fixed_length = true;
+      part_space.max_length = static_cast<int64_t>(positions.size());
+      for (int64_t p : positions) part_space.choices.push_back(space.ChoicesAt(p));
+      const bool explore = generations_ > 0 && !Enumerable(part_space);
+      std::vector<Candidate> settings =
+          explore ? Mutants(part_space, now, ctx.rng()) : Settings(part_space, now, ctx.rng());
+      absl::StatusOr<std::vector<double>> ranks = Rank(ctx, part, settings);
+      if (!ranks.ok()) {
+        Fail(ranks.status());
         return false;
+      }
+      for (int64_t g = 0; explore && g < generations_; ++g) {
+        absl::Status s = Breed(ctx, part, part_space, settings, *ranks);
+        if (!s.ok()) {
+          Fail(s);
+          return false;
+        }
       }
       std::vector<size_t> order(settings.size());
       std::iota(order.begin(), order.end(), 0);
@@ -100,19 +117,35 @@ class ModelTopKSearch : public Strategy {
     return s;
   }
 
-  // Every setting of the positions (mixed radix) when they number at most pool_, else the
-  // current one and distinct random ones up to pool_.
-  std::vector<Candidate> Settings(const SearchSpace& space, const std::vector<int64_t>& positions,
-                                  const Candidate& now, std::mt19937_64& rng) const {
+  static absl::StatusOr<std::vector<double>> Rank(SearchContext& ctx, size_t part,
+                                                  const std::vector<Candidate>& settings) {
+    absl::StatusOr<std::vector<double>> ranks =
+        ctx.problem().RankSettings(static_cast<int64_t>(part), settings);
+    if (ranks.ok() && ranks->size() != settings.size()) {
+      return absl::InternalError(absl::StrCat("the cost model ranked ", ranks->size(), " of ",
+                                              settings.size(), " settings of part ", part));
+    }
+    return ranks;
+  }
+
+  // Whether the part's settings number at most pool_ (`space` is the part's own).
+  bool Enumerable(const SearchSpace& space) const {
     double total = 1;
-    for (int64_t p : positions) total *= space.ChoicesAt(p);
+    for (int64_t p = 0; p < space.max_length; ++p) total *= space.ChoicesAt(p);
+    return total <= static_cast<double>(pool_);
+  }
+
+  // Every setting of the part (mixed radix) when they number at most pool_, else the current one
+  // and distinct random ones up to pool_.
+  std::vector<Candidate> Settings(const SearchSpace& space, const Candidate& now,
+                                  std::mt19937_64& rng) const {
     std::vector<Candidate> out;
-    if (total <= static_cast<double>(pool_)) {
-      Candidate s(positions.size(), 0);
+    if (Enumerable(space)) {
+      Candidate s(static_cast<size_t>(space.max_length), 0);
       for (;;) {
         out.push_back(s);
         size_t d = 0;
-        while (d < s.size() && ++s[d] == space.ChoicesAt(positions[d])) s[d++] = 0;
+        while (d < s.size() && ++s[d] == space.ChoicesAt(static_cast<int64_t>(d))) s[d++] = 0;
         if (d == s.size()) break;
       }
       return out;
@@ -121,28 +154,91 @@ class ModelTopKSearch : public Strategy {
     out.push_back(now);
     for (int64_t tries = 0; static_cast<int64_t>(out.size()) < pool_ && tries < 20 * pool_;
          ++tries) {
-      Candidate s;
-      for (int64_t p : positions)
-        s.push_back(static_cast<Action>(internal::Uniform(rng, space.ChoicesAt(p))));
+      Candidate s = internal::RandomCandidate(space, space.max_length, rng);
       if (seen.insert(s).second) out.push_back(std::move(s));
     }
     return out;
   }
 
-  int64_t k_, pool_;
+  // The current setting and up to pool_ - 1 distinct mutants of it, each 1-3 edits away: the
+  // exploration's start, near the setting the search stands on rather than uniformly spread.
+  std::vector<Candidate> Mutants(const SearchSpace& space, const Candidate& now,
+                                 std::mt19937_64& rng) const {
+    std::set<Candidate> seen = {now};
+    std::vector<Candidate> out = {now};
+    for (int64_t tries = 0; static_cast<int64_t>(out.size()) < pool_ && tries < 20 * pool_;
+         ++tries) {
+      Candidate s = now;
+      for (int64_t e = 1 + internal::Uniform(rng, 3); e > 0; --e) {
+        s = internal::Mutate(space, s, rng);
+      }
+      if (seen.insert(s).second) out.push_back(std::move(s));
+    }
+    return out;
+  }
+
+  // One generation: offspring of the best-ranked quarter, ranked with the pool in one call; the
+  // pool_ best ranked stay, `ranks` from that call.
+  absl::Status Breed(SearchContext& ctx, size_t part, const SearchSpace& space,
+                     std::vector<Candidate>& settings, std::vector<double>& ranks) const {
+    std::vector<size_t> order(settings.size());
+    std::iota(order.begin(), order.end(), 0);
+    std::stable_sort(order.begin(), order.end(),
+                     [&](size_t a, size_t b) { return ranks[a] < ranks[b]; });
+    const size_t parents = std::max<size_t>(2, settings.size() / 4);
+    std::set<Candidate> seen(settings.begin(), settings.end());
+    std::vector<Candidate> all = settings;
+    std::mt19937_64& rng = ctx.rng();
+    auto parent = [&] {
+      return settings[order[static_cast<size_t>(
+          internal::Uniform(rng, static_cast<int64_t>(std::min(parents, order.size()))))]];
+    };
+    for (int64_t tries = 0;
+         static_cast<int64_t>(all.size() - settings.size()) < pool_ && tries < 20 * pool_;
+         ++tries) {
+      Candidate child = internal::Uniform01(rng) < 0.5
+                            ? internal::Crossover(space, parent(), parent(), rng)
+                            : parent();
+      child = internal::Mutate(space, child, rng);
+      if (seen.insert(child).second) all.push_back(std::move(child));
+    }
+    absl::StatusOr<std::vector<double>> all_ranks = Rank(ctx, part, all);
+    if (!all_ranks.ok()) return all_ranks.status();
+    std::vector<size_t> keep(all.size());
+    std::iota(keep.begin(), keep.end(), 0);
+    std::stable_sort(keep.begin(), keep.end(),
+                     [&](size_t a, size_t b) { return (*all_ranks)[a] < (*all_ranks)[b]; });
+    keep.resize(std::min(keep.size(), static_cast<size_t>(pool_)));
+    settings.clear();
+    ranks.clear();
+    for (size_t i : keep) {
+      settings.push_back(std::move(all[i]));
+      ranks.push_back((*all_ranks)[i]);
+    }
+    return absl::OkStatus();
+  }
+
+  int64_t k_, pool_, generations_;
 };
 
 }  // namespace
 
+StrategyParams FusionModelTopKParams() { return {{"k", 10}, {"pool", 256}, {"generations", 8}}; }
+
 absl::StatusOr<std::unique_ptr<Strategy>> CreateModelTopK(const StrategyParams& params) {
-  absl::Status s = internal::CheckParams(params, kModelTopK, {"k", "pool"});
+  absl::Status s = internal::CheckParams(params, kModelTopK, {"k", "pool", "generations"});
   if (!s.ok()) return s;
   const double k = internal::Param(params, "k", 5);
   const double pool = internal::Param(params, "pool", 256);
+  const double generations = internal::Param(params, "generations", 0);
   if (!(k >= 1 && k <= 1e6) || !(pool >= 1 && pool <= 1e6)) {
     return absl::InvalidArgumentError("model-topk: k and pool must be between 1 and 1000000");
   }
-  return std::make_unique<ModelTopKSearch>(static_cast<int64_t>(k), static_cast<int64_t>(pool));
+  if (!(generations >= 0 && generations <= 1e4)) {
+    return absl::InvalidArgumentError("model-topk: generations must be between 0 and 10000");
+  }
+  return std::make_unique<ModelTopKSearch>(static_cast<int64_t>(k), static_cast<int64_t>(pool),
+                                           static_cast<int64_t>(generations));
 }
 
 }  // namespace mltune::opt

@@ -1,6 +1,7 @@
 #include "optimizers/fusion/cpu_fusion_problem.h"
 
 #include <limits>
+#include <set>
 
 #include "absl/strings/str_cat.h"
 
@@ -27,6 +28,29 @@ costmodels::FusionPlan CpuFusionProblem::Plan(const Candidate& candidate) const 
     priority[i] = kPriorities[static_cast<size_t>(candidate[i])];
   }
   return costmodels::PlanFusionByPriority(graph_, priority);
+}
+
+absl::StatusOr<std::vector<double>> CpuFusionProblem::RankSettings(
+    int64_t part, const std::vector<Candidate>& settings) {
+  if (!rank_) return Problem::RankSettings(part, settings);
+  if (part != 0) return absl::InvalidArgumentError(absl::StrCat("fusion has one part, not ", part));
+  std::vector<costmodels::FusionPlan> plans;
+  plans.reserve(settings.size());
+  for (const Candidate& c : settings) {
+    if (absl::Status s = Check(c); !s.ok()) return s;
+    plans.push_back(Plan(c));
+  }
+  absl::StatusOr<std::vector<double>> ranks = rank_(plans);
+  if (!ranks.ok() || ranks->size() != plans.size()) return ranks;
+  // Many priority vectors make the same plan: only the first of them keeps its rank, so the
+  // best ranked are distinct plans (the top k measure k plans) and exploration keeps variety.
+  std::set<std::vector<int32_t>> seen;
+  for (size_t i = 0; i < plans.size(); ++i) {
+    if (!seen.insert(plans[i].kernel_of).second) {
+      (*ranks)[i] = std::numeric_limits<double>::infinity();
+    }
+  }
+  return ranks;
 }
 
 double CpuFusionProblem::Evaluate(const Candidate& candidate) {

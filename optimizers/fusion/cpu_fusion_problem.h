@@ -3,6 +3,8 @@
 // (costmodels::PlanFusionByPriority); priority 0 keeps a producer out of its consumers' kernel.
 // The score is the whole module's measured time (compiled with default kernel parameters), each
 // distinct plan measured once. All priorities equal, the compiler's default fusion, is the seed.
+// With a ranker attached (a learned cost model predicting each plan's time from its kernels),
+// "model-topk" explores plans with the model and measures only the best ranked.
 #pragma once
 
 #include <cstdint>
@@ -21,15 +23,24 @@ namespace mltune::opt::fusion {
 class CpuFusionProblem : public ConfigProblem {
  public:
   using MeasureFn = std::function<absl::StatusOr<double>(const costmodels::FusionPlan&)>;
+  // Predicted cost of each plan (lower is better; only the order within one call matters).
+  using RankFn = std::function<absl::StatusOr<std::vector<double>>(
+      const std::vector<costmodels::FusionPlan>&)>;
   // The priority each action stands for: action 0 is the default priority.
   static constexpr int32_t kPriorities[] = {1, 0, 2, 3};
 
   CpuFusionProblem(costmodels::OpGraph graph, MeasureFn measure);
+  void SetRanker(RankFn rank) { rank_ = std::move(rank); }
 
   std::string name() const override { return "fusion"; }
   SearchSpace space() const override { return space_; }
   std::string ActionName(int64_t position, Action action) const override;
   double Evaluate(const Candidate& candidate) override;  // seconds; +inf when it fails
+  // One part, every producer (Problem's default Parts()): the plans of `settings` ranked by the
+  // ranker, a setting whose plan an earlier one makes ranked +infinity; FailedPrecondition
+  // without a ranker.
+  absl::StatusOr<std::vector<double>> RankSettings(int64_t part,
+                                                   const std::vector<Candidate>& settings) override;
 
   Candidate DefaultCandidate() const { return Candidate(producers_.size(), 0); }
   costmodels::FusionPlan Plan(const Candidate& candidate) const;
@@ -40,6 +51,7 @@ class CpuFusionProblem : public ConfigProblem {
  private:
   costmodels::OpGraph graph_;
   MeasureFn measure_;
+  RankFn rank_;
   std::vector<int32_t> producers_;
   SearchSpace space_;
   std::map<std::vector<int32_t>, double> cache_;  // by kernel_of

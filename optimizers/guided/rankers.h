@@ -8,6 +8,8 @@
 
 #include "backends/cpu/lowering.h"
 #include "costmodels/learned/learned_model.h"
+#include "ir/module.h"
+#include "optimizers/fusion/cpu_fusion_problem.h"
 #include "optimizers/tiling/cpu_tile_problem.h"
 
 namespace mltune::opt::guided {
@@ -25,5 +27,14 @@ std::string CostModelName(std::string_view task, std::string_view target);
 tiling::CpuTileProblem::RankFn CpuTileRanker(
     std::shared_ptr<const costmodels::learned::LearnedModel> model,
     const backends::cpu::LoweredModule& module);
+
+// Ranks fusion plans of `module` (plans over costmodels::BuildOpGraph(module)) by their predicted
+// time: each plan is lowered on the CPU backend and its kernels' predicted seconds (the absolute
+// head, each kernel under its default configuration, as `mltune collect --task fusion` measures
+// it) are summed. Kernels and plans are predicted once and remembered across calls, and each
+// call's new kernels go through one batched Predict. A plan that does not lower ranks +infinity.
+// Keeps `model` alive and refers to `module`, which must outlive it. Thread-compatible.
+fusion::CpuFusionProblem::RankFn CpuFusionRanker(
+    std::shared_ptr<const costmodels::learned::LearnedModel> model, const ir::Module& module);
 
 }  // namespace mltune::opt::guided

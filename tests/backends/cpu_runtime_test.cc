@@ -267,6 +267,35 @@ TEST_F(CpuRuntimeTest, FusionPrioritiesChangeThePlanAndEveryPlanMatchesTheEvalua
   EXPECT_TRUE(std::isfinite(problem.Evaluate(opt::Candidate(fused.size(), 3))));
 }
 
+// model-topk over fusion plans: the ranker sees each setting's plan; a setting whose plan an
+// earlier setting of the same call makes ranks +infinity, so the best ranked are distinct plans.
+TEST_F(CpuRuntimeTest, FusionRankingScoresPlansAndEachPlanOnce) {
+  absl::StatusOr<std::unique_ptr<ir::Module>> m = ir::ParseHloText(kMlp);
+  ASSERT_TRUE(m.ok()) << m.status();
+  opt::fusion::CpuFusionProblem problem(
+      costmodels::BuildOpGraph(**m),
+      [](const costmodels::FusionPlan&) -> absl::StatusOr<double> { return 1.0; });
+  const opt::Candidate fused = problem.DefaultCandidate();  // every priority 1
+  EXPECT_EQ(problem.RankSettings(0, {fused}).status().code(),
+            absl::StatusCode::kFailedPrecondition);  // no ranker yet
+  problem.SetRanker([](const std::vector<costmodels::FusionPlan>& plans) {
+    std::vector<double> kernels;
+    for (const costmodels::FusionPlan& p : plans) kernels.push_back(static_cast<double>(p.size()));
+    return absl::StatusOr<std::vector<double>>(kernels);
+  });
+  const opt::Candidate also_fused(fused.size(), 2);  // every priority 2: the same plan
+  const opt::Candidate apart(fused.size(), 1);       // priority 0: nothing fuses
+  absl::StatusOr<std::vector<double>> ranks = problem.RankSettings(0, {fused, apart, also_fused});
+  ASSERT_TRUE(ranks.ok()) << ranks.status();
+  ASSERT_EQ(ranks->size(), 3u);
+  EXPECT_EQ((*ranks)[0], static_cast<double>(problem.Plan(fused).size()));
+  EXPECT_EQ((*ranks)[1], static_cast<double>(problem.graph().size()));
+  EXPECT_EQ((*ranks)[2], std::numeric_limits<double>::infinity());
+  EXPECT_EQ(problem.RankSettings(1, {fused}).status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(problem.RankSettings(0, {opt::Candidate(fused.size(), 9)}).status().code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
 // Every corpus module the backend supports (after XLA's cpu pipeline) matches the evaluator.
 TEST_F(CpuRuntimeTest, SupportedCorpusModulesMatchTheEvaluator) {
   const std::vector<std::string> files = testing::CorpusFiles();

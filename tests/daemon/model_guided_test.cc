@@ -30,7 +30,7 @@ using testing::MustStart;
 using testing::TempDir;
 using testing::TestConfig;
 
-learned::ModelOptions SmallModel(uint64_t seed) {
+learned::ModelOptions SmallModel(uint64_t seed, learned::Loss loss = learned::Loss::kBoth) {
   learned::ModelOptions o;
   o.vocabulary_size = features::OpcodeVocabularySize();
   o.embedding_dim = 4;
@@ -38,13 +38,15 @@ learned::ModelOptions SmallModel(uint64_t seed) {
   o.sage_layers = 1;
   o.epochs = 5;
   o.seed = seed;
-  o.loss = learned::Loss::kBoth;
+  o.loss = loss;
   return o;
 }
 
 // Trains on what the store's tile-kernel log holds, as `mltune train-cost-model` does, and stores
-// the checkpoint as the next version of cost-model/tile-cpu.
-void TrainAndStore(const std::string& store_path, uint64_t seed) {
+// the checkpoint as the next version of `name`.
+void TrainAndStore(const std::string& store_path, uint64_t seed,
+                   const std::string& name = "cost-model/tile-cpu",
+                   learned::Loss loss = learned::Loss::kBoth) {
   absl::StatusOr<std::unique_ptr<storage::Store>> store = storage::Store::Open(store_path);
   ASSERT_TRUE(store.ok()) << store.status();
   storage::MeasurementFilter filter;
@@ -71,10 +73,10 @@ void TrainAndStore(const std::string& store_path, uint64_t seed) {
     samples.push_back({graphs.back().get(), id, m.value});
   }
   absl::StatusOr<std::unique_ptr<learned::LearnedModel>> model =
-      learned::LearnedModel::Create(SmallModel(seed));
+      learned::LearnedModel::Create(SmallModel(seed, loss));
   ASSERT_TRUE(model.ok()) << model.status();
   ASSERT_TRUE((*model)->Train(samples).ok());
-  ASSERT_TRUE((*store)->PutModelNextVersion("cost-model/tile-cpu", (*model)->Save(), "{}").ok());
+  ASSERT_TRUE((*store)->PutModelNextVersion(name, (*model)->Save(), "{}").ok());
 }
 
 class ModelGuidedTest : public ::testing::Test {
@@ -161,6 +163,34 @@ TEST_F(ModelGuidedTest, TheTileTaskRanksWithTheNewestModelAndMeasuresOnlyTheTopK
   const int64_t measured = LoggedKernelMeasurements() - before;
   EXPECT_LE(measured, bound);
   EXPECT_GT(measured, static_cast<int64_t>(kernels.size()));
+}
+
+// The cpu fusion task's "model-topk": the newest cost-model/fusion-cpu predicts each fusion plan
+// as the sum of its kernels' predicted times, the model explores plans, and only the 10 best
+// ranked plans are measured (each a whole-module measurement, logged under task "fusion").
+TEST_F(ModelGuidedTest, TheFusionTaskRanksPlansWithTheNewestModelAndMeasuresOnlyTheTopK) {
+  SubmitRequest fusion = Request("model-topk", 1000);
+  fusion.tasks = {"fusion"};
+  absl::StatusOr<client::SubmitResponse> refused = client_->Submit(fusion);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_NE(refused.status().message().find("cost-model/fusion-cpu"), std::string::npos)
+      << refused.status();
+
+  // Kernel graphs and times from a short tile job stand in for `mltune collect --task fusion`.
+  MustFinish(Request("random", 4));
+  TrainAndStore(daemon_->store_path(), 2, "cost-model/fusion-cpu", learned::Loss::kMseLog);
+  const size_t before = testing::LoggedMeasurements(daemon_->store_path(), "fusion", "cpu").size();
+  const JobInfo job = MustFinish(fusion);
+  ASSERT_EQ(job.results.size(), 1u);
+  const client::TaskResult& r = job.results[0];
+  EXPECT_GT(r.baseline_score, 0);
+  EXPECT_LE(r.tuned_score, r.baseline_score);
+  const size_t measured =
+      testing::LoggedMeasurements(daemon_->store_path(), "fusion", "cpu").size() - before;
+  // The default plan, then at most the 10 best ranked: the budget of 1000 is far from spent.
+  EXPECT_GE(measured, 2u);
+  EXPECT_LE(measured, 1u + 10u);
 }
 
 // The loaded model is shared while the store's newest checkpoint stays the same and replaced when

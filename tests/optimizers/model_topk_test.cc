@@ -151,6 +151,57 @@ TEST(ModelTopKTest, RejectsBadParameters) {
   EXPECT_EQ(CreateModelTopK({{"k", 0}}).status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(CreateModelTopK({{"topk", 3}}).status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_TRUE(CreateModelTopK({{"k", 10}, {"pool", 1000}}).ok());
+  EXPECT_EQ(CreateModelTopK({{"generations", -1}}).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_TRUE(CreateModelTopK(FusionModelTopKParams()).ok());
+}
+
+// One part of 40 positions with 4 choices each (4^40 settings, like a fusion plan's
+// priorities): score = positions differing from a hidden target, which the model knows. Every
+// ranking call must hold only distinct, valid settings of the whole part.
+class OnePartProblem : public Problem {
+ public:
+  std::string name() const override { return "one-part"; }
+  SearchSpace space() const override { return SearchSpace{{4}, 40, true}; }
+  std::vector<Candidate> SeedCandidates() override { return {Candidate(40, 0)}; }
+  double Evaluate(const Candidate& c) override {
+    ++evaluations;
+    return Distance(c);
+  }
+  absl::StatusOr<std::vector<double>> RankSettings(
+      int64_t part, const std::vector<Candidate>& settings) override {
+    EXPECT_EQ(part, 0);
+    EXPECT_EQ(std::set<Candidate>(settings.begin(), settings.end()).size(), settings.size());
+    ++calls;
+    std::vector<double> out;
+    for (const Candidate& c : settings) {
+      EXPECT_EQ(c.size(), 40u);
+      out.push_back(Distance(c));
+    }
+    return out;
+  }
+  static double Distance(const Candidate& c) {
+    double d = 0;
+    for (size_t i = 0; i < c.size(); ++i) d += c[i] != static_cast<Action>((i * 7) % 4);
+    return d;
+  }
+  int64_t evaluations = 0;
+  int64_t calls = 0;
+};
+
+TEST(ModelTopKTest, GenerationsExploreAPartTooLargeToEnumerateWithTheModel) {
+  // The seed is 30 positions off. Random settings are about as far (each position matches with
+  // probability 1/4); mutants of the seed are 1-3 positions better. Exploring with the model for
+  // a few generations gets far closer, measuring no more than k.
+  OnePartProblem random_pool;
+  const Result plain = MustSearch(random_pool, {{"k", 3}, {"pool", 64}});
+  OnePartProblem explored;
+  const Result evolved = MustSearch(explored, {{"k", 3}, {"pool", 64}, {"generations", 12}});
+  EXPECT_EQ(OnePartProblem::Distance(Candidate(40, 0)), 30);
+  EXPECT_GE(plain.best_score, 20);
+  EXPECT_LE(evolved.best_score, 12);
+  EXPECT_EQ(explored.evaluations, 1 + 3);  // the seed, then the 3 best ranked
+  EXPECT_EQ(explored.calls, 1 + 1 + 12);   // the model check, the first pool, each generation
 }
 
 // A model that fails mid-search (a malformed graph, say) is an error, not a silent stop.
