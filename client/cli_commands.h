@@ -167,7 +167,7 @@ struct TrainCostModelCommand {
   std::string absolute_skip = "linear";  // the absolute head's skip from kernel features, or "none"
   std::string pair_weights = "gap";
   double min_pair_ratio = 1.0;
-  int ensemble = 1;  // networks trained and averaged  // rank pairs closer than this factor are not
+  int ensemble = 3;  // networks trained and averaged  // rank pairs closer than this factor are not
                      // ranked      // rank pairs weighted by log(slow / fast), or "none"
   // Share of the real kernels or programs each cross-validation fold holds out: round(1 / holdout)
   // folds (at least 2).

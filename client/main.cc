@@ -210,7 +210,7 @@ int main(int argc, char** argv) {
   train_cost_cmd
       ->add_option("--ensemble", train_cost.ensemble,
                    "Networks trained from different seeds whose predictions are averaged")
-      ->default_val(1)
+      ->default_val(3)
       ->check(CLI::Range(1, 64));
   train_cost_cmd
       ->add_option("--min-pair-ratio", train_cost.min_pair_ratio,
