@@ -389,6 +389,11 @@ TEST(CliTest, ModelTopKWithoutAModelSaysHowToTrainOne) {
   EXPECT_EQ(empty.exit_code, 1);
   EXPECT_NE(empty.err.find("holds no cost-model/tile-cpu"), std::string::npos) << empty.err;
   EXPECT_NE(empty.err.find("mltune train-cost-model"), std::string::npos) << empty.err;
+  Result fusion =
+      RunCli("search fusion --target cpu --strategy model-topk --model-db " + db + " " + Example());
+  EXPECT_EQ(fusion.exit_code, 1);
+  EXPECT_NE(fusion.err.find("holds no cost-model/fusion-cpu"), std::string::npos) << fusion.err;
+  EXPECT_NE(fusion.err.find("--task fusion"), std::string::npos) << fusion.err;
   std::filesystem::remove(db);
 }
 
