@@ -223,6 +223,15 @@ TEST_F(TrainCostModelTest, ClearErrors) {
   Result readout = Cli(absl::StrCat("train-cost-model --readout sum --db ", Db()));
   EXPECT_EQ(readout.exit_code, 1);
   EXPECT_NE(readout.err.find("--readout sum"), std::string::npos) << readout.err;
+  Result skip = Cli(absl::StrCat("train-cost-model --absolute-skip mlp --db ", Db()));
+  EXPECT_EQ(skip.exit_code, 1);
+  EXPECT_NE(skip.err.find("--absolute-skip mlp: linear or none"), std::string::npos) << skip.err;
+  Result ensemble = Cli(absl::StrCat("train-cost-model --ensemble 0 --db ", Db()));
+  EXPECT_EQ(ensemble.exit_code, 1);
+  EXPECT_NE(ensemble.err.find("--ensemble"), std::string::npos) << ensemble.err;
+  Result ratio = Cli(absl::StrCat("train-cost-model --min-pair-ratio 0.5 --db ", Db()));
+  EXPECT_EQ(ratio.exit_code, 1);
+  EXPECT_NE(ratio.err.find("--min-pair-ratio"), std::string::npos) << ratio.err;
   Result unwritable =
       Cli(absl::StrCat("train-cost-model --db ", Db(), " --predictions ", Db(), "/missing/p.csv"));
   EXPECT_EQ(unwritable.exit_code, 1);
