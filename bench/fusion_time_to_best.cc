@@ -41,7 +41,7 @@
 #include "absl/strings/str_split.h"
 #include "backends/cpu/cpu_backend.h"
 #include "bench/cpu_bench_util.h"
-#include "bench/time_to_best_files.h"
+#include "bench/time_to_best.h"
 #include "costmodels/analytical/op_graph.h"
 #include "costmodels/learned/learned_model.h"
 #include "ir/hlo_parser.h"
@@ -88,37 +88,12 @@ class PlanMemo {
   std::map<std::vector<int32_t>, Entry> entries_;
 };
 
-struct Run {
-  std::string strategy;
-  double best = std::numeric_limits<double>::infinity();
-  double default_seconds = 0;
-  int64_t measurements = 0;                      // distinct plans this strategy asked for
-  double clock = 0;                              // charged seconds in all
-  double inference = 0;                          // of which the model's ranking
-  std::vector<std::pair<double, double>> trace;  // (clock, best so far) after each evaluation
-  std::string error;
-
-  double BestAt(double clock_limit) const {
-    double best = std::numeric_limits<double>::infinity();
-    for (const auto& [clock, b] : trace) {
-      if (clock > clock_limit) break;
-      best = b;
-    }
-    return best;
-  }
-  double TimeTo(double reference, double tolerance) const {
-    for (const auto& [clock, best] : trace) {
-      if (best <= reference * (1 + tolerance)) return clock;
-    }
-    return -1;
-  }
-};
-
 // `plans`: how many distinct plans the strategy may measure (steps that hit a plan measured before
 // are free, as the problem caches them).
-Run Tune(const ir::Module& module, PlanMemo& memo, const std::string& strategy, int64_t plans,
-         std::shared_ptr<const costmodels::learned::LearnedModel> model, uint64_t seed) {
-  Run run;
+bench::TuningRun Tune(const ir::Module& module, PlanMemo& memo, const std::string& strategy,
+                      int64_t plans, std::shared_ptr<const costmodels::learned::LearnedModel> model,
+                      uint64_t seed) {
+  bench::TuningRun run;
   run.strategy = strategy;
   std::set<std::vector<int32_t>> asked;
   opt::fusion::CpuFusionProblem problem(
@@ -164,10 +139,6 @@ Run Tune(const ir::Module& module, PlanMemo& memo, const std::string& strategy, 
   return run;
 }
 
-std::string Seconds(double s, double clock) {
-  return s < 0 ? absl::StrFormat("not in %.0f s", clock) : absl::StrFormat("%.1f s", s);
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -202,26 +173,13 @@ int main(int argc, char** argv) {
     setenv("MLTUNE_KERNEL_CACHE", cache.c_str(), 1);
     std::cerr << "kernel cache: " << cache.string() << " (fresh)\n";
   }
-  absl::StatusOr<std::unique_ptr<storage::Store>> store = storage::Store::Open(db);
-  if (!store.ok()) {
-    std::cerr << "error: " << store.status().message() << "\n";
-    return 1;
-  }
   const std::string name = opt::guided::CostModelName("fusion", "cpu");
-  absl::StatusOr<std::optional<storage::ModelRecord>> record = (*store)->LatestModel(name);
-  if (!record.ok() || !record->has_value()) {
-    std::cerr << "error: " << db << " has no " << name
-              << " (mltune collect ... --task fusion --db STORE, then mltune train-cost-model "
-                 "--task fusion --db STORE)\n";
+  absl::StatusOr<bench::NewestModel> newest = bench::LoadNewestModel(db, name, "fusion");
+  if (!newest.ok()) {
+    std::cerr << "error: " << newest.status().message() << "\n";
     return 1;
   }
-  absl::StatusOr<std::unique_ptr<costmodels::learned::LearnedModel>> loaded =
-      costmodels::learned::LearnedModel::Load((*record)->data);
-  if (!loaded.ok()) {
-    std::cerr << "error: " << name << ": " << loaded.status().message() << "\n";
-    return 1;
-  }
-  std::shared_ptr<const costmodels::learned::LearnedModel> model = *std::move(loaded);
+  std::shared_ptr<const costmodels::learned::LearnedModel> model = newest->model;
   std::vector<std::string> baselines = absl::StrSplit(strategies, ',', absl::SkipEmpty());
 
   // As the daemon's cpu fusion task measures a module.
@@ -233,13 +191,11 @@ int main(int argc, char** argv) {
       "## Time to the best fusion plan: model-topk (k=10, 8 generations of 256 plans; %s v%d) "
       "vs measurement-only search (up to %.0fx as many distinct plans measured as model-topk), "
       "1 thread\n\n",
-      name, (*record)->version, budget_factor);
+      name, newest->version, budget_factor);
   std::cout << "| module | fusible producers | strategy | measured plans | best us | vs default "
                "| time to best | best at model-topk's time | charged in all |\n"
                "|---|---:|---|---:|---:|---:|---:|---:|---:|\n";
-  std::map<std::string, std::vector<double>> speedups, equal_time;
-  std::map<std::string, int> reached, modules_run;
-  double inference_total = 0;
+  bench::TimeToBestReport report(tolerance, 3);
   for (const std::string& file : files) {
     std::ifstream in(file);
     std::string text((std::istreambuf_iterator<char>(in)), {});
@@ -257,55 +213,15 @@ int main(int argc, char** argv) {
       continue;
     }
     PlanMemo memo(**prepared, measure, seed);
-    std::vector<Run> runs;
+    std::vector<bench::TuningRun> runs;
     runs.push_back(Tune(**prepared, memo, opt::kModelTopK, 1'000'000, model, seed));
     const int64_t budget = std::max<int64_t>(
         10, static_cast<int64_t>(budget_factor * static_cast<double>(runs[0].measurements)));
     for (const std::string& s : baselines) {
       runs.push_back(Tune(**prepared, memo, s, budget, nullptr, seed));
     }
-    double reference = std::numeric_limits<double>::infinity();
-    for (const Run& r : runs) reference = std::min(reference, r.best);
-    const std::string short_name = fs::path(file).filename().string().substr(0, 48);
-    for (const Run& r : runs) {
-      if (!r.error.empty()) {
-        std::cout << "| " << short_name << " | | " << r.strategy << " | error: " << r.error
-                  << " |||||\n";
-        continue;
-      }
-      const bool guided = r.strategy == opt::kModelTopK;
-      std::cout << absl::StrFormat(
-          "| %s | %d | %s | %d | %.3f | %.3fx | %s | %s | %.1f s%s |\n", short_name, producers,
-          r.strategy, r.measurements, 1e6 * r.best, r.default_seconds / r.best,
-          Seconds(r.TimeTo(reference, tolerance), r.clock),
-          guided ? "-" : absl::StrFormat("%.3f us", 1e6 * r.BestAt(runs[0].clock)), r.clock,
-          r.inference > 0 ? absl::StrFormat(" (model %.2f s)", r.inference) : "");
-    }
-    const double guided = runs[0].TimeTo(reference, tolerance);
-    inference_total += runs[0].inference;
-    for (size_t i = 1; i < runs.size(); ++i) {
-      if (!runs[i].error.empty() || !runs[0].error.empty()) continue;
-      const double t = runs[i].TimeTo(reference, tolerance);
-      ++modules_run[runs[i].strategy];
-      if (t >= 0) ++reached[runs[i].strategy];
-      if (t > 0 && guided > 0) speedups[runs[i].strategy].push_back(t / guided);
-      equal_time[runs[i].strategy].push_back(runs[i].BestAt(runs[0].clock) / runs[0].best);
-    }
-    std::cout.flush();
+    report.AddModule(fs::path(file).filename().string().substr(0, 48), producers, runs);
   }
-  std::cout << "\n";
-  for (const auto& [strategy, ratios] : equal_time) {
-    std::cout << absl::StrFormat(
-        "- %s: reached the best (within %.0f%%) on %d of %d modules; where both did, geomean "
-        "time to best %s / model-topk %s; at model-topk's time its modules ran %.3fx as long "
-        "as model-topk's (geomean)\n",
-        strategy, 100 * tolerance, reached[strategy], modules_run[strategy], strategy,
-        speedups[strategy].empty()
-            ? std::string("(none)")
-            : absl::StrFormat("%.2fx over %d", bench::GeoMean(speedups[strategy]),
-                              speedups[strategy].size()),
-        bench::GeoMean(ratios));
-  }
-  std::cout << absl::StrFormat("- model ranking in all: %.2f s\n", inference_total);
+  report.PrintSummary("as long as", "model ranking");
   return 0;
 }

@@ -40,7 +40,7 @@
 #include "absl/strings/str_split.h"
 #include "backends/cpu/cpu_backend.h"
 #include "bench/cpu_bench_util.h"
-#include "bench/time_to_best_files.h"
+#include "bench/time_to_best.h"
 #include "costmodels/learned/learned_model.h"
 #include "ir/hlo_parser.h"
 #include "optimizers/core/model_topk.h"
@@ -89,38 +89,12 @@ class MeasurementMemo {
   std::map<std::pair<int32_t, cpu::KernelConfig>, Entry> entries_;
 };
 
-struct Run {
-  std::string strategy;
-  double best = std::numeric_limits<double>::infinity();
-  double default_seconds = 0;
-  int64_t measurements = 0;  // distinct (kernel, configuration) pairs this strategy asked for
-  double clock = 0;          // charged seconds in all
-  double inference = 0;      // of which the model's ranking
-  std::vector<std::pair<double, double>> trace;  // (clock, best so far) after each evaluation
-  std::string error;
-
-  // The best so far once the clock had reached `clock` (the final best if it never did).
-  double BestAt(double clock_limit) const {
-    double best = std::numeric_limits<double>::infinity();
-    for (const auto& [clock, b] : trace) {
-      if (clock > clock_limit) break;
-      best = b;
-    }
-    return best;
-  }
-  // The clock when the best so far came within `tolerance` of `reference`; -1 if it never did.
-  double TimeTo(double reference, double tolerance) const {
-    for (const auto& [clock, best] : trace) {
-      if (best <= reference * (1 + tolerance)) return clock;
-    }
-    return -1;
-  }
-};
-
-Run Tune(const cpu::LoweredModule& lowered, MeasurementMemo& memo, const std::string& strategy,
-         int64_t budget, const opt::StrategyParams& params,
-         std::shared_ptr<const costmodels::learned::LearnedModel> model, uint64_t seed) {
-  Run run;
+bench::TuningRun Tune(const cpu::LoweredModule& lowered, MeasurementMemo& memo,
+                      const std::string& strategy, int64_t budget,
+                      const opt::StrategyParams& params,
+                      std::shared_ptr<const costmodels::learned::LearnedModel> model,
+                      uint64_t seed) {
+  bench::TuningRun run;
   run.strategy = strategy;
   std::set<std::pair<int32_t, cpu::KernelConfig>> asked;
   opt::tiling::CpuTileProblem problem(
@@ -163,10 +137,6 @@ Run Tune(const cpu::LoweredModule& lowered, MeasurementMemo& memo, const std::st
   return run;
 }
 
-std::string Seconds(double s, double clock) {
-  return s < 0 ? absl::StrFormat("not in %.0f s", clock) : absl::StrFormat("%.1f s", s);
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -206,25 +176,13 @@ int main(int argc, char** argv) {
     setenv("MLTUNE_KERNEL_CACHE", cache.c_str(), 1);
     std::cerr << "kernel cache: " << cache.string() << " (fresh)\n";
   }
-  absl::StatusOr<std::unique_ptr<storage::Store>> store = storage::Store::Open(db);
-  if (!store.ok()) {
-    std::cerr << "error: " << store.status().message() << "\n";
-    return 1;
-  }
   const std::string name = opt::guided::CostModelName("tile", "cpu");
-  absl::StatusOr<std::optional<storage::ModelRecord>> record = (*store)->LatestModel(name);
-  if (!record.ok() || !record->has_value()) {
-    std::cerr << "error: " << db << " has no " << name
-              << " (mltune collect ... --db STORE, then mltune train-cost-model --db STORE)\n";
+  absl::StatusOr<bench::NewestModel> newest = bench::LoadNewestModel(db, name, "tile");
+  if (!newest.ok()) {
+    std::cerr << "error: " << newest.status().message() << "\n";
     return 1;
   }
-  absl::StatusOr<std::unique_ptr<costmodels::learned::LearnedModel>> loaded =
-      costmodels::learned::LearnedModel::Load((*record)->data);
-  if (!loaded.ok()) {
-    std::cerr << "error: " << name << ": " << loaded.status().message() << "\n";
-    return 1;
-  }
-  std::shared_ptr<const costmodels::learned::LearnedModel> model = *std::move(loaded);
+  std::shared_ptr<const costmodels::learned::LearnedModel> model = newest->model;
   std::vector<std::string> baselines = absl::StrSplit(strategies, ',', absl::SkipEmpty());
 
   const cpu::MeasureOptions measure = opt::tiling::KernelTuningMeasureOptions();
@@ -235,15 +193,11 @@ int main(int argc, char** argv) {
       "## Time to the best kernel configurations: model-topk (k=%d, pool=%d; %s v%d) vs "
       "measurement-only search (%.0fx as many module evaluations as model-topk's measurements), "
       "1 thread\n\n",
-      k, pool, name, (*record)->version, budget_factor);
+      k, pool, name, newest->version, budget_factor);
   std::cout << "| module | kernels | strategy | measured | best us | vs default | time to best | "
                "best at model-topk's time | charged in all |\n"
                "|---|---:|---|---:|---:|---:|---:|---:|---:|\n";
-  // Per baseline: time-to-best ratios (where both reached the best) and, per module, the
-  // baseline's best at model-topk's time over model-topk's best.
-  std::map<std::string, std::vector<double>> speedups, equal_time;
-  std::map<std::string, int> reached, modules_run;
-  double inference_total = 0;
+  bench::TimeToBestReport report(tolerance, 2);
   for (const std::string& file : files) {
     std::ifstream in(file);
     std::string text((std::istreambuf_iterator<char>(in)), {});
@@ -258,55 +212,16 @@ int main(int argc, char** argv) {
       continue;
     }
     MeasurementMemo memo(*lowered, measure, seed);
-    std::vector<Run> runs;
+    std::vector<bench::TuningRun> runs;
     runs.push_back(Tune(*lowered, memo, opt::kModelTopK, 1'000'000, topk, model, seed));
     const int64_t budget = std::max<int64_t>(
         10, static_cast<int64_t>(budget_factor * static_cast<double>(runs[0].measurements)));
     for (const std::string& s : baselines) {
       runs.push_back(Tune(*lowered, memo, s, budget, {}, nullptr, seed));
     }
-    double reference = std::numeric_limits<double>::infinity();
-    for (const Run& r : runs) reference = std::min(reference, r.best);
-    const std::string short_name = fs::path(file).filename().string().substr(0, 48);
-    for (const Run& r : runs) {
-      if (!r.error.empty()) {
-        std::cout << "| " << short_name << " | | " << r.strategy << " | error: " << r.error
-                  << " |||||\n";
-        continue;
-      }
-      const bool guided = r.strategy == opt::kModelTopK;
-      std::cout << absl::StrFormat(
-          "| %s | %d | %s | %d | %.3f | %.2fx | %s | %s | %.1f s%s |\n", short_name,
-          lowered->kernels.size(), r.strategy, r.measurements, 1e6 * r.best,
-          r.default_seconds / r.best, Seconds(r.TimeTo(reference, tolerance), r.clock),
-          guided ? "-" : absl::StrFormat("%.3f us", 1e6 * r.BestAt(runs[0].clock)), r.clock,
-          r.inference > 0 ? absl::StrFormat(" (model %.2f s)", r.inference) : "");
-    }
-    const double guided = runs[0].TimeTo(reference, tolerance);
-    inference_total += runs[0].inference;
-    for (size_t i = 1; i < runs.size(); ++i) {
-      if (!runs[i].error.empty() || !runs[0].error.empty()) continue;
-      const double t = runs[i].TimeTo(reference, tolerance);
-      ++modules_run[runs[i].strategy];
-      if (t >= 0) ++reached[runs[i].strategy];
-      if (t > 0 && guided > 0) speedups[runs[i].strategy].push_back(t / guided);
-      equal_time[runs[i].strategy].push_back(runs[i].BestAt(runs[0].clock) / runs[0].best);
-    }
-    std::cout.flush();
+    report.AddModule(fs::path(file).filename().string().substr(0, 48),
+                     static_cast<int64_t>(lowered->kernels.size()), runs);
   }
-  std::cout << "\n";
-  for (const auto& [strategy, ratios] : equal_time) {
-    std::cout << absl::StrFormat(
-        "- %s: reached the best (within %.0f%%) on %d of %d modules; where both did, geomean "
-        "time to best %s / model-topk %s; at model-topk's time its modules ran %.2fx slower "
-        "than model-topk's (geomean)\n",
-        strategy, 100 * tolerance, reached[strategy], modules_run[strategy], strategy,
-        speedups[strategy].empty()
-            ? std::string("(none)")
-            : absl::StrFormat("%.2fx over %d", bench::GeoMean(speedups[strategy]),
-                              speedups[strategy].size()),
-        bench::GeoMean(ratios));
-  }
-  std::cout << absl::StrFormat("- model inference in all: %.2f s\n", inference_total);
+  report.PrintSummary("slower than", "model inference");
   return 0;
 }

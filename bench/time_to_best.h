@@ -1,0 +1,167 @@
+// Shared by the time-to-best benchmarks (tile_time_to_best, fusion_time_to_best): the modules
+// they tune by default, the newest learned model of a store, one strategy's run on its own clock,
+// and the markdown table and summary both print. Header-only: TimeToBestFiles reads the including
+// executable's MLTUNE_CORPUS_DIR and MLTUNE_SOURCE_DIR.
+#pragma once
+
+#include <filesystem>
+#include <iostream>
+#include <limits>
+#include <map>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "bench/cpu_bench_util.h"
+#include "costmodels/learned/learned_model.h"
+#include "optimizers/core/model_topk.h"
+#include "storage/store.h"
+
+namespace mltune::bench {
+
+// Five corpus modules that the README's training data leaves out, and the bundled MLP.
+inline std::vector<std::string> TimeToBestFiles() {
+  const std::string corpus = MLTUNE_CORPUS_DIR "/hlo/hloenv/";
+  std::vector<std::string> files;
+  for (const char* name :
+       {"maml_flax__module_0067.jit_train_step.26.before_optimizations.txt",
+        "jax-enhance__module_0033.jit_prim_fun.13.before_optimizations.txt",
+        "Scale-Mixtures-of-NNGP__module_0040.jit_serial.13.before_optimizations.txt",
+        "jax_muzero__1649835456716499.module_0095.jit__var__1.31.before_optimizations.txt",
+        "neural-tangents__module_0011.jit_fn.7.before_optimizations.txt"}) {
+    if (std::filesystem::exists(corpus + name)) files.push_back(corpus + name);
+  }
+  files.push_back(MLTUNE_SOURCE_DIR "/examples/mlp_train_step.hlo");
+  return files;
+}
+
+struct NewestModel {
+  std::shared_ptr<const costmodels::learned::LearnedModel> model;
+  int64_t version = 0;
+};
+// The newest checkpoint of `name` in the store at `db`; the error says how to make one.
+inline absl::StatusOr<NewestModel> LoadNewestModel(const std::string& db, const std::string& name,
+                                                   const std::string& task) {
+  absl::StatusOr<std::unique_ptr<storage::Store>> store = storage::Store::Open(db);
+  if (!store.ok()) return store.status();
+  absl::StatusOr<std::optional<storage::ModelRecord>> record = (*store)->LatestModel(name);
+  if (!record.ok()) return record.status();
+  if (!record->has_value()) {
+    return absl::NotFoundError(
+        absl::StrCat(db, " has no ", name, " (mltune collect ... --task ", task,
+                     " --db STORE, then mltune train-cost-model --task ", task, " --db STORE)"));
+  }
+  absl::StatusOr<std::unique_ptr<costmodels::learned::LearnedModel>> loaded =
+      costmodels::learned::LearnedModel::Load((*record)->data);
+  if (!loaded.ok()) return loaded.status();
+  return NewestModel{*std::move(loaded), (*record)->version};
+}
+
+// One strategy's tuning of one module, on its own clock of charged seconds.
+struct TuningRun {
+  std::string strategy;
+  double best = std::numeric_limits<double>::infinity();
+  double default_seconds = 0;
+  int64_t measurements = 0;                      // distinct measurements this strategy asked for
+  double clock = 0;                              // charged seconds in all
+  double inference = 0;                          // of which the model's ranking
+  std::vector<std::pair<double, double>> trace;  // (clock, best so far) after each evaluation
+  std::string error;
+
+  // The best so far once the clock had reached `clock_limit` (the final best if it never did).
+  double BestAt(double clock_limit) const {
+    double b = std::numeric_limits<double>::infinity();
+    for (const auto& [clock_at, best_at] : trace) {
+      if (clock_at > clock_limit) break;
+      b = best_at;
+    }
+    return b;
+  }
+  // The clock when the best so far came within `tolerance` of `reference`; -1 if it never did.
+  double TimeTo(double reference, double tolerance) const {
+    for (const auto& [clock_at, best_at] : trace) {
+      if (best_at <= reference * (1 + tolerance)) return clock_at;
+    }
+    return -1;
+  }
+};
+
+// The per-module rows (model-topk first in `runs`, then the measurement-only strategies) and,
+// over all modules, each measurement-only strategy's summary against model-topk.
+class TimeToBestReport {
+ public:
+  // `ratio_digits`: decimals of the "vs default" and "at model-topk's time" ratios.
+  TimeToBestReport(double tolerance, int ratio_digits)
+      : tolerance_(tolerance), ratio_digits_(ratio_digits) {}
+
+  // Prints one row per run; `size` is the module's size column (kernels, fusible producers).
+  void AddModule(const std::string& name, int64_t size, const std::vector<TuningRun>& runs) {
+    double reference = std::numeric_limits<double>::infinity();
+    for (const TuningRun& r : runs) reference = std::min(reference, r.best);
+    for (const TuningRun& r : runs) {
+      if (!r.error.empty()) {
+        std::cout << "| " << name << " | | " << r.strategy << " | error: " << r.error << " |||||\n";
+        continue;
+      }
+      const bool guided = r.strategy == opt::kModelTopK;
+      const double to_best = r.TimeTo(reference, tolerance_);
+      std::cout << "| " << name << " | " << size << " | " << r.strategy << " | " << r.measurements
+                << " | " << absl::StrFormat("%.3f", 1e6 * r.best) << " | "
+                << Ratio(r.default_seconds / r.best) << " | "
+                << (to_best < 0 ? absl::StrFormat("not in %.0f s", r.clock)
+                                : absl::StrFormat("%.1f s", to_best))
+                << " | "
+                << (guided ? "-" : absl::StrFormat("%.3f us", 1e6 * r.BestAt(runs[0].clock)))
+                << " | " << absl::StrFormat("%.1f s", r.clock)
+                << (r.inference > 0 ? absl::StrFormat(" (model %.2f s)", r.inference) : "")
+                << " |\n";
+    }
+    const double guided = runs[0].TimeTo(reference, tolerance_);
+    inference_total_ += runs[0].inference;
+    for (size_t i = 1; i < runs.size(); ++i) {
+      if (!runs[i].error.empty() || !runs[0].error.empty()) continue;
+      const double t = runs[i].TimeTo(reference, tolerance_);
+      ++modules_run_[runs[i].strategy];
+      if (t >= 0) ++reached_[runs[i].strategy];
+      if (t > 0 && guided > 0) speedups_[runs[i].strategy].push_back(t / guided);
+      equal_time_[runs[i].strategy].push_back(runs[i].BestAt(runs[0].clock) / runs[0].best);
+    }
+    std::cout.flush();
+  }
+
+  // `slower`: how "at model-topk's time its modules ran <ratio> <slower> model-topk's" reads.
+  void PrintSummary(const std::string& slower, const std::string& inference_label) const {
+    std::cout << "\n";
+    for (const auto& [strategy, ratios] : equal_time_) {
+      auto it = speedups_.find(strategy);
+      const std::vector<double> s = it != speedups_.end() ? it->second : std::vector<double>{};
+      auto reached = reached_.find(strategy);
+      std::cout << "- " << strategy << ": reached the best (within "
+                << absl::StrFormat("%.0f", 100 * tolerance_) << "%) on "
+                << (reached != reached_.end() ? reached->second : 0) << " of "
+                << modules_run_.at(strategy) << " modules; where both did, geomean "
+                << "time to best " << strategy << " / model-topk "
+                << (s.empty() ? std::string("(none)")
+                              : absl::StrFormat("%.2fx over %d", GeoMean(s), s.size()))
+                << "; at model-topk's time its modules ran " << Ratio(GeoMean(ratios)) << " "
+                << slower << " model-topk's (geomean)\n";
+    }
+    std::cout << "- " << inference_label
+              << " in all: " << absl::StrFormat("%.2f s", inference_total_) << "\n";
+  }
+
+ private:
+  std::string Ratio(double r) const { return absl::StrFormat("%.*fx", ratio_digits_, r); }
+
+  double tolerance_;
+  int ratio_digits_;
+  std::map<std::string, std::vector<double>> speedups_, equal_time_;
+  std::map<std::string, int> reached_, modules_run_;
+  double inference_total_ = 0;
+};
+
+}  // namespace mltune::bench
