@@ -167,12 +167,7 @@ int main(int argc, char** argv) {
   CLI11_PARSE(app, argc, argv);
   if (files.empty()) files = bench::TimeToBestFiles();
 
-  if (!keep_cache) {
-    const fs::path cache = fs::temp_directory_path() / absl::StrCat("mltune-ftb-", getpid());
-    fs::remove_all(cache);
-    setenv("MLTUNE_KERNEL_CACHE", cache.c_str(), 1);
-    std::cerr << "kernel cache: " << cache.string() << " (fresh)\n";
-  }
+  if (!keep_cache) bench::UseFreshKernelCache("mltune-ftb-");
   const std::string name = opt::guided::CostModelName("fusion", "cpu");
   absl::StatusOr<bench::NewestModel> newest = bench::LoadNewestModel(db, name, "fusion");
   if (!newest.ok()) {

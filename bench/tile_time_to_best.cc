@@ -170,12 +170,7 @@ int main(int argc, char** argv) {
   if (files.empty()) files = bench::TimeToBestFiles();
 
   // Measurement costs include compilation, as a first tuning run of a module pays it.
-  if (!keep_cache) {
-    const fs::path cache = fs::temp_directory_path() / absl::StrCat("mltune-ttb-", getpid());
-    fs::remove_all(cache);
-    setenv("MLTUNE_KERNEL_CACHE", cache.c_str(), 1);
-    std::cerr << "kernel cache: " << cache.string() << " (fresh)\n";
-  }
+  if (!keep_cache) bench::UseFreshKernelCache("mltune-ttb-");
   const std::string name = opt::guided::CostModelName("tile", "cpu");
   absl::StatusOr<bench::NewestModel> newest = bench::LoadNewestModel(db, name, "tile");
   if (!newest.ok()) {

@@ -4,6 +4,9 @@
 // executable's MLTUNE_CORPUS_DIR and MLTUNE_SOURCE_DIR.
 #pragma once
 
+#include <unistd.h>
+
+#include <cstdlib>
 #include <filesystem>
 #include <iostream>
 #include <limits>
@@ -37,6 +40,16 @@ inline std::vector<std::string> TimeToBestFiles() {
   }
   files.push_back(MLTUNE_SOURCE_DIR "/examples/mlp_train_step.hlo");
   return files;
+}
+
+// Points $MLTUNE_KERNEL_CACHE at a new empty folder, so measurement costs include compilation, as
+// a first tuning run of a module pays it.
+inline void UseFreshKernelCache(const std::string& prefix) {
+  const std::filesystem::path cache =
+      std::filesystem::temp_directory_path() / absl::StrCat(prefix, getpid());
+  std::filesystem::remove_all(cache);
+  setenv("MLTUNE_KERNEL_CACHE", cache.c_str(), 1);
+  std::cerr << "kernel cache: " << cache.string() << " (fresh)\n";
 }
 
 struct NewestModel {
