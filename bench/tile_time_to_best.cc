@@ -169,7 +169,6 @@ int main(int argc, char** argv) {
   CLI11_PARSE(app, argc, argv);
   if (files.empty()) files = bench::TimeToBestFiles();
 
-  // Measurement costs include compilation, as a first tuning run of a module pays it.
   if (!keep_cache) bench::UseFreshKernelCache("mltune-ttb-");
   const std::string name = opt::guided::CostModelName("tile", "cpu");
   absl::StatusOr<bench::NewestModel> newest = bench::LoadNewestModel(db, name, "tile");
