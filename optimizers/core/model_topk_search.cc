@@ -80,10 +80,7 @@ class ModelTopKSearch : public Strategy {
           return false;
         }
       }
-      std::vector<size_t> order(settings.size());
-      std::iota(order.begin(), order.end(), 0);
-      std::stable_sort(order.begin(), order.end(),
-                       [&](size_t a, size_t b) { return (*ranks)[a] < (*ranks)[b]; });
+      const std::vector<size_t> order = BestFirst(*ranks);
       int64_t measured = 0;
       Candidate best = current;
       double best_score = current_score;
@@ -115,6 +112,15 @@ class ModelTopKSearch : public Strategy {
     Candidate s;
     for (int64_t p : positions) s.push_back(c[static_cast<size_t>(p)]);
     return s;
+  }
+
+  // Indices of `ranks` from the best (lowest) ranked; ties keep their order.
+  static std::vector<size_t> BestFirst(const std::vector<double>& ranks) {
+    std::vector<size_t> order(ranks.size());
+    std::iota(order.begin(), order.end(), 0);
+    std::stable_sort(order.begin(), order.end(),
+                     [&](size_t a, size_t b) { return ranks[a] < ranks[b]; });
+    return order;
   }
 
   static absl::StatusOr<std::vector<double>> Rank(SearchContext& ctx, size_t part,
@@ -181,10 +187,7 @@ class ModelTopKSearch : public Strategy {
   // pool_ best ranked stay, `ranks` from that call.
   absl::Status Breed(SearchContext& ctx, size_t part, const SearchSpace& space,
                      std::vector<Candidate>& settings, std::vector<double>& ranks) const {
-    std::vector<size_t> order(settings.size());
-    std::iota(order.begin(), order.end(), 0);
-    std::stable_sort(order.begin(), order.end(),
-                     [&](size_t a, size_t b) { return ranks[a] < ranks[b]; });
+    const std::vector<size_t> order = BestFirst(ranks);
     const size_t parents = std::max<size_t>(2, settings.size() / 4);
     std::set<Candidate> seen(settings.begin(), settings.end());
     std::vector<Candidate> all = settings;
@@ -204,10 +207,7 @@ class ModelTopKSearch : public Strategy {
     }
     absl::StatusOr<std::vector<double>> all_ranks = Rank(ctx, part, all);
     if (!all_ranks.ok()) return all_ranks.status();
-    std::vector<size_t> keep(all.size());
-    std::iota(keep.begin(), keep.end(), 0);
-    std::stable_sort(keep.begin(), keep.end(),
-                     [&](size_t a, size_t b) { return (*all_ranks)[a] < (*all_ranks)[b]; });
+    std::vector<size_t> keep = BestFirst(*all_ranks);
     keep.resize(std::min(keep.size(), static_cast<size_t>(pool_)));
     settings.clear();
     ranks.clear();
