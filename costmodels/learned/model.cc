@@ -1,5 +1,6 @@
 // The LibTorch side of the learned cost model: the network (opcode embedding, directed
-// GraphSAGE layers, mean+max readout joined with kernel features, two heads), batching of many
+// GraphSAGE layers, mean+max(+sum) readout joined with kernel features, two heads, the absolute
+// one with a linear skip from the kernel features), ensembles of such networks, batching of many
 // kernels into one disjoint graph, training (MSE on log seconds, pairwise rank loss within
 // groups, Adam) and checkpoints. The only file of the library that includes torch.
 #include <torch/torch.h>
