@@ -48,6 +48,7 @@
 #include "optimizers/core/model_topk.h"
 #include "optimizers/fusion/cpu_fusion_problem.h"
 #include "optimizers/guided/rankers.h"
+#include "optimizers/tiling/cpu_tile_problem.h"
 #include "storage/store.h"
 
 namespace {
@@ -178,9 +179,7 @@ int main(int argc, char** argv) {
   std::vector<std::string> baselines = absl::StrSplit(strategies, ',', absl::SkipEmpty());
 
   // As the daemon's cpu fusion task measures a module.
-  cpu::MeasureOptions measure;
-  measure.max_seconds = 0.2;
-  measure.min_reps = 5;
+  const cpu::MeasureOptions measure = opt::tiling::ModuleTuningMeasureOptions();
 
   std::cout << absl::StrFormat(
       "## Time to the best fusion plan: model-topk (k=10, 8 generations of 256 plans; %s v%d) "

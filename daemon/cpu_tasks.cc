@@ -21,14 +21,6 @@ namespace {
 using nlohmann::json;
 namespace cpu = backends::cpu;
 
-// Whole modules are measured a little longer than kernels alone.
-cpu::MeasureOptions ModuleMeasureOptions() {
-  cpu::MeasureOptions m;
-  m.max_seconds = 0.2;
-  m.min_reps = 5;
-  return m;
-}
-
 absl::StatusOr<std::unique_ptr<ir::Module>> PrepareModule(const ir::Module& module,
                                                           const ConfigTaskOptions& options) {
   if (options.noise != 0) {
@@ -46,7 +38,7 @@ absl::StatusOr<double> ModuleSeconds(const ir::Module& module,
                                      const std::vector<cpu::KernelConfig>& configs,
                                      const costmodels::FusionPlan* plan, uint64_t seed) {
   absl::StatusOr<cpu::Timing> t =
-      cpu::MeasureModule(module, configs, plan, ModuleMeasureOptions(), seed);
+      cpu::MeasureModule(module, configs, plan, opt::tiling::ModuleTuningMeasureOptions(), seed);
   if (!t.ok()) return t.status();
   return t->median_s;
 }

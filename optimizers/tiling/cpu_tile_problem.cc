@@ -17,6 +17,13 @@ backends::cpu::MeasureOptions KernelTuningMeasureOptions() {
   return m;
 }
 
+backends::cpu::MeasureOptions ModuleTuningMeasureOptions() {
+  backends::cpu::MeasureOptions m;
+  m.max_seconds = 0.2;
+  m.min_reps = 5;
+  return m;
+}
+
 CpuTileProblem::CpuTileProblem(const backends::cpu::LoweredModule& module, MeasureFn measure)
     : module_(module), measure_(std::move(measure)) {
   for (const backends::cpu::Kernel& k : module_.kernels) {

@@ -23,6 +23,9 @@ namespace mltune::opt::tiling {
 // `mltune collect` and the benchmarks share it, so the cost model's training data is measured
 // the way the daemon measures.
 backends::cpu::MeasureOptions KernelTuningMeasureOptions();
+// How a whole module is measured while tuning (the daemon's cpu fusion task, its tile task's
+// default-against-tuned check, the fusion benchmark): a little longer than a kernel alone.
+backends::cpu::MeasureOptions ModuleTuningMeasureOptions();
 
 class CpuTileProblem : public ConfigProblem {
  public:
