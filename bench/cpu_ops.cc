@@ -204,6 +204,21 @@ OpCase Matmul(int64_t n) {
   return op;
 }
 
+// Matrix-vector products (one side of the GEMM is a single row or column), as in a batch-1
+// dense layer or a per-example kernel; PyTorch computes the same shapes with torch.mm.
+OpCase Gemv(const std::string& name, int64_t m, int64_t n, int64_t k) {
+  const std::string o = m == 1 ? F32({n}) : F32({m});
+  const std::string a = m == 1 ? F32({k}) : F32({m, k});
+  const std::string b = m == 1 ? F32({k, n}) : F32({k});
+  OpCase op{name, absl::StrCat(m, "x", n, "x", k),
+            absl::StrCat("HloModule ", name, "\nENTRY e {\n  a = ", a, " parameter(0)\n  b = ", b,
+                         " parameter(1)\n  ROOT d = ", o, " dot(a, b), lhs_contracting_dims={",
+                         m == 1 ? 0 : 1, "}, rhs_contracting_dims={0}\n}\n"),
+            json{{"kind", "matmul"}, {"m", m}, {"n", n}, {"k", k}}};
+  op.flops = 2.0 * static_cast<double>(m * n * k);
+  return op;
+}
+
 // NCHW conv2d, batch 1, square input and kernel, no bias.
 OpCase Conv(const std::string& name, int64_t c, int64_t hw, int64_t k, int64_t r, int64_t stride,
             int64_t pad) {
@@ -241,6 +256,8 @@ std::vector<OpCase> AllOps() {
                              Reduce("reduce_sum", 4096, 1024, 1),
                              Reduce("reduce_max", 4096, 1024, 0)};
   for (int64_t n : {256, 512, 1024, 2048}) ops.push_back(Matmul(n));
+  ops.push_back(Gemv("gemv_matrix_vector", 4096, 1, 4096));
+  ops.push_back(Gemv("gemv_vector_matrix", 1, 4096, 4096));
   // ResNet-50's conv2d layers, batch 1.
   ops.push_back(Conv("conv_c1_7x7", 3, 224, 64, 7, 2, 3));
   ops.push_back(Conv("conv_c2_3x3", 64, 56, 64, 3, 1, 1));

@@ -264,6 +264,29 @@ ENTRY e {
   w = f32[300,70] parameter(1)
   ROOT d = f32[130,70] dot(x, w), lhs_contracting_dims={1}, rhs_contracting_dims={0}
 })"},
+    // Matrix-vector shapes take mt_gemm's unpacked paths: per-batch dot products (K not a
+    // multiple of the 16-lane partial sums), a matrix times a vector, and a vector times a
+    // matrix wider than one 256-column chunk.
+    {"dot_batched_dot_products", R"(
+HloModule m
+ENTRY e {
+  x = f32[7,45] parameter(0)
+  ROOT d = f32[7] dot(x, x), lhs_batch_dims={0}, rhs_batch_dims={0}, lhs_contracting_dims={1}, rhs_contracting_dims={1}
+})"},
+    {"dot_matrix_vector", R"(
+HloModule m
+ENTRY e {
+  x = f32[33,70] parameter(0)
+  v = f32[70] parameter(1)
+  ROOT d = f32[33] dot(x, v), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+})"},
+    {"dot_vector_matrix", R"(
+HloModule m
+ENTRY e {
+  v = f32[1,19] parameter(0)
+  w = f32[19,300] parameter(1)
+  ROOT d = f32[1,300] dot(v, w), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+})"},
     {"conv_nchw", R"(
 HloModule m
 ENTRY e {
