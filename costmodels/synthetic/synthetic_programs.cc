@@ -80,8 +80,15 @@ class Builder {
 
   // Emitters.
   // A parameter of random shape: rank in [min_rank, max_rank], at most max_elements elements.
+  // Sometimes a degenerate one: a minor dimension of 1-4 elements and a unit dimension, as JAX
+  // programs have ([2048,1,2]); loops over them vectorize differently from log-uniform shapes.
   Value RandomParam(int min_rank, int max_rank) {
-    return Param(Shape(static_cast<int>(Uniform(min_rank, max_rank)), o_.max_elements));
+    Dims d = Shape(static_cast<int>(Uniform(min_rank, max_rank)), o_.max_elements);
+    if (Chance(0.15)) {
+      d.back() = Uniform(1, 4);
+      if (d.size() >= 3) d[d.size() - 2] = 1;
+    }
+    return Param(std::move(d));
   }
   Value Param(Dims dims) {
     Value v{absl::StrCat("p", params_.size()), std::move(dims)};
@@ -306,7 +313,7 @@ Value Elementwise(Builder& b, std::optional<Value> x) {
   Value y = *x;
   const int64_t ops = b.Uniform(1, 8);
   for (int64_t i = 0; i < ops; ++i) {
-    switch (b.Uniform(0, 5)) {
+    switch (b.Uniform(0, 7)) {
       case 0:
         y = b.Unary(b.Pick(std::vector<std::string>{"exponential", "tanh", "negate", "abs"}), y);
         break;
@@ -330,6 +337,34 @@ Value Elementwise(Builder& b, std::optional<Value> x) {
                        b.Broadcast(row, y.dims, {y.rank() - 1}));
         }
         break;
+      case 5: {  // the rest of the math library: each call costs its own, unlike add
+        static const std::vector<std::string> kAnyInput = {
+            "sine",  "cosine", "logistic", "exponential-minus-one", "cbrt", "erf",
+            "floor", "ceil",   "sign",     "round-nearest-even"};
+        if (b.Chance(0.7)) {
+          y = b.Unary(b.Pick(kAnyInput), y);
+        } else {  // of a positive value
+          y = b.Unary(b.Chance(0.5) ? "log-plus-one" : "rsqrt",
+                      b.Binary("add", b.Unary("abs", y), b.Splat(1, y.dims)));
+        }
+        break;
+      }
+      case 6: {  // binary math: power of a positive base, atan2, remainder
+        switch (b.Uniform(0, 2)) {
+          case 0:
+            y = b.Binary(
+                "power", b.Binary("add", b.Unary("abs", y), b.Splat(1, y.dims)),
+                b.Chance(0.5) ? b.Splat(b.Chance(0.5) ? 0.5 : 1.5, y.dims) : b.Param(y.dims));
+            break;
+          case 1:
+            y = b.Binary("atan2", y, b.Param(y.dims));
+            break;
+          default:
+            y = b.Binary("remainder", y, b.Splat(0.75, y.dims));
+            break;
+        }
+        break;
+      }
       default: {  // select(y > 0, y, other): a leaky or masked activation
         const Value other = b.Chance(0.5) ? b.Param(y.dims) : b.Splat(0.1, y.dims);
         const Value positive = b.Op("compare", y.dims, {y, b.Splat(0, y.dims)}, "direction=GT");
