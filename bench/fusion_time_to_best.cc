@@ -170,7 +170,7 @@ int main(int argc, char** argv) {
 
   if (!keep_cache) bench::UseFreshKernelCache("mltune-ftb-");
   const std::string name = opt::guided::CostModelName("fusion", "cpu");
-  absl::StatusOr<bench::NewestModel> newest = bench::LoadNewestModel(db, name, "fusion");
+  absl::StatusOr<bench::NewestModel> newest = bench::LoadNewestModel(db, "fusion");
   if (!newest.ok()) {
     std::cerr << "error: " << newest.status().message() << "\n";
     return 1;

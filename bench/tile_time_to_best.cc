@@ -171,7 +171,7 @@ int main(int argc, char** argv) {
 
   if (!keep_cache) bench::UseFreshKernelCache("mltune-ttb-");
   const std::string name = opt::guided::CostModelName("tile", "cpu");
-  absl::StatusOr<bench::NewestModel> newest = bench::LoadNewestModel(db, name, "tile");
+  absl::StatusOr<bench::NewestModel> newest = bench::LoadNewestModel(db, "tile");
   if (!newest.ok()) {
     std::cerr << "error: " << newest.status().message() << "\n";
     return 1;

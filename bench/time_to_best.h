@@ -22,6 +22,7 @@
 #include "bench/cpu_bench_util.h"
 #include "costmodels/learned/learned_model.h"
 #include "optimizers/core/model_topk.h"
+#include "optimizers/guided/stored_cost_models.h"
 #include "storage/store.h"
 
 namespace mltune::bench {
@@ -56,22 +57,17 @@ struct NewestModel {
   std::shared_ptr<const costmodels::learned::LearnedModel> model;
   int64_t version = 0;
 };
-// The newest checkpoint of `name` in the store at `db`; the error says how to make one.
-inline absl::StatusOr<NewestModel> LoadNewestModel(const std::string& db, const std::string& name,
-                                                   const std::string& task) {
+// The newest cpu cost model for `task` in the store at `db`; the error says how to make one.
+inline absl::StatusOr<NewestModel> LoadNewestModel(const std::string& db, const std::string& task) {
   absl::StatusOr<std::unique_ptr<storage::Store>> store = storage::Store::Open(db);
   if (!store.ok()) return store.status();
-  absl::StatusOr<std::optional<storage::ModelRecord>> record = (*store)->LatestModel(name);
+  absl::StatusOr<storage::ModelRecord> record = opt::guided::NewestCostModelRecord(
+      [&](const std::string& name) { return (*store)->LatestModel(name); }, task, "cpu", db);
   if (!record.ok()) return record.status();
-  if (!record->has_value()) {
-    return absl::NotFoundError(
-        absl::StrCat(db, " has no ", name, " (mltune collect ... --task ", task,
-                     " --db STORE, then mltune train-cost-model --task ", task, " --db STORE)"));
-  }
-  absl::StatusOr<std::unique_ptr<costmodels::learned::LearnedModel>> loaded =
-      costmodels::learned::LearnedModel::Load((*record)->data);
-  if (!loaded.ok()) return loaded.status();
-  return NewestModel{*std::move(loaded), (*record)->version};
+  absl::StatusOr<std::shared_ptr<const costmodels::learned::LearnedModel>> model =
+      opt::guided::LoadCostModel(*record);
+  if (!model.ok()) return model.status();
+  return NewestModel{*std::move(model), record->version};
 }
 
 // One strategy's tuning of one module, on its own clock of charged seconds.

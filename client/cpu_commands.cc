@@ -83,26 +83,19 @@ struct TileOutcome {
 // The newest cost-model/<task>-cpu in the store at `db`, for model-topk.
 absl::StatusOr<std::shared_ptr<const costmodels::learned::LearnedModel>> LoadCpuModel(
     const std::string& db, const std::string& task) {
-  const std::string name = opt::guided::CostModelName(task, "cpu");
   if (db.empty()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("strategy model-topk ranks with a learned cost model: give --model-db STORE, "
-                     "a store holding ",
-                     name, " (mltune collect, then mltune train-cost-model)"));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "strategy model-topk ranks with a learned cost model: give --model-db STORE, a store "
+        "holding ",
+        opt::guided::CostModelName(task, "cpu"),
+        " (mltune collect, then mltune train-cost-model)"));
   }
   absl::StatusOr<std::unique_ptr<storage::Store>> store = storage::Store::Open(db);
   if (!store.ok()) return store.status();
-  absl::StatusOr<std::optional<storage::ModelRecord>> record = (*store)->LatestModel(name);
+  absl::StatusOr<storage::ModelRecord> record = opt::guided::NewestCostModelRecord(
+      [&](const std::string& name) { return (*store)->LatestModel(name); }, task, "cpu", db);
   if (!record.ok()) return record.status();
-  if (!record->has_value()) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        db, " holds no ", name, "; make one with `mltune collect FILES --task ", task, " --db ", db,
-        "` then `mltune train-cost-model --task ", task, " --db ", db, "`"));
-  }
-  absl::StatusOr<std::unique_ptr<costmodels::learned::LearnedModel>> model =
-      costmodels::learned::LearnedModel::Load((*record)->data);
-  if (!model.ok()) return model.status();
-  return std::shared_ptr<const costmodels::learned::LearnedModel>(*std::move(model));
+  return opt::guided::LoadCostModel(*record);
 }
 
 // `model_db` is read only for strategy model-topk.

@@ -6,7 +6,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "optimizers/guided/rankers.h"
+#include "optimizers/guided/stored_cost_models.h"
 
 namespace mltune::daemon {
 namespace {
@@ -33,30 +33,18 @@ std::map<std::string, Loaded>& Cache() {
 
 absl::StatusOr<std::shared_ptr<const learned::LearnedModel>> NewestCostModel(
     const TaskRequest& request, std::string_view task) {
-  const std::string name = opt::guided::CostModelName(task, request.target);
-  if (!request.latest_model) return absl::InternalError("no model store for learned cost models");
-  absl::StatusOr<std::optional<storage::ModelRecord>> record = request.latest_model(name);
+  absl::StatusOr<storage::ModelRecord> record = opt::guided::NewestCostModelRecord(
+      request.latest_model, task, request.target, "the daemon's store");
   if (!record.ok()) return record.status();
-  if (!record->has_value()) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "no trained ", name,
-        " in the daemon's store; make one with `mltune collect FILES --target ", request.target,
-        " --task ", std::string(task),
-        " --db STORE` then `mltune train-cost-model --db STORE --task ", std::string(task),
-        " --target ", request.target, "` (STORE: the daemon's store file)"));
-  }
   std::lock_guard<std::mutex> lock(CacheMutex());
-  auto it = Cache().find(name);
-  if (it != Cache().end() && it->second.checkpoint == (*record)->data) return it->second.model;
-  absl::StatusOr<std::unique_ptr<learned::LearnedModel>> model =
-      learned::LearnedModel::Load((*record)->data);
-  if (!model.ok()) {
-    return absl::InvalidArgumentError(absl::StrCat(name, " version ", (*record)->version,
-                                                   " does not load: ", model.status().message()));
-  }
-  Loaded& entry = Cache()[name];
-  entry.checkpoint = std::move((*record)->data);
-  entry.model = std::shared_ptr<const learned::LearnedModel>(*std::move(model));
+  auto it = Cache().find(record->name);
+  if (it != Cache().end() && it->second.checkpoint == record->data) return it->second.model;
+  absl::StatusOr<std::shared_ptr<const learned::LearnedModel>> model =
+      opt::guided::LoadCostModel(*record);
+  if (!model.ok()) return model.status();
+  Loaded& entry = Cache()[record->name];
+  entry.checkpoint = std::move(record->data);
+  entry.model = *std::move(model);
   return entry.model;
 }
 

@@ -10,13 +10,10 @@
 #include "costmodels/learned/learned_model.h"
 #include "ir/module.h"
 #include "optimizers/fusion/cpu_fusion_problem.h"
+#include "optimizers/guided/stored_cost_models.h"
 #include "optimizers/tiling/cpu_tile_problem.h"
 
 namespace mltune::opt::guided {
-
-// The model registry's name of the cost model for a task on a target: "cost-model/tile-cpu".
-// `mltune train-cost-model` stores under it and the daemon loads its newest version.
-std::string CostModelName(std::string_view task, std::string_view target);
 
 // Ranks configurations of `module`'s kernels with `model`: per kernel its graph is built once
 // (opt::tiling::CpuKernelFeaturesOf), each configuration fills the graph's configuration slots,

@@ -1,0 +1,39 @@
+// The learned cost models in a store's model registry: their names, and loading the newest one
+// with an error that says how to make it. The daemon, the CLI's model-topk and the
+// time-to-best benchmarks all load models this way.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "absl/status/statusor.h"
+#include "costmodels/learned/learned_model.h"
+#include "storage/store.h"
+
+namespace mltune::opt::guided {
+
+// The model registry's name of the cost model for a task on a target: "cost-model/tile-cpu".
+// `mltune train-cost-model` stores under it and the daemon loads its newest version.
+std::string CostModelName(std::string_view task, std::string_view target);
+
+// A store's newest checkpoint of a name, or nullopt (storage::Store::LatestModel, or the daemon's
+// hook to it).
+using LatestModelFn =
+    std::function<absl::StatusOr<std::optional<storage::ModelRecord>>(const std::string& name)>;
+
+// The newest record of CostModelName(task, target). FailedPrecondition when there is none: the
+// message names `store` (a path, or words such as "the daemon's store") and the commands that
+// make one.
+absl::StatusOr<storage::ModelRecord> NewestCostModelRecord(const LatestModelFn& latest,
+                                                           std::string_view task,
+                                                           std::string_view target,
+                                                           std::string_view store);
+
+// Loads a record's checkpoint; InvalidArgument naming the model and version when it does not.
+absl::StatusOr<std::shared_ptr<const costmodels::learned::LearnedModel>> LoadCostModel(
+    const storage::ModelRecord& record);
+
+}  // namespace mltune::opt::guided
