@@ -22,10 +22,9 @@ absl::StatusOr<storage::ModelRecord> NewestCostModelRecord(const LatestModelFn& 
   if (!record->has_value()) {
     const std::string args = absl::StrCat(" --target ", std::string(target), " --task ",
                                           std::string(task), " --db STORE");
-    return absl::FailedPreconditionError(
-        absl::StrCat(std::string(store), " holds no ", name, "; make one with `mltune collect FILES",
-                     args, "` then `mltune train-cost-model", args, "` (STORE: ",
-                     std::string(store), ")"));
+    return absl::FailedPreconditionError(absl::StrCat(
+        std::string(store), " holds no ", name, "; make one with `mltune collect FILES", args,
+        "` then `mltune train-cost-model", args, "` (STORE: ", std::string(store), ")"));
   }
   return *std::move(*record);
 }
