@@ -2,12 +2,13 @@
 // reach the best fusion plan of a module (issue 9's tuning-time comparison, at graph level).
 //
 //   build/release/bench/fusion_time_to_best --db STORE [FILES...] [--budget-factor 3]
-//       [--strategies annealing,greedy] [--tolerance 0.01] [--seed 0]
+//       [--model-plans 30] [--strategies annealing,greedy] [--tolerance 0.01] [--seed 0]
 //
 // STORE holds cost-model/fusion-cpu (mltune collect --task fusion, then mltune train-cost-model
 // --task fusion); FILES default to the tile benchmark's five held-out corpus modules and the
 // bundled MLP. Per module, "model-topk" with the daemon's fusion parameters (the model explores
-// plans for 8 generations of 256; the 10 best ranked are measured) and each measurement-only
+// plans for 8 generations of 256 and the 10 best ranked are measured, in rounds from the best
+// measured plan until `model-plans` distinct plans are measured) and each measurement-only
 // strategy search fusion priorities, every plan measured as the whole module, as the daemon's
 // cpu fusion task does. A measurement-only strategy may measure `budget-factor` times as many
 // distinct plans as model-topk did (many priority vectors make the same plan; their repeats are
@@ -92,7 +93,8 @@ class PlanMemo {
 // `plans`: how many distinct plans the strategy may measure (steps that hit a plan measured before
 // are free, as the problem caches them).
 bench::TuningRun Tune(const ir::Module& module, PlanMemo& memo, const std::string& strategy,
-                      int64_t plans, std::shared_ptr<const costmodels::learned::LearnedModel> model,
+                      int64_t plans, const opt::StrategyParams& topk_params,
+                      std::shared_ptr<const costmodels::learned::LearnedModel> model,
                       uint64_t seed) {
   bench::TuningRun run;
   run.strategy = strategy;
@@ -109,8 +111,7 @@ bench::TuningRun Tune(const ir::Module& module, PlanMemo& memo, const std::strin
       });
   const bool guided = strategy == opt::kModelTopK;
   absl::StatusOr<std::unique_ptr<opt::Strategy>> s =
-      guided ? opt::CreateModelTopK(opt::FusionModelTopKParams())
-             : opt::StrategyRegistry::Global().Create(strategy);
+      guided ? opt::CreateModelTopK(topk_params) : opt::StrategyRegistry::Global().Create(strategy);
   if (!s.ok()) {
     run.error = std::string(s.status().message());
     return run;
@@ -147,6 +148,8 @@ int main(int argc, char** argv) {
   std::string db;
   std::vector<std::string> files;
   double budget_factor = 3;
+  int64_t model_plans = 30;
+  int64_t rounds = -1, refine = -1;  // -1: the daemon's (opt::FusionModelTopKParams)
   std::string strategies = "annealing,greedy";
   double tolerance = 0.01;
   uint64_t seed = 0;
@@ -158,6 +161,17 @@ int main(int argc, char** argv) {
                  "Distinct plans each measurement-only strategy may measure, as a multiple of "
                  "the plans model-topk measured")
       ->default_val(3);
+  app.add_option("--model-plans", model_plans,
+                 "Distinct plans model-topk measures (its rounds stop there); 0: one round, as "
+                 "many as it ranks first")
+      ->default_val(30)
+      ->check(CLI::Range(0, 100000));
+  app.add_option("--rounds", rounds, "model-topk's rounds (default: the daemon's)")
+      ->check(CLI::Range(0, 100000));
+  app.add_option("--refine", refine,
+                 "1: model-topk's rounds are followed by hill climbing by measurement "
+                 "(default: the daemon's)")
+      ->check(CLI::Range(0, 1));
   app.add_option("--strategies", strategies, "Measurement-only strategies, comma-separated")
       ->default_val("annealing,greedy");
   app.add_option("--tolerance", tolerance, "Within this fraction of the best counts as the best")
@@ -178,14 +192,22 @@ int main(int argc, char** argv) {
   std::shared_ptr<const costmodels::learned::LearnedModel> model = newest->model;
   std::vector<std::string> baselines = absl::StrSplit(strategies, ',', absl::SkipEmpty());
 
-  // As the daemon's cpu fusion task measures a module.
+  // As the daemon's cpu fusion task measures a module, and ranks with the daemon's parameters;
+  // --model-plans 0 keeps the single round of earlier runs.
   const cpu::MeasureOptions measure = opt::tiling::ModuleTuningMeasureOptions();
+  opt::StrategyParams topk_params = opt::FusionModelTopKParams();
+  if (model_plans == 0) topk_params["rounds"] = 1;
+  if (rounds >= 0) topk_params["rounds"] = static_cast<double>(rounds);
+  if (refine >= 0) topk_params["refine"] = static_cast<double>(refine);
 
   std::cout << absl::StrFormat(
-      "## Time to the best fusion plan: model-topk (k=10, 8 generations of 256 plans; %s v%d) "
-      "vs measurement-only search (up to %.0fx as many distinct plans measured as model-topk), "
-      "1 thread\n\n",
-      name, newest->version, budget_factor);
+      "## Time to the best fusion plan: model-topk (k=10, 8 generations of 256 plans, rounds %d"
+      "%s, at most %s plans; %s v%d) vs measurement-only search (up to %.0fx as many distinct "
+      "plans measured as model-topk), 1 thread\n\n",
+      static_cast<int>(topk_params["rounds"]),
+      topk_params["refine"] != 0 ? " then hill climbing" : "",
+      model_plans > 0 ? absl::StrCat(model_plans) : "unlimited", name, newest->version,
+      budget_factor);
   std::cout << "| module | fusible producers | strategy | measured plans | best us | vs default "
                "| time to best | best at model-topk's time | charged in all |\n"
                "|---|---:|---|---:|---:|---:|---:|---:|---:|\n";
@@ -208,11 +230,12 @@ int main(int argc, char** argv) {
     }
     PlanMemo memo(**prepared, measure, seed);
     std::vector<bench::TuningRun> runs;
-    runs.push_back(Tune(**prepared, memo, opt::kModelTopK, 1'000'000, model, seed));
+    runs.push_back(Tune(**prepared, memo, opt::kModelTopK,
+                        model_plans > 0 ? model_plans : 1'000'000, topk_params, model, seed));
     const int64_t budget = std::max<int64_t>(
         10, static_cast<int64_t>(budget_factor * static_cast<double>(runs[0].measurements)));
     for (const std::string& s : baselines) {
-      runs.push_back(Tune(**prepared, memo, s, budget, nullptr, seed));
+      runs.push_back(Tune(**prepared, memo, s, budget, {}, nullptr, seed));
     }
     report.AddModule(fs::path(file).filename().string().substr(0, 48), producers, runs);
   }

@@ -16,14 +16,18 @@ inline constexpr char kModelTopK[] = "model-topk";
 // pool (settings ranked per part, default 256: every setting when the part has fewer) and
 // generations (default 0: a part with more settings than pool ranks pool random ones; more: the
 // model explores from the current setting by mutation and crossover for that many generations,
-// for parts as large as a whole fusion plan).
+// for parts as large as a whole fusion plan) and rounds (default 1: one pass over the parts;
+// more: the pass repeats from the best measured candidate, measuring only what no earlier round
+// did; 0: until the budget runs out or nothing new is ranked) and refine (default 0; 1: then
+// steepest-descent hill climbing by measurement from the best measured candidate).
 // Search fails with FailedPrecondition when the problem has no model attached, InvalidArgument on
 // sequence problems, before anything is measured.
 absl::StatusOr<std::unique_ptr<Strategy>> CreateModelTopK(const StrategyParams& params = {});
 
 // Model-topk's parameters for whole fusion plans (one part with a setting per producer): the
 // model explores plans for 8 generations of 256 and the 10 best ranked are measured, the
-// paper's top 10 at graph level.
+// paper's top 10 at graph level; then hill climbing by measurement from the best of them until
+// a local optimum or the end of the budget (the model misjudges plans where fusion matters most).
 StrategyParams FusionModelTopKParams();
 
 }  // namespace mltune::opt

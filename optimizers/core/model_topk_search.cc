@@ -13,9 +13,19 @@
 // generation breeds mutants and crossovers of the best-ranked quarter, ranks them together with
 // the pool in one call (rankings compare only within a call) and keeps the `pool` best ranked.
 // The k best of the last ranking are measured.
+//
+// With `rounds` > 1 (0: until the budget runs out) the pass over the parts repeats from the best
+// measured candidate, measuring only settings no earlier round measured: the model proposes, the
+// measurements move the search, and the next round explores around where it now stands. A round
+// with nothing new to measure ends the search.
+//
+// With `refine` 1 the rounds are followed by steepest-descent hill climbing by measurement from
+// the best measured candidate (single-position changes, as greedy climbs) until a local optimum
+// or the end of the budget: the model picks the start, measurements finish where it misjudges.
 #include <algorithm>
 #include <cmath>
 #include <numeric>
+#include <optional>
 #include <set>
 #include <vector>
 
@@ -28,8 +38,8 @@ namespace {
 
 class ModelTopKSearch : public Strategy {
  public:
-  ModelTopKSearch(int64_t k, int64_t pool, int64_t generations)
-      : k_(k), pool_(pool), generations_(generations) {}
+  ModelTopKSearch(int64_t k, int64_t pool, int64_t generations, int64_t rounds, bool refine)
+      : k_(k), pool_(pool), generations_(generations), rounds_(rounds), refine_(refine) {}
   std::string_view name() const override { return "model-topk"; }
 
  protected:
@@ -57,6 +67,43 @@ class ModelTopKSearch : public Strategy {
       current_score = e->score;
     }
     const std::vector<std::vector<int64_t>> parts = ctx.problem().Parts();
+    std::set<Candidate> measured_candidates = {current};
+    for (int64_t round = 0; rounds_ == 0 || round < rounds_; ++round) {
+      const size_t before = measured_candidates.size();
+      const std::optional<bool> out_of_budget =
+          Round(ctx, parts, current, current_score, measured_candidates);
+      if (out_of_budget) return *out_of_budget;
+      if (measured_candidates.size() == before) break;  // the model has nothing new to propose
+    }
+    return refine_ ? Climb(ctx, current, current_score) : false;
+  }
+
+ private:
+  // Steepest descent over single-position changes; true when the budget ran out.
+  static bool Climb(SearchContext& ctx, Candidate current, double score) {
+    for (;;) {
+      Candidate best;
+      double best_score = score;
+      for (const Candidate& n : internal::Neighbours(ctx.space(), current)) {
+        std::optional<SearchContext::Evaluation> e = ctx.Evaluate(n);
+        if (!e) return true;
+        if (e->score < best_score) {
+          best_score = e->score;
+          best = n;
+        }
+      }
+      if (!(best_score < score)) return false;
+      current = std::move(best);
+      score = best_score;
+    }
+  }
+
+  // One pass over the parts from `current`, which moves to the best measured candidate. A value
+  // ends the search: true when the budget ran out, false on a model error (recorded with Fail).
+  std::optional<bool> Round(SearchContext& ctx, const std::vector<std::vector<int64_t>>& parts,
+                            Candidate& current, double& current_score,
+                            std::set<Candidate>& measured_candidates) {
+    const SearchSpace& space = ctx.space();
     for (size_t part = 0; part < parts.size(); ++part) {
       const std::vector<int64_t>& positions = parts[part];
       if (positions.empty()) continue;
@@ -93,6 +140,7 @@ class ModelTopKSearch : public Strategy {
         for (size_t p = 0; p < positions.size(); ++p) {
           c[static_cast<size_t>(positions[p])] = settings[i][p];
         }
+        if (!measured_candidates.insert(c).second) continue;  // an earlier round measured it
         std::optional<SearchContext::Evaluation> e = ctx.Evaluate(c);
         if (!e) return true;
         if (!required) ++measured;
@@ -104,10 +152,9 @@ class ModelTopKSearch : public Strategy {
       current = std::move(best);
       current_score = best_score;
     }
-    return false;
+    return std::nullopt;
   }
 
- private:
   static Candidate Setting(const Candidate& c, const std::vector<int64_t>& positions) {
     Candidate s;
     for (int64_t p : positions) s.push_back(c[static_cast<size_t>(p)]);
@@ -218,27 +265,41 @@ class ModelTopKSearch : public Strategy {
     return absl::OkStatus();
   }
 
-  int64_t k_, pool_, generations_;
+  int64_t k_, pool_, generations_, rounds_;
+  bool refine_;
 };
 
 }  // namespace
 
-StrategyParams FusionModelTopKParams() { return {{"k", 10}, {"pool", 256}, {"generations", 8}}; }
+StrategyParams FusionModelTopKParams() {
+  return {{"k", 10}, {"pool", 256}, {"generations", 8}, {"rounds", 1}, {"refine", 1}};
+}
 
 absl::StatusOr<std::unique_ptr<Strategy>> CreateModelTopK(const StrategyParams& params) {
-  absl::Status s = internal::CheckParams(params, kModelTopK, {"k", "pool", "generations"});
+  absl::Status s =
+      internal::CheckParams(params, kModelTopK, {"k", "pool", "generations", "rounds", "refine"});
   if (!s.ok()) return s;
   const double k = internal::Param(params, "k", 5);
   const double pool = internal::Param(params, "pool", 256);
   const double generations = internal::Param(params, "generations", 0);
+  const double rounds = internal::Param(params, "rounds", 1);
+  const double refine = internal::Param(params, "refine", 0);
   if (!(k >= 1 && k <= 1e6) || !(pool >= 1 && pool <= 1e6)) {
     return absl::InvalidArgumentError("model-topk: k and pool must be between 1 and 1000000");
   }
   if (!(generations >= 0 && generations <= 1e4)) {
     return absl::InvalidArgumentError("model-topk: generations must be between 0 and 10000");
   }
+  if (!(rounds >= 0 && rounds <= 1e6)) {
+    return absl::InvalidArgumentError(
+        "model-topk: rounds must be between 0 (until the budget runs out) and 1000000");
+  }
+  if (refine != 0 && refine != 1) {
+    return absl::InvalidArgumentError("model-topk: refine is 0 or 1");
+  }
   return std::make_unique<ModelTopKSearch>(static_cast<int64_t>(k), static_cast<int64_t>(pool),
-                                           static_cast<int64_t>(generations));
+                                           static_cast<int64_t>(generations),
+                                           static_cast<int64_t>(rounds), refine == 1);
 }
 
 }  // namespace mltune::opt

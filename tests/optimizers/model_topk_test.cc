@@ -87,6 +87,51 @@ TEST(ModelTopKTest, MeasuresKPerPartAndKeepsTheBestMeasured) {
   EXPECT_EQ(r1.best_score, 1);
 }
 
+TEST(ModelTopKTest, RoundsRepeatThePassMeasuringOnlyWhatNoRoundMeasured) {
+  // The model is off by one in part {3, 4}: with k = 1 one round settles for its guess (2, 5).
+  // A second round measures the next best ranked setting of every part: in part {3, 4} the
+  // target (2, 4), the first of the guess's three neighbours.
+  PartsProblem two({3, 1, 5, 2, 5});
+  const Result r2 = MustSearch(two, {{"k", 1}, {"rounds", 2}});
+  EXPECT_EQ(r2.best, PartsProblem::kTarget);
+  EXPECT_EQ(two.evaluations, 1 + 3 + 3);
+  // rounds 0: until the model has nothing new. Then every setting of every part has been
+  // measured next to the final best's other parts, and no candidate twice.
+  PartsProblem all({3, 1, 5, 2, 5});
+  const Result r0 = MustSearch(all, {{"k", 1}, {"rounds", 0}});
+  EXPECT_EQ(r0.best, PartsProblem::kTarget);
+  EXPECT_EQ(static_cast<int64_t>(all.evaluated.size()), all.evaluations) << "measured twice";
+  EXPECT_FALSE(r0.budget_exhausted);
+  const SearchSpace space = all.space();
+  for (const std::vector<int64_t>& part : all.Parts()) {
+    const int64_t n =
+        part.size() == 1 ? space.choices[part[0]] : space.choices[part[0]] * space.choices[part[1]];
+    for (int64_t v = 0; v < n; ++v) {
+      Candidate c = PartsProblem::kTarget;
+      c[part[0]] = part.size() == 1 ? v : v % space.choices[part[0]];
+      if (part.size() == 2) c[part[1]] = v / space.choices[part[0]];
+      EXPECT_TRUE(all.evaluated.count(c)) << "never measured next to the best: " << v;
+    }
+  }
+  // ... and within a budget, until it runs out.
+  PartsProblem budgeted({3, 1, 5, 2, 5});
+  const Result rb = MustSearch(budgeted, {{"k", 1}, {"rounds", 0}}, 12);
+  EXPECT_EQ(budgeted.evaluations, 12);
+  EXPECT_TRUE(rb.budget_exhausted);
+}
+
+TEST(ModelTopKTest, RefineClimbsByMeasurementFromTheModelsBest) {
+  // The model's guess (2, 5) in part {3, 4} is one step from the target: one round settles for
+  // it, and hill climbing from there measures the neighbours and finds (2, 4).
+  PartsProblem refined({3, 1, 5, 2, 5});
+  const Result r = MustSearch(refined, {{"k", 1}, {"refine", 1}});
+  EXPECT_EQ(r.best, PartsProblem::kTarget);
+  EXPECT_EQ(r.best_score, 0);
+  EXPECT_FALSE(r.budget_exhausted);  // it stops at the local optimum
+  EXPECT_GT(refined.evaluations, 1 + 3);
+  EXPECT_EQ(CreateModelTopK({{"refine", 2}}).status().code(), absl::StatusCode::kInvalidArgument);
+}
+
 // Settings ranked -infinity are the problem's must-tries: measured besides the k best.
 class MustTryProblem : public PartsProblem {
  public:
@@ -151,6 +196,8 @@ TEST(ModelTopKTest, RejectsBadParameters) {
   EXPECT_EQ(CreateModelTopK({{"k", 0}}).status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(CreateModelTopK({{"topk", 3}}).status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_TRUE(CreateModelTopK({{"k", 10}, {"pool", 1000}}).ok());
+  EXPECT_EQ(CreateModelTopK({{"rounds", -1}}).status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_TRUE(CreateModelTopK({{"rounds", 0}}).ok());
   EXPECT_EQ(CreateModelTopK({{"generations", -1}}).status().code(),
             absl::StatusCode::kInvalidArgument);
   EXPECT_TRUE(CreateModelTopK(FusionModelTopKParams()).ok());
