@@ -66,25 +66,7 @@ class GreedySearch : public Strategy {
       Candidate current = internal::RandomCandidate(space, length, ctx.rng());
       std::optional<SearchContext::Evaluation> eval = ctx.Evaluate(current);
       if (!eval) return true;
-      double score = eval->score;
-      for (bool improved = true; improved;) {
-        improved = false;
-        Candidate best_neighbour;
-        double best_score = score;
-        for (const Candidate& n : internal::Neighbours(space, current)) {
-          std::optional<SearchContext::Evaluation> e = ctx.Evaluate(n);
-          if (!e) return true;
-          if (e->score < best_score) {
-            best_score = e->score;
-            best_neighbour = n;
-          }
-        }
-        if (best_score < score) {
-          current = std::move(best_neighbour);
-          score = best_score;
-          improved = true;
-        }
-      }
+      if (internal::HillClimb(ctx, std::move(current), eval->score)) return true;
     }
     return true;
   }

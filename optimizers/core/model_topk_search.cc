@@ -75,29 +75,10 @@ class ModelTopKSearch : public Strategy {
       if (out_of_budget) return *out_of_budget;
       if (measured_candidates.size() == before) break;  // the model has nothing new to propose
     }
-    return refine_ ? Climb(ctx, current, current_score) : false;
+    return refine_ ? internal::HillClimb(ctx, current, current_score) : false;
   }
 
  private:
-  // Steepest descent over single-position changes; true when the budget ran out.
-  static bool Climb(SearchContext& ctx, Candidate current, double score) {
-    for (;;) {
-      Candidate best;
-      double best_score = score;
-      for (const Candidate& n : internal::Neighbours(ctx.space(), current)) {
-        std::optional<SearchContext::Evaluation> e = ctx.Evaluate(n);
-        if (!e) return true;
-        if (e->score < best_score) {
-          best_score = e->score;
-          best = n;
-        }
-      }
-      if (!(best_score < score)) return false;
-      current = std::move(best);
-      score = best_score;
-    }
-  }
-
   // One pass over the parts from `current`, which moves to the best measured candidate. A value
   // ends the search: true when the budget ran out, false on a model error (recorded with Fail).
   std::optional<bool> Round(SearchContext& ctx, const std::vector<std::vector<int64_t>>& parts,

@@ -190,6 +190,24 @@ std::vector<Candidate> Neighbours(const SearchSpace& space, const Candidate& c) 
   return out;
 }
 
+bool HillClimb(SearchContext& ctx, Candidate current, double score) {
+  for (;;) {
+    Candidate best;
+    double best_score = score;
+    for (const Candidate& n : Neighbours(ctx.space(), current)) {
+      std::optional<SearchContext::Evaluation> e = ctx.Evaluate(n);
+      if (!e) return true;
+      if (e->score < best_score) {
+        best_score = e->score;
+        best = n;
+      }
+    }
+    if (!(best_score < score)) return false;
+    current = std::move(best);
+    score = best_score;
+  }
+}
+
 bool NoOpMemo::IsNoOp(const State& s, Action a) const {
   const std::string key = s.Key();
   if (key.empty()) return false;

@@ -85,6 +85,10 @@ const SearchContext::Evaluation* BestSeed(const SearchContext& ctx);
 // Every configuration differing from `c` at exactly one position, in position then value order.
 std::vector<Candidate> Neighbours(const SearchSpace& space, const Candidate& c);
 
+// Steepest descent over Neighbours from `current` (its score `score`), moving to the best
+// strictly better neighbour until none is; true when the budget ran out first.
+bool HillClimb(SearchContext& ctx, Candidate current, double score);
+
 // Steps learned to change nothing, per state key: strategies skip them instead of paying again.
 class NoOpMemo {
  public:
