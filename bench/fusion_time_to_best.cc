@@ -162,8 +162,8 @@ int main(int argc, char** argv) {
                  "the plans model-topk measured")
       ->default_val(3);
   app.add_option("--model-plans", model_plans,
-                 "Distinct plans model-topk measures (its rounds stop there); 0: one round, as "
-                 "many as it ranks first")
+                 "Distinct plans model-topk measures (its rounds and hill climbing stop there); "
+                 "0: one round and no hill climbing, the 10 it ranks first")
       ->default_val(30)
       ->check(CLI::Range(0, 100000));
   app.add_option("--rounds", rounds, "model-topk's rounds (default: the daemon's)")
@@ -192,11 +192,15 @@ int main(int argc, char** argv) {
   std::shared_ptr<const costmodels::learned::LearnedModel> model = newest->model;
   std::vector<std::string> baselines = absl::StrSplit(strategies, ',', absl::SkipEmpty());
 
-  // As the daemon's cpu fusion task measures a module, and ranks with the daemon's parameters;
-  // --model-plans 0 keeps the single round of earlier runs.
+  // As the daemon's cpu fusion task measures a module, and ranks with the daemon's parameters.
+  // --model-plans 0 (no cap on plans) is the first run's model-topk: one round, no hill climbing,
+  // which stops on its own.
   const cpu::MeasureOptions measure = opt::tiling::ModuleTuningMeasureOptions();
   opt::StrategyParams topk_params = opt::FusionModelTopKParams();
-  if (model_plans == 0) topk_params["rounds"] = 1;
+  if (model_plans == 0) {
+    topk_params["rounds"] = 1;
+    topk_params["refine"] = 0;
+  }
   if (rounds >= 0) topk_params["rounds"] = static_cast<double>(rounds);
   if (refine >= 0) topk_params["refine"] = static_cast<double>(refine);
 
