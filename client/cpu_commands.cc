@@ -34,6 +34,14 @@ using json = nlohmann::ordered_json;
 
 std::string Ms(double s) { return absl::StrFormat("%.4g ms", s * 1e3); }
 
+// Says how many elements matched only within their rounding spread, when any did.
+std::string IllConditionedNote(int64_t elements) {
+  if (elements == 0) return "";
+  return absl::StrCat("; ", elements, " ill-conditioned element(s) only within ",
+                      cpu::Tolerance{}.spread_factor,
+                      "x how far rounding noise moves the evaluator");
+}
+
 std::string KernelCounts(const cpu::LoweredModule& lowered) {
   std::map<std::string, int> counts;
   for (const cpu::Kernel& k : lowered.kernels) ++counts[cpu::KernelKindName(k.kind)];
@@ -174,10 +182,14 @@ int RunRun(const RunCommand& cmd, std::ostream& out, std::ostream& err) {
   const cpu::MeasureOptions timing_options = TimingOptions(cmd.repeat, cmd.threads);
   int exit_code = 0;
   if (cmd.check) {
-    absl::Status s = cpu::CheckAgainstEvaluator(*original, *compiled, cmd.seed, timing_options);
+    int64_t ill_conditioned = 0;
+    absl::Status s = cpu::CheckAgainstEvaluator(*original, *compiled, cmd.seed, timing_options, {},
+                                                nullptr, &ill_conditioned);
     j["check"] = s.ok() ? "match" : std::string(s.message());
+    j["check_ill_conditioned"] = ill_conditioned;
     if (s.ok()) {
-      out << "check: matches the reference evaluator (seed " << cmd.seed << ")\n";
+      out << "check: matches the reference evaluator (seed " << cmd.seed << ")"
+          << IllConditionedNote(ill_conditioned) << "\n";
     } else {
       out << "check: MISMATCH: " << s.message() << "\n";
       exit_code = 1;
@@ -218,10 +230,14 @@ int RunRun(const RunCommand& cmd, std::ostream& out, std::ostream& err) {
         << " kernel measurements; kernels alone " << Ms(tuned->default_seconds) << " -> "
         << Ms(tuned->tuned_seconds) << "\n";
     if (cmd.check) {
-      absl::Status s = cpu::CheckAgainstEvaluator(*original, *best, cmd.seed, timing_options);
+      int64_t ill_conditioned = 0;
+      absl::Status s = cpu::CheckAgainstEvaluator(*original, *best, cmd.seed, timing_options, {},
+                                                  nullptr, &ill_conditioned);
       if (!s.ok()) {
         out << "check (tuned): MISMATCH: " << s.message() << "\n";
         exit_code = 1;
+      } else if (ill_conditioned > 0) {
+        out << "check (tuned): matches" << IllConditionedNote(ill_conditioned) << "\n";
       }
     }
     absl::StatusOr<double> t = report("tuned kernels", *best);

@@ -41,10 +41,13 @@ absl::StatusOr<CompiledModule> CompileModule(const ir::Module& module,
 
 // Runs the compiled module once on ir::MakeRandomArguments(module, seed) and compares with the
 // evaluator's results: OK, DataLoss naming the first difference, or the evaluator's or runner's
-// error. With `timing`, the run is also timed on those inputs.
+// error. Elements outside `tolerance` pass when within its spread_factor times their
+// RoundingSpread (ill-conditioned outputs); `ill_conditioned` receives how many did. With
+// `timing`, the run is also timed on those inputs.
 absl::Status CheckAgainstEvaluator(const ir::Module& module, const CompiledModule& compiled,
                                    uint64_t seed, const MeasureOptions& options = {},
-                                   const Tolerance& tolerance = {}, Timing* timing = nullptr);
+                                   const Tolerance& tolerance = {}, Timing* timing = nullptr,
+                                   int64_t* ill_conditioned = nullptr);
 
 // Compiles the module (as CompileModule) and times it on seeded random inputs.
 absl::StatusOr<Timing> MeasureModule(const ir::Module& module,

@@ -76,9 +76,14 @@ class Evaluator {
   absl::StatusOr<Literal> RunFrame(const Computation& computation, std::vector<Literal>* owned,
                                    const std::vector<const Literal*>* borrowed);
   absl::StatusOr<Literal> Dispatch(const Instruction& instr, Operands& ops);
+  // Dispatch, plus EvalOptions::rounding_noise_ulps on the result of an op that rounds.
+  absl::StatusOr<Literal> DispatchWithNoise(const Instruction& instr, Operands& ops);
+  // A uniform draw in [-1, 1] of the rounding-noise stream (negated under noise_negated).
+  double NextNoise();
 
   EvalOptions options_;
   std::mt19937_64 rng_;
+  std::mt19937_64 noise_rng_;  // apart from rng_, so noise leaves rng ops' streams unchanged
   std::array<uint64_t, 2> rng_state_;  // {low, high} of the 128-bit rng-get-and-update-state
   int64_t loop_iterations_ = 0;
   std::unordered_map<const Computation*, std::unique_ptr<Plan>> plans_;

@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "ir/computation.h"
 #include "ir/evaluator/eval_internal.h"
+#include "ir/evaluator/rounding_noise.h"
 #include "ir/module.h"
 
 namespace mltune::ir {
@@ -75,7 +76,10 @@ struct Evaluator::Plan {
 };
 
 Evaluator::Evaluator(const EvalOptions& options)
-    : options_(options), rng_(options.rng_seed), rng_state_(InitialRngState(options.rng_seed)) {}
+    : options_(options),
+      rng_(options.rng_seed),
+      noise_rng_(options.noise_seed),
+      rng_state_(InitialRngState(options.rng_seed)) {}
 Evaluator::~Evaluator() = default;
 
 const Evaluator::Plan& Evaluator::GetPlan(const Computation& computation) {
@@ -179,7 +183,8 @@ absl::StatusOr<Literal> Evaluator::RunFrame(const Computation& computation,
       ops.movable_.push_back(mine && once && remaining[s] == 1);
       ops.elements_movable_.push_back(mine && plan.gte_distinct[s]);
     }
-    absl::StatusOr<Literal> result = Dispatch(instr, ops);
+    absl::StatusOr<Literal> result =
+        options_.rounding_noise_ulps > 0 ? DispatchWithNoise(instr, ops) : Dispatch(instr, ops);
     if (!result.ok()) return Annotate(result.status(), instr);
     v.owned = *std::move(result);
     v.ptr = &v.owned;
@@ -347,6 +352,41 @@ int64_t MinOperands(Opcode op) {
 }
 
 }  // namespace
+
+double Evaluator::NextNoise() {
+  const double u = std::uniform_real_distribution<double>(-1.0, 1.0)(noise_rng_);
+  return options_.noise_negated ? -u : u;
+}
+
+absl::StatusOr<Literal> Evaluator::DispatchWithNoise(const Instruction& instr, Operands& ops) {
+  const NoiseKind kind = RoundingNoiseKind(instr);
+  if (kind == NoiseKind::kNone) return Dispatch(instr, ops);
+  std::optional<Literal> magnitude;
+  int64_t terms = 1;
+  if (kind == NoiseKind::kSum) {
+    // The same op on the operands' absolute values sums the terms' magnitudes.
+    terms = TermsPerElement(instr, ops);
+    std::vector<Value> abs_values(ops.size());
+    Operands abs_ops;
+    for (int64_t i = 0; i < ops.size(); ++i) {
+      abs_values[i].owned = AbsoluteValues(ops[i]);
+      abs_values[i].ptr = &abs_values[i].owned;
+      abs_values[i].is_owned = true;
+      abs_ops.values_.push_back(&abs_values[i]);
+      abs_ops.movable_.push_back(1);
+      abs_ops.elements_movable_.push_back(0);
+    }
+    absl::StatusOr<Literal> m = Dispatch(instr, abs_ops);
+    if (!m.ok()) return m.status();
+    magnitude = *std::move(m);
+  }
+  absl::StatusOr<Literal> result = Dispatch(instr, ops);
+  if (!result.ok()) return result.status();
+  AddRoundingNoise(
+      options_.rounding_noise_ulps, terms, magnitude ? &*magnitude : nullptr,
+      [this] { return NextNoise(); }, *result);
+  return result;
+}
 
 absl::StatusOr<Literal> Evaluator::Dispatch(const Instruction& instr, Operands& ops) {
   const Opcode op = instr.opcode();

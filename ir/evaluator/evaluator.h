@@ -19,6 +19,15 @@ struct EvalOptions {
   int64_t max_loop_iterations = 1'000'000;
   // Seed of the `rng` op's deterministic stream (uniform and normal distributions).
   uint64_t rng_seed = 0;
+  // Monte Carlo arithmetic, to see how much each output depends on rounding: when > 0, the result
+  // of every op that rounds (arithmetic elementwise ops; the sums of dot, convolution and
+  // add-reductions) gets a random error of up to this many units in the last place of its type,
+  // a sum of K terms up to sqrt(K) times as many of the terms' total magnitude. Evaluations that
+  // differ only in `noise_seed` differ where an output is ill-conditioned. `noise_negated` draws
+  // the same errors with the opposite sign (antithetic pairs). 0: exact reference semantics.
+  double rounding_noise_ulps = 0;
+  uint64_t noise_seed = 0;
+  bool noise_negated = false;
 };
 
 // Evaluates the entry computation on `arguments` (one per entry parameter, shapes must match).
