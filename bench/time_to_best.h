@@ -59,7 +59,8 @@ struct NewestModel {
 };
 // The newest cpu cost model for `task` in the store at `db`; the error says how to make one.
 inline absl::StatusOr<NewestModel> LoadNewestModel(const std::string& db, const std::string& task) {
-  absl::StatusOr<std::unique_ptr<storage::Store>> store = storage::Store::Open(db);
+  absl::StatusOr<std::unique_ptr<storage::Store>> store =
+      storage::Store::Open(db, storage::StoreOptions{.must_exist = true});
   if (!store.ok()) return store.status();
   absl::StatusOr<storage::ModelRecord> record = opt::guided::NewestCostModelRecord(
       [&](const std::string& name) { return (*store)->LatestModel(name); }, task, "cpu", db);

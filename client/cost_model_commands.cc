@@ -483,7 +483,12 @@ int RunTrainCostModel(const TrainCostModelCommand& cmd, std::ostream& out, std::
   }
   // As collect logs it: tpu-sim means its default spec.
   const std::string target = ResolveAlias(cmd.target);
-  absl::StatusOr<std::unique_ptr<storage::Store>> store = storage::Store::Open(cmd.db);
+  absl::StatusOr<std::unique_ptr<storage::Store>> store =
+      storage::Store::Open(cmd.db, storage::StoreOptions{.must_exist = true});
+  if (absl::IsNotFound(store.status())) {
+    err << "error: " << store.status().message() << " (mltune collect --db makes one)\n";
+    return 1;
+  }
   if (!store.ok()) {
     err << "error: cannot open the store " << cmd.db << ": " << store.status().message() << "\n";
     return 1;

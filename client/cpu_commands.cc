@@ -98,7 +98,8 @@ absl::StatusOr<std::shared_ptr<const costmodels::learned::LearnedModel>> LoadCpu
         opt::guided::CostModelName(task, "cpu"),
         " (mltune collect, then mltune train-cost-model)"));
   }
-  absl::StatusOr<std::unique_ptr<storage::Store>> store = storage::Store::Open(db);
+  absl::StatusOr<std::unique_ptr<storage::Store>> store =
+      storage::Store::Open(db, storage::StoreOptions{.must_exist = true});
   if (!store.ok()) return store.status();
   absl::StatusOr<storage::ModelRecord> record = opt::guided::NewestCostModelRecord(
       [&](const std::string& name) { return (*store)->LatestModel(name); }, task, "cpu", db);

@@ -78,6 +78,9 @@ absl::StatusOr<std::unique_ptr<Store>> Store::Open(const std::string& path, Stor
     if (std::filesystem::is_directory(absolute, ec)) {
       return absl::InvalidArgumentError(absl::StrCat(file, ": is a directory, not a store file"));
     }
+    if (options.must_exist && !std::filesystem::exists(absolute, ec)) {
+      return absl::NotFoundError(absl::StrCat(file, ": no such store file"));
+    }
     std::filesystem::create_directories(absolute.parent_path(), ec);
     if (ec) {
       return absl::FailedPreconditionError(absl::StrCat(

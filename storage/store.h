@@ -29,6 +29,9 @@ struct StoreOptions {
   bool check_on_open = true;
   // Read connections kept open between reads (more are opened on demand, then closed).
   int max_idle_readers = 8;
+  // Refuse (NotFound) rather than create a store that does not exist yet: for readers, such as a
+  // tuner loading a cost model, where an empty new file would only hide a mistyped path.
+  bool must_exist = false;
 };
 
 // The results cache key. Every field must be non-empty.
@@ -170,7 +173,8 @@ class Store {
   static constexpr int kSchemaVersion = 3;
 
   // Opens or creates the store at `path` (its parent folders are created), or an in-memory store
-  // for ":memory:" (one connection: reads wait for writes there).
+  // for ":memory:" (one connection: reads wait for writes there). With options.must_exist, a
+  // missing file is NotFound and nothing is created.
   static absl::StatusOr<std::unique_ptr<Store>> Open(const std::string& path,
                                                      StoreOptions options = {});
   ~Store();

@@ -9,6 +9,7 @@
 #include <fstream>
 
 #include "nlohmann/json.hpp"
+#include "storage/store.h"
 #include "tests/support/corpus.h"
 #include "tests/support/run_command.h"
 
@@ -384,6 +385,13 @@ TEST(CliTest, ModelTopKWithoutAModelSaysHowToTrainOne) {
   const std::string db = (std::filesystem::temp_directory_path() /
                           ("mltune_cli_empty_" + std::to_string(getpid()) + ".db"))
                              .string();
+  // A mistyped path is named, and no empty store is left behind.
+  Result missing =
+      RunCli("search tile --target cpu --strategy model-topk --model-db " + db + " " + Example());
+  EXPECT_EQ(missing.exit_code, 1);
+  EXPECT_NE(missing.err.find("no such store file"), std::string::npos) << missing.err;
+  EXPECT_FALSE(std::filesystem::exists(db));
+  ASSERT_TRUE(storage::Store::Open(db).ok());
   Result empty =
       RunCli("search tile --target cpu --strategy model-topk --model-db " + db + " " + Example());
   EXPECT_EQ(empty.exit_code, 1);

@@ -199,6 +199,12 @@ TEST_F(TrainCostModelTest, SyntheticProgramsAlwaysTrainAndPredictionsListTheReal
 }
 
 TEST_F(TrainCostModelTest, ClearErrors) {
+  // A store that does not exist is named, not created empty.
+  Result missing = Cli(absl::StrCat("train-cost-model --db ", Db()));
+  EXPECT_EQ(missing.exit_code, 1);
+  EXPECT_NE(missing.err.find("no such store file"), std::string::npos) << missing.err;
+  EXPECT_FALSE(std::filesystem::exists(Db()));
+  ASSERT_TRUE(storage::Store::Open(Db()).ok());
   Result empty = Cli(absl::StrCat("train-cost-model --db ", Db()));
   EXPECT_EQ(empty.exit_code, 1);
   EXPECT_NE(empty.err.find("holds no tile-kernel measurements"), std::string::npos) << empty.err;

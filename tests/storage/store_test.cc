@@ -103,6 +103,20 @@ ResultRecord MustLookup(Store& store, const CacheKey& key) {
 
 // --- Opening and migrations.
 
+TEST_F(StoreTest, MustExistRefusesAMissingStoreAndCreatesNothing) {
+  const std::string path = (dir_ / "missing" / "store.db").string();
+  StoreOptions options;
+  options.must_exist = true;
+  absl::StatusOr<std::unique_ptr<Store>> store = Store::Open(path, options);
+  ASSERT_FALSE(store.ok());
+  EXPECT_EQ(store.status().code(), absl::StatusCode::kNotFound);
+  EXPECT_NE(store.status().message().find("no such store file"), std::string::npos);
+  EXPECT_FALSE(fs::exists(dir_ / "missing"));
+  // Once it exists, it opens.
+  ASSERT_NE(MustOpen(path), nullptr);
+  EXPECT_TRUE(Store::Open(path, options).ok());
+}
+
 TEST_F(StoreTest, OpenCreatesFoldersAndAWalDatabaseAtTheCurrentSchema) {
   const std::string path = (dir_ / "a" / "b" / "store.db").string();
   std::unique_ptr<Store> store = MustOpen(path);
