@@ -9,10 +9,13 @@
 //
 // A part with far more settings than `pool` (a whole fusion plan: 4^producers) is explored with
 // the model before anything is measured, as the paper's graph-level autotuner does: with
-// `generations` > 0 the pool starts as the current setting and mutants of it, and each
-// generation breeds mutants and crossovers of the best-ranked quarter, ranks them together with
-// the pool in one call (rankings compare only within a call) and keeps the `pool` best ranked.
-// The k best of the last ranking are measured.
+// `generations` > 0 the pool starts as the current setting, mutants of it (three quarters) and
+// uniformly random settings (a quarter), and each generation breeds mutants and crossovers of
+// the best-ranked quarter, ranks them together with the pool in one call (rankings compare only
+// within a call) and keeps the `pool` best ranked. The k best of the last ranking are measured.
+// The random quarter lets the model reach regions far from the start: mutants alone change a
+// few positions per generation, and on a fusion plan the best region (fusing most producers) is
+// where a random plan already lies, 50+ positions from the default plan.
 //
 // With `rounds` > 1 (0: until the budget runs out) the pass over the parts repeats from the best
 // measured candidate, measuring only settings no earlier round measured: the model proposes, the
@@ -95,7 +98,7 @@ class ModelTopKSearch : public Strategy {
       for (int64_t p : positions) part_space.choices.push_back(space.ChoicesAt(p));
       const bool explore = generations_ > 0 && !Enumerable(part_space);
       std::vector<Candidate> settings =
-          explore ? Mutants(part_space, now, ctx.rng()) : Settings(part_space, now, ctx.rng());
+          explore ? InitialPool(part_space, now, ctx.rng()) : Settings(part_space, now, ctx.rng());
       absl::StatusOr<std::vector<double>> ranks = Rank(ctx, part, settings);
       if (!ranks.ok()) {
         Fail(ranks.status());
@@ -196,15 +199,20 @@ class ModelTopKSearch : public Strategy {
 
   // The current setting and up to pool_ - 1 distinct mutants of it, each 1-3 edits away: the
   // exploration's start, near the setting the search stands on rather than uniformly spread.
-  std::vector<Candidate> Mutants(const SearchSpace& space, const Candidate& now,
-                                 std::mt19937_64& rng) const {
+  std::vector<Candidate> InitialPool(const SearchSpace& space, const Candidate& now,
+                                     std::mt19937_64& rng) const {
     std::set<Candidate> seen = {now};
     std::vector<Candidate> out = {now};
+    const int64_t random = pool_ / 4;
     for (int64_t tries = 0; static_cast<int64_t>(out.size()) < pool_ && tries < 20 * pool_;
          ++tries) {
       Candidate s = now;
-      for (int64_t e = 1 + internal::Uniform(rng, 3); e > 0; --e) {
-        s = internal::Mutate(space, s, rng);
+      if (static_cast<int64_t>(out.size()) <= random) {
+        s = internal::RandomCandidate(space, space.max_length, rng);
+      } else {
+        for (int64_t e = 1 + internal::Uniform(rng, 3); e > 0; --e) {
+          s = internal::Mutate(space, s, rng);
+        }
       }
       if (seen.insert(s).second) out.push_back(std::move(s));
     }

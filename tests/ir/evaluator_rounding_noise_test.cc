@@ -32,21 +32,22 @@ std::vector<double> Ramp(int n) {
   return v;
 }
 
+// The two operands of kMultiply: the same ramp.
+std::vector<Literal> RampArgs() {
+  std::vector<Literal> a;
+  a.push_back(MakeLiteral("f32[1000]", Ramp(1000)));
+  a.push_back(MakeLiteral("f32[1000]", Ramp(1000)));
+  return a;
+}
+
 const std::string kMultiply = ModuleText(R"(
   a = f32[1000] parameter(0)
   b = f32[1000] parameter(1)
   ROOT m = f32[1000] multiply(a, b))");
 
 TEST(RoundingNoiseTest, ElementwiseResultsMoveByAtMostTheirUlps) {
-  const std::vector<double> v = Ramp(1000);
-  auto args = [&] {
-    std::vector<Literal> a;
-    a.push_back(MakeLiteral("f32[1000]", v));
-    a.push_back(MakeLiteral("f32[1000]", v));
-    return a;
-  };
-  absl::StatusOr<Literal> exact = EvalText(kMultiply, args());
-  absl::StatusOr<Literal> noisy = EvalText(kMultiply, args(), Noise(2, 1));
+  absl::StatusOr<Literal> exact = EvalText(kMultiply, RampArgs());
+  absl::StatusOr<Literal> noisy = EvalText(kMultiply, RampArgs(), Noise(2, 1));
   ASSERT_TRUE(exact.ok() && noisy.ok());
   const std::vector<double> e = Values(*exact), n = Values(*noisy);
   int moved = 0;
@@ -59,16 +60,9 @@ TEST(RoundingNoiseTest, ElementwiseResultsMoveByAtMostTheirUlps) {
 }
 
 TEST(RoundingNoiseTest, NegatedRunsMoveTheOtherWay) {
-  const std::vector<double> v = Ramp(1000);
-  auto args = [&] {
-    std::vector<Literal> a;
-    a.push_back(MakeLiteral("f32[1000]", v));
-    a.push_back(MakeLiteral("f32[1000]", v));
-    return a;
-  };
-  absl::StatusOr<Literal> exact = EvalText(kMultiply, args());
-  absl::StatusOr<Literal> up = EvalText(kMultiply, args(), Noise(64, 3));
-  absl::StatusOr<Literal> down = EvalText(kMultiply, args(), Noise(64, 3, true));
+  absl::StatusOr<Literal> exact = EvalText(kMultiply, RampArgs());
+  absl::StatusOr<Literal> up = EvalText(kMultiply, RampArgs(), Noise(64, 3));
+  absl::StatusOr<Literal> down = EvalText(kMultiply, RampArgs(), Noise(64, 3, true));
   ASSERT_TRUE(exact.ok() && up.ok() && down.ok());
   const std::vector<double> e = Values(*exact), u = Values(*up), d = Values(*down);
   for (size_t i = 0; i < e.size(); ++i) {
@@ -132,14 +126,8 @@ TEST(RoundingNoiseTest, IntegersComparisonsDataMovementAndRngStayExact) {
 }
 
 TEST(RoundingNoiseTest, ZeroUlpsIsTheExactEvaluation) {
-  const std::vector<double> v = Ramp(1000);
-  std::vector<Literal> a1, a2;
-  for (auto* a : {&a1, &a2}) {
-    a->push_back(MakeLiteral("f32[1000]", v));
-    a->push_back(MakeLiteral("f32[1000]", v));
-  }
-  absl::StatusOr<Literal> exact = EvalText(kMultiply, std::move(a1));
-  absl::StatusOr<Literal> zero = EvalText(kMultiply, std::move(a2), Noise(0, 9));
+  absl::StatusOr<Literal> exact = EvalText(kMultiply, RampArgs());
+  absl::StatusOr<Literal> zero = EvalText(kMultiply, RampArgs(), Noise(0, 9));
   ASSERT_TRUE(exact.ok() && zero.ok());
   EXPECT_TRUE(exact->BitwiseEqual(*zero));
 }

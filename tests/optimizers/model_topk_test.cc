@@ -1,6 +1,7 @@
 // "model-topk": a cost model ranks each part's settings and only the k best ranked are measured.
 #include "optimizers/core/model_topk.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <memory>
@@ -249,6 +250,34 @@ TEST(ModelTopKTest, GenerationsExploreAPartTooLargeToEnumerateWithTheModel) {
   EXPECT_LE(evolved.best_score, 12);
   EXPECT_EQ(explored.evaluations, 1 + 3);  // the seed, then the 3 best ranked
   EXPECT_EQ(explored.calls, 1 + 1 + 12);   // the model check, the first pool, each generation
+}
+
+// Like a fusion plan's priorities: any nonzero setting is good (priority 0 keeps a producer
+// apart), so the optimum is 40 positions from the all-zero seed, where random settings lie.
+class FarOptimumProblem : public OnePartProblem {
+ public:
+  double Evaluate(const Candidate& c) override {
+    ++evaluations;
+    return Zeros(c);
+  }
+  absl::StatusOr<std::vector<double>> RankSettings(
+      int64_t, const std::vector<Candidate>& settings) override {
+    std::vector<double> out;
+    for (const Candidate& c : settings) out.push_back(Zeros(c));
+    return out;
+  }
+  static double Zeros(const Candidate& c) {
+    return static_cast<double>(std::count(c.begin(), c.end(), 0));
+  }
+};
+
+TEST(ModelTopKTest, GenerationsReachAnOptimumFarFromTheSeed) {
+  // Mutants change 1-3 positions and each generation a few more: from 40 zeros they would stop
+  // near 20. The pool's random quarter starts near 10 and the generations finish the job.
+  FarOptimumProblem far;
+  const Result r = MustSearch(far, {{"k", 3}, {"pool", 64}, {"generations", 8}});
+  EXPECT_LE(r.best_score, 3);
+  EXPECT_EQ(far.evaluations, 1 + 3);
 }
 
 // A model that fails mid-search (a malformed graph, say) is an error, not a silent stop.
