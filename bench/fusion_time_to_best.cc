@@ -49,6 +49,7 @@
 #include "optimizers/core/model_topk.h"
 #include "optimizers/fusion/cpu_fusion_problem.h"
 #include "optimizers/guided/rankers.h"
+#include "optimizers/guided/stored_cost_models.h"
 #include "optimizers/tiling/cpu_tile_problem.h"
 #include "storage/store.h"
 
@@ -184,7 +185,8 @@ int main(int argc, char** argv) {
 
   if (!keep_cache) bench::UseFreshKernelCache("mltune-ftb-");
   const std::string name = opt::guided::CostModelName("fusion", "cpu");
-  absl::StatusOr<bench::NewestModel> newest = bench::LoadNewestModel(db, "fusion");
+  absl::StatusOr<opt::guided::StoredCostModel> newest =
+      opt::guided::LoadNewestCostModel(db, "fusion", "cpu");
   if (!newest.ok()) {
     std::cerr << "error: " << newest.status().message() << "\n";
     return 1;

@@ -45,6 +45,7 @@
 #include "ir/hlo_parser.h"
 #include "optimizers/core/model_topk.h"
 #include "optimizers/guided/rankers.h"
+#include "optimizers/guided/stored_cost_models.h"
 #include "optimizers/tiling/cpu_tile_problem.h"
 #include "storage/store.h"
 
@@ -171,7 +172,8 @@ int main(int argc, char** argv) {
 
   if (!keep_cache) bench::UseFreshKernelCache("mltune-ttb-");
   const std::string name = opt::guided::CostModelName("tile", "cpu");
-  absl::StatusOr<bench::NewestModel> newest = bench::LoadNewestModel(db, "tile");
+  absl::StatusOr<opt::guided::StoredCostModel> newest =
+      opt::guided::LoadNewestCostModel(db, "tile", "cpu");
   if (!newest.ok()) {
     std::cerr << "error: " << newest.status().message() << "\n";
     return 1;

@@ -20,10 +20,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "bench/cpu_bench_util.h"
-#include "costmodels/learned/learned_model.h"
 #include "optimizers/core/model_topk.h"
-#include "optimizers/guided/stored_cost_models.h"
-#include "storage/store.h"
 
 namespace mltune::bench {
 
@@ -51,24 +48,6 @@ inline void UseFreshKernelCache(const std::string& prefix) {
   std::filesystem::remove_all(cache);
   setenv("MLTUNE_KERNEL_CACHE", cache.c_str(), 1);
   std::cerr << "kernel cache: " << cache.string() << " (fresh)\n";
-}
-
-struct NewestModel {
-  std::shared_ptr<const costmodels::learned::LearnedModel> model;
-  int64_t version = 0;
-};
-// The newest cpu cost model for `task` in the store at `db`; the error says how to make one.
-inline absl::StatusOr<NewestModel> LoadNewestModel(const std::string& db, const std::string& task) {
-  absl::StatusOr<std::unique_ptr<storage::Store>> store =
-      storage::Store::Open(db, storage::StoreOptions{.must_exist = true});
-  if (!store.ok()) return store.status();
-  absl::StatusOr<storage::ModelRecord> record = opt::guided::NewestCostModelRecord(
-      [&](const std::string& name) { return (*store)->LatestModel(name); }, task, "cpu", db);
-  if (!record.ok()) return record.status();
-  absl::StatusOr<std::shared_ptr<const costmodels::learned::LearnedModel>> model =
-      opt::guided::LoadCostModel(*record);
-  if (!model.ok()) return model.status();
-  return NewestModel{*std::move(model), record->version};
 }
 
 // One strategy's tuning of one module, on its own clock of charged seconds.

@@ -24,7 +24,6 @@
 #include "optimizers/fusion/cpu_fusion_problem.h"
 #include "optimizers/guided/rankers.h"
 #include "optimizers/tiling/cpu_tile_problem.h"
-#include "storage/store.h"
 
 namespace mltune::client {
 namespace {
@@ -98,13 +97,10 @@ absl::StatusOr<std::shared_ptr<const costmodels::learned::LearnedModel>> LoadCpu
         opt::guided::CostModelName(task, "cpu"),
         " (mltune collect, then mltune train-cost-model)"));
   }
-  absl::StatusOr<std::unique_ptr<storage::Store>> store =
-      storage::Store::Open(db, storage::StoreOptions{.must_exist = true});
-  if (!store.ok()) return store.status();
-  absl::StatusOr<storage::ModelRecord> record = opt::guided::NewestCostModelRecord(
-      [&](const std::string& name) { return (*store)->LatestModel(name); }, task, "cpu", db);
-  if (!record.ok()) return record.status();
-  return opt::guided::LoadCostModel(*record);
+  absl::StatusOr<opt::guided::StoredCostModel> stored =
+      opt::guided::LoadNewestCostModel(db, task, "cpu");
+  if (!stored.ok()) return stored.status();
+  return stored->model;
 }
 
 // `model_db` is read only for strategy model-topk.

@@ -40,4 +40,18 @@ absl::StatusOr<std::shared_ptr<const costmodels::learned::LearnedModel>> LoadCos
   return std::shared_ptr<const costmodels::learned::LearnedModel>(*std::move(model));
 }
 
+absl::StatusOr<StoredCostModel> LoadNewestCostModel(const std::string& db, std::string_view task,
+                                                    std::string_view target) {
+  absl::StatusOr<std::unique_ptr<storage::Store>> store =
+      storage::Store::Open(db, storage::StoreOptions{.must_exist = true});
+  if (!store.ok()) return store.status();
+  absl::StatusOr<storage::ModelRecord> record = NewestCostModelRecord(
+      [&](const std::string& name) { return (*store)->LatestModel(name); }, task, target, db);
+  if (!record.ok()) return record.status();
+  absl::StatusOr<std::shared_ptr<const costmodels::learned::LearnedModel>> model =
+      LoadCostModel(*record);
+  if (!model.ok()) return model.status();
+  return StoredCostModel{*std::move(model), record->version};
+}
+
 }  // namespace mltune::opt::guided

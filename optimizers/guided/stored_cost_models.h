@@ -36,4 +36,14 @@ absl::StatusOr<storage::ModelRecord> NewestCostModelRecord(const LatestModelFn& 
 absl::StatusOr<std::shared_ptr<const costmodels::learned::LearnedModel>> LoadCostModel(
     const storage::ModelRecord& record);
 
+struct StoredCostModel {
+  std::shared_ptr<const costmodels::learned::LearnedModel> model;
+  int64_t version = 0;
+};
+// The newest CostModelName(task, target) in the store file `db`, for tools that read a store
+// they are given: NotFound when the file does not exist (nothing is created), then as
+// NewestCostModelRecord and LoadCostModel.
+absl::StatusOr<StoredCostModel> LoadNewestCostModel(const std::string& db, std::string_view task,
+                                                    std::string_view target);
+
 }  // namespace mltune::opt::guided
