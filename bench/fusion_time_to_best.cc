@@ -170,9 +170,9 @@ int main(int argc, char** argv) {
   app.add_option("--rounds", rounds, "model-topk's rounds (default: the daemon's)")
       ->check(CLI::Range(0, 100000));
   app.add_option("--refine", refine,
-                 "1: model-topk's rounds are followed by hill climbing by measurement "
-                 "(default: the daemon's)")
-      ->check(CLI::Range(0, 1));
+                 "model-topk's hill climbing by measurement after its rounds: 0 none, 1 steepest "
+                 "descent, 2 first improvement in the model's order (default: the daemon's)")
+      ->check(CLI::Range(0, 2));
   app.add_option("--strategies", strategies, "Measurement-only strategies, comma-separated")
       ->default_val("annealing,greedy");
   app.add_option("--tolerance", tolerance, "Within this fraction of the best counts as the best")
@@ -211,7 +211,9 @@ int main(int argc, char** argv) {
       "%s, at most %s plans; %s v%d) vs measurement-only search (up to %.0fx as many distinct "
       "plans measured as model-topk), 1 thread\n\n",
       static_cast<int>(topk_params["rounds"]),
-      topk_params["refine"] != 0 ? " then hill climbing" : "",
+      topk_params["refine"] == 0   ? ""
+      : topk_params["refine"] == 1 ? " then hill climbing"
+                                   : " then hill climbing in the model's order",
       model_plans > 0 ? absl::StrCat(model_plans) : "unlimited", name, newest->version,
       budget_factor);
   std::cout << "| module | fusible producers | strategy | measured plans | best us | vs default "

@@ -19,15 +19,17 @@ inline constexpr char kModelTopK[] = "model-topk";
 // for parts as large as a whole fusion plan) and rounds (default 1: one pass over the parts;
 // more: the pass repeats from the best measured candidate, measuring only what no earlier round
 // did; 0: until the budget runs out or nothing new is ranked) and refine (default 0; 1: then
-// steepest-descent hill climbing by measurement from the best measured candidate).
+// steepest-descent hill climbing by measurement from the best measured candidate; 2: then
+// first-improvement hill climbing, single-position changes measured in the model's order).
 // Search fails with FailedPrecondition when the problem has no model attached, InvalidArgument on
 // sequence problems, before anything is measured.
 absl::StatusOr<std::unique_ptr<Strategy>> CreateModelTopK(const StrategyParams& params = {});
 
 // Model-topk's parameters for whole fusion plans (one part with a setting per producer): the
 // model explores plans for 8 generations of 256 and the 10 best ranked are measured, the
-// paper's top 10 at graph level; then hill climbing by measurement from the best of them until
-// a local optimum or the end of the budget (the model misjudges plans where fusion matters most).
+// paper's top 10 at graph level; then first-improvement hill climbing from the best of them,
+// neighbours measured in the model's order (refine 2), until a local optimum or the end of the
+// budget (the model misjudges plans where fusion matters most).
 StrategyParams FusionModelTopKParams();
 
 }  // namespace mltune::opt

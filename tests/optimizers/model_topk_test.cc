@@ -130,7 +130,24 @@ TEST(ModelTopKTest, RefineClimbsByMeasurementFromTheModelsBest) {
   EXPECT_EQ(r.best_score, 0);
   EXPECT_FALSE(r.budget_exhausted);  // it stops at the local optimum
   EXPECT_GT(refined.evaluations, 1 + 3);
-  EXPECT_EQ(CreateModelTopK({{"refine", 2}}).status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(CreateModelTopK({{"refine", 3}}).status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+TEST(ModelTopKTest, ModelOrderedRefineMovesOnTheFirstImprovementTheModelPredicts) {
+  // The model's guess is a step or two off in every part, so one round with k 1 stops there.
+  // Steepest descent then measures every neighbour of each point it stands on. refine 2 measures
+  // neighbours in the model's order (predicted least worse first) and moves on the first measured
+  // gain: it reaches the target with fewer measurements, and measures no candidate twice.
+  PartsProblem steepest({2, 1, 4, 1, 3});
+  const Result rs = MustSearch(steepest, {{"k", 1}, {"refine", 1}});
+  PartsProblem ordered({2, 1, 4, 1, 3});
+  const Result ro = MustSearch(ordered, {{"k", 1}, {"refine", 2}});
+  EXPECT_EQ(rs.best, PartsProblem::kTarget);
+  EXPECT_EQ(ro.best, PartsProblem::kTarget);
+  EXPECT_FALSE(ro.budget_exhausted);
+  EXPECT_LT(ordered.evaluations, steepest.evaluations)
+      << ordered.evaluations << " vs " << steepest.evaluations;
+  EXPECT_EQ(static_cast<int64_t>(ordered.evaluated.size()), ordered.evaluations);
 }
 
 // Settings ranked -infinity are the problem's must-tries: measured besides the k best.
