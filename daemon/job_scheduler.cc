@@ -475,6 +475,14 @@ void JobScheduler::Finish(const std::shared_ptr<LiveJob>& job, storage::JobState
   job->record.progress = progress;
   job->record.error = message;
   if (state != storage::JobState::kQueued) job->record.finished_ms = UnixMs();
+  // The worker that ran it is idle from here: a client that saw the job end and then lists the
+  // workers must not find one still busy with it.
+  for (WorkerView& w : workers_) {
+    if (w.job_id == job->id) {
+      w.job_id.clear();
+      w.target.clear();
+    }
+  }
   live_.erase(job->id);
   recent_.push_back(job);
   if (recent_.size() > kRecentJobs) recent_.pop_front();
