@@ -146,22 +146,12 @@ bench::TuningRun Tune(const ir::Module& module, PlanMemo& memo, const std::strin
 
 int main(int argc, char** argv) {
   CLI::App app{"Model-guided (model-topk) vs measurement-only fusion search on the CPU"};
-  std::string db;
-  std::vector<std::string> files;
-  double budget_factor = 3;
+  bench::CommonOptions o;
   int64_t model_plans = 30;
   int64_t rounds = -1, refine = -1;  // -1: the daemon's (opt::FusionModelTopKParams)
-  std::string strategies = "annealing,greedy";
-  double tolerance = 0.01;
-  uint64_t seed = 0;
-  bool keep_cache = false;
-  app.add_option("--db", db, "Store holding cost-model/fusion-cpu (mltune train-cost-model)")
-      ->required();
-  app.add_option("files", files, "HLO modules (default: five held-out corpus modules and the MLP)");
-  app.add_option("--budget-factor", budget_factor,
-                 "Distinct plans each measurement-only strategy may measure, as a multiple of "
-                 "the plans model-topk measured")
-      ->default_val(3);
+  bench::AddCommonOptions(app, o, opt::guided::CostModelName("fusion", "cpu"),
+                          "Distinct plans each measurement-only strategy may measure, as a "
+                          "multiple of the plans model-topk measured");
   app.add_option("--model-plans", model_plans,
                  "Distinct plans model-topk measures (its rounds and hill climbing stop there); "
                  "0: one round and no hill climbing, the 10 it ranks first")
@@ -173,26 +163,19 @@ int main(int argc, char** argv) {
                  "model-topk's hill climbing by measurement after its rounds: 0 none, 1 steepest "
                  "descent, 2 first improvement in the model's order (default: the daemon's)")
       ->check(CLI::Range(0, 2));
-  app.add_option("--strategies", strategies, "Measurement-only strategies, comma-separated")
-      ->default_val("annealing,greedy");
-  app.add_option("--tolerance", tolerance, "Within this fraction of the best counts as the best")
-      ->default_val(0.01);
-  app.add_option("--seed", seed, "Search and input seed")->default_val(0);
-  app.add_flag("--keep-cache", keep_cache,
-               "Use $MLTUNE_KERNEL_CACHE as it is (compilations already cached cost nothing)");
   CLI11_PARSE(app, argc, argv);
-  if (files.empty()) files = bench::TimeToBestFiles();
-
-  if (!keep_cache) bench::UseFreshKernelCache("mltune-ftb-");
-  const std::string name = opt::guided::CostModelName("fusion", "cpu");
-  absl::StatusOr<opt::guided::StoredCostModel> newest =
-      opt::guided::LoadNewestCostModel(db, "fusion", "cpu");
-  if (!newest.ok()) {
-    std::cerr << "error: " << newest.status().message() << "\n";
+  absl::StatusOr<bench::Started> started = bench::Start(o, "fusion", "mltune-ftb-");
+  if (!started.ok()) {
+    std::cerr << "error: " << started.status().message() << "\n";
     return 1;
   }
+  const std::string& name = started->model_name;
+  const opt::guided::StoredCostModel* newest = &started->newest;
   std::shared_ptr<const costmodels::learned::LearnedModel> model = newest->model;
-  std::vector<std::string> baselines = absl::StrSplit(strategies, ',', absl::SkipEmpty());
+  const std::vector<std::string>& files = o.files;
+  const std::vector<std::string>& baselines = started->baselines;
+  const double budget_factor = o.budget_factor, tolerance = o.tolerance;
+  const uint64_t seed = o.seed;
 
   // As the daemon's cpu fusion task measures a module, and ranks with the daemon's parameters.
   // --model-plans 0 (no cap on plans) is the first run's model-topk: one round, no hill climbing,

@@ -143,43 +143,26 @@ bench::TuningRun Tune(const cpu::LoweredModule& lowered, MeasurementMemo& memo,
 int main(int argc, char** argv) {
   CLI::App app{
       "Model-guided (model-topk) vs measurement-only tile tuning on the CPU: time to best"};
-  std::string db;
-  std::vector<std::string> files;
+  bench::CommonOptions o;
   int64_t k = 5, pool = 256;
-  double budget_factor = 3;
-  std::string strategies = "annealing,greedy";
-  double tolerance = 0.01;
-  uint64_t seed = 0;
-  bool keep_cache = false;
-  app.add_option("--db", db, "Store holding cost-model/tile-cpu (mltune train-cost-model)")
-      ->required();
-  app.add_option("files", files, "HLO modules (default: five held-out corpus modules and the MLP)");
+  bench::AddCommonOptions(app, o, opt::guided::CostModelName("tile", "cpu"),
+                          "Module evaluations for each measurement-only strategy, as a multiple "
+                          "of the measurements model-topk made");
   app.add_option("--k", k, "Configurations model-topk measures per kernel")->default_val(5);
   app.add_option("--pool", pool, "Configurations model-topk ranks per kernel")->default_val(256);
-  app.add_option("--budget-factor", budget_factor,
-                 "Module evaluations for each measurement-only strategy, as a multiple of the "
-                 "measurements model-topk made")
-      ->default_val(3);
-  app.add_option("--strategies", strategies, "Measurement-only strategies, comma-separated")
-      ->default_val("annealing,greedy");
-  app.add_option("--tolerance", tolerance, "Within this fraction of the best counts as the best")
-      ->default_val(0.01);
-  app.add_option("--seed", seed, "Search and input seed")->default_val(0);
-  app.add_flag("--keep-cache", keep_cache,
-               "Use $MLTUNE_KERNEL_CACHE as it is (compilations already cached cost nothing)");
   CLI11_PARSE(app, argc, argv);
-  if (files.empty()) files = bench::TimeToBestFiles();
-
-  if (!keep_cache) bench::UseFreshKernelCache("mltune-ttb-");
-  const std::string name = opt::guided::CostModelName("tile", "cpu");
-  absl::StatusOr<opt::guided::StoredCostModel> newest =
-      opt::guided::LoadNewestCostModel(db, "tile", "cpu");
-  if (!newest.ok()) {
-    std::cerr << "error: " << newest.status().message() << "\n";
+  absl::StatusOr<bench::Started> started = bench::Start(o, "tile", "mltune-ttb-");
+  if (!started.ok()) {
+    std::cerr << "error: " << started.status().message() << "\n";
     return 1;
   }
+  const std::string& name = started->model_name;
+  const opt::guided::StoredCostModel* newest = &started->newest;
   std::shared_ptr<const costmodels::learned::LearnedModel> model = newest->model;
-  std::vector<std::string> baselines = absl::StrSplit(strategies, ',', absl::SkipEmpty());
+  const std::vector<std::string>& files = o.files;
+  const std::vector<std::string>& baselines = started->baselines;
+  const double budget_factor = o.budget_factor, tolerance = o.tolerance;
+  const uint64_t seed = o.seed;
 
   const cpu::MeasureOptions measure = opt::tiling::KernelTuningMeasureOptions();
   const opt::StrategyParams topk = {{"k", static_cast<double>(k)},

@@ -1,7 +1,8 @@
-// Shared by the time-to-best benchmarks (tile_time_to_best, fusion_time_to_best): the modules
-// they tune by default, the newest learned model of a store, one strategy's run on its own clock,
-// and the markdown table and summary both print. Header-only: TimeToBestFiles reads the including
-// executable's MLTUNE_CORPUS_DIR and MLTUNE_SOURCE_DIR.
+// Shared by the time-to-best benchmarks (tile_time_to_best, fusion_time_to_best): the options
+// both take and their start-up (default modules, a fresh kernel cache, the store's newest learned
+// model), one strategy's run on its own clock, and the markdown table and summary both print.
+// Header-only: TimeToBestFiles reads the including executable's MLTUNE_CORPUS_DIR and
+// MLTUNE_SOURCE_DIR.
 #pragma once
 
 #include <unistd.h>
@@ -16,11 +17,14 @@
 #include <utility>
 #include <vector>
 
+#include "CLI/CLI.hpp"
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_split.h"
 #include "bench/cpu_bench_util.h"
 #include "optimizers/core/model_topk.h"
+#include "optimizers/guided/stored_cost_models.h"
 
 namespace mltune::bench {
 
@@ -48,6 +52,55 @@ inline void UseFreshKernelCache(const std::string& prefix) {
   std::filesystem::remove_all(cache);
   setenv("MLTUNE_KERNEL_CACHE", cache.c_str(), 1);
   std::cerr << "kernel cache: " << cache.string() << " (fresh)\n";
+}
+
+// The options both benchmarks take.
+struct CommonOptions {
+  std::string db;
+  std::vector<std::string> files;
+  double budget_factor = 3;
+  std::string strategies = "annealing,greedy";
+  double tolerance = 0.01;
+  uint64_t seed = 0;
+  bool keep_cache = false;
+};
+
+// Adds --db (a store holding `model_name`), the files, --budget-factor (`budget_help`),
+// --strategies, --tolerance, --seed and --keep-cache.
+inline void AddCommonOptions(CLI::App& app, CommonOptions& o, const std::string& model_name,
+                             const std::string& budget_help) {
+  app.add_option("--db", o.db,
+                 absl::StrCat("Store holding ", model_name, " (mltune train-cost-model)"))
+      ->required();
+  app.add_option("files", o.files,
+                 "HLO modules (default: five held-out corpus modules and the MLP)");
+  app.add_option("--budget-factor", o.budget_factor, budget_help)->default_val(3);
+  app.add_option("--strategies", o.strategies, "Measurement-only strategies, comma-separated")
+      ->default_val("annealing,greedy");
+  app.add_option("--tolerance", o.tolerance, "Within this fraction of the best counts as the best")
+      ->default_val(0.01);
+  app.add_option("--seed", o.seed, "Search and input seed")->default_val(0);
+  app.add_flag("--keep-cache", o.keep_cache,
+               "Use $MLTUNE_KERNEL_CACHE as it is (compilations already cached cost nothing)");
+}
+
+struct Started {
+  std::string model_name;  // cost-model/<task>-cpu
+  opt::guided::StoredCostModel newest;
+  std::vector<std::string> baselines;  // the measurement-only strategies
+};
+
+// After parsing: the default modules when none were given, a fresh kernel cache named after
+// `cache_prefix` unless --keep-cache, the newest cpu model for `task`, and the baselines.
+inline absl::StatusOr<Started> Start(CommonOptions& o, const std::string& task,
+                                     const std::string& cache_prefix) {
+  if (o.files.empty()) o.files = TimeToBestFiles();
+  if (!o.keep_cache) UseFreshKernelCache(cache_prefix);
+  absl::StatusOr<opt::guided::StoredCostModel> newest =
+      opt::guided::LoadNewestCostModel(o.db, task, "cpu");
+  if (!newest.ok()) return newest.status();
+  return Started{opt::guided::CostModelName(task, "cpu"), *std::move(newest),
+                 absl::StrSplit(o.strategies, ',', absl::SkipEmpty())};
 }
 
 // One strategy's tuning of one module, on its own clock of charged seconds.
