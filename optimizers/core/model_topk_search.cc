@@ -95,15 +95,11 @@ class ModelTopKSearch : public Strategy {
   std::optional<bool> Round(SearchContext& ctx, const std::vector<std::vector<int64_t>>& parts,
                             Candidate& current, double& current_score,
                             std::set<Candidate>& measured_candidates) {
-    const SearchSpace& space = ctx.space();
     for (size_t part = 0; part < parts.size(); ++part) {
       const std::vector<int64_t>& positions = parts[part];
       if (positions.empty()) continue;
       const Candidate now = Setting(current, positions);
-      SearchSpace part_space;
-      part_space.fixed_length = true;
-      part_space.max_length = static_cast<int64_t>(positions.size());
-      for (int64_t p : positions) part_space.choices.push_back(space.ChoicesAt(p));
+      const SearchSpace part_space = PartSpace(ctx.space(), positions);
       const bool explore = generations_ > 0 && !Enumerable(part_space);
       std::vector<Candidate> settings =
           explore ? InitialPool(part_space, now, ctx.rng()) : Settings(part_space, now, ctx.rng());
@@ -128,10 +124,7 @@ class ModelTopKSearch : public Strategy {
         const bool required = std::isinf((*ranks)[i]) && (*ranks)[i] < 0;
         if (!required && measured >= k_) break;
         if (settings[i] == now) continue;  // already measured: it is the current candidate
-        Candidate c = current;
-        for (size_t p = 0; p < positions.size(); ++p) {
-          c[static_cast<size_t>(positions[p])] = settings[i][p];
-        }
+        Candidate c = WithSetting(current, positions, settings[i]);
         if (!measured_candidates.insert(c).second) continue;  // an earlier round measured it
         std::optional<SearchContext::Evaluation> e = ctx.Evaluate(c);
         if (!e) return true;
@@ -150,7 +143,6 @@ class ModelTopKSearch : public Strategy {
   // refine 2. True when the budget ran out; false at a local optimum or on a model error.
   bool ModelOrderedClimb(SearchContext& ctx, const std::vector<std::vector<int64_t>>& parts,
                          Candidate current, double score, std::set<Candidate>& measured) {
-    const SearchSpace& space = ctx.space();
     for (;;) {
       // (predicted gain, neighbour); a gain compares within a part's call and, for absolute
       // predictions such as a fusion plan's summed kernel times, across parts too.
@@ -158,13 +150,10 @@ class ModelTopKSearch : public Strategy {
       for (size_t part = 0; part < parts.size(); ++part) {
         const std::vector<int64_t>& positions = parts[part];
         if (positions.empty()) continue;
+        // The part's current setting first, then its single-position changes.
         std::vector<Candidate> settings = {Setting(current, positions)};
-        for (size_t i = 0; i < positions.size(); ++i) {
-          for (Action v = 0; v < space.ChoicesAt(positions[i]); ++v) {
-            if (v == settings[0][i]) continue;
-            settings.push_back(settings[0]);
-            settings.back()[i] = v;
-          }
+        for (Candidate& n : internal::Neighbours(PartSpace(ctx.space(), positions), settings[0])) {
+          settings.push_back(std::move(n));
         }
         absl::StatusOr<std::vector<double>> ranks = Rank(ctx, part, settings);
         if (!ranks.ok()) {
@@ -174,11 +163,7 @@ class ModelTopKSearch : public Strategy {
         for (size_t s = 1; s < settings.size(); ++s) {
           const double r = (*ranks)[s];
           if (std::isinf(r) && r > 0) continue;  // the same as an earlier setting of the call
-          Candidate c = current;
-          for (size_t i = 0; i < positions.size(); ++i) {
-            c[static_cast<size_t>(positions[i])] = settings[s][i];
-          }
-          neighbours.emplace_back(r - (*ranks)[0], std::move(c));
+          neighbours.emplace_back(r - (*ranks)[0], WithSetting(current, positions, settings[s]));
         }
       }
       std::stable_sort(neighbours.begin(), neighbours.end(),
@@ -203,6 +188,22 @@ class ModelTopKSearch : public Strategy {
     Candidate s;
     for (int64_t p : positions) s.push_back(c[static_cast<size_t>(p)]);
     return s;
+  }
+
+  // `c` with the part at `positions` set to `setting` (the inverse of Setting).
+  static Candidate WithSetting(Candidate c, const std::vector<int64_t>& positions,
+                               const Candidate& setting) {
+    for (size_t i = 0; i < positions.size(); ++i) c[static_cast<size_t>(positions[i])] = setting[i];
+    return c;
+  }
+
+  // The search space of one part's settings: a choice per position of the part.
+  static SearchSpace PartSpace(const SearchSpace& space, const std::vector<int64_t>& positions) {
+    SearchSpace part;
+    part.fixed_length = true;
+    part.max_length = static_cast<int64_t>(positions.size());
+    for (int64_t p : positions) part.choices.push_back(space.ChoicesAt(p));
+    return part;
   }
 
   // Indices of `ranks` from the best (lowest) ranked; ties keep their order.
@@ -257,8 +258,9 @@ class ModelTopKSearch : public Strategy {
     return out;
   }
 
-  // The current setting and up to pool_ - 1 distinct mutants of it, each 1-3 edits away: the
-  // exploration's start, near the setting the search stands on rather than uniformly spread.
+  // The exploration's start: the current setting, pool_ / 4 distinct uniformly random settings
+  // (regions far from the start), then distinct mutants of the current one, each 1-3 edits away,
+  // up to pool_.
   std::vector<Candidate> InitialPool(const SearchSpace& space, const Candidate& now,
                                      std::mt19937_64& rng) const {
     std::set<Candidate> seen = {now};
