@@ -48,6 +48,10 @@ struct ModelOptions {
   // past the largest training kernel instead of flattening where the ReLU layers saturate.
   // Checkpoints from before the option load without it.
   bool linear_skip = true;
+  // The absolute head's time is the pooled readout's term plus one positive term per node (each
+  // node predicts its own log time): a fused loop costs about the sum of its ops. Checkpoints
+  // from before the option load without it.
+  bool node_time_sum = false;
   double dropout = 0;
   // Training.
   uint64_t seed = 0;
@@ -56,6 +60,12 @@ struct ModelOptions {
   int epochs = 50;
   int batch_size = 32;  // graphs per optimizer step; also the chunk size of Predict
   Loss loss = Loss::kBoth;
+  // The absolute loss adds this times the mean relative error |predicted / measured - 1| (the
+  // paper's fusion MAPE) to the MSE on log seconds. MSE on logs predicts the geometric middle of
+  // what a kernel's features allow; MAPE charges a time predicted k times too high far more than
+  // one k times too low, so where the features leave the time uncertain the weighted loss leans
+  // low. 0: MSE alone.
+  double relative_error_weight = 0;
   double hinge_margin = 1.0;  // kRankHinge (and kBoth's rank term when rank_hinge is true)
   bool rank_hinge = false;    // kBoth: hinge instead of logistic for its rank term
   // Weight each rank pair by 1 + log(slow / fast): ordering a 5 ns kernel's configuration before

@@ -88,7 +88,8 @@ struct NetImpl : torch::nn::Module {
       : hidden(o.hidden_dim),
         dropout(o.dropout),
         sum_readout(o.sum_readout),
-        linear_skip(o.linear_skip) {
+        linear_skip(o.linear_skip),
+        node_time_sum(o.node_time_sum) {
     embed = register_module("embed", torch::nn::Embedding(o.vocabulary_size, o.embedding_dim));
     node_in =
         register_module("node_in", torch::nn::Linear(o.embedding_dim + o.node_features, hidden));
@@ -117,6 +118,14 @@ struct NetImpl : torch::nn::Module {
       skip = register_module(
           "absolute_skip",
           torch::nn::Linear(torch::nn::LinearOptions(o.kernel_features, 1).bias(false)));
+    }
+    if (node_time_sum) {
+      node_time1 = register_module(
+          "node_time1", torch::nn::Linear(hidden + o.node_features + o.kernel_features, hidden));
+      node_time2 = register_module("node_time2", torch::nn::Linear(hidden, 1));
+      node_time_skip = register_module(
+          "node_time_skip",
+          torch::nn::Linear(torch::nn::LinearOptions(o.node_features, 1).bias(false)));
     }
     // Normalisation statistics live in buffers so checkpoints carry them with the weights.
     node_mean = register_buffer("node_mean", torch::zeros({o.node_features}));
@@ -160,16 +169,41 @@ struct NetImpl : torch::nn::Module {
     z = torch::relu(readout2(z));
     torch::Tensor a = absolute(z).squeeze(1);
     if (linear_skip) a = a + skip(k).squeeze(1);
+    if (node_time_sum) a = AddNodeTimes(b, a, h, x, k);
     return {a, relative(z).squeeze(1)};
+  }
+
+  // A fused loop's time is close to the sum of its ops' times, each growing with the elements
+  // it computes: the pooled readout has to learn log(sum) of such terms, which it does not
+  // extrapolate past the kernels it saw. Here each node predicts its own log time (from its
+  // state, its features with a linear term along them, and the kernel's features), and the
+  // kernel's time is the pooled term plus the nodes' times: a log-sum-exp in log seconds.
+  torch::Tensor AddNodeTimes(const Batch& b, const torch::Tensor& pooled, const torch::Tensor& h,
+                             const torch::Tensor& x, const torch::Tensor& k) {
+    torch::Tensor c = node_time2(torch::relu(
+                          node_time1(torch::cat({h, x, k.index_select(0, b.graph_of_node)}, 1)))) +
+                      node_time_skip(x);
+    // To log seconds (the target's normalisation undone), summed in linear space per graph over
+    // the padded layout (empty slots -inf add nothing), then normalised back.
+    const torch::Tensor mean = target[0], stdev = target[1];
+    torch::Tensor terms =
+        torch::full({b.graphs * b.max_nodes, 1}, -std::numeric_limits<float>::infinity())
+            .index_copy(0, b.padded_slot, mean + stdev * c)
+            .view({b.graphs, b.max_nodes});
+    torch::Tensor log_time =
+        torch::cat({terms, (mean + stdev * pooled).unsqueeze(1)}, 1).logsumexp(1);
+    return (log_time - mean) / stdev;
   }
 
   int64_t hidden;
   double dropout;
   bool sum_readout;
   bool linear_skip;
+  bool node_time_sum;
   torch::nn::Embedding embed{nullptr};
   torch::nn::Linear node_in{nullptr}, readout1{nullptr}, readout2{nullptr}, absolute{nullptr},
-      relative{nullptr}, skip{nullptr};
+      relative{nullptr}, skip{nullptr}, node_time1{nullptr}, node_time2{nullptr},
+      node_time_skip{nullptr};
   std::vector<torch::nn::Linear> self_w, in_w, out_w;
   std::vector<torch::nn::LayerNorm> norms;
   torch::Tensor node_mean, node_std, kernel_mean, kernel_std, target, fitted;
@@ -362,11 +396,16 @@ struct LearnedModel::Impl {
           auto [abs_out, rel_out] = nets[m]->forward(MakeBatch(graphs, options));
           torch::Tensor loss = torch::zeros({});
           if (TrainsAbsolute(options.loss)) {
-            torch::Tensor mse = torch::mse_loss(
-                abs_out,
-                torch::from_blob(y.data(), {static_cast<int64_t>(y.size())}, torch::kFloat32));
+            const torch::Tensor truth =
+                torch::from_blob(y.data(), {static_cast<int64_t>(y.size())}, torch::kFloat32);
+            torch::Tensor mse = torch::mse_loss(abs_out, truth);
             mse_sum += mse.item<double>();
             loss = loss + mse;
+            if (options.relative_error_weight > 0) {
+              // |predicted / measured - 1|, the ratio from the log-seconds difference.
+              torch::Tensor ratio = torch::exp((abs_out - truth) * target_std);
+              loss = loss + options.relative_error_weight * (ratio - 1).abs().mean();
+            }
           }
           if (TrainsRelative(options.loss)) {
             torch::Tensor rank = RankLoss(rel_out, samples, rows);
@@ -438,6 +477,7 @@ struct LearnedModel::Impl {
     j["sage_layers"] = options.sage_layers;
     j["sum_readout"] = options.sum_readout;
     j["linear_skip"] = options.linear_skip;
+    j["node_time_sum"] = options.node_time_sum;
     j["dropout"] = options.dropout;
     j["seed"] = options.seed;
     j["learning_rate"] = options.learning_rate;
@@ -449,6 +489,7 @@ struct LearnedModel::Impl {
     j["rank_hinge"] = options.rank_hinge;
     j["weight_pairs_by_gap"] = options.weight_pairs_by_gap;
     j["min_pair_ratio"] = options.min_pair_ratio;
+    j["relative_error_weight"] = options.relative_error_weight;
     j["threads"] = options.threads;
     j["ensemble"] = options.ensemble;
     // One member: its weights at the archive's root, as before ensembles. Several: one
@@ -599,8 +640,9 @@ absl::StatusOr<std::unique_ptr<LearnedModel>> LearnedModel::Load(std::string_vie
     o.embedding_dim = j.at("embedding_dim").get<int>();
     o.hidden_dim = j.at("hidden_dim").get<int>();
     o.sage_layers = j.at("sage_layers").get<int>();
-    o.sum_readout = j.value("sum_readout", false);  // absent in checkpoints from before it
-    o.linear_skip = j.value("linear_skip", false);  // likewise
+    o.sum_readout = j.value("sum_readout", false);      // absent in checkpoints from before it
+    o.linear_skip = j.value("linear_skip", false);      // likewise
+    o.node_time_sum = j.value("node_time_sum", false);  // likewise
     o.dropout = j.at("dropout").get<double>();
     o.seed = j.at("seed").get<uint64_t>();
     o.learning_rate = j.at("learning_rate").get<double>();
@@ -614,6 +656,7 @@ absl::StatusOr<std::unique_ptr<LearnedModel>> LearnedModel::Load(std::string_vie
     o.rank_hinge = j.at("rank_hinge").get<bool>();
     o.weight_pairs_by_gap = j.value("weight_pairs_by_gap", false);  // absent before it existed
     o.min_pair_ratio = j.value("min_pair_ratio", 1.0);
+    o.relative_error_weight = j.value("relative_error_weight", 0.0);
     o.threads = j.at("threads").get<int>();
     o.ensemble = j.value("ensemble", 1);
   } catch (const std::exception& e) {

@@ -71,6 +71,9 @@ absl::Status ValidateOptions(const ModelOptions& o) {
   if (!(o.min_pair_ratio >= 1) || !std::isfinite(o.min_pair_ratio)) {
     return bad("min_pair_ratio", o.min_pair_ratio);
   }
+  if (!(o.relative_error_weight >= 0) || !std::isfinite(o.relative_error_weight)) {
+    return bad("relative_error_weight", o.relative_error_weight);
+  }
   if (o.ensemble < 1 || o.ensemble > kMaxEnsemble) return bad("ensemble", o.ensemble);
   if (o.threads < 1 || o.threads > 1024) return bad("threads", o.threads);
   return absl::OkStatus();

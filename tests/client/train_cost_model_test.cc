@@ -83,6 +83,9 @@ TEST_F(TrainCostModelTest, EvaluatesBothSplitsAndStoresVersions) {
       costmodels::learned::LearnedModel::Load((*latest)->data);
   ASSERT_TRUE(model.ok()) << model.status();
   EXPECT_TRUE((*model)->trained());
+  // Tile rankings use the relative head; the absolute head stays pooled, its loss MSE alone.
+  EXPECT_FALSE((*model)->options().node_time_sum);
+  EXPECT_EQ((*model)->options().relative_error_weight, 0);
 
   // --no-store evaluates without storing.
   Result dry = Cli(train + " --no-store");
@@ -125,6 +128,16 @@ TEST_F(TrainCostModelTest, FusionReportsRuntimeMapeNextToTheRoofline) {
     ASSERT_TRUE(model.ok() && model->has_value());
     EXPECT_NE((*model)->metadata_json.find("analytical_mape"), std::string::npos);
     EXPECT_NE((*model)->metadata_json.find("mse-log"), std::string::npos);
+    // The fusion defaults: node times summed, the relative-error term in the loss.
+    EXPECT_NE((*model)->metadata_json.find("\"absolute_head\":\"node-sum\""), std::string::npos)
+        << (*model)->metadata_json;
+    EXPECT_NE((*model)->metadata_json.find("\"mape_weight\":0.3"), std::string::npos)
+        << (*model)->metadata_json;
+    absl::StatusOr<std::unique_ptr<costmodels::learned::LearnedModel>> loaded =
+        costmodels::learned::LearnedModel::Load((*model)->data);
+    ASSERT_TRUE(loaded.ok()) << loaded.status();
+    EXPECT_TRUE((*loaded)->options().node_time_sum);
+    EXPECT_DOUBLE_EQ((*loaded)->options().relative_error_weight, 0.3);
   }
   // --min-seconds leaves out kernels timer noise dominates; none of these take a minute.
   Result slow = Cli(absl::StrCat("train-cost-model --task fusion --db ", Db(),
@@ -232,6 +245,13 @@ TEST_F(TrainCostModelTest, ClearErrors) {
   Result skip = Cli(absl::StrCat("train-cost-model --absolute-skip mlp --db ", Db()));
   EXPECT_EQ(skip.exit_code, 1);
   EXPECT_NE(skip.err.find("--absolute-skip mlp: linear or none"), std::string::npos) << skip.err;
+  Result head = Cli(absl::StrCat("train-cost-model --absolute-head mlp --db ", Db()));
+  EXPECT_EQ(head.exit_code, 1);
+  EXPECT_NE(head.err.find("--absolute-head mlp: pooled or node-sum"), std::string::npos)
+      << head.err;
+  Result mape = Cli(absl::StrCat("train-cost-model --mape-weight=-1 --db ", Db()));
+  EXPECT_EQ(mape.exit_code, 1);
+  EXPECT_NE(mape.err.find("--mape-weight"), std::string::npos) << mape.err;
   Result ensemble = Cli(absl::StrCat("train-cost-model --ensemble 0 --db ", Db()));
   EXPECT_EQ(ensemble.exit_code, 1);
   EXPECT_NE(ensemble.err.find("--ensemble"), std::string::npos) << ensemble.err;
