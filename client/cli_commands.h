@@ -165,13 +165,12 @@ struct TrainCostModelCommand {
   int layers = 3;
   std::string readout = "mean-max-sum";  // the per-kernel pooling: mean-max-sum or mean-max
   std::string absolute_skip = "linear";  // the absolute head's skip from kernel features, or "none"
-  // The absolute head's time: "pooled" (from the readout) or "node-sum" (plus a term per node);
-  // "": node-sum for fusion, pooled for tile.
-  std::string absolute_head;
+  // The absolute head's time: "pooled" (from the readout) or "node-sum" (plus a term per node).
+  std::string absolute_head = "pooled";
   std::string pair_weights = "gap";  // rank pairs weighted by log(slow / fast), or "none"
   double min_pair_ratio = 1.0;       // rank pairs closer than this factor are not ranked
-  double mape_weight = -1;  // the absolute loss's relative-error term; < 0: 0.3 fusion, 0 tile
-  int ensemble = 3;         // networks trained and averaged
+  double mape_weight = 0;            // the absolute loss's relative-error term
+  int ensemble = 3;                  // networks trained and averaged
   // Share of the real kernels or programs each cross-validation fold holds out: round(1 / holdout)
   // folds (at least 2).
   double holdout = 0.25;

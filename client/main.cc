@@ -207,16 +207,16 @@ int main(int argc, char** argv) {
                    "The absolute head adds a linear function of the kernel features (linear) "
                    "or not (none)")
       ->default_val("linear");
-  train_cost_cmd->add_option(
-      "--absolute-head", train_cost.absolute_head,
-      "The absolute head's time: from the pooled readout (pooled), or that plus a "
-      "time per node, summed (node-sum) (default: node-sum for fusion, pooled for "
-      "tile)");
+  train_cost_cmd
+      ->add_option("--absolute-head", train_cost.absolute_head,
+                   "The absolute head's time: from the pooled readout (pooled), or that plus a "
+                   "time per node, summed (node-sum)")
+      ->default_val("pooled");
   train_cost_cmd
       ->add_option("--mape-weight", train_cost.mape_weight,
                    "The absolute head's loss adds this times the mean relative error of the "
-                   "predicted times (MAPE) to the MSE on log seconds (default: 0.3 for fusion, 0 "
-                   "for tile)")
+                   "predicted times (MAPE) to the MSE on log seconds")
+      ->default_val(0)
       ->check(CLI::Range(0.0, 100.0));
   train_cost_cmd
       ->add_option("--ensemble", train_cost.ensemble,

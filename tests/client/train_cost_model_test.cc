@@ -128,7 +128,21 @@ TEST_F(TrainCostModelTest, FusionReportsRuntimeMapeNextToTheRoofline) {
     ASSERT_TRUE(model.ok() && model->has_value());
     EXPECT_NE((*model)->metadata_json.find("analytical_mape"), std::string::npos);
     EXPECT_NE((*model)->metadata_json.find("mse-log"), std::string::npos);
-    // The fusion defaults: node times summed, the relative-error term in the loss.
+    EXPECT_NE((*model)->metadata_json.find("\"absolute_head\":\"pooled\""), std::string::npos)
+        << (*model)->metadata_json;
+  }
+  // The absolute head's options reach the stored model and its metadata.
+  Result node_sum = Cli(absl::StrCat(
+      "train-cost-model --task fusion --db ", Db(),
+      " --epochs 2 --hidden 16 --layers 1 --no-eval --absolute-head node-sum --mape-weight 0.3"));
+  ASSERT_EQ(node_sum.exit_code, 0) << node_sum.err;
+  {
+    absl::StatusOr<std::unique_ptr<storage::Store>> store = storage::Store::Open(Db());
+    ASSERT_TRUE(store.ok()) << store.status();
+    absl::StatusOr<std::optional<storage::ModelRecord>> model =
+        (*store)->LatestModel("cost-model/fusion-cpu");
+    ASSERT_TRUE(model.ok() && model->has_value());
+    EXPECT_EQ((*model)->version, 2);
     EXPECT_NE((*model)->metadata_json.find("\"absolute_head\":\"node-sum\""), std::string::npos)
         << (*model)->metadata_json;
     EXPECT_NE((*model)->metadata_json.find("\"mape_weight\":0.3"), std::string::npos)
