@@ -232,53 +232,30 @@ TEST_F(TrainCostModelTest, ClearErrors) {
   EXPECT_NE(missing.err.find("no such store file"), std::string::npos) << missing.err;
   EXPECT_FALSE(std::filesystem::exists(Db()));
   ASSERT_TRUE(storage::Store::Open(Db()).ok());
-  Result empty = Cli(absl::StrCat("train-cost-model --db ", Db()));
-  EXPECT_EQ(empty.exit_code, 1);
-  EXPECT_NE(empty.err.find("holds no tile-kernel measurements"), std::string::npos) << empty.err;
-  Result fusion = Cli(absl::StrCat("train-cost-model --task fusion --target tpu-sim --db ", Db()));
-  EXPECT_EQ(fusion.exit_code, 1);
-  EXPECT_NE(fusion.err.find("holds no fusion-kernel measurements for target tpu-v4-core"),
-            std::string::npos)
-      << fusion.err;
-  Result task = Cli(absl::StrCat("train-cost-model --task placement --db ", Db()));
-  EXPECT_EQ(task.exit_code, 1);
-  EXPECT_NE(task.err.find("--task placement"), std::string::npos) << task.err;
-  Result rank = Cli(absl::StrCat("train-cost-model --task fusion --loss both --db ", Db()));
-  EXPECT_EQ(rank.exit_code, 1);
-  EXPECT_NE(rank.err.find("use mse-log"), std::string::npos) << rank.err;
-  Result holdout = Cli(absl::StrCat("train-cost-model --holdout 1.5 --db ", Db()));
-  EXPECT_EQ(holdout.exit_code, 1);
-  EXPECT_NE(holdout.err.find("--holdout"), std::string::npos) << holdout.err;
-  Result weights = Cli(absl::StrCat("train-cost-model --pair-weights squared --db ", Db()));
-  EXPECT_EQ(weights.exit_code, 1);
-  EXPECT_NE(weights.err.find("--pair-weights squared: gap or none"), std::string::npos)
-      << weights.err;
-  Result readout = Cli(absl::StrCat("train-cost-model --readout sum --db ", Db()));
-  EXPECT_EQ(readout.exit_code, 1);
-  EXPECT_NE(readout.err.find("--readout sum"), std::string::npos) << readout.err;
-  Result skip = Cli(absl::StrCat("train-cost-model --absolute-skip mlp --db ", Db()));
-  EXPECT_EQ(skip.exit_code, 1);
-  EXPECT_NE(skip.err.find("--absolute-skip mlp: linear or none"), std::string::npos) << skip.err;
-  Result head = Cli(absl::StrCat("train-cost-model --absolute-head mlp --db ", Db()));
-  EXPECT_EQ(head.exit_code, 1);
-  EXPECT_NE(head.err.find("--absolute-head mlp: pooled or node-sum"), std::string::npos)
-      << head.err;
-  Result mape = Cli(absl::StrCat("train-cost-model --mape-weight=-1 --db ", Db()));
-  EXPECT_EQ(mape.exit_code, 1);
-  EXPECT_NE(mape.err.find("--mape-weight"), std::string::npos) << mape.err;
-  Result ensemble = Cli(absl::StrCat("train-cost-model --ensemble 0 --db ", Db()));
-  EXPECT_EQ(ensemble.exit_code, 1);
-  EXPECT_NE(ensemble.err.find("--ensemble"), std::string::npos) << ensemble.err;
-  Result ratio = Cli(absl::StrCat("train-cost-model --min-pair-ratio 0.5 --db ", Db()));
-  EXPECT_EQ(ratio.exit_code, 1);
-  EXPECT_NE(ratio.err.find("--min-pair-ratio"), std::string::npos) << ratio.err;
-  Result unwritable =
-      Cli(absl::StrCat("train-cost-model --db ", Db(), " --predictions ", Db(), "/missing/p.csv"));
-  EXPECT_EQ(unwritable.exit_code, 1);
-  EXPECT_NE(unwritable.err.find("cannot write --predictions"), std::string::npos) << unwritable.err;
-  Result loss = Cli(absl::StrCat("train-cost-model --loss nope --db ", Db()));
-  EXPECT_EQ(loss.exit_code, 1);
-  EXPECT_NE(loss.err.find("--loss"), std::string::npos) << loss.err;
+  // Each: the options after `train-cost-model --db DB`, and what the error must say.
+  const std::pair<std::string, std::string> cases[] = {
+      {"", "holds no tile-kernel measurements"},
+      {"--task fusion --target tpu-sim",
+       "holds no fusion-kernel measurements for target tpu-v4-core"},
+      {"--task placement", "--task placement"},
+      {"--task fusion --loss both", "use mse-log"},
+      {"--holdout 1.5", "--holdout"},
+      {"--pair-weights squared", "--pair-weights squared: gap or none"},
+      {"--readout sum", "--readout sum"},
+      {"--absolute-skip mlp", "--absolute-skip mlp: linear or none"},
+      {"--absolute-head mlp", "--absolute-head mlp: pooled or node-sum"},
+      {"--mape-weight=-1", "--mape-weight"},
+      {"--ensemble 0", "--ensemble"},
+      {"--min-pair-ratio 0.5", "--min-pair-ratio"},
+      {absl::StrCat("--predictions ", Db(), "/missing/p.csv"), "cannot write --predictions"},
+      {"--loss nope", "--loss"},
+  };
+  for (const auto& [options, message] : cases) {
+    SCOPED_TRACE(options);
+    Result r = Cli(absl::StrCat("train-cost-model --db ", Db(), " ", options));
+    EXPECT_EQ(r.exit_code, 1);
+    EXPECT_NE(r.err.find(message), std::string::npos) << r.err;
+  }
 }
 
 }  // namespace
