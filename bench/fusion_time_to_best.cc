@@ -58,57 +58,25 @@ namespace {
 namespace fs = std::filesystem;
 using namespace mltune;
 namespace cpu = backends::cpu;
-using Clock = std::chrono::steady_clock;
-
-double Since(Clock::time_point t) {
-  return std::chrono::duration<double>(Clock::now() - t).count();
-}
-
-// Each plan measured once (whole module, default kernel parameters): seconds and what it cost.
-class PlanMemo {
- public:
-  PlanMemo(const ir::Module& module, cpu::MeasureOptions options, uint64_t seed)
-      : module_(module), options_(options), seed_(seed) {}
-
-  struct Entry {
-    absl::StatusOr<double> seconds;
-    double cost = 0;  // wall seconds of the first measurement, compilation included
-  };
-  const Entry& Get(const costmodels::FusionPlan& plan) {
-    auto it = entries_.find(plan.kernel_of);
-    if (it != entries_.end()) return it->second;
-    const Clock::time_point start = Clock::now();
-    absl::StatusOr<cpu::Timing> t = cpu::MeasureModule(module_, {}, &plan, options_, seed_);
-    Entry e{t.ok() ? absl::StatusOr<double>(t->median_s) : absl::StatusOr<double>(t.status()),
-            Since(start)};
-    return entries_.emplace(plan.kernel_of, std::move(e)).first->second;
-  }
-
- private:
-  const ir::Module& module_;
-  cpu::MeasureOptions options_;
-  uint64_t seed_;
-  std::map<std::vector<int32_t>, Entry> entries_;
-};
+using PlanMemo = bench::MeasurementMemo<std::vector<int32_t>>;
 
 // `plans`: how many distinct plans the strategy may measure (steps that hit a plan measured before
-// are free, as the problem caches them).
-bench::TuningRun Tune(const ir::Module& module, PlanMemo& memo, const std::string& strategy,
-                      int64_t plans, const opt::StrategyParams& topk_params,
+// are free, as the problem caches them). Plans not in `memo` are measured with `measure` and the
+// search seed.
+bench::TuningRun Tune(const ir::Module& module, PlanMemo& memo, const cpu::MeasureOptions& measure,
+                      const std::string& strategy, int64_t plans,
+                      const opt::StrategyParams& topk_params,
                       std::shared_ptr<const costmodels::learned::LearnedModel> model,
                       uint64_t seed) {
   bench::TuningRun run;
   run.strategy = strategy;
-  std::set<std::vector<int32_t>> asked;
+  bench::ChargedMeasurements<std::vector<int32_t>> measured(memo, run);
   opt::fusion::CpuFusionProblem problem(
       costmodels::BuildOpGraph(module),
       [&](const costmodels::FusionPlan& plan) -> absl::StatusOr<double> {
-        const PlanMemo::Entry& e = memo.Get(plan);
-        if (asked.insert(plan.kernel_of).second) {
-          run.clock += e.cost;
-          ++run.measurements;
-        }
-        return e.seconds;
+        // Whole module, default kernel parameters.
+        return measured.Get(plan.kernel_of,
+                            [&] { return cpu::MeasureModule(module, {}, &plan, measure, seed); });
       });
   const bool guided = strategy == opt::kModelTopK;
   absl::StatusOr<std::unique_ptr<opt::Strategy>> s =
@@ -118,14 +86,7 @@ bench::TuningRun Tune(const ir::Module& module, PlanMemo& memo, const std::strin
     return run;
   }
   if (guided) {
-    opt::fusion::CpuFusionProblem::RankFn rank = opt::guided::CpuFusionRanker(model, module);
-    problem.SetRanker([&run, rank](const std::vector<costmodels::FusionPlan>& plans) {
-      const Clock::time_point start = Clock::now();
-      absl::StatusOr<std::vector<double>> r = rank(plans);
-      run.inference += Since(start);
-      run.clock += Since(start);
-      return r;
-    });
+    problem.SetRanker(bench::ChargedRanker(run, opt::guided::CpuFusionRanker(model, module)));
   }
   opt::Budget b{100 * plans, 0};
   b.stop = [&] { return run.measurements >= plans; };
@@ -219,14 +180,14 @@ int main(int argc, char** argv) {
       std::cerr << "skip " << file << ": no fusion decision to make\n";
       continue;
     }
-    PlanMemo memo(**prepared, measure, seed);
+    PlanMemo memo;
     std::vector<bench::TuningRun> runs;
-    runs.push_back(Tune(**prepared, memo, opt::kModelTopK,
+    runs.push_back(Tune(**prepared, memo, measure, opt::kModelTopK,
                         model_plans > 0 ? model_plans : 1'000'000, topk_params, model, seed));
     const int64_t budget = std::max<int64_t>(
         10, static_cast<int64_t>(budget_factor * static_cast<double>(runs[0].measurements)));
     for (const std::string& s : baselines) {
-      runs.push_back(Tune(**prepared, memo, s, budget, {}, nullptr, seed));
+      runs.push_back(Tune(**prepared, memo, measure, s, budget, {}, nullptr, seed));
     }
     report.AddModule(fs::path(file).filename().string().substr(0, 48), producers, runs);
   }

@@ -54,58 +54,21 @@ namespace {
 namespace fs = std::filesystem;
 using namespace mltune;
 namespace cpu = backends::cpu;
-using Clock = std::chrono::steady_clock;
+using MeasurementMemo = bench::MeasurementMemo<std::pair<int32_t, cpu::KernelConfig>>;
 
-double Since(Clock::time_point t) {
-  return std::chrono::duration<double>(Clock::now() - t).count();
-}
-
-// Each (kernel, configuration) measured once: its seconds (or error) and what measuring it cost.
-class MeasurementMemo {
- public:
-  MeasurementMemo(const cpu::LoweredModule& module, cpu::MeasureOptions options, uint64_t seed)
-      : module_(module), options_(options), seed_(seed) {}
-
-  struct Entry {
-    absl::StatusOr<double> seconds;
-    double cost = 0;  // wall seconds of the first measurement, compilation included
-  };
-  const Entry& Get(int32_t kernel, const cpu::KernelConfig& config) {
-    auto key = std::make_pair(kernel, config);
-    auto it = entries_.find(key);
-    if (it != entries_.end()) return it->second;
-    const Clock::time_point start = Clock::now();
-    absl::StatusOr<cpu::Timing> t =
-        cpu::MeasureKernel(module_, kernel, config, {}, options_, seed_);
-    Entry e{t.ok() ? absl::StatusOr<double>(t->median_s) : absl::StatusOr<double>(t.status()),
-            Since(start)};
-    return entries_.emplace(std::move(key), std::move(e)).first->second;
-  }
-  int64_t size() const { return static_cast<int64_t>(entries_.size()); }
-
- private:
-  const cpu::LoweredModule& module_;
-  cpu::MeasureOptions options_;
-  uint64_t seed_;
-  std::map<std::pair<int32_t, cpu::KernelConfig>, Entry> entries_;
-};
-
+// (kernel, configuration) pairs not in `memo` are measured with `measure` and the search seed.
 bench::TuningRun Tune(const cpu::LoweredModule& lowered, MeasurementMemo& memo,
-                      const std::string& strategy, int64_t budget,
-                      const opt::StrategyParams& params,
+                      const cpu::MeasureOptions& measure, const std::string& strategy,
+                      int64_t budget, const opt::StrategyParams& params,
                       std::shared_ptr<const costmodels::learned::LearnedModel> model,
                       uint64_t seed) {
   bench::TuningRun run;
   run.strategy = strategy;
-  std::set<std::pair<int32_t, cpu::KernelConfig>> asked;
+  bench::ChargedMeasurements<std::pair<int32_t, cpu::KernelConfig>> measured(memo, run);
   opt::tiling::CpuTileProblem problem(
       lowered, [&](int32_t k, const cpu::KernelConfig& config) -> absl::StatusOr<double> {
-        const MeasurementMemo::Entry& e = memo.Get(k, config);
-        if (asked.insert({k, config}).second) {
-          run.clock += e.cost;
-          ++run.measurements;
-        }
-        return e.seconds;
+        return measured.Get(
+            {k, config}, [&] { return cpu::MeasureKernel(lowered, k, config, {}, measure, seed); });
       });
   absl::StatusOr<std::unique_ptr<opt::Strategy>> s =
       strategy == opt::kModelTopK ? opt::CreateModelTopK(params)
@@ -115,14 +78,7 @@ bench::TuningRun Tune(const cpu::LoweredModule& lowered, MeasurementMemo& memo,
     return run;
   }
   if (model != nullptr) {
-    opt::tiling::CpuTileProblem::RankFn rank = opt::guided::CpuTileRanker(model, lowered);
-    problem.SetRanker([&run, rank](int32_t k, const std::vector<cpu::KernelConfig>& configs) {
-      const Clock::time_point start = Clock::now();
-      absl::StatusOr<std::vector<double>> r = rank(k, configs);
-      run.inference += Since(start);
-      run.clock += Since(start);
-      return r;
-    });
+    problem.SetRanker(bench::ChargedRanker(run, opt::guided::CpuTileRanker(model, lowered)));
   }
   opt::Budget b{budget, 0};
   b.on_step = [&](const opt::Budget::Report& report) {
@@ -190,13 +146,13 @@ int main(int argc, char** argv) {
       std::cerr << "skip " << file << ": " << lowered.status().message() << "\n";
       continue;
     }
-    MeasurementMemo memo(*lowered, measure, seed);
+    MeasurementMemo memo;
     std::vector<bench::TuningRun> runs;
-    runs.push_back(Tune(*lowered, memo, opt::kModelTopK, 1'000'000, topk, model, seed));
+    runs.push_back(Tune(*lowered, memo, measure, opt::kModelTopK, 1'000'000, topk, model, seed));
     const int64_t budget = std::max<int64_t>(
         10, static_cast<int64_t>(budget_factor * static_cast<double>(runs[0].measurements)));
     for (const std::string& s : baselines) {
-      runs.push_back(Tune(*lowered, memo, s, budget, {}, nullptr, seed));
+      runs.push_back(Tune(*lowered, memo, measure, s, budget, {}, nullptr, seed));
     }
     report.AddModule(fs::path(file).filename().string().substr(0, 48),
                      static_cast<int64_t>(lowered->kernels.size()), runs);

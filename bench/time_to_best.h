@@ -1,18 +1,22 @@
 // Shared by the time-to-best benchmarks (tile_time_to_best, fusion_time_to_best): the options
 // both take and their start-up (default modules, a fresh kernel cache, the store's newest learned
-// model), one strategy's run on its own clock, and the markdown table and summary both print.
+// model), measurements shared by the strategies and charged to each, one strategy's run on its own
+// clock, and the markdown table and summary both print.
 // Header-only: TimeToBestFiles reads the including executable's MLTUNE_CORPUS_DIR and
 // MLTUNE_SOURCE_DIR.
 #pragma once
 
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdlib>
 #include <filesystem>
+#include <functional>
 #include <iostream>
 #include <limits>
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -103,6 +107,10 @@ inline absl::StatusOr<Started> Start(CommonOptions& o, const std::string& task,
                  absl::StrSplit(o.strategies, ',', absl::SkipEmpty())};
 }
 
+inline double SecondsSince(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
 // One strategy's tuning of one module, on its own clock of charged seconds.
 struct TuningRun {
   std::string strategy;
@@ -131,6 +139,69 @@ struct TuningRun {
     return -1;
   }
 };
+
+// Each key (a fusion plan, a kernel and its configuration) measured once and shared by every
+// strategy: its seconds or error, and the wall time of that first measurement, compilation
+// included.
+template <typename Key>
+class MeasurementMemo {
+ public:
+  struct Entry {
+    absl::StatusOr<double> seconds;
+    double cost = 0;
+  };
+  using Measure = std::function<absl::StatusOr<backends::cpu::Timing>()>;
+
+  // `measure` runs on the first Get of `key` only.
+  const Entry& Get(const Key& key, const Measure& measure) {
+    auto it = entries_.find(key);
+    if (it != entries_.end()) return it->second;
+    const std::chrono::steady_clock::time_point start = std::chrono::steady_clock::now();
+    absl::StatusOr<backends::cpu::Timing> t = measure();
+    Entry e{t.ok() ? absl::StatusOr<double>(t->median_s) : absl::StatusOr<double>(t.status()),
+            SecondsSince(start)};
+    return entries_.emplace(key, std::move(e)).first->second;
+  }
+
+ private:
+  std::map<Key, Entry> entries_;
+};
+
+// The memo as one strategy's run sees it: the first time the run asks for a key it is charged
+// that measurement's cost, as if it had measured the key itself; asking again is free, as the
+// problems cache what they evaluated.
+template <typename Key>
+class ChargedMeasurements {
+ public:
+  ChargedMeasurements(MeasurementMemo<Key>& memo, TuningRun& run) : memo_(memo), run_(run) {}
+  absl::StatusOr<double> Get(const Key& key,
+                             const typename MeasurementMemo<Key>::Measure& measure) {
+    const typename MeasurementMemo<Key>::Entry& e = memo_.Get(key, measure);
+    if (asked_.insert(key).second) {
+      run_.clock += e.cost;
+      ++run_.measurements;
+    }
+    return e.seconds;
+  }
+
+ private:
+  MeasurementMemo<Key>& memo_;
+  TuningRun& run_;
+  std::set<Key> asked_;
+};
+
+// `rank` wrapped so each call's wall time is charged to `run`, as model inference.
+template <typename Rank>
+auto ChargedRanker(TuningRun& run, Rank rank) {
+  return [&run, rank](const auto&... args) {
+    const std::chrono::steady_clock::time_point start = std::chrono::steady_clock::now();
+    auto ranked = rank(args...);
+    const double seconds = SecondsSince(start);
+    run.inference += seconds;
+    run.clock += seconds;
+    return ranked;
+  };
+}
 
 // The per-module rows (model-topk first in `runs`, then the measurement-only strategies) and,
 // over all modules, each measurement-only strategy's summary against model-topk.
