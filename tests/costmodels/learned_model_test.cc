@@ -373,6 +373,29 @@ TEST(LearnedModel, NodeTimeSumExtrapolatesToLongerKernels) {
   EXPECT_LT(node_sum, pooled / 2);
 }
 
+// Node times are summed per kernel over the padded batch layout: kernels of different sizes in
+// one batch predict what each predicts alone, and a checkpoint reloads to the same predictions.
+TEST(LearnedModel, NodeTimeSumBatchesAndRoundTrips) {
+  const Dataset data = MakeAdditiveDataset(40, 1, 12, 23);
+  ModelOptions o = SmallOptions(Loss::kMseLog);
+  o.node_time_sum = true;
+  o.epochs = 5;
+  std::unique_ptr<LearnedModel> m = *LearnedModel::Create(o);
+  ASSERT_TRUE(m->Train(data.samples).ok());
+  const std::vector<const KernelGraph*> graphs = data.Graphs();
+  absl::StatusOr<std::vector<double>> batched = m->Predict(graphs);
+  ASSERT_TRUE(batched.ok()) << batched.status();
+  for (size_t i = 0; i < graphs.size(); ++i) {
+    absl::StatusOr<std::vector<double>> one = m->Predict({graphs[i]});
+    ASSERT_TRUE(one.ok()) << one.status();
+    EXPECT_NEAR((*batched)[i], (*one)[0], 1e-4 * (1 + std::abs((*one)[0]))) << "graph " << i;
+  }
+  absl::StatusOr<std::unique_ptr<LearnedModel>> loaded = LearnedModel::Load(m->Save());
+  ASSERT_TRUE(loaded.ok()) << loaded.status();
+  EXPECT_TRUE((*loaded)->options().node_time_sum);
+  EXPECT_EQ(*(*loaded)->Predict(graphs), *batched);
+}
+
 // The same features, runtimes scattered by wide log-normal noise the features cannot explain:
 // MSE on logs predicts their geometric middle; the relative-error term moves the predictions
 // down, where the mean relative error over the same kernels is lower.
