@@ -152,14 +152,8 @@ struct NetImpl : torch::nn::Module {
     }
     torch::Tensor sum = torch::zeros({b.graphs, hidden}).index_add_(0, b.graph_of_node, h);
     torch::Tensor mean = sum / b.nodes_per_graph;
-    // Per-graph max over a padded [B, max_nodes, H] copy whose empty slots hold -inf (every
-    // graph has a node, ValidateGraph). index_copy and amax are deterministic and differentiable,
-    // unlike LibTorch 1.13's scatter_reduce, which is beta and warns on first use.
-    torch::Tensor max =
-        torch::full({b.graphs * b.max_nodes, hidden}, -std::numeric_limits<float>::infinity())
-            .index_copy(0, b.padded_slot, h)
-            .view({b.graphs, b.max_nodes, hidden})
-            .amax(1);
+    // Every graph has a node (ValidateGraph), so no max is over -inf alone.
+    torch::Tensor max = PerGraph(b, h).amax(1);
     torch::Tensor k = (b.kernel_x - kernel_mean) / kernel_std;
     // The sum is scaled by a fixed 1/16 so kernels of a few dozen ops stay in the range the
     // layer-normalised node states have.
@@ -173,6 +167,16 @@ struct NetImpl : torch::nn::Module {
     return {a, relative(z).squeeze(1)};
   }
 
+  // Node rows [N, W] laid out per graph as [B, max_nodes, W], empty slots -inf: the per-graph
+  // reductions (max, log-sum-exp) then run along dim 1. index_copy is deterministic and
+  // differentiable, unlike LibTorch 1.13's scatter_reduce, which is beta and warns on first use.
+  static torch::Tensor PerGraph(const Batch& b, const torch::Tensor& rows) {
+    const int64_t width = rows.size(1);
+    return torch::full({b.graphs * b.max_nodes, width}, -std::numeric_limits<float>::infinity())
+        .index_copy(0, b.padded_slot, rows)
+        .view({b.graphs, b.max_nodes, width});
+  }
+
   // A fused loop's time is close to the sum of its ops' times, each growing with the elements
   // it computes: the pooled readout has to learn log(sum) of such terms, which it does not
   // extrapolate past the kernels it saw. Here each node predicts its own log time (from its
@@ -183,13 +187,10 @@ struct NetImpl : torch::nn::Module {
     torch::Tensor c = node_time2(torch::relu(
                           node_time1(torch::cat({h, x, k.index_select(0, b.graph_of_node)}, 1)))) +
                       node_time_skip(x);
-    // To log seconds (the target's normalisation undone), summed in linear space per graph over
-    // the padded layout (empty slots -inf add nothing), then normalised back.
+    // To log seconds (the target's normalisation undone), summed in linear space per graph
+    // (empty slots, -inf, add nothing), then normalised back.
     const torch::Tensor mean = target[0], stdev = target[1];
-    torch::Tensor terms =
-        torch::full({b.graphs * b.max_nodes, 1}, -std::numeric_limits<float>::infinity())
-            .index_copy(0, b.padded_slot, mean + stdev * c)
-            .view({b.graphs, b.max_nodes});
+    torch::Tensor terms = PerGraph(b, mean + stdev * c).squeeze(2);
     torch::Tensor log_time =
         torch::cat({terms, (mean + stdev * pooled).unsqueeze(1)}, 1).logsumexp(1);
     return (log_time - mean) / stdev;
