@@ -6,6 +6,8 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <memory>
+#include <optional>
 #include <set>
 #include <string>
 
@@ -44,6 +46,17 @@ ENTRY e {
 class TrainCostModelTest : public testing::CliStoreTest {
  protected:
   TrainCostModelTest() : CliStoreTest({{"first.hlo", kFirst}, {"second.hlo", kSecond}}) {}
+
+  // The newest model stored under `name` in Db(); nullopt, with a failed expectation, when the
+  // store does not open or holds none.
+  std::optional<storage::ModelRecord> Latest(const std::string& name) {
+    absl::StatusOr<std::unique_ptr<storage::Store>> store = storage::Store::Open(Db());
+    EXPECT_TRUE(store.ok()) << store.status();
+    if (!store.ok()) return std::nullopt;
+    absl::StatusOr<std::optional<storage::ModelRecord>> model = (*store)->LatestModel(name);
+    EXPECT_TRUE(model.ok() && model->has_value()) << name;
+    return model.ok() ? *model : std::nullopt;
+  }
 };
 
 TEST_F(TrainCostModelTest, EvaluatesBothSplitsAndStoresVersions) {
@@ -72,15 +85,12 @@ TEST_F(TrainCostModelTest, EvaluatesBothSplitsAndStoresVersions) {
   EXPECT_NE(second.out.find("stored cost-model/tile-cpu version 2"), std::string::npos)
       << second.out;
 
-  absl::StatusOr<std::unique_ptr<storage::Store>> store = storage::Store::Open(Db());
-  ASSERT_TRUE(store.ok()) << store.status();
-  absl::StatusOr<std::optional<storage::ModelRecord>> latest =
-      (*store)->LatestModel("cost-model/tile-cpu");
-  ASSERT_TRUE(latest.ok() && latest->has_value());
-  EXPECT_EQ((*latest)->version, 2);
-  EXPECT_NE((*latest)->metadata_json.find("held-out programs"), std::string::npos);
+  std::optional<storage::ModelRecord> latest = Latest("cost-model/tile-cpu");
+  ASSERT_TRUE(latest.has_value());
+  EXPECT_EQ(latest->version, 2);
+  EXPECT_NE(latest->metadata_json.find("held-out programs"), std::string::npos);
   absl::StatusOr<std::unique_ptr<costmodels::learned::LearnedModel>> model =
-      costmodels::learned::LearnedModel::Load((*latest)->data);
+      costmodels::learned::LearnedModel::Load(latest->data);
   ASSERT_TRUE(model.ok()) << model.status();
   EXPECT_TRUE((*model)->trained());
   // Tile rankings use the relative head; the absolute head stays pooled, its loss MSE alone.
@@ -91,7 +101,7 @@ TEST_F(TrainCostModelTest, EvaluatesBothSplitsAndStoresVersions) {
   Result dry = Cli(train + " --no-store");
   ASSERT_EQ(dry.exit_code, 0) << dry.err;
   EXPECT_EQ(dry.out.find("stored"), std::string::npos) << dry.out;
-  EXPECT_EQ((*(*store)->LatestModel("cost-model/tile-cpu"))->version, 2);
+  EXPECT_EQ(Latest("cost-model/tile-cpu")->version, 2);
 
   // --no-eval only trains on everything and stores.
   Result quick = Cli(train + " --no-eval");
@@ -122,37 +132,30 @@ TEST_F(TrainCostModelTest, FusionReportsRuntimeMapeNextToTheRoofline) {
     const std::string name =
         std::string("cost-model/fusion-") + (std::string(target) == "cpu" ? "cpu" : "tpu-v4-core");
     EXPECT_NE(r.out.find("stored " + name + " version 1"), std::string::npos) << r.out;
-    absl::StatusOr<std::unique_ptr<storage::Store>> store = storage::Store::Open(Db());
-    ASSERT_TRUE(store.ok()) << store.status();
-    absl::StatusOr<std::optional<storage::ModelRecord>> model = (*store)->LatestModel(name);
-    ASSERT_TRUE(model.ok() && model->has_value());
-    EXPECT_NE((*model)->metadata_json.find("analytical_mape"), std::string::npos);
-    EXPECT_NE((*model)->metadata_json.find("mse-log"), std::string::npos);
-    EXPECT_NE((*model)->metadata_json.find("\"absolute_head\":\"pooled\""), std::string::npos)
-        << (*model)->metadata_json;
+    std::optional<storage::ModelRecord> model = Latest(name);
+    ASSERT_TRUE(model.has_value());
+    EXPECT_NE(model->metadata_json.find("analytical_mape"), std::string::npos);
+    EXPECT_NE(model->metadata_json.find("mse-log"), std::string::npos);
+    EXPECT_NE(model->metadata_json.find("\"absolute_head\":\"pooled\""), std::string::npos)
+        << model->metadata_json;
   }
   // The absolute head's options reach the stored model and its metadata.
   Result node_sum = Cli(absl::StrCat(
       "train-cost-model --task fusion --db ", Db(),
       " --epochs 2 --hidden 16 --layers 1 --no-eval --absolute-head node-sum --mape-weight 0.3"));
   ASSERT_EQ(node_sum.exit_code, 0) << node_sum.err;
-  {
-    absl::StatusOr<std::unique_ptr<storage::Store>> store = storage::Store::Open(Db());
-    ASSERT_TRUE(store.ok()) << store.status();
-    absl::StatusOr<std::optional<storage::ModelRecord>> model =
-        (*store)->LatestModel("cost-model/fusion-cpu");
-    ASSERT_TRUE(model.ok() && model->has_value());
-    EXPECT_EQ((*model)->version, 2);
-    EXPECT_NE((*model)->metadata_json.find("\"absolute_head\":\"node-sum\""), std::string::npos)
-        << (*model)->metadata_json;
-    EXPECT_NE((*model)->metadata_json.find("\"mape_weight\":0.3"), std::string::npos)
-        << (*model)->metadata_json;
-    absl::StatusOr<std::unique_ptr<costmodels::learned::LearnedModel>> loaded =
-        costmodels::learned::LearnedModel::Load((*model)->data);
-    ASSERT_TRUE(loaded.ok()) << loaded.status();
-    EXPECT_TRUE((*loaded)->options().node_time_sum);
-    EXPECT_DOUBLE_EQ((*loaded)->options().relative_error_weight, 0.3);
-  }
+  std::optional<storage::ModelRecord> node_sum_model = Latest("cost-model/fusion-cpu");
+  ASSERT_TRUE(node_sum_model.has_value());
+  EXPECT_EQ(node_sum_model->version, 2);
+  EXPECT_NE(node_sum_model->metadata_json.find("\"absolute_head\":\"node-sum\""), std::string::npos)
+      << node_sum_model->metadata_json;
+  EXPECT_NE(node_sum_model->metadata_json.find("\"mape_weight\":0.3"), std::string::npos)
+      << node_sum_model->metadata_json;
+  absl::StatusOr<std::unique_ptr<costmodels::learned::LearnedModel>> loaded =
+      costmodels::learned::LearnedModel::Load(node_sum_model->data);
+  ASSERT_TRUE(loaded.ok()) << loaded.status();
+  EXPECT_TRUE((*loaded)->options().node_time_sum);
+  EXPECT_DOUBLE_EQ((*loaded)->options().relative_error_weight, 0.3);
   // --min-seconds leaves out kernels timer noise dominates; none of these take a minute.
   Result slow = Cli(absl::StrCat("train-cost-model --task fusion --db ", Db(),
                                  " --epochs 1 --no-store --min-seconds 60"));
@@ -173,12 +176,9 @@ TEST_F(TrainCostModelTest, TpuSimTilesCompareWithTheAnalyticalModel) {
   EXPECT_NE(r.out.find("APE mean (analytical)"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("the analytical tile roofline"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("stored cost-model/tile-tpu-v4-core version 1"), std::string::npos) << r.out;
-  absl::StatusOr<std::unique_ptr<storage::Store>> store = storage::Store::Open(Db());
-  ASSERT_TRUE(store.ok()) << store.status();
-  absl::StatusOr<std::optional<storage::ModelRecord>> model =
-      (*store)->LatestModel("cost-model/tile-tpu-v4-core");
-  ASSERT_TRUE(model.ok() && model->has_value());
-  EXPECT_NE((*model)->metadata_json.find("analytical_ape_mean"), std::string::npos);
+  std::optional<storage::ModelRecord> model = Latest("cost-model/tile-tpu-v4-core");
+  ASSERT_TRUE(model.has_value());
+  EXPECT_NE(model->metadata_json.find("analytical_ape_mean"), std::string::npos);
 }
 
 // Synthetic programs (mltune synthesize) add training data only: every test kernel comes from the
