@@ -167,6 +167,7 @@ struct TrainCostModelCommand {
   std::string absolute_skip = "linear";  // the absolute head's skip from kernel features, or "none"
   // The absolute head's time: "pooled" (from the readout) or "node-sum" (plus a term per node).
   std::string absolute_head = "pooled";
+  int transformer_layers = 0;        // self-attention layers over a kernel's nodes before pooling
   std::string pair_weights = "gap";  // rank pairs weighted by log(slow / fast), or "none"
   double min_pair_ratio = 1.0;       // rank pairs closer than this factor are not ranked
   double mape_weight = 0;            // the absolute loss's relative-error term

@@ -453,6 +453,11 @@ int RunTrainCostModel(const TrainCostModelCommand& cmd, std::ostream& out, std::
     err << "error: --absolute-head " << cmd.absolute_head << ": pooled or node-sum\n";
     return 1;
   }
+  if (cmd.transformer_layers > 0 && cmd.hidden % learned::ModelOptions{}.attention_heads != 0) {
+    err << "error: --hidden " << cmd.hidden << ": with --transformer-layers it must be a multiple "
+        << "of the " << learned::ModelOptions{}.attention_heads << " attention heads\n";
+    return 1;
+  }
   if (cmd.readout != "mean-max-sum" && cmd.readout != "mean-max") {
     err << "error: --readout " << cmd.readout << ": mean-max-sum or mean-max\n";
     return 1;
@@ -543,6 +548,7 @@ int RunTrainCostModel(const TrainCostModelCommand& cmd, std::ostream& out, std::
   options.sum_readout = cmd.readout == "mean-max-sum";
   options.linear_skip = cmd.absolute_skip == "linear";
   options.node_time_sum = absolute_head == "node-sum";
+  options.transformer_layers = cmd.transformer_layers;
   options.relative_error_weight = mape_weight;
   options.weight_pairs_by_gap = cmd.pair_weights == "gap";
   options.min_pair_ratio = cmd.min_pair_ratio;
@@ -592,6 +598,7 @@ int RunTrainCostModel(const TrainCostModelCommand& cmd, std::ostream& out, std::
                {"kernels", data->kernels.size()},
                {"loss", std::string(learned::LossName(options.loss))},
                {"absolute_head", absolute_head},
+               {"transformer_layers", cmd.transformer_layers},
                {"mape_weight", mape_weight},
                {"epochs", options.epochs},
                {"min_seconds", cmd.min_seconds},

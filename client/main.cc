@@ -213,6 +213,12 @@ int main(int argc, char** argv) {
                    "time per node, summed (node-sum)")
       ->default_val("pooled");
   train_cost_cmd
+      ->add_option("--transformer-layers", train_cost.transformer_layers,
+                   "Transformer encoder layers over each kernel's nodes between the GraphSAGE "
+                   "layers and the pooling (4 heads; 0: none)")
+      ->default_val(0)
+      ->check(CLI::Range(0, 4));
+  train_cost_cmd
       ->add_option("--mape-weight", train_cost.mape_weight,
                    "The absolute head's loss adds this times the mean relative error of the "
                    "predicted times (MAPE) to the MSE on log seconds")

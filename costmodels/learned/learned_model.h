@@ -52,6 +52,12 @@ struct ModelOptions {
   // node predicts its own log time): a fused loop costs about the sum of its ops. Checkpoints
   // from before the option load without it.
   bool node_time_sum = false;
+  // Transformer encoder layers over each kernel's nodes, between the GraphSAGE layers and the
+  // pooling (the paper's optional transformer reduction): GraphSAGE sees `sage_layers` hops
+  // along the data edges, self-attention relates any two ops of a kernel. 0: none; checkpoints
+  // from before the option load without it.
+  int transformer_layers = 0;
+  int attention_heads = 4;  // per transformer layer; hidden_dim must be a multiple
   double dropout = 0;
   // Training.
   uint64_t seed = 0;

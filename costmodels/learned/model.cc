@@ -1,8 +1,9 @@
 // The LibTorch side of the learned cost model: the network (opcode embedding, directed
-// GraphSAGE layers, mean+max(+sum) readout joined with kernel features, two heads, the absolute
-// one with a linear skip from the kernel features), ensembles of such networks, batching of many
-// kernels into one disjoint graph, training (MSE on log seconds, pairwise rank loss within
-// groups, Adam) and checkpoints. The only file of the library that includes torch.
+// GraphSAGE layers, optional transformer layers over each kernel's nodes, mean+max(+sum) readout
+// joined with kernel features, two heads, the absolute one with a linear skip from the kernel
+// features), ensembles of such networks, batching of many kernels into one disjoint graph, training
+// (MSE on log seconds, pairwise rank loss within groups, Adam) and checkpoints. The only file of
+// the library that includes torch.
 #include <torch/torch.h>
 
 #include <algorithm>
@@ -37,7 +38,7 @@ struct Batch {
   torch::Tensor graph_of_node;    // [N] int64
   torch::Tensor nodes_per_graph;  // [B, 1] float
   torch::Tensor kernel_x;         // [B, kernel_features]
-  // Each node's row in a [B * max_nodes] padded layout, for the per-graph max.
+  // Each node's row in a [B * max_nodes] padded layout, for the per-graph max and attention.
   torch::Tensor padded_slot;  // [N] int64
   int64_t graphs = 0;
   int64_t max_nodes = 0;
@@ -108,6 +109,14 @@ struct NetImpl : torch::nn::Module {
       norms.push_back(register_module(absl::StrCat("sage", l, "_norm"),
                                       torch::nn::LayerNorm(torch::nn::LayerNormOptions({hidden}))));
     }
+    for (int l = 0; l < o.transformer_layers; ++l) {
+      attention.push_back(
+          register_module(absl::StrCat("transformer", l),
+                          torch::nn::TransformerEncoderLayer(
+                              torch::nn::TransformerEncoderLayerOptions(hidden, o.attention_heads)
+                                  .dim_feedforward(2 * hidden)
+                                  .dropout(o.dropout))));
+    }
     readout1 = register_module(
         "readout1",
         torch::nn::Linear((o.sum_readout ? 3 : 2) * hidden + o.kernel_features, hidden));
@@ -150,6 +159,7 @@ struct NetImpl : torch::nn::Module {
       h = norms[l](torch::relu(self_w[l](h) + in_w[l](from_producers) + out_w[l](from_consumers)));
       h = torch::dropout(h, dropout, is_training());
     }
+    if (!attention.empty()) h = Attend(b, h);
     torch::Tensor sum = torch::zeros({b.graphs, hidden}).index_add_(0, b.graph_of_node, h);
     torch::Tensor mean = sum / b.nodes_per_graph;
     // Every graph has a node (ValidateGraph), so no max is over -inf alone.
@@ -165,6 +175,25 @@ struct NetImpl : torch::nn::Module {
     if (linear_skip) a = a + skip(k).squeeze(1);
     if (node_time_sum) a = AddNodeTimes(b, a, h, x, k);
     return {a, relative(z).squeeze(1)};
+  }
+
+  // The transformer layers over each graph's nodes: node rows padded to [max_nodes, B, W] (the
+  // sequence-first layout LibTorch 1.13's encoder takes), padding masked out as keys, and the
+  // nodes' rows read back.
+  torch::Tensor Attend(const Batch& b, const torch::Tensor& h) {
+    const int64_t width = h.size(1);
+    torch::Tensor seq = torch::zeros({b.graphs * b.max_nodes, width})
+                            .index_copy(0, b.padded_slot, h)
+                            .view({b.graphs, b.max_nodes, width})
+                            .transpose(0, 1);
+    const torch::Tensor padding =
+        torch::arange(b.max_nodes, torch::kFloat32).unsqueeze(0).ge(b.nodes_per_graph);
+    for (torch::nn::TransformerEncoderLayer& layer : attention) {
+      seq = layer->forward(seq, torch::Tensor(), padding);
+    }
+    return seq.transpose(0, 1)
+        .reshape({b.graphs * b.max_nodes, width})
+        .index_select(0, b.padded_slot);
   }
 
   // Node rows [N, W] laid out per graph as [B, max_nodes, W], empty slots -inf: the per-graph
@@ -207,6 +236,7 @@ struct NetImpl : torch::nn::Module {
       node_time_skip{nullptr};
   std::vector<torch::nn::Linear> self_w, in_w, out_w;
   std::vector<torch::nn::LayerNorm> norms;
+  std::vector<torch::nn::TransformerEncoderLayer> attention;
   torch::Tensor node_mean, node_std, kernel_mean, kernel_std, target, fitted;
 };
 TORCH_MODULE(Net);
@@ -479,6 +509,8 @@ struct LearnedModel::Impl {
     j["sum_readout"] = options.sum_readout;
     j["linear_skip"] = options.linear_skip;
     j["node_time_sum"] = options.node_time_sum;
+    j["transformer_layers"] = options.transformer_layers;
+    j["attention_heads"] = options.attention_heads;
     j["dropout"] = options.dropout;
     j["seed"] = options.seed;
     j["learning_rate"] = options.learning_rate;
@@ -644,6 +676,8 @@ absl::StatusOr<std::unique_ptr<LearnedModel>> LearnedModel::Load(std::string_vie
     o.sum_readout = j.value("sum_readout", false);      // absent in checkpoints from before it
     o.linear_skip = j.value("linear_skip", false);      // likewise
     o.node_time_sum = j.value("node_time_sum", false);  // likewise
+    o.transformer_layers = j.value("transformer_layers", 0);  // likewise
+    o.attention_heads = j.value("attention_heads", 4);
     o.dropout = j.at("dropout").get<double>();
     o.seed = j.at("seed").get<uint64_t>();
     o.learning_rate = j.at("learning_rate").get<double>();

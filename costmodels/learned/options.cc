@@ -56,6 +56,13 @@ absl::Status ValidateOptions(const ModelOptions& o) {
   }
   if (o.hidden_dim < 1 || o.hidden_dim > kMaxWidth) return bad("hidden_dim", o.hidden_dim);
   if (o.sage_layers < 0 || o.sage_layers > kMaxLayers) return bad("sage_layers", o.sage_layers);
+  if (o.transformer_layers < 0 || o.transformer_layers > kMaxLayers) {
+    return bad("transformer_layers", o.transformer_layers);
+  }
+  if (o.attention_heads < 1 || o.attention_heads > o.hidden_dim ||
+      (o.transformer_layers > 0 && o.hidden_dim % o.attention_heads != 0)) {
+    return bad("attention_heads (hidden_dim must be a multiple)", o.attention_heads);
+  }
   if (!(o.dropout >= 0 && o.dropout < 1)) return bad("dropout", o.dropout);
   if (!(o.learning_rate > 0) || !std::isfinite(o.learning_rate)) {
     return bad("learning_rate", o.learning_rate);

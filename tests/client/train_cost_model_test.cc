@@ -139,10 +139,10 @@ TEST_F(TrainCostModelTest, FusionReportsRuntimeMapeNextToTheRoofline) {
     EXPECT_NE(model->metadata_json.find("\"absolute_head\":\"pooled\""), std::string::npos)
         << model->metadata_json;
   }
-  // The absolute head's options reach the stored model and its metadata.
-  Result node_sum = Cli(absl::StrCat(
-      "train-cost-model --task fusion --db ", Db(),
-      " --epochs 2 --hidden 16 --layers 1 --no-eval --absolute-head node-sum --mape-weight 0.3"));
+  // The absolute head's and the readout's options reach the stored model and its metadata.
+  Result node_sum = Cli(absl::StrCat("train-cost-model --task fusion --db ", Db(),
+                                     " --epochs 2 --hidden 16 --layers 1 --no-eval --absolute-head "
+                                     "node-sum --mape-weight 0.3 --transformer-layers 1"));
   ASSERT_EQ(node_sum.exit_code, 0) << node_sum.err;
   std::optional<storage::ModelRecord> node_sum_model = Latest("cost-model/fusion-cpu");
   ASSERT_TRUE(node_sum_model.has_value());
@@ -156,6 +156,9 @@ TEST_F(TrainCostModelTest, FusionReportsRuntimeMapeNextToTheRoofline) {
   ASSERT_TRUE(loaded.ok()) << loaded.status();
   EXPECT_TRUE((*loaded)->options().node_time_sum);
   EXPECT_DOUBLE_EQ((*loaded)->options().relative_error_weight, 0.3);
+  EXPECT_EQ((*loaded)->options().transformer_layers, 1);
+  EXPECT_NE(node_sum_model->metadata_json.find("\"transformer_layers\":1"), std::string::npos)
+      << node_sum_model->metadata_json;
   // --min-seconds leaves out kernels timer noise dominates; none of these take a minute.
   Result slow = Cli(absl::StrCat("train-cost-model --task fusion --db ", Db(),
                                  " --epochs 1 --no-store --min-seconds 60"));
@@ -245,6 +248,8 @@ TEST_F(TrainCostModelTest, ClearErrors) {
       {"--absolute-skip mlp", "--absolute-skip mlp: linear or none"},
       {"--absolute-head mlp", "--absolute-head mlp: pooled or node-sum"},
       {"--mape-weight=-1", "--mape-weight"},
+      {"--transformer-layers 5", "--transformer-layers"},
+      {"--hidden 30 --transformer-layers 1", "--hidden 30: with --transformer-layers it must be"},
       {"--ensemble 0", "--ensemble"},
       {"--min-pair-ratio 0.5", "--min-pair-ratio"},
       {absl::StrCat("--predictions ", Db(), "/missing/p.csv"), "cannot write --predictions"},

@@ -8,6 +8,7 @@
 #include <cmath>
 #include <iostream>
 #include <memory>
+#include <numeric>
 #include <random>
 #include <thread>
 #include <vector>
@@ -257,10 +258,13 @@ TEST_F(LearnedModelTest, SaveLoadRoundTripsToIdenticalPredictions) {
 
 // Checkpoints from before an architecture option (the sum readout, the linear skip) have no key
 // for it in their header: they load as the network they are, without it, and predict as they did.
-// Claiming the option for such weights fails to load instead of predicting garbage.
+// Claiming the option (`claimed`, the header's text for it, as long as `absent`'s) for such weights
+// fails to load instead of predicting garbage.
 void ExpectCheckpointWithoutKeyLoadsWithoutIt(const std::string& key,
                                               void (*disable)(ModelOptions&),
-                                              bool (*enabled)(const ModelOptions&)) {
+                                              bool (*enabled)(const ModelOptions&),
+                                              const std::string& absent = "false",
+                                              const std::string& claimed = "true ") {
   SCOPED_TRACE(key);
   Dataset data = MakeDataset(12, 3, 0);
   ModelOptions o = SmallOptions(Loss::kBoth);
@@ -275,7 +279,7 @@ void ExpectCheckpointWithoutKeyLoadsWithoutIt(const std::string& key,
   const size_t header_at = bytes.find('\n', length_at) + 1;
   const size_t weights_at = bytes.find('}') + 1;
   std::string header = bytes.substr(header_at, weights_at - header_at);
-  const std::string entry = absl::StrCat("\"", key, "\":false,");
+  const std::string entry = absl::StrCat("\"", key, "\":", absent, ",");
   ASSERT_NE(header.find(entry), std::string::npos) << header;
   header.erase(header.find(entry), entry.size());
   const std::string old = absl::StrCat(bytes.substr(0, length_at), header.size(), "\n", header,
@@ -288,8 +292,8 @@ void ExpectCheckpointWithoutKeyLoadsWithoutIt(const std::string& key,
   ASSERT_TRUE(a.ok() && b.ok());
   EXPECT_EQ(*a, *b);
   std::string lying = bytes;
-  const std::string claim = absl::StrCat("\"", key, "\":false");
-  lying.replace(lying.find(claim), claim.size(), absl::StrCat("\"", key, "\":true "));
+  const std::string claim = absl::StrCat("\"", key, "\":", absent);
+  lying.replace(lying.find(claim), claim.size(), absl::StrCat("\"", key, "\":", claimed));
   EXPECT_FALSE(LearnedModel::Load(lying).ok());
 }
 
@@ -309,6 +313,67 @@ TEST(LearnedModel, CheckpointsWithoutTheNodeTimeSumKeyLoadWithoutIt) {
   ExpectCheckpointWithoutKeyLoadsWithoutIt(
       "node_time_sum", [](ModelOptions& o) { o.node_time_sum = false; },
       [](const ModelOptions& o) { return o.node_time_sum; });
+}
+
+TEST(LearnedModel, CheckpointsWithoutTheTransformerKeyLoadWithoutIt) {
+  ExpectCheckpointWithoutKeyLoadsWithoutIt(
+      "transformer_layers", [](ModelOptions& o) { o.transformer_layers = 0; },
+      [](const ModelOptions& o) { return o.transformer_layers > 0; }, "0", "1");
+}
+
+// `graph` with its nodes in another order (node i moves to perm[i]), edges renumbered alike.
+KernelGraph PermuteNodes(const KernelGraph& graph, const std::vector<int32_t>& perm) {
+  KernelGraph p = graph;
+  for (int32_t i = 0; i < graph.size(); ++i) {
+    p.opcodes[perm[i]] = graph.opcodes[i];
+    std::copy_n(graph.node_features.begin() + i * kNodeFeatures, kNodeFeatures,
+                p.node_features.begin() + perm[i] * kNodeFeatures);
+  }
+  for (size_t e = 0; e < graph.edge_src.size(); ++e) {
+    p.edge_src[e] = perm[graph.edge_src[e]];
+    p.edge_dst[e] = perm[graph.edge_dst[e]];
+  }
+  return p;
+}
+
+// Transformer layers between GraphSAGE and the pooling: the model still learns the task, each
+// kernel's attention stays inside its own nodes (batched = alone, padding masked), it is blind to
+// the order nodes are listed in, as the rest of the network is, and checkpoints carry its weights.
+TEST(LearnedModel, TransformerLayersLearnBatchAndRoundTrip) {
+  const Dataset train = MakeDataset(48, 1, 0);
+  const Dataset test = MakeDataset(16, 2, 1000);
+  ModelOptions o = SmallOptions(Loss::kBoth);
+  o.transformer_layers = 1;
+  absl::StatusOr<std::unique_ptr<LearnedModel>> model = LearnedModel::Create(o);
+  ASSERT_TRUE(model.ok()) << model.status();
+  ASSERT_TRUE((*model)->Train(train.samples).ok());
+  const std::vector<const KernelGraph*> graphs = test.Graphs();
+  absl::StatusOr<std::vector<double>> batched = (*model)->Predict(graphs);
+  ASSERT_TRUE(batched.ok()) << batched.status();
+  const double mape = Mape(test.Seconds(), Exp(*batched));
+  std::cout << "held-out MAPE with a transformer layer " << mape << "\n";
+  EXPECT_LT(mape, 0.35);
+  EXPECT_GT(EvaluateRanking(test.Groups(), test.Seconds(), *batched).kendall_tau, 0.75);
+
+  std::mt19937_64 rng(5);
+  for (size_t i = 0; i < graphs.size(); i += 7) {
+    absl::StatusOr<std::vector<double>> one = (*model)->Predict({graphs[i]});
+    ASSERT_TRUE(one.ok()) << one.status();
+    EXPECT_NEAR((*batched)[i], (*one)[0], 1e-4 * (1 + std::abs((*one)[0]))) << "graph " << i;
+    std::vector<int32_t> perm(static_cast<size_t>(graphs[i]->size()));
+    std::iota(perm.begin(), perm.end(), 0);
+    std::shuffle(perm.begin(), perm.end(), rng);
+    const KernelGraph permuted = PermuteNodes(*graphs[i], perm);
+    absl::StatusOr<std::vector<double>> shuffled = (*model)->Predict({&permuted});
+    ASSERT_TRUE(shuffled.ok()) << shuffled.status();
+    EXPECT_NEAR((*shuffled)[0], (*one)[0], 1e-4 * (1 + std::abs((*one)[0]))) << "graph " << i;
+  }
+
+  absl::StatusOr<std::unique_ptr<LearnedModel>> loaded = LearnedModel::Load((*model)->Save());
+  ASSERT_TRUE(loaded.ok()) << loaded.status();
+  EXPECT_EQ((*loaded)->options().transformer_layers, 1);
+  EXPECT_EQ((*loaded)->options().attention_heads, 4);
+  EXPECT_EQ(*(*loaded)->Predict(graphs), *batched);
 }
 
 // Chains of `min_nodes`-`max_nodes` elementwise-like ops whose time is a fixed overhead plus each
@@ -426,7 +491,7 @@ TEST_F(LearnedModelTest, LoadOfGarbageFailsCleanly) {
   const std::string bytes = model_->Save();
   const size_t weights_start = bytes.find("}") + 1;  // the JSON header ends at its only '}'
   std::string flipped_header = bytes;
-  flipped_header[25] = '#';
+  flipped_header[bytes.find('{')] = '#';  // the header is no longer JSON
   std::string garbage_weights = bytes.substr(0, weights_start) + std::string(4096, '\x5a');
   std::string zeroed_weights = bytes;
   std::fill(zeroed_weights.begin() + weights_start, zeroed_weights.end(), '\0');
@@ -630,6 +695,10 @@ TEST(LearnedModel, ProgressCallbackStopsTraining) {
 TEST(LearnedModel, RefusesBadInputWithAnError) {
   ModelOptions o = SmallOptions(Loss::kBoth);
   o.vocabulary_size = 0;
+  EXPECT_EQ(LearnedModel::Create(o).status().code(), absl::StatusCode::kInvalidArgument);
+  o = SmallOptions(Loss::kBoth);
+  o.transformer_layers = 1;
+  o.attention_heads = 5;  // 32 hidden units do not split into 5 heads
   EXPECT_EQ(LearnedModel::Create(o).status().code(), absl::StatusCode::kInvalidArgument);
 
   Dataset data = MakeDataset(2, 9, 0);
