@@ -182,10 +182,7 @@ struct NetImpl : torch::nn::Module {
   // nodes' rows read back.
   torch::Tensor Attend(const Batch& b, const torch::Tensor& h) {
     const int64_t width = h.size(1);
-    torch::Tensor seq = torch::zeros({b.graphs * b.max_nodes, width})
-                            .index_copy(0, b.padded_slot, h)
-                            .view({b.graphs, b.max_nodes, width})
-                            .transpose(0, 1);
+    torch::Tensor seq = PerGraph(b, h, 0).transpose(0, 1);
     const torch::Tensor padding =
         torch::arange(b.max_nodes, torch::kFloat32).unsqueeze(0).ge(b.nodes_per_graph);
     for (torch::nn::TransformerEncoderLayer& layer : attention) {
@@ -196,12 +193,14 @@ struct NetImpl : torch::nn::Module {
         .index_select(0, b.padded_slot);
   }
 
-  // Node rows [N, W] laid out per graph as [B, max_nodes, W], empty slots -inf: the per-graph
-  // reductions (max, log-sum-exp) then run along dim 1. index_copy is deterministic and
-  // differentiable, unlike LibTorch 1.13's scatter_reduce, which is beta and warns on first use.
-  static torch::Tensor PerGraph(const Batch& b, const torch::Tensor& rows) {
+  // Node rows [N, W] laid out per graph as [B, max_nodes, W], empty slots `empty` (-inf for the
+  // per-graph reductions, max and log-sum-exp, which then run along dim 1; 0 for attention, which
+  // masks them). index_copy is deterministic and differentiable, unlike LibTorch 1.13's
+  // scatter_reduce, which is beta and warns on first use.
+  static torch::Tensor PerGraph(const Batch& b, const torch::Tensor& rows,
+                                float empty = -std::numeric_limits<float>::infinity()) {
     const int64_t width = rows.size(1);
-    return torch::full({b.graphs * b.max_nodes, width}, -std::numeric_limits<float>::infinity())
+    return torch::full({b.graphs * b.max_nodes, width}, empty)
         .index_copy(0, b.padded_slot, rows)
         .view({b.graphs, b.max_nodes, width});
   }
