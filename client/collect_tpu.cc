@@ -24,17 +24,13 @@
 #include "costmodels/analytical/tile_cost.h"
 #include "costmodels/features/kernel_graph.h"
 #include "ir/fingerprint.h"
+#include "optimizers/tiling/tile_problem.h"
 
 namespace mltune::client {
 namespace {
 
 namespace tpu = backends::tpu;
 namespace features = costmodels::features;
-
-std::string TileText(const tpu::TileConfig& t) {
-  return absl::StrCat("tile_m=", t.m, ",tile_n=", t.n, ",tile_k=", t.k,
-                      ",double_buffer=", t.double_buffer ? 1 : 0);
-}
 
 // The simulators of a run: `noisy` times the trials (owned by the plan), `exact` checks validity
 // when drawing (VMEM does not depend on noise).
@@ -88,7 +84,7 @@ std::unique_ptr<TpuModule> LoadTpuModule(const InputFile& f, std::ostream& err) 
 Trial SimulateTrial(const Simulators& sims, const costmodels::KernelSummary& kernel,
                     const tpu::TileConfig& tile, double analytical) {
   Trial t;
-  t.configuration = TileText(tile);
+  t.configuration = opt::tiling::TpuTileConfigText(tile);
   t.measure = [sim = sims.noisy, kernel, tile, analytical]() -> absl::StatusOr<Measured> {
     const tpu::KernelTiming timing = sim->SimulateKernel(kernel, tile);
     if (!timing.valid) return absl::FailedPreconditionError(timing.error);
@@ -148,7 +144,7 @@ bool PlanTpuTile(const CollectCommand& cmd, const std::vector<InputFile>& files,
     // buffering a coin), without repeats.
     std::vector<Trial> out;
     const tpu::TileConfig first = sims.exact->DefaultTile(kernel);
-    std::set<std::string> seen = {TileText(first)};
+    std::set<std::string> seen = {opt::tiling::TpuTileConfigText(first)};
     if (sims.exact->SimulateKernel(kernel, first).valid) {
       add(first, out);
     } else {
@@ -166,7 +162,7 @@ bool PlanTpuTile(const CollectCommand& cmd, const std::vector<InputFile>& files,
         *dims[d] = choices[d][std::uniform_int_distribution<size_t>(0, choices[d].size() - 1)(rng)];
       }
       t.double_buffer = std::bernoulli_distribution(0.5)(rng);
-      if (!seen.insert(TileText(t)).second) continue;
+      if (!seen.insert(opt::tiling::TpuTileConfigText(t)).second) continue;
       if (!sims.exact->SimulateKernel(kernel, t).valid) {
         ++plan.rejected;
         continue;

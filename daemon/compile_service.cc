@@ -123,21 +123,27 @@ absl::Status CompileServiceImpl::CheckStrategy(const JobSpec& spec) const {
       known.push_back(strategy.name);
       if (strategy.name != spec.strategy) continue;
       own = true;
-      if (strategy.model.empty()) continue;
-      absl::StatusOr<std::optional<storage::ModelRecord>> model =
-          store_.LatestModel(strategy.model);
+      if (!strategy.targets.empty() && std::find(strategy.targets.begin(), strategy.targets.end(),
+                                                 spec.target) == strategy.targets.end()) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("strategy ", spec.strategy, " of task ", name, " runs on target ",
+                         absl::StrJoin(strategy.targets, ", "), " only, not ", spec.target));
+      }
+      const std::string model_name = strategy.ModelFor(spec.target);
+      if (model_name.empty()) continue;
+      absl::StatusOr<std::optional<storage::ModelRecord>> model = store_.LatestModel(model_name);
       if (!model.ok()) return model.status();
       if (!model->has_value()) {
-        const std::string train =
-            absl::StartsWith(strategy.model, "cost-model/")
-                ? absl::StrCat("mltune collect FILES --task ", name, " --db ", store_.path(),
-                               "` then `mltune train-cost-model --task ", name, " --db ",
-                               store_.path())
-                : absl::StrCat("mltune train-agent --task ", name, " --algo ",
-                               absl::StripPrefix(spec.strategy, "rl-"), " --graphs DIR --store ",
-                               store_.path());
+        const std::string args =
+            absl::StrCat(" --task ", name, " --target ", spec.target, " --db ", store_.path());
+        const std::string train = absl::StartsWith(model_name, "cost-model/")
+                                      ? absl::StrCat("mltune collect FILES", args,
+                                                     "` then `mltune train-cost-model", args)
+                                      : absl::StrCat("mltune train-agent --task ", name, " --algo ",
+                                                     absl::StripPrefix(spec.strategy, "rl-"),
+                                                     " --graphs DIR --store ", store_.path());
         return absl::FailedPreconditionError(
-            absl::StrCat("strategy ", spec.strategy, " needs a trained model ", strategy.model,
+            absl::StrCat("strategy ", spec.strategy, " needs a trained model ", model_name,
                          " and the store has none; train one with `", train, "`"));
       }
     }
@@ -452,14 +458,22 @@ grpc::Status CompileServiceImpl::DoListStrategies(v1::ListStrategiesResponse* re
     for (const Task::OwnStrategy& strategy : task->own_strategies()) {
       v1::StrategyInfo* info = response->add_strategies();
       info->set_name(strategy.name);
-      std::string model = "no trained model yet";
-      if (!strategy.model.empty()) {
-        absl::StatusOr<std::optional<storage::ModelRecord>> record =
-            store_.LatestModel(strategy.model);
+      // The newest model served on each target where the strategy runs (agents: one for all).
+      std::vector<std::string> served;
+      std::set<std::string> asked;
+      for (const std::string& target :
+           strategy.targets.empty() ? task->targets() : strategy.targets) {
+        const std::string name = strategy.ModelFor(target);
+        if (name.empty() || !asked.insert(name).second) continue;
+        absl::StatusOr<std::optional<storage::ModelRecord>> record = store_.LatestModel(name);
         if (record.ok() && record->has_value()) {
-          model = absl::StrCat("model ", strategy.model, " v", (*record)->version);
+          served.push_back(absl::StrCat(name, " v", (*record)->version));
         }
       }
+      const std::string model = served.empty()
+                                    ? std::string("no trained model yet")
+                                    : absl::StrCat(served.size() == 1 ? "model " : "models ",
+                                                   absl::StrJoin(served, ", "));
       info->set_description(
           absl::StrCat(std::string(task->name()), " only: ", strategy.description, "; ", model));
     }

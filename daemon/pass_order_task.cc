@@ -146,7 +146,8 @@ class PassOrderTask : public Task {
                      absl::StrCat("the newest trained ", absl::AsciiStrToUpper(algo),
                                   " agent (mltune train-agent): greedy + sampled rollouts, "
                                   "optional fine-tuning (options rollouts, fine_tune)"),
-                     ModelName(algo)});
+                     [name = ModelName(algo)](std::string_view) { return name; },
+                     {}});
     }
     return own;
   }

@@ -71,11 +71,15 @@ class Task {
   // InvalidArgument naming the bad key or value, and the keys the task knows.
   virtual absl::Status ValidateOptions(const TaskOptions& options) const = 0;
   // Strategies the task runs itself, beside opt::StrategyRegistry's (e.g. learned agents): name,
-  // description, and the model the strategy needs from the store ("" = none).
+  // description, and the model the strategy needs from the store on a request's target (a
+  // learned cost model is per target, an agent is not; unset or "" = none).
   struct OwnStrategy {
     std::string name;
     std::string description;
-    std::string model;
+    std::function<std::string(std::string_view target)> model;
+    std::vector<std::string> targets;  // where it runs; empty: every target of the task
+
+    std::string ModelFor(std::string_view target) const { return model ? model(target) : ""; }
   };
   virtual std::vector<OwnStrategy> own_strategies() const { return {}; }
   // Thread-safe: the daemon runs one job per worker thread on the same Task.

@@ -3,6 +3,7 @@
 // against the compiler's defaults (DefaultTile, all-fused) as the baseline.
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -11,6 +12,7 @@
 #include "costmodels/analytical/op_graph.h"
 #include "daemon/config_search.h"
 #include "daemon/cpu_tasks.h"
+#include "daemon/learned_cost_models.h"
 #include "daemon/sim_workers.h"
 #include "nlohmann/json.hpp"
 #include "optimizers/core/model_topk.h"
@@ -59,9 +61,11 @@ class TileTask : public ConfigTask {
 
   std::vector<OwnStrategy> own_strategies() const override {
     return {{opt::kModelTopK,
-             "target cpu: the newest learned cost model (mltune train-cost-model) ranks up to 256 "
-             "configurations per kernel and only its 5 best are measured",
-             opt::guided::CostModelName("tile", "cpu")}};
+             "the newest learned cost model of the target (mltune train-cost-model --target T) "
+             "ranks up to 256 configurations per kernel and only its 5 best are measured (cpu "
+             "and tpu targets)",
+             [](std::string_view target) { return opt::guided::CostModelName("tile", target); },
+             {}}};
   }
 
  protected:
@@ -75,8 +79,15 @@ class TileTask : public ConfigTask {
     absl::StatusOr<backends::tpu::TpuSimulator> sim = MakeSimulator(spec, options);
     if (!sim.ok()) return sim.status();
     const costmodels::OpGraph graph = costmodels::BuildOpGraph(*request.module);
-    opt::tiling::TpuTileProblem problem(
-        costmodels::SummarizeKernels(graph, costmodels::PlanFusion(graph)), *std::move(sim));
+    const costmodels::FusionPlan plan = costmodels::PlanFusion(graph);
+    opt::tiling::TpuTileProblem problem(costmodels::SummarizeKernels(graph, plan), *std::move(sim));
+    if (request.strategy == opt::kModelTopK) {
+      absl::StatusOr<std::shared_ptr<const costmodels::learned::LearnedModel>> model =
+          NewestCostModel(request, "tile");
+      if (!model.ok()) return model.status();
+      problem.SetRanker(
+          opt::guided::TpuTileRanker(*std::move(model), graph, *request.module, plan));
+    }
     const double baseline = problem.Evaluate(problem.DefaultCandidate());
     absl::StatusOr<ConfigSearchRun> run = RunConfigSearch(request, name(), problem, options.seed,
                                                           baseline, baseline, "simulated seconds");
@@ -102,7 +113,8 @@ class FusionTask : public ConfigTask {
              "target cpu: the newest learned cost model (mltune train-cost-model --task fusion) "
              "predicts each fusion plan's time as the sum of its kernels', explores plans with "
              "it and measures only the 10 best ranked",
-             opt::guided::CostModelName("fusion", "cpu")}};
+             [](std::string_view target) { return opt::guided::CostModelName("fusion", target); },
+             {"cpu"}}};
   }
 
  protected:

@@ -12,6 +12,7 @@
 #include "optimizers/fusion/cpu_fusion_problem.h"
 #include "optimizers/guided/stored_cost_models.h"
 #include "optimizers/tiling/cpu_tile_problem.h"
+#include "optimizers/tiling/tile_problem.h"
 
 namespace mltune::opt::guided {
 
@@ -33,5 +34,17 @@ tiling::CpuTileProblem::RankFn CpuTileRanker(
 // Keeps `model` alive and refers to `module`, which must outlive it. Thread-compatible.
 fusion::CpuFusionProblem::RankFn CpuFusionRanker(
     std::shared_ptr<const costmodels::learned::LearnedModel> model, const ir::Module& module);
+
+// Ranks tiles of the tpu-sim kernels of `plan` (the fusion plan over `graph` =
+// costmodels::BuildOpGraph(module) whose kernels a TpuTileProblem tunes, kernel i =
+// plan.kernels[i]) with `model`, a tpu-sim tile model: per kernel its graph is built once, as
+// `mltune collect
+// --target tpu-sim --task tile` builds it, and each tile fills the configuration slots
+// (tiling::TpuTileConfiguration); one batched Predict per call, with the relative head when the
+// model has one. Keeps `model` alive and refers to `graph`, `module` and `plan`, which must
+// outlive it. Thread-compatible.
+tiling::TpuTileProblem::RankFn TpuTileRanker(
+    std::shared_ptr<const costmodels::learned::LearnedModel> model,
+    const costmodels::OpGraph& graph, const ir::Module& module, const costmodels::FusionPlan& plan);
 
 }  // namespace mltune::opt::guided

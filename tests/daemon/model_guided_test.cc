@@ -4,15 +4,22 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <random>
 #include <string>
 #include <vector>
 
+#include "backends/spec/target_spec.h"
+#include "backends/tpu_sim/tpu_sim.h"
 #include "client/rpc_client.h"
+#include "costmodels/analytical/kernels.h"
+#include "costmodels/analytical/op_graph.h"
 #include "costmodels/features/kernel_graph.h"
 #include "costmodels/learned/learned_model.h"
 #include "daemon/learned_cost_models.h"
 #include "gtest/gtest.h"
+#include "ir/hlo_parser.h"
 #include "nlohmann/json.hpp"
+#include "optimizers/tiling/tile_problem.h"
 #include "storage/store.h"
 #include "tests/daemon/daemon_test_util.h"
 
@@ -46,12 +53,12 @@ learned::ModelOptions SmallModel(uint64_t seed, learned::Loss loss = learned::Lo
 // the checkpoint as the next version of `name`.
 void TrainAndStore(const std::string& store_path, uint64_t seed,
                    const std::string& name = "cost-model/tile-cpu",
-                   learned::Loss loss = learned::Loss::kBoth) {
+                   learned::Loss loss = learned::Loss::kBoth, const std::string& target = "cpu") {
   absl::StatusOr<std::unique_ptr<storage::Store>> store = storage::Store::Open(store_path);
   ASSERT_TRUE(store.ok()) << store.status();
   storage::MeasurementFilter filter;
   filter.task = "tile-kernel";
-  filter.target = "cpu";
+  filter.target = target;
   absl::StatusOr<std::vector<storage::MeasurementRecord>> rows =
       (*store)->QueryMeasurements(filter);
   ASSERT_TRUE(rows.ok()) << rows.status();
@@ -77,6 +84,61 @@ void TrainAndStore(const std::string& store_path, uint64_t seed,
   ASSERT_TRUE(model.ok()) << model.status();
   ASSERT_TRUE((*model)->Train(samples).ok());
   ASSERT_TRUE((*store)->PutModelNextVersion(name, (*model)->Save(), "{}").ok());
+}
+
+// Logs simulated tile measurements of `hlo`'s kernels on `spec` into the store, as `mltune
+// collect --target SPEC --task tile` does: each tileable kernel of the default fusion, its graph,
+// and `per_kernel` random valid tiles timed by the noise-free simulator.
+void CollectSimulatedTiles(const std::string& store_path, const std::string& hlo,
+                           const std::string& spec_name, int per_kernel) {
+  absl::StatusOr<std::unique_ptr<ir::Module>> module = ir::ParseHloText(hlo);
+  ASSERT_TRUE(module.ok()) << module.status();
+  const backends::TargetSpec* spec = backends::TargetRegistry::Global().Find(spec_name);
+  ASSERT_NE(spec, nullptr);
+  absl::StatusOr<backends::tpu::TpuSimulator> sim = backends::tpu::TpuSimulator::Create(*spec);
+  ASSERT_TRUE(sim.ok()) << sim.status();
+  absl::StatusOr<std::unique_ptr<storage::Store>> store = storage::Store::Open(store_path);
+  ASSERT_TRUE(store.ok()) << store.status();
+  const costmodels::OpGraph graph = costmodels::BuildOpGraph(**module);
+  const costmodels::FusionPlan plan = costmodels::PlanFusion(graph);
+  const std::vector<costmodels::KernelSummary> kernels = costmodels::SummarizeKernels(graph, plan);
+  std::mt19937_64 rng(7);
+  std::vector<storage::MeasurementRecord> rows;
+  for (size_t k = 0; k < kernels.size(); ++k) {
+    if (kernels[k].opaque) continue;
+    absl::StatusOr<std::string> key = features::KernelKey(graph, **module, plan.kernels[k]);
+    absl::StatusOr<features::KernelGraph> g =
+        features::BuildKernelGraph(graph, **module, plan.kernels[k], {});
+    ASSERT_TRUE(key.ok() && g.ok());
+    storage::KernelGraphRecord record;
+    record.kernel_key = *key;
+    record.graph = features::SerializeKernelGraph(*g);
+    record.target = spec_name;
+    record.module = (*module)->name();
+    record.module_fingerprint = "test";
+    record.kernel = kernels[k].name;
+    ASSERT_TRUE((*store)->PutKernelGraph(record).ok());
+    std::vector<int64_t> choices[3];
+    for (int d = 0; d < 3; ++d) choices[d] = sim->TileChoices(kernels[k], d);
+    for (int tries = 0, logged = 0; logged < per_kernel && tries < 20 * per_kernel; ++tries) {
+      backends::tpu::TileConfig t;
+      int64_t* dims[3] = {&t.m, &t.n, &t.k};
+      for (int d = 0; d < 3; ++d) *dims[d] = choices[d][rng() % choices[d].size()];
+      t.double_buffer = rng() % 2 == 0;
+      const backends::tpu::KernelTiming timing = sim->SimulateKernel(kernels[k], t);
+      if (!timing.valid) continue;
+      storage::MeasurementRecord m;
+      m.graph_key = *key;
+      m.task = "tile-kernel";
+      m.target = spec_name;
+      m.configuration = opt::tiling::TpuTileConfigText(t);
+      m.value = timing.seconds;
+      m.worker = "test";
+      rows.push_back(std::move(m));
+      ++logged;
+    }
+  }
+  ASSERT_TRUE((*store)->AppendMeasurements(rows).ok());
 }
 
 class ModelGuidedTest : public ::testing::Test {
@@ -195,6 +257,56 @@ TEST_F(ModelGuidedTest, TheFusionTaskMeasuresTheModelsTopPlansThenClimbsWithinTh
   // of them until a local optimum or the end of the budget of 40 steps.
   EXPECT_GT(measured, 1u + 10u) << "no hill climbing after the model's top 10";
   EXPECT_LE(measured, 40u);
+}
+
+// The tile task's "model-topk" on a simulated TPU: the model of the request's target spec
+// (cost-model/tile-tpu-v4-core for tpu-sim) ranks each kernel's tiles and the 5 best are
+// simulated. The fusion task's model-topk runs on cpu only, and says so at submission.
+TEST_F(ModelGuidedTest, TheTpuTileTaskRanksWithItsTargetsModel) {
+  SubmitRequest tile = Request("model-topk", 1000);
+  tile.target = "tpu-sim";
+  absl::StatusOr<client::SubmitResponse> refused = client_->Submit(tile);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_NE(refused.status().message().find("cost-model/tile-tpu-v4-core"), std::string::npos)
+      << refused.status();
+  EXPECT_NE(refused.status().message().find("--target tpu-v4-core"), std::string::npos)
+      << refused.status();
+  SubmitRequest fusion = tile;
+  fusion.tasks = {"fusion"};
+  refused = client_->Submit(fusion);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(refused.status().message().find("runs on target cpu only"), std::string::npos)
+      << refused.status();
+
+  CollectSimulatedTiles(daemon_->store_path(), ExampleHlo(), "tpu-v4-core", 24);
+  TrainAndStore(daemon_->store_path(), 3, "cost-model/tile-tpu-v4-core", learned::Loss::kBoth,
+                "tpu-v4-core");
+  absl::StatusOr<client::StrategyList> list = client_->ListStrategies();
+  ASSERT_TRUE(list.ok()) << list.status();
+  bool served = false;
+  for (const client::NamedInfo& s : list->strategies) {
+    served = served || (s.name == "model-topk" &&
+                        s.description.find("cost-model/tile-tpu-v4-core v1") != std::string::npos);
+  }
+  EXPECT_TRUE(served) << "ListStrategies does not show the tpu model";
+
+  const JobInfo job = MustFinish(tile);
+  ASSERT_EQ(job.results.size(), 1u);
+  const client::TaskResult& r = job.results[0];
+  EXPECT_EQ(r.target, "tpu-v4-core");
+  EXPECT_GT(r.baseline_score, 0);
+  EXPECT_LE(r.tuned_score, r.baseline_score);
+  const nlohmann::json kernels = nlohmann::json::parse(r.artifacts.at("tiles"));
+  size_t tiled = 0;
+  for (const nlohmann::json& k : kernels) tiled += k.contains("tile") ? 1 : 0;
+  ASSERT_GT(tiled, 0u);
+  // The default, then at most 5 tiles per kernel: far below the budget of 1000.
+  const size_t measured =
+      testing::LoggedMeasurements(daemon_->store_path(), "tile", "tpu-v4-core").size();
+  EXPECT_LE(measured, 1 + 5 * tiled);
+  EXPECT_GT(measured, 1u);
 }
 
 // The loaded model is shared while the store's newest checkpoint stays the same and replaced when

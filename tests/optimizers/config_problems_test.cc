@@ -1,11 +1,17 @@
 // The configuration problems on the simulated workers: candidates round-trip through their text
 // form, seeds are the compiler's defaults, invalid configurations score +infinity, and a search
 // finds tiles, fusion decisions, partitions and placements no worse than the defaults.
+#include <algorithm>
 #include <cmath>
+#include <limits>
 #include <memory>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "gtest/gtest.h"
 #include "ir/hlo_parser.h"
+#include "optimizers/core/model_topk.h"
 #include "optimizers/fusion/fusion_problem.h"
 #include "optimizers/mcm/mcm_problem.h"
 #include "optimizers/placement/placement_problem.h"
@@ -80,6 +86,78 @@ TEST(ConfigProblemsTest, TileSearchBeatsTheDefaultTilesAndRejectsVmemOverflow) {
   EXPECT_EQ(*parsed, r.best);
   EXPECT_FALSE(problem.Parse("1,2").ok());
   EXPECT_FALSE(problem.Parse("x").ok());
+}
+
+// model-topk's view of the tile problem: one part per kernel, slowest first; RankSettings hands
+// the ranker the tiles Decode would give; with a perfect ranker (the noise-free simulator) ranking
+// every tile of every kernel, the first ranked of each is measured and the sum is the optimum.
+TEST(ConfigProblemsTest, TileProblemPartsAreKernelsRankedByAModel) {
+  const costmodels::OpGraph g = Graph();
+  const backends::TargetSpec& spec = Spec("tpu-v3-core");
+  const std::vector<costmodels::KernelSummary> kernels =
+      costmodels::SummarizeKernels(g, costmodels::PlanFusion(g));
+  tiling::TpuTileProblem problem(kernels, *backends::tpu::TpuSimulator::Create(spec));
+  EXPECT_EQ(problem.RankSettings(0, {}).status().code(), absl::StatusCode::kFailedPrecondition);
+
+  const std::vector<std::vector<int64_t>> parts = problem.Parts();
+  std::vector<int64_t> all;
+  for (const std::vector<int64_t>& p : parts) all.insert(all.end(), p.begin(), p.end());
+  std::sort(all.begin(), all.end());
+  ASSERT_EQ(static_cast<int64_t>(all.size()), problem.space().max_length);
+  for (size_t i = 0; i < all.size(); ++i) EXPECT_EQ(all[i], static_cast<int64_t>(i));
+  // A part's positions name one kernel ("<kernel>.m=..."); the first is the slowest by default.
+  auto kernel_of = [&](int64_t position) {
+    const std::string name = problem.ActionName(position, 0);
+    return name.substr(0, name.rfind('.'));
+  };
+  const backends::tpu::TpuResult defaults = problem.Simulate(problem.DefaultCandidate());
+  double slowest = 0;
+  std::string slowest_name;
+  for (size_t k = 0; k < kernels.size(); ++k) {
+    if (!kernels[k].opaque && defaults.kernels[k].seconds > slowest) {
+      slowest = defaults.kernels[k].seconds;
+      slowest_name = kernels[k].name;
+    }
+  }
+  EXPECT_EQ(kernel_of(parts[0][0]), slowest_name);
+
+  backends::tpu::TpuSimulator exact = *backends::tpu::TpuSimulator::Create(spec);
+  std::vector<std::pair<int32_t, std::vector<backends::tpu::TileConfig>>> asked;
+  problem.SetRanker([&](int32_t kernel, const std::vector<backends::tpu::TileConfig>& tiles)
+                        -> absl::StatusOr<std::vector<double>> {
+    asked.emplace_back(kernel, tiles);
+    std::vector<double> scores;
+    for (const backends::tpu::TileConfig& t : tiles) {
+      const backends::tpu::KernelTiming timing =
+          exact.SimulateKernel(kernels[static_cast<size_t>(kernel)], t);
+      scores.push_back(timing.valid ? timing.seconds : std::numeric_limits<double>::infinity());
+    }
+    return scores;
+  });
+  // A setting of the last part: its tile is what Decode makes of the candidate it sets.
+  const std::vector<int64_t>& last = parts.back();
+  Candidate c = problem.DefaultCandidate();
+  Candidate setting;
+  for (int64_t p : last) {
+    c[static_cast<size_t>(p)] = problem.space().choices[static_cast<size_t>(p)] - 1;
+    setting.push_back(c[static_cast<size_t>(p)]);
+  }
+  ASSERT_TRUE(problem.RankSettings(static_cast<int64_t>(parts.size()) - 1, {setting}).ok());
+  ASSERT_EQ(asked.size(), 1u);
+  EXPECT_EQ(asked[0].second[0], problem.Decode(c)[static_cast<size_t>(asked[0].first)]);
+  EXPECT_EQ(kernel_of(last[0]), kernels[static_cast<size_t>(asked[0].first)].name);
+  EXPECT_FALSE(problem.RankSettings(static_cast<int64_t>(parts.size()), {setting}).ok());
+  EXPECT_FALSE(problem.RankSettings(0, {Candidate(parts[0].size() + 1, 0)}).ok());
+
+  absl::StatusOr<std::unique_ptr<Strategy>> topk = CreateModelTopK({{"k", 1}, {"pool", 1e6}});
+  ASSERT_TRUE(topk.ok());
+  absl::StatusOr<Result> guided = (*topk)->Search(problem, Budget(1000, 0), 3);
+  ASSERT_TRUE(guided.ok()) << guided.status();
+  const double baseline = problem.Evaluate(problem.DefaultCandidate());
+  EXPECT_LT(guided->best_score, baseline * 0.999);
+  EXPECT_LE(guided->steps, static_cast<int64_t>(1 + parts.size()));
+  const Result annealed = Search(problem, "annealing", 2000);
+  EXPECT_LE(guided->best_score, annealed.best_score * (1 + 1e-9));
 }
 
 TEST(ConfigProblemsTest, FusionDefaultBeatsNoFusionAndSearchKeepsIt) {
