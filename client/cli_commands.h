@@ -172,6 +172,9 @@ struct TrainCostModelCommand {
   double min_pair_ratio = 1.0;       // rank pairs closer than this factor are not ranked
   double mape_weight = 0;            // the absolute loss's relative-error term
   int ensemble = 3;                  // networks trained and averaged
+  // Times each kernel of a real (not synthetic) program counts in training: the evaluation is on
+  // real programs, and synthetic ones outnumber them.
+  int real_weight = 1;
   // Share of the real kernels or programs each cross-validation fold holds out: round(1 / holdout)
   // folds (at least 2).
   double holdout = 0.25;

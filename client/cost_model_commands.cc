@@ -207,10 +207,14 @@ double MedianApe(const std::vector<double>& truth, const std::vector<double>& pr
   return apes.size() % 2 ? apes[mid] : (apes[mid - 1] + apes[mid]) / 2;
 }
 
-std::vector<learned::Sample> Samples(const Data& data, const std::vector<size_t>& rows) {
+// Training samples of `rows`; a real program's rows `real_weight` times each.
+std::vector<learned::Sample> Samples(const Data& data, const std::vector<size_t>& rows,
+                                     int real_weight) {
   std::vector<learned::Sample> out;
   for (size_t r : rows) {
-    out.push_back({&data.rows[r].graph, data.rows[r].kernel, data.rows[r].seconds});
+    const Row& row = data.rows[r];
+    const int copies = data.synthetic[static_cast<size_t>(row.kernel)] ? 1 : real_weight;
+    for (int c = 0; c < copies; ++c) out.push_back({&row.graph, row.kernel, row.seconds});
   }
   return out;
 }
@@ -283,7 +287,8 @@ absl::StatusOr<SplitMetrics> Evaluate(const Data& data, const std::string& name,
     absl::StatusOr<std::unique_ptr<learned::LearnedModel>> model =
         learned::LearnedModel::Create(options);
     if (!model.ok()) return model.status();
-    absl::StatusOr<learned::TrainReport> report = (*model)->Train(Samples(data, train));
+    absl::StatusOr<learned::TrainReport> report =
+        (*model)->Train(Samples(data, train, cmd.real_weight));
     if (!report.ok()) return report.status();
     std::vector<const features::KernelGraph*> fold_graphs;
     for (size_t r : test) {
@@ -587,7 +592,9 @@ int RunTrainCostModel(const TrainCostModelCommand& cmd, std::ostream& out, std::
     err << "error: " << model.status().message() << "\n";
     return 1;
   }
-  if (absl::StatusOr<learned::TrainReport> r = (*model)->Train(Samples(*data, all)); !r.ok()) {
+  if (absl::StatusOr<learned::TrainReport> r =
+          (*model)->Train(Samples(*data, all, cmd.real_weight));
+      !r.ok()) {
     err << "error: training: " << r.status().message() << "\n";
     return 1;
   }
@@ -600,6 +607,7 @@ int RunTrainCostModel(const TrainCostModelCommand& cmd, std::ostream& out, std::
                {"absolute_head", absolute_head},
                {"transformer_layers", cmd.transformer_layers},
                {"mape_weight", mape_weight},
+               {"real_weight", cmd.real_weight},
                {"epochs", options.epochs},
                {"min_seconds", cmd.min_seconds},
                {"metrics", metrics}};

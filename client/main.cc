@@ -225,6 +225,11 @@ int main(int argc, char** argv) {
       ->default_val(0)
       ->check(CLI::Range(0.0, 100.0));
   train_cost_cmd
+      ->add_option("--real-weight", train_cost.real_weight,
+                   "Times each measurement of a real (not synthetic) program counts in training")
+      ->default_val(1)
+      ->check(CLI::Range(1, 100));
+  train_cost_cmd
       ->add_option("--ensemble", train_cost.ensemble,
                    "Networks trained from different seeds whose predictions are averaged")
       ->default_val(3)

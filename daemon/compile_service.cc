@@ -123,12 +123,6 @@ absl::Status CompileServiceImpl::CheckStrategy(const JobSpec& spec) const {
       known.push_back(strategy.name);
       if (strategy.name != spec.strategy) continue;
       own = true;
-      if (!strategy.targets.empty() && std::find(strategy.targets.begin(), strategy.targets.end(),
-                                                 spec.target) == strategy.targets.end()) {
-        return absl::InvalidArgumentError(
-            absl::StrCat("strategy ", spec.strategy, " of task ", name, " runs on target ",
-                         absl::StrJoin(strategy.targets, ", "), " only, not ", spec.target));
-      }
       const std::string model_name = strategy.ModelFor(spec.target);
       if (model_name.empty()) continue;
       absl::StatusOr<std::optional<storage::ModelRecord>> model = store_.LatestModel(model_name);
@@ -458,11 +452,10 @@ grpc::Status CompileServiceImpl::DoListStrategies(v1::ListStrategiesResponse* re
     for (const Task::OwnStrategy& strategy : task->own_strategies()) {
       v1::StrategyInfo* info = response->add_strategies();
       info->set_name(strategy.name);
-      // The newest model served on each target where the strategy runs (agents: one for all).
+      // The newest model served on each of the task's targets (agents: one for all).
       std::vector<std::string> served;
       std::set<std::string> asked;
-      for (const std::string& target :
-           strategy.targets.empty() ? task->targets() : strategy.targets) {
+      for (const std::string& target : task->targets()) {
         const std::string name = strategy.ModelFor(target);
         if (name.empty() || !asked.insert(name).second) continue;
         absl::StatusOr<std::optional<storage::ModelRecord>> record = store_.LatestModel(name);

@@ -146,8 +146,7 @@ class PassOrderTask : public Task {
                      absl::StrCat("the newest trained ", absl::AsciiStrToUpper(algo),
                                   " agent (mltune train-agent): greedy + sampled rollouts, "
                                   "optional fine-tuning (options rollouts, fine_tune)"),
-                     [name = ModelName(algo)](std::string_view) { return name; },
-                     {}});
+                     [name = ModelName(algo)](std::string_view) { return name; }});
     }
     return own;
   }

@@ -77,7 +77,6 @@ class Task {
     std::string name;
     std::string description;
     std::function<std::string(std::string_view target)> model;
-    std::vector<std::string> targets;  // where it runs; empty: every target of the task
 
     std::string ModelFor(std::string_view target) const { return model ? model(target) : ""; }
   };

@@ -64,8 +64,7 @@ class TileTask : public ConfigTask {
              "the newest learned cost model of the target (mltune train-cost-model --target T) "
              "ranks up to 256 configurations per kernel and only its 5 best are measured (cpu "
              "and tpu targets)",
-             [](std::string_view target) { return opt::guided::CostModelName("tile", target); },
-             {}}};
+             [](std::string_view target) { return opt::guided::CostModelName("tile", target); }}};
   }
 
  protected:
@@ -110,11 +109,11 @@ class FusionTask : public ConfigTask {
 
   std::vector<OwnStrategy> own_strategies() const override {
     return {{opt::kModelTopK,
-             "target cpu: the newest learned cost model (mltune train-cost-model --task fusion) "
-             "predicts each fusion plan's time as the sum of its kernels', explores plans with "
-             "it and measures only the 10 best ranked",
-             [](std::string_view target) { return opt::guided::CostModelName("fusion", target); },
-             {"cpu"}}};
+             "the newest learned cost model of the target (mltune train-cost-model --task "
+             "fusion --target T) predicts each fusion plan's time as the sum of its kernels', "
+             "explores plans with it and measures only the 10 best ranked, then climbs in the "
+             "model's order (cpu and tpu targets)",
+             [](std::string_view target) { return opt::guided::CostModelName("fusion", target); }}};
   }
 
  protected:
@@ -131,12 +130,19 @@ class FusionTask : public ConfigTask {
     opt::fusion::TpuFusionProblem problem(costmodels::BuildOpGraph(*request.module),
                                           *std::move(sim));
     const costmodels::OpGraph& graph = problem.graph();
+    if (request.strategy == opt::kModelTopK) {
+      absl::StatusOr<std::shared_ptr<const costmodels::learned::LearnedModel>> model =
+          NewestCostModel(request, "fusion");
+      if (!model.ok()) return model.status();
+      problem.SetRanker(
+          opt::guided::TpuFusionRanker(*std::move(model), *request.module, graph, unfused_sim));
+    }
     const backends::tpu::TpuResult unfused =
         unfused_sim.Simulate(costmodels::SummarizeKernels(graph, costmodels::Unfused(graph)));
     const double baseline = problem.Evaluate(problem.DefaultCandidate());
-    absl::StatusOr<ConfigSearchRun> run =
-        RunConfigSearch(request, name(), problem, options.seed,
-                        unfused.valid ? unfused.seconds : baseline, baseline, "simulated seconds");
+    absl::StatusOr<ConfigSearchRun> run = RunConfigSearch(
+        request, name(), problem, options.seed, unfused.valid ? unfused.seconds : baseline,
+        baseline, "simulated seconds", opt::FusionModelTopKParams());
     if (!run.ok()) return run.status();
     const costmodels::FusionPlan plan = problem.Plan(run->best);
     json kernels = KernelTable(costmodels::SummarizeKernels(graph, plan),

@@ -1,9 +1,9 @@
 #include "optimizers/fusion/cpu_fusion_problem.h"
 
 #include <limits>
-#include <set>
 
 #include "absl/strings/str_cat.h"
+#include "optimizers/fusion/fusion_problem.h"
 
 namespace mltune::opt::fusion {
 
@@ -42,14 +42,8 @@ absl::StatusOr<std::vector<double>> CpuFusionProblem::RankSettings(
   }
   absl::StatusOr<std::vector<double>> ranks = rank_(plans);
   if (!ranks.ok() || ranks->size() != plans.size()) return ranks;
-  // Many priority vectors make the same plan: only the first of them keeps its rank, so the
-  // best ranked are distinct plans (the top k measure k plans) and exploration keeps variety.
-  std::set<std::vector<int32_t>> seen;
-  for (size_t i = 0; i < plans.size(); ++i) {
-    if (!seen.insert(plans[i].kernel_of).second) {
-      (*ranks)[i] = std::numeric_limits<double>::infinity();
-    }
-  }
+  // Many priority vectors make the same plan.
+  RankRepeatedPlansLast(plans, *ranks);
   return ranks;
 }
 

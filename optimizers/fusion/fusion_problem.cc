@@ -1,6 +1,7 @@
 #include "optimizers/fusion/fusion_problem.h"
 
 #include <limits>
+#include <set>
 
 #include "absl/strings/str_cat.h"
 
@@ -29,6 +30,36 @@ costmodels::FusionPlan TpuFusionProblem::Plan(const Candidate& candidate) const 
 
 backends::tpu::TpuResult TpuFusionProblem::Simulate(const Candidate& candidate) {
   return sim_.Simulate(costmodels::SummarizeKernels(graph_, Plan(candidate)));
+}
+
+void RankRepeatedPlansLast(const std::vector<costmodels::FusionPlan>& plans,
+                           std::vector<double>& ranks) {
+  std::set<std::vector<int32_t>> seen;
+  for (size_t i = 0; i < plans.size() && i < ranks.size(); ++i) {
+    if (!seen.insert(plans[i].kernel_of).second) {
+      ranks[i] = std::numeric_limits<double>::infinity();
+    }
+  }
+}
+
+absl::StatusOr<std::vector<double>> TpuFusionProblem::RankSettings(
+    int64_t part, const std::vector<Candidate>& settings) {
+  if (!rank_) return Problem::RankSettings(part, settings);
+  if (part != 0) return absl::InvalidArgumentError(absl::StrCat("fusion has one part, not ", part));
+  std::vector<costmodels::FusionPlan> plans;
+  plans.reserve(settings.size());
+  for (const Candidate& c : settings) {
+    if (absl::Status s = Check(c); !s.ok()) return s;
+    plans.push_back(Plan(c));
+  }
+  absl::StatusOr<std::vector<double>> ranks = rank_(plans);
+  if (!ranks.ok()) return ranks;
+  if (ranks->size() != plans.size()) {
+    return absl::InternalError(
+        absl::StrCat("the ranker scored ", ranks->size(), " of ", plans.size(), " plans"));
+  }
+  RankRepeatedPlansLast(plans, *ranks);
+  return ranks;
 }
 
 double TpuFusionProblem::Evaluate(const Candidate& candidate) {

@@ -3,9 +3,12 @@
 // All-fused, the compiler's default fusion, is the seed.
 #pragma once
 
+#include <functional>
 #include <string>
+#include <utility>
 #include <vector>
 
+#include "absl/status/statusor.h"
 #include "backends/tpu_sim/tpu_sim.h"
 #include "costmodels/analytical/kernels.h"
 #include "costmodels/analytical/op_graph.h"
@@ -13,14 +16,29 @@
 
 namespace mltune::opt::fusion {
 
+// Ranks of plans that an earlier plan in `plans` equals (the same kernels) set to +infinity: many
+// settings make the same plan, and the best ranked should be distinct plans (the top k measure k
+// plans) for exploration to keep its variety.
+void RankRepeatedPlansLast(const std::vector<costmodels::FusionPlan>& plans,
+                           std::vector<double>& ranks);
+
 class TpuFusionProblem : public ConfigProblem {
  public:
+  // Predicted cost of each plan (lower is better; only the order within one call matters).
+  using RankFn = std::function<absl::StatusOr<std::vector<double>>(
+      const std::vector<costmodels::FusionPlan>&)>;
+
   TpuFusionProblem(costmodels::OpGraph graph, backends::tpu::TpuSimulator sim);
+  void SetRanker(RankFn rank) { rank_ = std::move(rank); }
 
   std::string name() const override { return "fusion"; }
   SearchSpace space() const override { return space_; }
   std::string ActionName(int64_t position, Action action) const override;
   double Evaluate(const Candidate& candidate) override;  // seconds; +inf when a kernel is invalid
+  // One part, every producer (Problem's default Parts()): the plans of `settings` ranked by the
+  // ranker (RankRepeatedPlansLast); FailedPrecondition without a ranker.
+  absl::StatusOr<std::vector<double>> RankSettings(int64_t part,
+                                                   const std::vector<Candidate>& settings) override;
 
   Candidate DefaultCandidate() const { return Candidate(producers_.size(), 1); }
   costmodels::FusionPlan Plan(const Candidate& candidate) const;
@@ -32,6 +50,7 @@ class TpuFusionProblem : public ConfigProblem {
   backends::tpu::TpuSimulator sim_;
   std::vector<int32_t> producers_;
   SearchSpace space_;
+  RankFn rank_;
 };
 
 }  // namespace mltune::opt::fusion

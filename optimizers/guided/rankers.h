@@ -10,6 +10,7 @@
 #include "costmodels/learned/learned_model.h"
 #include "ir/module.h"
 #include "optimizers/fusion/cpu_fusion_problem.h"
+#include "optimizers/fusion/fusion_problem.h"
 #include "optimizers/guided/stored_cost_models.h"
 #include "optimizers/tiling/cpu_tile_problem.h"
 #include "optimizers/tiling/tile_problem.h"
@@ -46,5 +47,14 @@ fusion::CpuFusionProblem::RankFn CpuFusionRanker(
 tiling::TpuTileProblem::RankFn TpuTileRanker(
     std::shared_ptr<const costmodels::learned::LearnedModel> model,
     const costmodels::OpGraph& graph, const ir::Module& module, const costmodels::FusionPlan& plan);
+
+// Ranks tpu-sim fusion plans over `graph` (costmodels::BuildOpGraph(module)) by their predicted
+// time, as CpuFusionRanker does on the CPU: the sum of the predicted seconds of each plan's
+// non-opaque kernels at their default tiles (`sim`'s DefaultTile), as `mltune collect --target
+// tpu-sim --task fusion` measures them, with a tpu-sim fusion model's absolute head. Kernels and
+// plans are predicted once. Refers to `module` and `graph`, which must outlive it.
+fusion::TpuFusionProblem::RankFn TpuFusionRanker(
+    std::shared_ptr<const costmodels::learned::LearnedModel> model, const ir::Module& module,
+    const costmodels::OpGraph& graph, backends::tpu::TpuSimulator sim);
 
 }  // namespace mltune::opt::guided

@@ -5,6 +5,7 @@
 #include <memory>
 #include <optional>
 #include <random>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -53,11 +54,12 @@ learned::ModelOptions SmallModel(uint64_t seed, learned::Loss loss = learned::Lo
 // the checkpoint as the next version of `name`.
 void TrainAndStore(const std::string& store_path, uint64_t seed,
                    const std::string& name = "cost-model/tile-cpu",
-                   learned::Loss loss = learned::Loss::kBoth, const std::string& target = "cpu") {
+                   learned::Loss loss = learned::Loss::kBoth, const std::string& target = "cpu",
+                   const std::string& task = "tile-kernel") {
   absl::StatusOr<std::unique_ptr<storage::Store>> store = storage::Store::Open(store_path);
   ASSERT_TRUE(store.ok()) << store.status();
   storage::MeasurementFilter filter;
-  filter.task = "tile-kernel";
+  filter.task = task;
   filter.target = target;
   absl::StatusOr<std::vector<storage::MeasurementRecord>> rows =
       (*store)->QueryMeasurements(filter);
@@ -86,11 +88,12 @@ void TrainAndStore(const std::string& store_path, uint64_t seed,
   ASSERT_TRUE((*store)->PutModelNextVersion(name, (*model)->Save(), "{}").ok());
 }
 
-// Logs simulated tile measurements of `hlo`'s kernels on `spec` into the store, as `mltune
-// collect --target SPEC --task tile` does: each tileable kernel of the default fusion, its graph,
-// and `per_kernel` random valid tiles timed by the noise-free simulator.
-void CollectSimulatedTiles(const std::string& store_path, const std::string& hlo,
-                           const std::string& spec_name, int per_kernel) {
+// Logs simulated measurements of `hlo`'s kernels on `spec` into the store, as `mltune collect
+// --target SPEC --task tile|fusion` does. tile: each tileable kernel of the default fusion and
+// `count` random valid tiles of it; fusion: the kernels of `count` random fusion plans (a random
+// half of the producers fused), each at its default tile. The simulator is noise-free.
+void CollectSimulated(const std::string& store_path, const std::string& hlo,
+                      const std::string& spec_name, const std::string& task, int count) {
   absl::StatusOr<std::unique_ptr<ir::Module>> module = ir::ParseHloText(hlo);
   ASSERT_TRUE(module.ok()) << module.status();
   const backends::TargetSpec* spec = backends::TargetRegistry::Global().Find(spec_name);
@@ -100,42 +103,60 @@ void CollectSimulatedTiles(const std::string& store_path, const std::string& hlo
   absl::StatusOr<std::unique_ptr<storage::Store>> store = storage::Store::Open(store_path);
   ASSERT_TRUE(store.ok()) << store.status();
   const costmodels::OpGraph graph = costmodels::BuildOpGraph(**module);
-  const costmodels::FusionPlan plan = costmodels::PlanFusion(graph);
-  const std::vector<costmodels::KernelSummary> kernels = costmodels::SummarizeKernels(graph, plan);
   std::mt19937_64 rng(7);
   std::vector<storage::MeasurementRecord> rows;
-  for (size_t k = 0; k < kernels.size(); ++k) {
-    if (kernels[k].opaque) continue;
-    absl::StatusOr<std::string> key = features::KernelKey(graph, **module, plan.kernels[k]);
-    absl::StatusOr<features::KernelGraph> g =
-        features::BuildKernelGraph(graph, **module, plan.kernels[k], {});
-    ASSERT_TRUE(key.ok() && g.ok());
-    storage::KernelGraphRecord record;
-    record.kernel_key = *key;
-    record.graph = features::SerializeKernelGraph(*g);
-    record.target = spec_name;
-    record.module = (*module)->name();
-    record.module_fingerprint = "test";
-    record.kernel = kernels[k].name;
-    ASSERT_TRUE((*store)->PutKernelGraph(record).ok());
-    std::vector<int64_t> choices[3];
-    for (int d = 0; d < 3; ++d) choices[d] = sim->TileChoices(kernels[k], d);
-    for (int tries = 0, logged = 0; logged < per_kernel && tries < 20 * per_kernel; ++tries) {
-      backends::tpu::TileConfig t;
-      int64_t* dims[3] = {&t.m, &t.n, &t.k};
-      for (int d = 0; d < 3; ++d) *dims[d] = choices[d][rng() % choices[d].size()];
-      t.double_buffer = rng() % 2 == 0;
-      const backends::tpu::KernelTiming timing = sim->SimulateKernel(kernels[k], t);
-      if (!timing.valid) continue;
-      storage::MeasurementRecord m;
-      m.graph_key = *key;
-      m.task = "tile-kernel";
-      m.target = spec_name;
-      m.configuration = opt::tiling::TpuTileConfigText(t);
-      m.value = timing.seconds;
-      m.worker = "test";
-      rows.push_back(std::move(m));
-      ++logged;
+  std::set<std::string> logged;
+  auto log = [&](const std::string& key, const backends::tpu::TileConfig& t, double seconds) {
+    storage::MeasurementRecord m;
+    m.graph_key = key;
+    m.task = task + "-kernel";
+    m.target = spec_name;
+    m.configuration = opt::tiling::TpuTileConfigText(t);
+    m.value = seconds;
+    m.worker = "test";
+    rows.push_back(std::move(m));
+  };
+  const int plans = task == "fusion" ? count : 1;
+  for (int p = 0; p < plans; ++p) {
+    std::vector<uint8_t> allow(costmodels::FusibleProducers(graph).size(), 1);
+    if (p > 0) {
+      for (uint8_t& a : allow) a = rng() % 2;
+    }
+    const costmodels::FusionPlan plan = costmodels::PlanFusion(graph, allow);
+    const std::vector<costmodels::KernelSummary> kernels =
+        costmodels::SummarizeKernels(graph, plan);
+    for (size_t k = 0; k < kernels.size(); ++k) {
+      if (kernels[k].opaque) continue;
+      absl::StatusOr<std::string> key = features::KernelKey(graph, **module, plan.kernels[k]);
+      absl::StatusOr<features::KernelGraph> g =
+          features::BuildKernelGraph(graph, **module, plan.kernels[k], {});
+      ASSERT_TRUE(key.ok() && g.ok());
+      if (!logged.insert(*key).second) continue;
+      storage::KernelGraphRecord record;
+      record.kernel_key = *key;
+      record.graph = features::SerializeKernelGraph(*g);
+      record.target = spec_name;
+      record.module = (*module)->name();
+      record.module_fingerprint = "test";
+      record.kernel = kernels[k].name;
+      ASSERT_TRUE((*store)->PutKernelGraph(record).ok());
+      if (task == "fusion") {
+        const backends::tpu::TileConfig t = sim->DefaultTile(kernels[k]);
+        log(*key, t, sim->SimulateKernel(kernels[k], t).seconds);
+        continue;
+      }
+      std::vector<int64_t> choices[3];
+      for (int d = 0; d < 3; ++d) choices[d] = sim->TileChoices(kernels[k], d);
+      for (int tries = 0, n = 0; n < count && tries < 20 * count; ++tries) {
+        backends::tpu::TileConfig t;
+        int64_t* dims[3] = {&t.m, &t.n, &t.k};
+        for (int d = 0; d < 3; ++d) *dims[d] = choices[d][rng() % choices[d].size()];
+        t.double_buffer = rng() % 2 == 0;
+        const backends::tpu::KernelTiming timing = sim->SimulateKernel(kernels[k], t);
+        if (!timing.valid) continue;
+        log(*key, t, timing.seconds);
+        ++n;
+      }
     }
   }
   ASSERT_TRUE((*store)->AppendMeasurements(rows).ok());
@@ -261,7 +282,7 @@ TEST_F(ModelGuidedTest, TheFusionTaskMeasuresTheModelsTopPlansThenClimbsWithinTh
 
 // The tile task's "model-topk" on a simulated TPU: the model of the request's target spec
 // (cost-model/tile-tpu-v4-core for tpu-sim) ranks each kernel's tiles and the 5 best are
-// simulated. The fusion task's model-topk runs on cpu only, and says so at submission.
+// simulated.
 TEST_F(ModelGuidedTest, TheTpuTileTaskRanksWithItsTargetsModel) {
   SubmitRequest tile = Request("model-topk", 1000);
   tile.target = "tpu-sim";
@@ -272,15 +293,8 @@ TEST_F(ModelGuidedTest, TheTpuTileTaskRanksWithItsTargetsModel) {
       << refused.status();
   EXPECT_NE(refused.status().message().find("--target tpu-v4-core"), std::string::npos)
       << refused.status();
-  SubmitRequest fusion = tile;
-  fusion.tasks = {"fusion"};
-  refused = client_->Submit(fusion);
-  ASSERT_FALSE(refused.ok());
-  EXPECT_EQ(refused.status().code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_NE(refused.status().message().find("runs on target cpu only"), std::string::npos)
-      << refused.status();
 
-  CollectSimulatedTiles(daemon_->store_path(), ExampleHlo(), "tpu-v4-core", 24);
+  CollectSimulated(daemon_->store_path(), ExampleHlo(), "tpu-v4-core", "tile", 24);
   TrainAndStore(daemon_->store_path(), 3, "cost-model/tile-tpu-v4-core", learned::Loss::kBoth,
                 "tpu-v4-core");
   absl::StatusOr<client::StrategyList> list = client_->ListStrategies();
@@ -307,6 +321,34 @@ TEST_F(ModelGuidedTest, TheTpuTileTaskRanksWithItsTargetsModel) {
       testing::LoggedMeasurements(daemon_->store_path(), "tile", "tpu-v4-core").size();
   EXPECT_LE(measured, 1 + 5 * tiled);
   EXPECT_GT(measured, 1u);
+}
+
+// The fusion task's "model-topk" on a simulated TPU: cost-model/fusion-tpu-v4-core predicts each
+// plan as the sum of its kernels, and the 10 best ranked plans are simulated, then the climb.
+TEST_F(ModelGuidedTest, TheTpuFusionTaskRanksPlansWithItsTargetsModel) {
+  SubmitRequest fusion = Request("model-topk", 40);
+  fusion.target = "tpu-sim";
+  fusion.tasks = {"fusion"};
+  absl::StatusOr<client::SubmitResponse> refused = client_->Submit(fusion);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_NE(refused.status().message().find("cost-model/fusion-tpu-v4-core"), std::string::npos)
+      << refused.status();
+
+  CollectSimulated(daemon_->store_path(), ExampleHlo(), "tpu-v4-core", "fusion", 16);
+  TrainAndStore(daemon_->store_path(), 5, "cost-model/fusion-tpu-v4-core", learned::Loss::kMseLog,
+                "tpu-v4-core", "fusion-kernel");
+  const JobInfo job = MustFinish(fusion);
+  ASSERT_EQ(job.results.size(), 1u);
+  const client::TaskResult& r = job.results[0];
+  EXPECT_GT(r.baseline_score, 0);
+  EXPECT_LE(r.tuned_score, r.baseline_score);
+  EXPECT_FALSE(nlohmann::json::parse(r.artifacts.at("kernels")).empty());
+  // The default plan, the model's 10 best, then the climb: within the budget of 40.
+  const size_t measured =
+      testing::LoggedMeasurements(daemon_->store_path(), "fusion", "tpu-v4-core").size();
+  EXPECT_GT(measured, 1u + 10u) << "no climb after the model's top 10";
+  EXPECT_LE(measured, 40u);
 }
 
 // The loaded model is shared while the store's newest checkpoint stays the same and replaced when

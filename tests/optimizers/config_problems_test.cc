@@ -171,6 +171,35 @@ TEST(ConfigProblemsTest, FusionDefaultBeatsNoFusionAndSearchKeepsIt) {
   EXPECT_LE(r.best_score, fused);
 }
 
+// model-topk's view of the fusion problem: one part; the ranker sees each setting's plan, and a
+// plan an earlier setting already made ranks last, so the top k are distinct plans.
+TEST(ConfigProblemsTest, FusionProblemRanksPlansAndRepeatedPlansLast) {
+  fusion::TpuFusionProblem problem(Graph(),
+                                   *backends::tpu::TpuSimulator::Create(Spec("tpu-v3-core")));
+  const Candidate fused = problem.DefaultCandidate();
+  ASSERT_FALSE(fused.empty());
+  EXPECT_EQ(problem.RankSettings(0, {fused}).status().code(),
+            absl::StatusCode::kFailedPrecondition);
+  std::vector<costmodels::FusionPlan> seen;
+  problem.SetRanker(
+      [&](const std::vector<costmodels::FusionPlan>& plans) -> absl::StatusOr<std::vector<double>> {
+        seen = plans;
+        std::vector<double> ranks;
+        for (const costmodels::FusionPlan& p : plans) ranks.push_back(double(p.kernels.size()));
+        return ranks;
+      });
+  const Candidate unfused(fused.size(), 0);
+  absl::StatusOr<std::vector<double>> ranks = problem.RankSettings(0, {fused, unfused, fused});
+  ASSERT_TRUE(ranks.ok()) << ranks.status();
+  ASSERT_EQ(seen.size(), 3u);
+  EXPECT_EQ(seen[0].kernel_of, problem.Plan(fused).kernel_of);
+  EXPECT_EQ(seen[1].kernel_of, problem.Plan(unfused).kernel_of);
+  EXPECT_LT((*ranks)[0], (*ranks)[1]);  // fewer kernels
+  EXPECT_TRUE(std::isinf((*ranks)[2]));
+  EXPECT_FALSE(problem.RankSettings(1, {fused}).ok());
+  EXPECT_FALSE(problem.RankSettings(0, {Candidate(fused.size(), 2)}).ok());
+}
+
 TEST(ConfigProblemsTest, McmEncodingRoundTripsAndSearchKeepsValidity) {
   const costmodels::OpGraph g = Graph();
   mcm::McmPartitionProblem problem(g, *backends::mcm::McmSimulator::Create(Spec("mcm-36")));
