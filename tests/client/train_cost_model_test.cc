@@ -140,9 +140,10 @@ TEST_F(TrainCostModelTest, FusionReportsRuntimeMapeNextToTheRoofline) {
         << model->metadata_json;
   }
   // The absolute head's and the readout's options reach the stored model and its metadata.
-  Result node_sum = Cli(absl::StrCat("train-cost-model --task fusion --db ", Db(),
-                                     " --epochs 2 --hidden 16 --layers 1 --no-eval --absolute-head "
-                                     "node-sum --mape-weight 0.3 --transformer-layers 1"));
+  Result node_sum =
+      Cli(absl::StrCat("train-cost-model --task fusion --db ", Db(),
+                       " --epochs 2 --hidden 16 --layers 1 --no-eval --absolute-head "
+                       "node-sum --mape-weight 0.3 --transformer-layers 1 --real-weight 3"));
   ASSERT_EQ(node_sum.exit_code, 0) << node_sum.err;
   std::optional<storage::ModelRecord> node_sum_model = Latest("cost-model/fusion-cpu");
   ASSERT_TRUE(node_sum_model.has_value());
@@ -158,6 +159,8 @@ TEST_F(TrainCostModelTest, FusionReportsRuntimeMapeNextToTheRoofline) {
   EXPECT_DOUBLE_EQ((*loaded)->options().relative_error_weight, 0.3);
   EXPECT_EQ((*loaded)->options().transformer_layers, 1);
   EXPECT_NE(node_sum_model->metadata_json.find("\"transformer_layers\":1"), std::string::npos)
+      << node_sum_model->metadata_json;
+  EXPECT_NE(node_sum_model->metadata_json.find("\"real_weight\":3"), std::string::npos)
       << node_sum_model->metadata_json;
   // --min-seconds leaves out kernels timer noise dominates; none of these take a minute.
   Result slow = Cli(absl::StrCat("train-cost-model --task fusion --db ", Db(),
@@ -251,6 +254,7 @@ TEST_F(TrainCostModelTest, ClearErrors) {
       {"--transformer-layers 5", "--transformer-layers"},
       {"--hidden 30 --transformer-layers 1", "--hidden 30: with --transformer-layers it must be"},
       {"--ensemble 0", "--ensemble"},
+      {"--real-weight 0", "--real-weight"},
       {"--min-pair-ratio 0.5", "--min-pair-ratio"},
       {absl::StrCat("--predictions ", Db(), "/missing/p.csv"), "cannot write --predictions"},
       {"--loss nope", "--loss"},
