@@ -78,27 +78,14 @@ bench::TuningRun Tune(const ir::Module& module, PlanMemo& memo, const cpu::Measu
         return measured.Get(plan.kernel_of,
                             [&] { return cpu::MeasureModule(module, {}, &plan, measure, seed); });
       });
-  const bool guided = strategy == opt::kModelTopK;
-  absl::StatusOr<std::unique_ptr<opt::Strategy>> s =
-      guided ? opt::CreateModelTopK(topk_params) : opt::StrategyRegistry::Global().Create(strategy);
-  if (!s.ok()) {
-    run.error = std::string(s.status().message());
-    return run;
-  }
-  if (guided) {
+  if (strategy == opt::kModelTopK) {
     problem.SetRanker(bench::ChargedRanker(run, opt::guided::CpuFusionRanker(model, module)));
   }
   opt::Budget b{100 * plans, 0};
   b.stop = [&] { return run.measurements >= plans; };
-  b.on_step = [&](const opt::Budget::Report& report) {
-    run.trace.emplace_back(run.clock, report.best_score);
-  };
-  absl::StatusOr<opt::Result> result = (*s)->Search(problem, b, seed);
-  if (!result.ok()) {
-    run.error = std::string(result.status().message());
-    return run;
-  }
-  run.best = result->best_score;
+  bench::RunStrategy(
+      problem, strategy, topk_params, b, seed, [&] { return run.clock; }, run);
+  if (!run.error.empty()) return run;
   run.default_seconds = problem.Evaluate(problem.DefaultCandidate());
   return run;
 }

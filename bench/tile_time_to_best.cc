@@ -70,26 +70,12 @@ bench::TuningRun Tune(const cpu::LoweredModule& lowered, MeasurementMemo& memo,
         return measured.Get(
             {k, config}, [&] { return cpu::MeasureKernel(lowered, k, config, {}, measure, seed); });
       });
-  absl::StatusOr<std::unique_ptr<opt::Strategy>> s =
-      strategy == opt::kModelTopK ? opt::CreateModelTopK(params)
-                                  : opt::StrategyRegistry::Global().Create(strategy);
-  if (!s.ok()) {
-    run.error = std::string(s.status().message());
-    return run;
-  }
   if (model != nullptr) {
     problem.SetRanker(bench::ChargedRanker(run, opt::guided::CpuTileRanker(model, lowered)));
   }
-  opt::Budget b{budget, 0};
-  b.on_step = [&](const opt::Budget::Report& report) {
-    run.trace.emplace_back(run.clock, report.best_score);
-  };
-  absl::StatusOr<opt::Result> result = (*s)->Search(problem, b, seed);
-  if (!result.ok()) {
-    run.error = std::string(result.status().message());
-    return run;
-  }
-  run.best = result->best_score;
+  bench::RunStrategy(
+      problem, strategy, params, opt::Budget{budget, 0}, seed, [&] { return run.clock; }, run);
+  if (!run.error.empty()) return run;
   run.default_seconds = problem.Evaluate(problem.DefaultCandidate());
   return run;
 }

@@ -140,6 +140,30 @@ struct TuningRun {
   }
 };
 
+// Runs `strategy` on `problem` within `budget`: model-topk with `topk_params`, else the named
+// strategy of opt::StrategyRegistry. The budget's on_step appends (clock(), best so far) to
+// run.trace, clock() called once per step; the best score, or the error, goes into `run`.
+inline void RunStrategy(opt::Problem& problem, const std::string& strategy,
+                        const opt::StrategyParams& topk_params, opt::Budget budget, uint64_t seed,
+                        const std::function<double()>& clock, TuningRun& run) {
+  absl::StatusOr<std::unique_ptr<opt::Strategy>> s =
+      strategy == opt::kModelTopK ? opt::CreateModelTopK(topk_params)
+                                  : opt::StrategyRegistry::Global().Create(strategy);
+  if (!s.ok()) {
+    run.error = std::string(s.status().message());
+    return;
+  }
+  budget.on_step = [&](const opt::Budget::Report& report) {
+    run.trace.emplace_back(clock(), report.best_score);
+  };
+  absl::StatusOr<opt::Result> result = (*s)->Search(problem, budget, seed);
+  if (!result.ok()) {
+    run.error = std::string(result.status().message());
+    return;
+  }
+  run.best = result->best_score;
+}
+
 // Each key (a fusion plan, a kernel and its configuration) measured once and shared by every
 // strategy: its seconds or error, and the wall time of that first measurement, compilation
 // included.

@@ -66,23 +66,9 @@ bench::TuningRun Tune(ProblemT& problem, const std::string& strategy, int64_t bu
   bench::TuningRun run;
   run.strategy = strategy;
   run.default_seconds = problem.Evaluate(problem.DefaultCandidate());
-  absl::StatusOr<std::unique_ptr<opt::Strategy>> s =
-      guided ? opt::CreateModelTopK(params) : opt::StrategyRegistry::Global().Create(strategy);
-  if (!s.ok()) {
-    run.error = std::string(s.status().message());
-    return run;
-  }
-  opt::Budget b{budget, 0};
-  b.on_step = [&](const opt::Budget::Report& report) {
-    ++run.clock;
-    run.trace.emplace_back(run.clock, report.best_score);
-  };
-  absl::StatusOr<opt::Result> result = (*s)->Search(problem, b, seed);
-  if (!result.ok()) {
-    run.error = std::string(result.status().message());
-    return run;
-  }
-  run.best = result->best_score;
+  bench::RunStrategy(
+      problem, guided ? std::string(opt::kModelTopK) : strategy, params, opt::Budget{budget, 0},
+      seed, [&] { return run.clock += 1; }, run);
   run.measurements = static_cast<int64_t>(run.clock);
   return run;
 }

@@ -33,18 +33,9 @@ costmodels::FusionPlan CpuFusionProblem::Plan(const Candidate& candidate) const 
 absl::StatusOr<std::vector<double>> CpuFusionProblem::RankSettings(
     int64_t part, const std::vector<Candidate>& settings) {
   if (!rank_) return Problem::RankSettings(part, settings);
-  if (part != 0) return absl::InvalidArgumentError(absl::StrCat("fusion has one part, not ", part));
-  std::vector<costmodels::FusionPlan> plans;
-  plans.reserve(settings.size());
-  for (const Candidate& c : settings) {
-    if (absl::Status s = Check(c); !s.ok()) return s;
-    plans.push_back(Plan(c));
-  }
-  absl::StatusOr<std::vector<double>> ranks = rank_(plans);
-  if (!ranks.ok() || ranks->size() != plans.size()) return ranks;
   // Many priority vectors make the same plan.
-  RankRepeatedPlansLast(plans, *ranks);
-  return ranks;
+  return RankPlanSettings(
+      *this, part, settings, [this](const Candidate& c) { return Plan(c); }, rank_);
 }
 
 double CpuFusionProblem::Evaluate(const Candidate& candidate) {

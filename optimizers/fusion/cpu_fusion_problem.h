@@ -17,15 +17,14 @@
 #include "costmodels/analytical/kernels.h"
 #include "costmodels/analytical/op_graph.h"
 #include "optimizers/core/config_problem.h"
+#include "optimizers/fusion/fusion_problem.h"
 
 namespace mltune::opt::fusion {
 
 class CpuFusionProblem : public ConfigProblem {
  public:
   using MeasureFn = std::function<absl::StatusOr<double>(const costmodels::FusionPlan&)>;
-  // Predicted cost of each plan (lower is better; only the order within one call matters).
-  using RankFn = std::function<absl::StatusOr<std::vector<double>>(
-      const std::vector<costmodels::FusionPlan>&)>;
+  using RankFn = PlanRankFn;
   // The priority each action stands for: action 0 is the default priority.
   static constexpr int32_t kPriorities[] = {1, 0, 2, 3};
 
@@ -36,9 +35,8 @@ class CpuFusionProblem : public ConfigProblem {
   SearchSpace space() const override { return space_; }
   std::string ActionName(int64_t position, Action action) const override;
   double Evaluate(const Candidate& candidate) override;  // seconds; +inf when it fails
-  // One part, every producer (Problem's default Parts()): the plans of `settings` ranked by the
-  // ranker, a setting whose plan an earlier one makes ranked +infinity; FailedPrecondition
-  // without a ranker.
+  // One part, every producer (Problem's default Parts()): RankPlanSettings with the ranker;
+  // FailedPrecondition without one.
   absl::StatusOr<std::vector<double>> RankSettings(int64_t part,
                                                    const std::vector<Candidate>& settings) override;
 

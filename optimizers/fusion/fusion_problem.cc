@@ -32,34 +32,36 @@ backends::tpu::TpuResult TpuFusionProblem::Simulate(const Candidate& candidate) 
   return sim_.Simulate(costmodels::SummarizeKernels(graph_, Plan(candidate)));
 }
 
-void RankRepeatedPlansLast(const std::vector<costmodels::FusionPlan>& plans,
-                           std::vector<double>& ranks) {
-  std::set<std::vector<int32_t>> seen;
-  for (size_t i = 0; i < plans.size() && i < ranks.size(); ++i) {
-    if (!seen.insert(plans[i].kernel_of).second) {
-      ranks[i] = std::numeric_limits<double>::infinity();
-    }
-  }
-}
-
-absl::StatusOr<std::vector<double>> TpuFusionProblem::RankSettings(
-    int64_t part, const std::vector<Candidate>& settings) {
-  if (!rank_) return Problem::RankSettings(part, settings);
+absl::StatusOr<std::vector<double>> RankPlanSettings(
+    const ConfigProblem& problem, int64_t part, const std::vector<Candidate>& settings,
+    const std::function<costmodels::FusionPlan(const Candidate&)>& plan, const PlanRankFn& rank) {
   if (part != 0) return absl::InvalidArgumentError(absl::StrCat("fusion has one part, not ", part));
   std::vector<costmodels::FusionPlan> plans;
   plans.reserve(settings.size());
   for (const Candidate& c : settings) {
-    if (absl::Status s = Check(c); !s.ok()) return s;
-    plans.push_back(Plan(c));
+    if (absl::Status s = problem.Check(c); !s.ok()) return s;
+    plans.push_back(plan(c));
   }
-  absl::StatusOr<std::vector<double>> ranks = rank_(plans);
+  absl::StatusOr<std::vector<double>> ranks = rank(plans);
   if (!ranks.ok()) return ranks;
   if (ranks->size() != plans.size()) {
     return absl::InternalError(
         absl::StrCat("the ranker scored ", ranks->size(), " of ", plans.size(), " plans"));
   }
-  RankRepeatedPlansLast(plans, *ranks);
+  std::set<std::vector<int32_t>> seen;
+  for (size_t i = 0; i < plans.size(); ++i) {
+    if (!seen.insert(plans[i].kernel_of).second) {
+      (*ranks)[i] = std::numeric_limits<double>::infinity();
+    }
+  }
   return ranks;
+}
+
+absl::StatusOr<std::vector<double>> TpuFusionProblem::RankSettings(
+    int64_t part, const std::vector<Candidate>& settings) {
+  if (!rank_) return Problem::RankSettings(part, settings);
+  return RankPlanSettings(
+      *this, part, settings, [this](const Candidate& c) { return Plan(c); }, rank_);
 }
 
 double TpuFusionProblem::Evaluate(const Candidate& candidate) {

@@ -16,17 +16,22 @@
 
 namespace mltune::opt::fusion {
 
-// Ranks of plans that an earlier plan in `plans` equals (the same kernels) set to +infinity: many
-// settings make the same plan, and the best ranked should be distinct plans (the top k measure k
-// plans) for exploration to keep its variety.
-void RankRepeatedPlansLast(const std::vector<costmodels::FusionPlan>& plans,
-                           std::vector<double>& ranks);
+// Predicted cost of each fusion plan (lower is better; only the order within one call matters):
+// a learned cost model, for the "model-topk" strategy.
+using PlanRankFn =
+    std::function<absl::StatusOr<std::vector<double>>(const std::vector<costmodels::FusionPlan>&)>;
+
+// RankSettings of a fusion problem (one part, every producer): each setting, checked against
+// `problem`'s space, becomes its plan by `plan`, and `rank` scores the plans. A plan that an
+// earlier setting already made ranks +infinity: many settings make the same plan, and the best
+// ranked should be distinct plans (the top k measure k plans) for exploration to keep variety.
+absl::StatusOr<std::vector<double>> RankPlanSettings(
+    const ConfigProblem& problem, int64_t part, const std::vector<Candidate>& settings,
+    const std::function<costmodels::FusionPlan(const Candidate&)>& plan, const PlanRankFn& rank);
 
 class TpuFusionProblem : public ConfigProblem {
  public:
-  // Predicted cost of each plan (lower is better; only the order within one call matters).
-  using RankFn = std::function<absl::StatusOr<std::vector<double>>(
-      const std::vector<costmodels::FusionPlan>&)>;
+  using RankFn = PlanRankFn;
 
   TpuFusionProblem(costmodels::OpGraph graph, backends::tpu::TpuSimulator sim);
   void SetRanker(RankFn rank) { rank_ = std::move(rank); }
@@ -35,8 +40,8 @@ class TpuFusionProblem : public ConfigProblem {
   SearchSpace space() const override { return space_; }
   std::string ActionName(int64_t position, Action action) const override;
   double Evaluate(const Candidate& candidate) override;  // seconds; +inf when a kernel is invalid
-  // One part, every producer (Problem's default Parts()): the plans of `settings` ranked by the
-  // ranker (RankRepeatedPlansLast); FailedPrecondition without a ranker.
+  // One part, every producer (Problem's default Parts()): RankPlanSettings with the ranker;
+  // FailedPrecondition without one.
   absl::StatusOr<std::vector<double>> RankSettings(int64_t part,
                                                    const std::vector<Candidate>& settings) override;
 
