@@ -323,6 +323,13 @@ std::vector<KernelSummary> SummarizeKernels(const OpGraph& graph, const FusionPl
       for (const OpWeight& w : node.weights) {
         weights[w.id] = w.bytes;
         weight_to_matmul[w.id] = weight_to_matmul[w.id] || to_matmul;
+        const size_t id = static_cast<size_t>(w.id);
+        if (id < graph.weight_cols.size() && id < graph.weight_rows.size() &&
+            graph.weight_rows[id] * graph.weight_cols[id] > best_elements) {
+          best_elements = graph.weight_rows[id] * graph.weight_cols[id];
+          s.rows = graph.weight_rows[id];
+          s.cols = graph.weight_cols[id];
+        }
       }
       bool leaves = node.is_output;
       for (int32_t user : node.users) {

@@ -59,7 +59,8 @@ struct KernelSummary {
   double other_input_bytes = 0;   // the kernel's other inputs from outside (read once)
   double output_bytes = 0;        // results used outside the kernel or by the module
   double weight_bytes = 0;        // parameters and constants read (counted in inputs)
-  // The iteration space of a non-matmul kernel: its largest array as rows x cols.
+  // The iteration space of a non-matmul kernel: its largest array (results, values and parameters
+  // read) as rows x cols.
   int64_t rows = 1, cols = 1;
   int32_t ops = 0;
   OpCost roofline_cost;  // sum of flops, transcendentals and kernel-level bytes

@@ -81,6 +81,27 @@ double Bytes(const ir::Shape& shape) {
   return bytes;
 }
 
+// The largest array of a shape (tuples: of its elements), or nullptr when it has none.
+const ir::Shape* LargestArray(const ir::Shape& shape) {
+  std::vector<const ir::Shape*> arrays;
+  Arrays(shape, &arrays);
+  const ir::Shape* largest = nullptr;
+  for (const ir::Shape* s : arrays) {
+    if (largest == nullptr || s->ElementCount() > largest->ElementCount()) largest = s;
+  }
+  return largest;
+}
+
+// An array as a 2-D iteration space: cols = the minor-most dimension (the vector lanes), rows =
+// the product of the others.
+int64_t Cols(const ir::Shape& array) {
+  const std::vector<int64_t>& dims = array.dimensions();
+  return dims.empty() ? 1 : std::max<int64_t>(1, dims.back());
+}
+int64_t Rows(const ir::Shape& array) {
+  return std::max<int64_t>(1, array.ElementCount() / Cols(array));
+}
+
 OpCost CalledCost(const ir::Computation& computation);
 
 bool CallsComputations(Opcode op) {
@@ -184,6 +205,9 @@ OpGraph BuildOpGraph(const ir::Module& module) {
     if (IsWeight(op)) {
       const int32_t id = graph.weight_count++;
       graph.weight_bytes.push_back(Bytes(instr->shape()));
+      const ir::Shape* largest = LargestArray(instr->shape());
+      graph.weight_rows.push_back(largest != nullptr ? Rows(*largest) : 1);
+      graph.weight_cols.push_back(largest != nullptr ? Cols(*largest) : 1);
       source_of[instr].weights.push_back(id);
       continue;
     }
@@ -200,18 +224,11 @@ OpGraph BuildOpGraph(const ir::Module& module) {
     OpNode node;
     node.name = instr->name();
     node.opcode = std::string(ir::OpcodeName(op));
-    std::vector<const ir::Shape*> arrays;
-    Arrays(instr->shape(), &arrays);
-    const ir::Shape* largest = nullptr;
-    for (const ir::Shape* s : arrays) {
-      if (largest == nullptr || s->ElementCount() > largest->ElementCount()) largest = s;
-    }
-    if (largest != nullptr) {
+    if (const ir::Shape* largest = LargestArray(instr->shape()); largest != nullptr) {
       node.element_type = std::string(ir::PrimitiveTypeName(largest->element_type()));
       node.element_bytes = std::max<int64_t>(1, ir::BitWidth(largest->element_type()) / 8);
-      const std::vector<int64_t>& dims = largest->dimensions();
-      node.cols = dims.empty() ? 1 : std::max<int64_t>(1, dims.back());
-      node.rows = std::max<int64_t>(1, largest->ElementCount() / node.cols);
+      node.cols = Cols(*largest);
+      node.rows = Rows(*largest);
     } else {
       node.element_type = "f32";
     }

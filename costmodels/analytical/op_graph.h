@@ -61,6 +61,9 @@ struct OpGraph {
   std::vector<OpNode> nodes;         // topologically ordered: inputs precede their users
   int32_t weight_count = 0;          // weight ids are in [0, weight_count)
   std::vector<double> weight_bytes;  // by weight id
+  // By weight id, its (largest) array as OpNode's rows x cols; empty in hand-built graphs. A
+  // kernel that reduces a parameter iterates over the parameter, not its small result.
+  std::vector<int64_t> weight_rows, weight_cols;
 
   int32_t size() const { return static_cast<int32_t>(nodes.size()); }
   // Fills every node's `users` from the inputs (for hand-built graphs).

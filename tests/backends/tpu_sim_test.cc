@@ -4,10 +4,14 @@
 #include "backends/tpu_sim/tpu_sim.h"
 
 #include <cmath>
+#include <memory>
 #include <random>
 
 #include "absl/strings/match.h"
+#include "costmodels/analytical/kernels.h"
+#include "costmodels/analytical/op_graph.h"
 #include "gtest/gtest.h"
+#include "ir/hlo_parser.h"
 
 namespace mltune::backends::tpu {
 namespace {
@@ -150,6 +154,38 @@ TEST(TpuSimTest, ElementwiseKernelPadsToVregsAndPaysPerStep) {
   const KernelTiming tiny = sim.SimulateKernel(k, {8, 0, 0, true});
   EXPECT_EQ(tiny.steps, 1250);
   EXPECT_GT(tiny.seconds, big.seconds);  // 1250 step overheads
+}
+
+// A reduction of a parameter to a scalar (jit__var__1.31's reduce.9) iterates over the
+// parameter: its working set is a tile of the parameter, not a padded scalar tile times the
+// whole reduced extent (which once needed 288 MiB and fit no tile).
+TEST(TpuSimTest, FullReductionOfAParameterTilesTheParameter) {
+  absl::StatusOr<std::unique_ptr<ir::Module>> m = ir::ParseHloText(R"(HloModule var
+add {
+  x = f32[] parameter(0)
+  y = f32[] parameter(1)
+  ROOT s = f32[] add(x, y)
+}
+ENTRY e {
+  p = f32[24,24,64] parameter(0)
+  z = f32[] constant(0)
+  ROOT r = f32[] reduce(p, z), dimensions={0,1,2}, to_apply=add
+})");
+  ASSERT_TRUE(m.ok()) << m.status();
+  const costmodels::OpGraph graph = costmodels::BuildOpGraph(**m);
+  const std::vector<KernelSummary> kernels =
+      costmodels::SummarizeKernels(graph, costmodels::PlanFusion(graph));
+  ASSERT_EQ(kernels.size(), 1u);
+  EXPECT_EQ(kernels[0].rows, 24 * 24);
+  EXPECT_EQ(kernels[0].cols, 64);
+  TpuSimulator sim = Sim();
+  const KernelTiming t = sim.SimulateKernel(kernels[0], sim.DefaultTile(kernels[0]));
+  ASSERT_TRUE(t.valid) << t.error;
+  // Every element read once (and the init constant), the scalar written; in 576 x 64 padded to
+  // 576 x 128 lanes: two buffers of at most the padded array.
+  EXPECT_DOUBLE_EQ(t.hbm_bytes, 24.0 * 24 * 64 * 4 + 4 + 4);
+  EXPECT_LE(t.vmem_bytes, 2 * 576.0 * 128 * 4.0001);
+  EXPECT_LE(t.seconds, 1e-4);
 }
 
 TEST(TpuSimTest, TranscendentalsCostMoreVectorCycles) {
