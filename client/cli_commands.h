@@ -119,8 +119,11 @@ struct CollectCommand {
   // Fusion plans per module, the default one included; 0: the task's default (fusion 8; tile 1,
   // the default fusion's kernels only, on cpu).
   int64_t per_module = 0;
-  double noise = 0.02;         // tpu-sim: log-normal sigma of the simulated "measurements"
-  uint64_t seed = 0;           // configurations and plans drawn, inputs generated, noise
+  double noise = 0.02;  // tpu-sim: log-normal sigma of the simulated "measurements"
+  uint64_t seed = 0;    // configurations and plans drawn, inputs generated, noise
+  // cpu: a module the backend cannot lower whole is cut at those ops (backends/cpu/
+  // cut_unsupported.h) and its other kernels are measured.
+  bool cut_unsupported = false;
   bool live_progress = false;  // one progress line redrawn with '\r' (a terminal), else lines
 };
 // `mltune collect`: training data for the learned cost model. tile: each module's kernels (cpu:

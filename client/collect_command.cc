@@ -52,6 +52,10 @@ int RunCollect(const CollectCommand& cmd, std::ostream& out, std::ostream& err) 
     err << "error: --noise must be in [0, 1] (the log-normal sigma of simulated times)\n";
     return 1;
   }
+  if (cmd.cut_unsupported && cmd.target != "cpu") {
+    err << "error: --cut-unsupported is for --target cpu (the simulators price every op)\n";
+    return 1;
+  }
   if (!(cmd.seconds >= 0)) {
     err << "error: --seconds must be >= 0 (0: no limit)\n";
     return 1;

@@ -15,6 +15,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "backends/cpu/cpu_backend.h"
+#include "backends/cpu/cut_unsupported.h"
 #include "client/collect_runner.h"
 #include "costmodels/analytical/kernels.h"
 #include "ir/fingerprint.h"
@@ -35,13 +36,26 @@ struct CpuModule {
   std::string fingerprint;
 };
 
-std::shared_ptr<CpuModule> LoadCpuModule(const InputFile& f, std::ostream& err) {
+std::shared_ptr<CpuModule> LoadCpuModule(const InputFile& f, bool cut_unsupported,
+                                         std::ostream& err) {
   std::unique_ptr<ir::Module> original = LoadVerified(f.path, err);
   if (original == nullptr) return nullptr;
-  absl::StatusOr<std::unique_ptr<ir::Module>> optimized = cpu::RunCpuPipeline(*original);
+  absl::StatusOr<std::unique_ptr<ir::Module>> optimized =
+      cut_unsupported ? cpu::RunCpuPasses(*original) : cpu::RunCpuPipeline(*original);
   if (!optimized.ok()) {
     err << "skip " << f.display << ": " << optimized.status().message() << "\n";
     return nullptr;
+  }
+  if (cut_unsupported && !cpu::CheckSupported(**optimized).ok()) {
+    absl::StatusOr<cpu::CutModule> cut = cpu::CutUnsupported(**optimized);
+    if (!cut.ok()) {
+      err << "skip " << f.display << ": " << cut.status().message() << "\n";
+      return nullptr;
+    }
+    err << "cut " << f.display << ": " << cut->cut.size() << " op(s) the cpu backend cannot run "
+        << "became parameters (" << (cut->cut.empty() ? "" : cut->cut.front())
+        << (cut->cut.size() > 1 ? ", ..." : "") << ")\n";
+    *optimized = std::move(cut->module);
   }
   auto m = std::make_shared<CpuModule>();
   m->file = f.display;
@@ -167,7 +181,7 @@ void PlanCpuKernels(const CollectCommand& cmd, const std::vector<InputFile>& fil
                     ConfigsFn configs, CollectPlan& plan, std::ostream& err) {
   std::unordered_set<std::string> keys;
   for (const InputFile& f : files) {
-    std::shared_ptr<CpuModule> m = LoadCpuModule(f, err);
+    std::shared_ptr<CpuModule> m = LoadCpuModule(f, cmd.cut_unsupported, err);
     if (m == nullptr) continue;
     const bool any =
         ForEachFusionPlan(*m, f, plans, cmd.seed, err, [&](std::shared_ptr<cpu::LoweredModule> l) {

@@ -176,6 +176,9 @@ int main(int argc, char** argv) {
   collect_cmd
       ->add_option("--seed", collect.seed, "Seed of the configurations, plans, inputs and noise")
       ->default_val(0);
+  collect_cmd->add_flag("--cut-unsupported", collect.cut_unsupported,
+                        "cpu: ops the backend cannot run (sort, gather, custom calls, ...) become "
+                        "parameters, so the rest of such a module's kernels are measured");
 
 #ifdef MLTUNE_WITH_LEARNED
   TrainCostModelCommand train_cost;

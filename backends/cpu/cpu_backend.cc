@@ -7,7 +7,7 @@
 
 namespace mltune::backends::cpu {
 
-absl::StatusOr<std::unique_ptr<ir::Module>> RunCpuPipeline(const ir::Module& module) {
+absl::StatusOr<std::unique_ptr<ir::Module>> RunCpuPasses(const ir::Module& module) {
   static const passes::Registry* const registry = [] {
     auto* r = new passes::Registry();
     for (const passes::PassInfo* p : passes::Registry::Global().List()) {
@@ -22,8 +22,14 @@ absl::StatusOr<std::unique_ptr<ir::Module>> RunCpuPipeline(const ir::Module& mod
     return absl::InternalError(
         absl::StrCat("XLA's default cpu pipeline failed: ", changed.status().message()));
   }
-  if (absl::Status s = CheckSupported(*copy); !s.ok()) return s;
   return copy;
+}
+
+absl::StatusOr<std::unique_ptr<ir::Module>> RunCpuPipeline(const ir::Module& module) {
+  absl::StatusOr<std::unique_ptr<ir::Module>> optimized = RunCpuPasses(module);
+  if (!optimized.ok()) return optimized.status();
+  if (absl::Status s = CheckSupported(**optimized); !s.ok()) return s;
+  return optimized;
 }
 
 absl::StatusOr<CompiledModule> CompileModule(const ir::Module& module,

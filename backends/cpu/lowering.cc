@@ -370,6 +370,8 @@ const Instruction* BaseValue(const Instruction* instr) {
   }
 }
 
+absl::Status CheckInstructionSupported(const Instruction& instr) { return CheckInstruction(instr); }
+
 absl::Status CheckSupported(const ir::Module& module) {
   const ir::Computation& entry = *module.entry();
   for (const Instruction* p : entry.parameters()) {
@@ -421,7 +423,9 @@ absl::StatusOr<LoweredModule> Lower(const ir::Module& module, const costmodels::
     if (std::find(renumber.begin(), renumber.end(), -1) != renumber.end()) {
       return absl::InternalError("cpu lowering: row fusion made the kernel graph cyclic");
     }
-    const int32_t n = *std::max_element(renumber.begin(), renumber.end()) + 1;
+    // An entry of parameters and tuples alone has no kernels.
+    const int32_t n =
+        renumber.empty() ? 0 : *std::max_element(renumber.begin(), renumber.end()) + 1;
     is_row.assign(static_cast<size_t>(n), false);
     for (size_t k = 0; k < group.size(); ++k) {
       if (group[k] != static_cast<int32_t>(k) ||

@@ -70,6 +70,8 @@ const ir::Instruction* BaseValue(const ir::Instruction* instr);
 // OK when the backend can compile the module; otherwise Unimplemented naming the first op (and
 // its line) it cannot lower and why.
 absl::Status CheckSupported(const ir::Module& module);
+// The same for one instruction of the entry.
+absl::Status CheckInstructionSupported(const ir::Instruction& instr);
 
 // Lowers the entry with `plan`, a fusion plan over costmodels::BuildOpGraph(module) (nullptr: the
 // compiler's default, costmodels::PlanFusion with everything fusible fused).
