@@ -46,15 +46,17 @@ std::shared_ptr<CpuModule> LoadCpuModule(const InputFile& f, bool cut_unsupporte
     err << "skip " << f.display << ": " << optimized.status().message() << "\n";
     return nullptr;
   }
-  if (cut_unsupported && !cpu::CheckSupported(**optimized).ok()) {
+  if (cut_unsupported) {
     absl::StatusOr<cpu::CutModule> cut = cpu::CutUnsupported(**optimized);
     if (!cut.ok()) {
       err << "skip " << f.display << ": " << cut.status().message() << "\n";
       return nullptr;
     }
-    err << "cut " << f.display << ": " << cut->cut.size() << " op(s) the cpu backend cannot run "
-        << "became parameters (" << (cut->cut.empty() ? "" : cut->cut.front())
-        << (cut->cut.size() > 1 ? ", ..." : "") << ")\n";
+    if (!cut->cut.empty()) {
+      err << "cut " << f.display << ": " << cut->cut.size()
+          << " op(s) the cpu backend cannot run became parameters (" << cut->cut.front()
+          << (cut->cut.size() > 1 ? ", ..." : "") << ")\n";
+    }
     *optimized = std::move(cut->module);
   }
   auto m = std::make_shared<CpuModule>();

@@ -215,6 +215,36 @@ TEST_F(CollectTest, TpuSimFusionLogsKernelsOfRandomPlans) {
   EXPECT_NE(again.out.find("collected 0 measurement(s)"), std::string::npos) << again.out;
 }
 
+// A custom call between two kernels: skipped whole, or cut (--cut-unsupported) so the kernels
+// on either side are measured.
+TEST_F(CollectTest, CpuCutUnsupportedMeasuresTheKernelsAroundAnOpWithoutLowering) {
+  std::ofstream(Graph("between.hlo")) << R"(HloModule between
+ENTRY e {
+  x = f32[32,64] parameter(0)
+  y = f32[32,64] exponential(x)
+  c = f32[32,64] custom-call(y), custom_call_target="my_op"
+  n = f32[32,64] negate(c)
+  ROOT o = (f32[32,64], f32[32,64]) tuple(y, n)
+})";
+  const std::string args =
+      absl::StrCat(Graph("between.hlo"), " --task fusion --per-module 1 --db ", Db());
+  Result whole = Collect(args);
+  EXPECT_EQ(whole.exit_code, 1);
+  EXPECT_NE(whole.err.find("between.hlo: cpu backend: custom-call 'c'"), std::string::npos)
+      << whole.err;
+  Result cut = Collect(args + " --cut-unsupported");
+  ASSERT_EQ(cut.exit_code, 0) << cut.err;
+  EXPECT_NE(cut.err.find("between.hlo: 1 op(s) the cpu backend cannot run became parameters (c)"),
+            std::string::npos)
+      << cut.err;
+  const std::map<std::string, std::multiset<std::string>> rows = Rows("fusion-kernel");
+  EXPECT_EQ(rows.size(), 2u);  // the exponential and the negate
+  ExpectGraphsFit(rows);
+  Result tpu = Collect(absl::StrCat(Graphs(), " --target tpu-sim --cut-unsupported --db ", Db()));
+  EXPECT_EQ(tpu.exit_code, 1);
+  EXPECT_NE(tpu.err.find("--cut-unsupported is for --target cpu"), std::string::npos) << tpu.err;
+}
+
 TEST_F(CollectTest, StopsAtTheTimeLimit) {
   Result r = Collect(absl::StrCat(Graph("small.hlo"), " --db ", Db(), " --seconds 0.000000001"));
   ASSERT_EQ(r.exit_code, 0) << r.err;
