@@ -161,7 +161,7 @@ TEST(CutUnsupportedTest, CorpusModulesTheBackendRejectsCutIntoLowerableOnes) {
     ASSERT_TRUE(lowered.ok()) << file << ": " << lowered.status();
     ++cut_ok;
   }
-  // 48 of the 82 modules are rejected whole; all but a handful (collectives, bf16) cut.
+  // 48 of the 82 modules are rejected whole; all but a bf16 one cut.
   EXPECT_GT(rejected, 20);
   EXPECT_GT(cut_ok, rejected / 2);
 }
