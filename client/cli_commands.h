@@ -183,6 +183,9 @@ struct TrainCostModelCommand {
   double holdout = 0.25;
   // Leave out kernels whose fastest measurement is under this (timer noise dominates them).
   double min_seconds = 0;
+  // tile: the guarded pick leaves the default configuration only where the absolute head
+  // predicts at least this relative gain (learned::GuardDefaultPick).
+  double pick_margin = 0.1;
   uint64_t seed = 0;
   bool no_store = false;
   bool no_eval = false;     // skip the cross-validations: train on everything and store

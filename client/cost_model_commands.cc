@@ -188,6 +188,9 @@ struct SplitMetrics {
   int64_t train_kernels = 0;                // per fold, on average
   int64_t test_kernels = 0, test_rows = 0;  // over all folds: every real kernel once
   learned::RankMetrics relative, absolute, default_pick, analytical;
+  // The relative head's pick where the absolute head predicts it --pick-margin faster than the
+  // default, else the default (learned::GuardDefaultPick); needs both heads.
+  std::optional<learned::RankMetrics> guarded;
   bool has_analytical = false;      // every test row has the baseline's prediction
   double mape = 0, ape_median = 0;  // learned, absolute head
   double analytical_mape = 0, analytical_ape_median = 0;  // the baseline's
@@ -262,6 +265,7 @@ absl::StatusOr<SplitMetrics> Evaluate(const Data& data, const std::string& name,
   std::vector<size_t> test_rows;  // in fold order
   std::vector<int64_t> group;
   std::vector<double> truth, default_score, analytical, relative, log_seconds;
+  std::vector<bool> is_default;
   s.has_analytical = true;
   double train_kernels = 0;
   int used_folds = 0;
@@ -297,6 +301,7 @@ absl::StatusOr<SplitMetrics> Evaluate(const Data& data, const std::string& name,
       group.push_back(data.rows[r].kernel);
       truth.push_back(data.rows[r].seconds);
       default_score.push_back(data.rows[r].is_default ? 0.0 : 1.0);
+      is_default.push_back(data.rows[r].is_default);
       s.has_analytical = s.has_analytical && data.rows[r].analytical.has_value();
       analytical.push_back(data.rows[r].analytical.value_or(0));
     }
@@ -319,6 +324,11 @@ absl::StatusOr<SplitMetrics> Evaluate(const Data& data, const std::string& name,
     s.analytical_ape_median = MedianApe(truth, analytical);
   }
   if (!relative.empty()) s.relative = learned::EvaluateRanking(group, truth, relative);
+  if (!relative.empty() && !log_seconds.empty()) {
+    s.guarded = learned::EvaluateRanking(
+        group, truth,
+        learned::GuardDefaultPick(group, relative, log_seconds, is_default, cmd.pick_margin));
+  }
   if (!log_seconds.empty()) {
     s.absolute = learned::EvaluateRanking(group, truth, log_seconds);
     std::vector<double> seconds;
@@ -345,8 +355,9 @@ absl::StatusOr<json> EvaluateSplits(const Data& data, const TrainCostModelComman
            "APE mean (relative head) | APE median | Kendall tau | APE mean (absolute head) | MAPE "
            "| "
            "APE mean (default config) | APE mean (analytical) | Kendall tau (analytical) | "
-           "top-5 APE mean (relative head) | top-5 APE mean (analytical) |\n"
-           "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n";
+           "top-5 APE mean (relative head) | top-5 APE mean (analytical) | APE mean (guarded "
+           "pick) |\n"
+           "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n";
   } else {
     out << "\n| split | folds | train kernels per fold | test kernels | MAPE (learned) | "
            "APE median (learned) | MAPE (analytical) | APE median (analytical) |\n"
@@ -359,7 +370,7 @@ absl::StatusOr<json> EvaluateSplits(const Data& data, const TrainCostModelComman
       return absl::Status(s.status().code(), absl::StrCat(name, " split: ", s.status().message()));
     }
     if (!s->skipped.empty()) {
-      out << "| " << name << " | skipped: " << s->skipped << " |" << std::string(tile ? 14 : 6, '|')
+      out << "| " << name << " | skipped: " << s->skipped << " |" << std::string(tile ? 15 : 6, '|')
           << "\n";
       continue;
     }
@@ -368,15 +379,16 @@ absl::StatusOr<json> EvaluateSplits(const Data& data, const TrainCostModelComman
     const bool an = s->has_analytical;
     if (tile) {
       out << absl::StrFormat(
-          "| %s | %d | %d | %d | %d | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", name,
-          s->folds, s->train_kernels, s->test_kernels, s->test_rows,
+          "| %s | %d | %d | %d | %d | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n",
+          name, s->folds, s->train_kernels, s->test_kernels, s->test_rows,
           rel ? Percent(s->relative.ape_mean) : "-", rel ? Percent(s->relative.ape_median) : "-",
           rel ? absl::StrFormat("%.2f", s->relative.kendall_tau) : "-",
           abs ? Percent(s->absolute.ape_mean) : "-", abs ? Percent(s->mape) : "-",
           Percent(s->default_pick.ape_mean), an ? Percent(s->analytical.ape_mean) : "-",
           an ? absl::StrFormat("%.2f", s->analytical.kendall_tau) : "-",
           rel ? Percent(s->relative.ape_top5_mean) : "-",
-          an ? Percent(s->analytical.ape_top5_mean) : "-");
+          an ? Percent(s->analytical.ape_top5_mean) : "-",
+          s->guarded ? Percent(s->guarded->ape_mean) : "-");
     } else {
       out << absl::StrFormat("| %s | %d | %d | %d | %s | %s | %s | %s |\n", name, s->folds,
                              s->train_kernels, s->test_kernels, Percent(s->mape),
@@ -396,6 +408,10 @@ absl::StatusOr<json> EvaluateSplits(const Data& data, const TrainCostModelComman
       m["absolute_ape_mean"] = s->absolute.ape_mean;
       m["default_ape_mean"] = s->default_pick.ape_mean;
       m["relative_ape_top5_mean"] = s->relative.ape_top5_mean;
+      if (s->guarded) {
+        m["guarded_ape_mean"] = s->guarded->ape_mean;
+        m["pick_margin"] = cmd.pick_margin;
+      }
       if (an) {
         m["analytical_ape_mean"] = s->analytical.ape_mean;
         m["analytical_kendall_tau"] = s->analytical.kendall_tau;
@@ -414,7 +430,10 @@ absl::StatusOr<json> EvaluateSplits(const Data& data, const TrainCostModelComman
            "compiler's defaults, \"analytical\" the fastest by "
         << (target == "cpu" ? "the configuration-aware CPU roofline (client/cost_model_baselines.h)"
                             : "the analytical tile roofline (costmodels/analytical/tile_cost.h)")
-        << ".\n";
+        << ". \"guarded pick\": the relative head's pick where the absolute head predicts it at "
+           "least "
+        << Percent(cmd.pick_margin)
+        << " faster than the default configuration, else the default.\n";
   } else {
     out << "\nMAPE: mean |predicted - measured| / measured runtime over the test kernels (the "
            "paper's fusion metric); \"analytical\" is the "
@@ -440,6 +459,10 @@ int RunTrainCostModel(const TrainCostModelCommand& cmd, std::ostream& out, std::
   }
   if (!(cmd.holdout > 0 && cmd.holdout < 1)) {
     err << "error: --holdout must be in (0, 1)\n";
+    return 1;
+  }
+  if (!(cmd.pick_margin >= 0) || !std::isfinite(cmd.pick_margin)) {
+    err << "error: --pick-margin must be a finite number >= 0\n";
     return 1;
   }
   if (cmd.pair_weights != "gap" && cmd.pair_weights != "none") {

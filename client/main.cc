@@ -255,6 +255,11 @@ int main(int argc, char** argv) {
       ->add_option("--min-seconds", train_cost.min_seconds,
                    "Leave out kernels whose fastest measurement is under this (timer noise)")
       ->default_val(0);
+  train_cost_cmd
+      ->add_option("--pick-margin", train_cost.pick_margin,
+                   "tile: the guarded pick leaves the default configuration only where the "
+                   "absolute head predicts at least this gain (0.1 = 10% faster)")
+      ->default_val(0.1);
   train_cost_cmd->add_option("--seed", train_cost.seed, "Seed")->default_val(0);
   train_cost_cmd->add_flag("--no-store", train_cost.no_store, "Do not store the checkpoint");
   train_cost_cmd->add_flag("--no-eval", train_cost.no_eval,

@@ -183,6 +183,17 @@ struct RankMetrics {
 };
 RankMetrics EvaluateRanking(std::span<const int64_t> group, std::span<const double> truth,
                             std::span<const double> predicted);
+// The model's pick when it may leave the compiler's default only with confidence: per group, the
+// relative head's first choice stands where the absolute head predicts it at least `margin`
+// faster than the default (default / pick >= 1 + margin); elsewhere the default moves to the
+// front and the rest keep their order. A wrong move can cost several times the kernel's time
+// (a thread pool on a 5 ns kernel), staying costs at most what the default loses, so a compiler
+// that takes the model's answer unmeasured should move only on a clear predicted gain.
+// `score` (relative head, smaller = faster), `log_seconds` (absolute head) and `is_default` are
+// parallel to `group`; returns the adjusted scores (groups without a default unchanged).
+std::vector<double> GuardDefaultPick(std::span<const int64_t> group, std::span<const double> score,
+                                     std::span<const double> log_seconds,
+                                     const std::vector<bool>& is_default, double margin);
 // Mean absolute percentage error (as a fraction) of predicted seconds against measured ones.
 double Mape(std::span<const double> truth_seconds, std::span<const double> predicted_seconds);
 // Kendall's tau-b of two equally long sequences; 0 when either is constant.

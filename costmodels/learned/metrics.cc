@@ -4,6 +4,7 @@
 #include <cmath>
 #include <map>
 #include <numeric>
+#include <optional>
 #include <vector>
 
 #include "costmodels/learned/learned_model.h"
@@ -68,6 +69,28 @@ RankMetrics EvaluateRanking(std::span<const int64_t> group, std::span<const doub
   m.ape_median = apes.size() % 2 ? apes[mid] : (apes[mid - 1] + apes[mid]) / 2;
   m.kendall_tau = tau_sum / apes.size();
   return m;
+}
+
+std::vector<double> GuardDefaultPick(std::span<const int64_t> group, std::span<const double> score,
+                                     std::span<const double> log_seconds,
+                                     const std::vector<bool>& is_default, double margin) {
+  std::vector<double> out(score.begin(), score.end());
+  const size_t n = std::min({group.size(), score.size(), log_seconds.size(), is_default.size()});
+  std::map<int64_t, std::vector<size_t>> members;
+  for (size_t i = 0; i < n; ++i) members[group[i]].push_back(i);
+  const double needed = std::log1p(std::max(0.0, margin));
+  for (const auto& [id, rows] : members) {
+    size_t pick = rows[0];
+    std::optional<size_t> fallback;
+    for (size_t r : rows) {
+      if (score[r] < score[pick]) pick = r;  // ties stay with the first, as EvaluateRanking's
+      if (is_default[r] && !fallback) fallback = r;
+    }
+    if (!fallback || *fallback == pick) continue;
+    if (log_seconds[*fallback] - log_seconds[pick] >= needed) continue;
+    out[*fallback] = score[pick] - 1;
+  }
+  return out;
 }
 
 double Mape(std::span<const double> truth_seconds, std::span<const double> predicted_seconds) {

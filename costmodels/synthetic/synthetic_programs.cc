@@ -82,29 +82,43 @@ class Builder {
   // A parameter of random shape: rank in [min_rank, max_rank], at most max_elements elements.
   // Sometimes a degenerate one: a minor dimension of 1-4 elements and a unit dimension, as JAX
   // programs have ([2048,1,2]); loops over them vectorize differently from log-uniform shapes.
-  Value RandomParam(int min_rank, int max_rank) {
+  Value RandomParam(int min_rank, int max_rank, std::string_view type = "f32") {
     Dims d = Shape(static_cast<int>(Uniform(min_rank, max_rank)), o_.max_elements);
     if (Chance(0.15)) {
       d.back() = Uniform(1, 4);
       if (d.size() >= 3) d[d.size() - 2] = 1;
     }
-    return Param(std::move(d));
+    return Param(std::move(d), type);
   }
-  Value Param(Dims dims) {
-    Value v{absl::StrCat("p", params_.size()), std::move(dims)};
-    params_.push_back(
-        absl::StrCat("  ", v.name, " = ", ShapeText(v.dims), " parameter(", params_.size(), ")"));
+  Value Param(Dims dims, std::string_view type = "f32") {
+    Value v{absl::StrCat("p", params_.size()), std::move(dims), std::string(type)};
+    params_.push_back(absl::StrCat("  ", v.name, " = ", ShapeText(v.dims, type), " parameter(",
+                                   params_.size(), ")"));
     return v;
   }
-  Value Constant(double value) {
-    Value v{Name("constant"), {}};
-    body_.push_back(absl::StrCat("  ", v.name, " = f32[] constant(", value, ")"));
+  Value Constant(double value, std::string_view type = "f32") {
+    Value v{Name("constant"), {}, std::string(type)};
+    const std::string text =
+        type == "f32" ? absl::StrCat(value) : absl::StrCat(static_cast<int64_t>(value));
+    body_.push_back(
+        absl::StrCat("  ", v.name, " = ", std::string(type), "[] constant(", text, ")"));
     return v;
   }
+  // `type`: the result's element type where the operands do not tell (convert).
   Value Op(std::string_view opcode, Dims dims, const std::vector<Value>& operands,
-           std::string_view attributes = "") {
+           std::string_view attributes = "", std::string_view type = "") {
     Value v{Name(opcode), std::move(dims)};
-    if (opcode == "compare") v.type = "pred";
+    // The result's element type: a comparison's is pred, a select's its branches', the rest
+    // (elementwise, dot, reduce, layout ops) their first operand's.
+    if (!type.empty()) {
+      v.type = std::string(type);
+    } else if (opcode == "compare") {
+      v.type = "pred";
+    } else if (opcode == "select") {
+      v.type = operands.at(1).type;
+    } else if (!operands.empty()) {
+      v.type = operands[0].type;
+    }
     std::vector<std::string> names;
     for (const Value& o : operands) {
       names.push_back(o.name);
@@ -118,7 +132,12 @@ class Builder {
   Value Broadcast(const Value& v, Dims dims, const std::vector<int64_t>& dimensions) {
     return Op("broadcast", std::move(dims), {v}, absl::StrCat("dimensions=", List(dimensions)));
   }
-  Value Splat(double value, const Dims& dims) { return Broadcast(Constant(value), dims, {}); }
+  Value Splat(double value, const Dims& dims, std::string_view type = "f32") {
+    return Broadcast(Constant(value, type), dims, {});
+  }
+  Value Convert(const Value& v, std::string_view type) {
+    return Op("convert", v.dims, {v}, "", type);
+  }
   Value Binary(std::string_view opcode, const Value& a, const Value& b) {
     return Op(opcode, a.dims, {a, b});
   }
@@ -149,12 +168,12 @@ class Builder {
   std::string Finish(uint64_t seed, const std::vector<Value>& outputs) {
     std::string root;
     if (outputs.size() == 1) {
-      root = absl::StrCat("  ROOT result = ", ShapeText(outputs[0].dims), " copy(", outputs[0].name,
-                          ")");
+      root = absl::StrCat("  ROOT result = ", ShapeText(outputs[0].dims, outputs[0].type), " copy(",
+                          outputs[0].name, ")");
     } else {
       std::vector<std::string> shapes, names;
       for (const Value& o : outputs) {
-        shapes.push_back(ShapeText(o.dims));
+        shapes.push_back(ShapeText(o.dims, o.type));
         names.push_back(o.name);
       }
       root = absl::StrCat("  ROOT result = (", absl::StrJoin(shapes, ", "), ") tuple(",
@@ -376,6 +395,54 @@ Value Elementwise(Builder& b, std::optional<Value> x) {
   return y;
 }
 
+// Index and mask arithmetic in s32 and pred, as JAX emits it around random bits, gathers and
+// counts (jit_slogdet's sign from pivot counts): such loops vectorise to a few cycles per 16
+// elements, far below the math library's calls, and a model that never saw them prices them
+// like f32 math. The result goes back to f32 so the next block can use it.
+Value IntegerElementwise(Builder& b, std::optional<Value> x) {
+  Value y = x ? b.Convert(*x, "s32") : b.RandomParam(1, 4, "s32");
+  const int64_t ops = b.Uniform(1, 8);
+  for (int64_t i = 0; i < ops; ++i) {
+    switch (b.Uniform(0, 5)) {
+      case 0:
+        y = b.Binary(
+            b.Pick(std::vector<std::string>{"add", "subtract", "multiply", "maximum", "minimum"}),
+            y, b.Chance(0.5) ? b.Param(y.dims, "s32") : b.Splat(b.Uniform(-3, 3), y.dims, "s32"));
+        break;
+      case 1:  // by a constant: the compiler turns it into multiplies and shifts
+        y = b.Binary(b.Chance(0.5) ? "remainder" : "divide", y,
+                     b.Splat(b.Uniform(2, 7), y.dims, "s32"));
+        break;
+      case 2:
+        y = b.Binary(b.Pick(std::vector<std::string>{"and", "or", "xor"}), y,
+                     b.Param(y.dims, "s32"));
+        break;
+      case 3:
+        y = b.Binary(b.Chance(0.5) ? "shift-left" : "shift-right-logical", y,
+                     b.Splat(b.Uniform(1, 4), y.dims, "s32"));
+        break;
+      case 4: {  // a mask of two comparisons picks between y and another value
+        const std::vector<std::string> directions = {"EQ", "NE", "LT", "GE"};
+        Value mask = b.Op("compare", y.dims, {y, b.Splat(b.Uniform(-1, 1), y.dims, "s32")},
+                          absl::StrCat("direction=", b.Pick(directions)));
+        if (b.Chance(0.5)) {
+          const Value other = b.Op("compare", y.dims, {y, b.Splat(b.Uniform(2, 5), y.dims, "s32")},
+                                   absl::StrCat("direction=", b.Pick(directions)));
+          mask = b.Binary(b.Chance(0.5) ? "and" : "or", mask, other);
+        }
+        y = b.Op("select", y.dims,
+                 {mask, y, b.Chance(0.5) ? b.Param(y.dims, "s32") : b.Splat(1, y.dims, "s32")});
+        break;
+      }
+      default:  // a 0/1 count of where y is nonzero
+        y = b.Convert(b.Op("compare", y.dims, {y, b.Splat(0, y.dims, "s32")}, "direction=NE"),
+                      "s32");
+        break;
+    }
+  }
+  return b.Convert(y, "f32");
+}
+
 Value ReduceBlock(Builder& b, std::optional<Value> x) {
   if (!x || x->rank() < 1) x = b.RandomParam(1, 4);
   std::vector<int64_t> dims;
@@ -447,8 +514,9 @@ std::string SyntheticProgram(uint64_t seed, const SyntheticOptions& options) {
   // Matmuls and convolutions are weighted up: they hold most of a real program's time and most
   // of the tile choices, and the corpus has few of them.
   static const std::vector<Block> kBlocks = {
-      Dense,     Dense,       Convolution, Convolution, LayerNorm,      SoftmaxBlock,
-      Attention, Elementwise, Elementwise, ReduceBlock, TransposeBlock, SliceConcat};
+      Dense,        Dense,          Convolution, Convolution, LayerNorm,
+      SoftmaxBlock, Attention,      Elementwise, Elementwise, IntegerElementwise,
+      ReduceBlock,  TransposeBlock, SliceConcat};
   const int blocks = static_cast<int>(b.Uniform(options.min_blocks, options.max_blocks));
   std::vector<Value> outputs;
   std::optional<Value> x;

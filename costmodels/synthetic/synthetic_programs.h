@@ -1,10 +1,10 @@
 // Synthetic training programs for the learned cost model (issue 9): random compositions of the
 // blocks ML programs are made of (dense layers, convolutions, pooling, normalisation, softmax,
-// attention, elementwise chains, reductions, transposes, slices and concatenations) with random
-// shapes, printed as HLO text. The corpus holds few compilable programs and few of its kernels
-// are matmuls or convolutions; these widen what `mltune collect` measures, so the model sees
-// shapes and op mixes that held-out programs bring. Plain text generation: no backend, no
-// LibTorch.
+// attention, elementwise chains in f32 and in s32, reductions, transposes, slices and
+// concatenations) with random shapes, printed as HLO text. The corpus holds few compilable
+// programs and few of its kernels are matmuls or convolutions; these widen what `mltune collect`
+// measures, so the model sees shapes and op mixes that held-out programs bring. Plain text
+// generation: no backend, no LibTorch.
 #pragma once
 
 #include <cstdint>
@@ -25,7 +25,8 @@ struct SyntheticOptions {
 };
 
 // A random program for `seed` (deterministic: the same seed, the same text) named
-// kModulePrefix + seed. Every program parses, verifies and uses f32 ops the CPU backend lowers.
+// kModulePrefix + seed. Every program parses, verifies and uses ops the CPU backend lowers: f32
+// math, and s32 / pred index and mask arithmetic converted back to f32.
 std::string SyntheticProgram(uint64_t seed, const SyntheticOptions& options = {});
 
 }  // namespace mltune::costmodels::synthetic

@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <set>
 #include <string>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "backends/cpu/cpu_backend.h"
@@ -35,7 +36,8 @@ TEST(SyntheticProgramsTest, ProgramsVerifyRespectSizeLimitsAndCoverEveryBlock) {
   options.max_elements = 1 << 14;
   options.max_flops = 1 << 22;
   std::set<std::string> opcodes;
-  int degenerate = 0;  // parameters with a minor dimension of at most 4 after a unit one
+  int degenerate = 0;   // parameters with a minor dimension of at most 4 after a unit one
+  int integer_ops = 0;  // s32 arithmetic: index and mask code
   for (uint64_t seed = 0; seed < 150; ++seed) {
     std::unique_ptr<ir::Module> m = Parse(SyntheticProgram(seed, options));
     ASSERT_NE(m, nullptr) << "seed " << seed;
@@ -46,6 +48,11 @@ TEST(SyntheticProgramsTest, ProgramsVerifyRespectSizeLimitsAndCoverEveryBlock) {
         const std::vector<int64_t>& d = i->shape().dimensions();
         if (d.size() >= 3 && d[d.size() - 2] == 1 && d.back() <= 4) ++degenerate;
       }
+      if (i->shape().IsArray() && i->shape().element_type() == ir::PrimitiveType::kS32 &&
+          i->opcode() != ir::Opcode::kParameter && i->opcode() != ir::Opcode::kBroadcast &&
+          i->opcode() != ir::Opcode::kConstant) {
+        ++integer_ops;
+      }
       if (i->shape().IsArray()) {
         EXPECT_LE(i->shape().ElementCount(), options.max_elements)
             << "seed " << seed << ": " << i->name();
@@ -54,13 +61,36 @@ TEST(SyntheticProgramsTest, ProgramsVerifyRespectSizeLimitsAndCoverEveryBlock) {
   }
   // The blocks, and the math library: each libm call costs its own, so the model has to have
   // seen it (held-out programs brought power and atan2 when no training program had them).
-  for (const char* op :
-       {"dot", "convolution", "reduce", "reduce-window", "transpose", "slice", "concatenate",
-        "pad", "select", "compare", "exponential", "rsqrt", "power", "atan2", "remainder", "sine",
-        "cosine", "erf", "cbrt", "log-plus-one", "exponential-minus-one", "round-nearest-even"}) {
+  for (const char* op : {"dot",
+                         "convolution",
+                         "reduce",
+                         "reduce-window",
+                         "transpose",
+                         "slice",
+                         "concatenate",
+                         "pad",
+                         "select",
+                         "compare",
+                         "exponential",
+                         "rsqrt",
+                         "power",
+                         "atan2",
+                         "remainder",
+                         "sine",
+                         "cosine",
+                         "erf",
+                         "cbrt",
+                         "log-plus-one",
+                         "exponential-minus-one",
+                         "round-nearest-even",
+                         "convert",
+                         "shift-left",
+                         "xor",
+                         "divide"}) {
     EXPECT_EQ(opcodes.count(op), 1u) << op << " never generated in 150 programs";
   }
   EXPECT_GE(degenerate, 5) << "shapes such as [2048,1,2] should come up now and then";
+  EXPECT_GE(integer_ops, 50) << "s32 index and mask arithmetic should come up";
 }
 
 TEST(SyntheticProgramsTest, CpuBackendLowersEveryProgram) {
@@ -81,7 +111,16 @@ TEST(SyntheticProgramsTest, CompiledProgramsMatchTheEvaluator) {
   SyntheticOptions options;
   options.max_elements = 2048;
   options.max_flops = 1 << 18;
-  for (uint64_t seed = 0; seed < 6; ++seed) {
+  // Seeds 0-5, and the first three after them with s32 index arithmetic (integer division,
+  // shifts and converts have semantics of their own to get right).
+  std::vector<uint64_t> seeds = {0, 1, 2, 3, 4, 5};
+  for (uint64_t seed = 6, integer = 0; integer < 3 && seed < 200; ++seed) {
+    if (SyntheticProgram(seed, options).find(" s32[") == std::string::npos) continue;
+    seeds.push_back(seed);
+    ++integer;
+  }
+  ASSERT_EQ(seeds.size(), 9u) << "fewer than 3 programs with s32 arithmetic in 200 seeds";
+  for (uint64_t seed : seeds) {
     std::unique_ptr<ir::Module> m = Parse(SyntheticProgram(seed, options));
     ASSERT_NE(m, nullptr);
     absl::StatusOr<backends::cpu::CompiledModule> compiled = backends::cpu::CompileModule(*m);

@@ -1,4 +1,5 @@
 // The evaluation metrics of the learned cost model on hand-computed cases.
+#include <cmath>
 #include <cstdint>
 #include <vector>
 
@@ -63,6 +64,37 @@ TEST(LearnedEvaluateRanking, TopFiveApeTakesTheBestOfTheFiveBestRanked) {
   RankMetrics m = EvaluateRanking(group, truth, predicted);
   EXPECT_DOUBLE_EQ(m.ape_mean, (2.0 + 0.0) / 2);
   EXPECT_DOUBLE_EQ(m.ape_top5_mean, (1.0 + 0.0) / 2);
+}
+
+TEST(LearnedGuardDefaultPick, LeavesTheDefaultOnlyForAClearPredictedGain) {
+  // Three kernels of three configurations, the default second in each. The relative head ranks
+  // the third first everywhere; the absolute head predicts it 50% faster than the default in
+  // group 1, 5% faster in group 2 and slower in group 3.
+  const std::vector<int64_t> group = {1, 1, 1, 2, 2, 2, 3, 3, 3};
+  const std::vector<double> score = {0.5, 0.2, -1, 0.5, 0.2, -1, 0.5, 0.2, -1};
+  const double l = std::log(1e-6);
+  const std::vector<double> log_s = {l, l + std::log(1.5), l, l, l + std::log(1.05), l,
+                                     l, l - 0.1,           l};
+  const std::vector<bool> is_default = {false, true, false, false, true, false, false, true, false};
+  const std::vector<double> g = GuardDefaultPick(group, score, log_s, is_default, 0.1);
+  ASSERT_EQ(g.size(), score.size());
+  EXPECT_EQ(g[2], -1);  // 1.5x >= 1.1x: the pick stands, nothing moves
+  EXPECT_EQ(g[1], 0.2);
+  EXPECT_LT(g[4], g[5]);  // 1.05x < 1.1x: the default goes first
+  EXPECT_LT(g[7], g[8]);  // predicted slower: likewise
+  EXPECT_EQ(g[3], 0.5);   // the others keep their scores
+  EXPECT_EQ(g[5], -1);
+  // Measured: the default is the slowest in group 1, the fastest in groups 2 and 3.
+  const std::vector<double> truth = {1, 3, 1, 2, 1, 4, 2, 1, 4};
+  EXPECT_DOUBLE_EQ(EvaluateRanking(group, truth, g).ape_mean, 0.0);
+  EXPECT_DOUBLE_EQ(EvaluateRanking(group, truth, score).ape_mean, (0 + 3 + 3) / 3.0);
+  // Margin 0 trusts any predicted gain; without a default a group is left alone.
+  const std::vector<double> g0 = GuardDefaultPick(group, score, log_s, is_default, 0);
+  EXPECT_EQ(g0[4], 0.2);
+  EXPECT_LT(g0[7], g0[8]);
+  const std::vector<double> none =
+      GuardDefaultPick(group, score, log_s, std::vector<bool>(9, false), 0.1);
+  EXPECT_EQ(none, score);
 }
 
 TEST(LearnedMape, FractionOfTheTruth) {
