@@ -753,7 +753,10 @@ absl::Status KernelEmitter::EmitReduce() {
     });
     if (Product(xd) == 0) return absl::OkStatus();
     const bool inner_kept = !xd.empty() && !reduced.back();
-    const bool outer_kept = !xd.empty() && !reduced.front();
+    // `parallel` splits the first loop LoopNest opens, the first dimension that is not 1; were
+    // it a reduced one, every thread would fold into the same outputs.
+    const auto first_loop = std::find_if(xd.begin(), xd.end(), [](int64_t n) { return n != 1; });
+    const bool outer_kept = first_loop != xd.end() && !reduced[first_loop - xd.begin()];
     LoopOptions opts{.simd = inner_kept, .parallel = parallel && outer_kept};
     LoopNest(xd, opts, [&](const Idx& idx) {
       Idx oi;

@@ -211,7 +211,8 @@ std::vector<int64_t> Lanes(int64_t n) {
   return {8, 1, 16, 32};
 }
 
-std::vector<KernelParam> ParamsOf(const Kernel& kernel) {
+// A kernel's parameters by kind; see WithoutNoOps.
+std::vector<KernelParam> KindParams(const Kernel& kernel) {
   const Instruction& root = *kernel.root;
   switch (kernel.kind) {
     case KernelKind::kLoop:
@@ -278,6 +279,27 @@ std::vector<KernelParam> ParamsOf(const Kernel& kernel) {
     }
   }
   return {};
+}
+
+// KindParams less the parameters that cannot change the generated code: `parallel` splits the
+// kernel's outer output loop, and a loop, reduction or window kernel with one output element has
+// none. Such a choice would cost the tuner measurements that only sample the timer's noise, and
+// would teach the cost model that threads are free (they cost about 1.4 us elsewhere).
+std::vector<KernelParam> ParamsOf(const Kernel& kernel) {
+  std::vector<KernelParam> params = KindParams(kernel);
+  auto one_element = [](const Instruction* i) {
+    return i->shape().IsArray() && i->shape().ElementCount() <= 1;
+  };
+  // A loop kernel loops over each output's shape; the others over their root's.
+  const bool no_loop =
+      kernel.kind == KernelKind::kLoop
+          ? std::all_of(kernel.outputs.begin(), kernel.outputs.end(), one_element)
+          : (kernel.kind == KernelKind::kReduce || kernel.kind == KernelKind::kReduceWindow) &&
+                one_element(kernel.root);
+  if (no_loop) {
+    std::erase_if(params, [](const KernelParam& p) { return p.name == "parallel"; });
+  }
+  return params;
 }
 
 void CollectLeaves(const Instruction* instr, std::vector<const Instruction*>* out) {
@@ -484,7 +506,6 @@ absl::StatusOr<LoweredModule> Lower(const ir::Module& module, const costmodels::
     }
     kernel.kind = is_row[static_cast<size_t>(kernel.id)] ? KernelKind::kRow : KindOf(*kernel.root);
     kernel.name = kernel.root->name();
-    kernel.params = ParamsOf(kernel);
     std::unordered_set<const Instruction*> seen_input;
     for (const Instruction* m : kernel.members) {
       // Outputs: read by anything outside the kernel (plumbing included) or part of the result.
@@ -500,6 +521,7 @@ absl::StatusOr<LoweredModule> Lower(const ir::Module& module, const costmodels::
         if (seen_input.insert(base).second) kernel.inputs.push_back(base);
       }
     }
+    kernel.params = ParamsOf(kernel);  // after the outputs, which decide the loops
     for (const Instruction* o : kernel.outputs) out.producer[o] = kernel.id;
   }
   // A member bitcast whose users are outside cannot happen (see above); a member whose only

@@ -2,9 +2,12 @@
 // generated, compiled, run in the runner child on seeded random inputs and compared with
 // ir::Evaluate. Kernels with tunable parameters are also checked under every value of each
 // parameter (one at a time), so no configuration the tuner may pick changes results.
+#include <algorithm>
 #include <cstdlib>
 #include <string>
+#include <vector>
 
+#include "backends/cpu/codegen.h"
 #include "backends/cpu/cpu_backend.h"
 #include "backends/cpu/onednn.h"
 #include "gtest/gtest.h"
@@ -144,6 +147,24 @@ ENTRY e {
   cols = f32[130] reduce(a, ninf), dimensions={0}, to_apply=max
   all = f32[] reduce(a, z), dimensions={0,1}, to_apply=add
   ROOT t = (f32[37], f32[130], f32[]) tuple(rows, cols, all)
+})"},
+    // A unit leading dimension: the first loop is over a reduced dimension, which `parallel`
+    // must not split (every thread would add into the same outputs). And reductions to one
+    // element, where `parallel` has no loop to split and is not offered.
+    {"reduce_unit_leading_dims", R"(
+HloModule m
+add {
+  ad0 = f32[] parameter(0)
+  ad1 = f32[] parameter(1)
+  ROOT adr = f32[] add(ad0, ad1)
+}
+ENTRY e {
+  a = f32[1,512,24] parameter(0)
+  b = f32[1,4096] parameter(1)
+  z = f32[] constant(0)
+  cols = f32[1,24] reduce(a, z), dimensions={1}, to_apply=add
+  one = f32[1] reduce(b, z), dimensions={1}, to_apply=add
+  ROOT t = (f32[1,24], f32[1]) tuple(cols, one)
 })"},
     {"softmax", R"(
 HloModule m
@@ -382,6 +403,72 @@ TEST_P(CpuOpsTest, MatchesEvaluatorUnderEveryParameterValue) {
       }
     }
   }
+}
+
+// `parallel` on a reduction that walks its operand in memory order (order 1) whose first loop is
+// a reduced dimension (the leading one is 1): no thread may split that loop, or they fold into
+// the same outputs. A reduction to one element offers no `parallel` at all: nothing to split.
+TEST(CpuOpsReduceTest, ParallelNeverSplitsAReducedLoop) {
+  setenv("MLTUNE_KERNEL_CACHE", MLTUNE_TEST_KERNEL_CACHE, 0);
+  absl::StatusOr<std::unique_ptr<ir::Module>> module = ir::ParseHloText(R"(
+HloModule m
+add {
+  ad0 = f32[] parameter(0)
+  ad1 = f32[] parameter(1)
+  ROOT adr = f32[] add(ad0, ad1)
+}
+ENTRY e {
+  a = f32[1,512,24] parameter(0)
+  z = f32[] constant(0)
+  ROOT cols = f32[1,24] reduce(a, z), dimensions={1}, to_apply=add
+})");
+  ASSERT_TRUE(module.ok()) << module.status();
+  absl::StatusOr<CompiledModule> compiled = CompileModule(**module);
+  ASSERT_TRUE(compiled.ok()) << compiled.status();
+  ASSERT_EQ(compiled->lowered.kernels.size(), 1u);
+  const Kernel& kernel = compiled->lowered.kernels[0];
+  std::vector<KernelConfig> configs = compiled->configs;
+  for (size_t p = 0; p < kernel.params.size(); ++p) {
+    if (kernel.params[p].name == "order") configs[0][p] = 1;
+    if (kernel.params[p].name == "parallel") configs[0][p] = 1;
+  }
+  absl::StatusOr<CompiledModule> variant = CompileModule(**module, configs);
+  ASSERT_TRUE(variant.ok()) << variant.status();
+  // The prelude's GEMM has its own (behind `if (parallel)`); the kernel adds none.
+  auto pragmas = [](const std::string& text) {
+    int64_t n = 0;
+    for (size_t at = text.find("omp parallel"); at != std::string::npos;
+         at = text.find("omp parallel", at + 1)) {
+      ++n;
+    }
+    return n;
+  };
+  EXPECT_EQ(pragmas(variant->program.source), pragmas(Prelude())) << variant->program.source;
+  MeasureOptions two_threads;
+  two_threads.threads = 2;
+  absl::Status check = CheckAgainstEvaluator(**module, *variant, 3, two_threads);
+  EXPECT_TRUE(check.ok()) << check;
+
+  absl::StatusOr<std::unique_ptr<ir::Module>> to_one = ir::ParseHloText(R"(
+HloModule m
+add {
+  ad0 = f32[] parameter(0)
+  ad1 = f32[] parameter(1)
+  ROOT adr = f32[] add(ad0, ad1)
+}
+ENTRY e {
+  b = f32[1,4096] parameter(0)
+  z = f32[] constant(0)
+  ROOT one = f32[1] reduce(b, z), dimensions={1}, to_apply=add
+})");
+  ASSERT_TRUE(to_one.ok()) << to_one.status();
+  absl::StatusOr<CompiledModule> one = CompileModule(**to_one);
+  ASSERT_TRUE(one.ok()) << one.status();
+  ASSERT_EQ(one->lowered.kernels.size(), 1u);
+  std::vector<std::string> names;
+  for (const KernelParam& p : one->lowered.kernels[0].params) names.push_back(p.name);
+  EXPECT_EQ(std::count(names.begin(), names.end(), "parallel"), 0);
+  EXPECT_EQ(std::count(names.begin(), names.end(), "order"), 1);
 }
 
 // Which convolutions get oneDNN's primitive (impl 2 and 3): every conv case above, and not a
