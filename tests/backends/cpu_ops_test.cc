@@ -410,31 +410,38 @@ TEST_P(CpuOpsTest, MatchesEvaluatorUnderEveryParameterValue) {
 // the same outputs. A reduction to one element offers no `parallel` at all: nothing to split.
 TEST(CpuOpsReduceTest, ParallelNeverSplitsAReducedLoop) {
   setenv("MLTUNE_KERNEL_CACHE", MLTUNE_TEST_KERNEL_CACHE, 0);
-  absl::StatusOr<std::unique_ptr<ir::Module>> module = ir::ParseHloText(R"(
-HloModule m
-add {
-  ad0 = f32[] parameter(0)
-  ad1 = f32[] parameter(1)
-  ROOT adr = f32[] add(ad0, ad1)
-}
-ENTRY e {
-  a = f32[1,512,24] parameter(0)
-  z = f32[] constant(0)
-  ROOT cols = f32[1,24] reduce(a, z), dimensions={1}, to_apply=add
-})");
+  absl::StatusOr<std::unique_ptr<ir::Module>> module =
+      ir::ParseHloText(Find("reduce_unit_leading_dims").hlo);
   ASSERT_TRUE(module.ok()) << module.status();
   absl::StatusOr<CompiledModule> compiled = CompileModule(**module);
   ASSERT_TRUE(compiled.ok()) << compiled.status();
-  ASSERT_EQ(compiled->lowered.kernels.size(), 1u);
-  const Kernel& kernel = compiled->lowered.kernels[0];
+  const std::vector<Kernel>& kernels = compiled->lowered.kernels;
+  auto kernel_named = [&](const std::string& name) {
+    const auto it = std::find_if(kernels.begin(), kernels.end(),
+                                 [&](const Kernel& k) { return k.name == name; });
+    return it == kernels.end() ? -1 : static_cast<int>(it - kernels.begin());
+  };
+  const int cols = kernel_named("cols"), one = kernel_named("one");
+  ASSERT_GE(cols, 0);
+  ASSERT_GE(one, 0);
+  // To one element: `order` stays, `parallel` has nothing to split.
+  std::vector<std::string> one_params;
+  for (const KernelParam& p : kernels[static_cast<size_t>(one)].params) {
+    one_params.push_back(p.name);
+  }
+  EXPECT_EQ(std::count(one_params.begin(), one_params.end(), "parallel"), 0);
+  EXPECT_EQ(std::count(one_params.begin(), one_params.end(), "order"), 1);
+  // cols walked in memory order, with parallel: the kernel adds no OpenMP loop (the prelude's
+  // GEMM has its own, behind `if (parallel)`).
   std::vector<KernelConfig> configs = compiled->configs;
-  for (size_t p = 0; p < kernel.params.size(); ++p) {
-    if (kernel.params[p].name == "order") configs[0][p] = 1;
-    if (kernel.params[p].name == "parallel") configs[0][p] = 1;
+  const std::vector<KernelParam>& params = kernels[static_cast<size_t>(cols)].params;
+  for (size_t p = 0; p < params.size(); ++p) {
+    if (params[p].name == "order" || params[p].name == "parallel") {
+      configs[static_cast<size_t>(cols)][p] = 1;
+    }
   }
   absl::StatusOr<CompiledModule> variant = CompileModule(**module, configs);
   ASSERT_TRUE(variant.ok()) << variant.status();
-  // The prelude's GEMM has its own (behind `if (parallel)`); the kernel adds none.
   auto pragmas = [](const std::string& text) {
     int64_t n = 0;
     for (size_t at = text.find("omp parallel"); at != std::string::npos;
@@ -448,27 +455,6 @@ ENTRY e {
   two_threads.threads = 2;
   absl::Status check = CheckAgainstEvaluator(**module, *variant, 3, two_threads);
   EXPECT_TRUE(check.ok()) << check;
-
-  absl::StatusOr<std::unique_ptr<ir::Module>> to_one = ir::ParseHloText(R"(
-HloModule m
-add {
-  ad0 = f32[] parameter(0)
-  ad1 = f32[] parameter(1)
-  ROOT adr = f32[] add(ad0, ad1)
-}
-ENTRY e {
-  b = f32[1,4096] parameter(0)
-  z = f32[] constant(0)
-  ROOT one = f32[1] reduce(b, z), dimensions={1}, to_apply=add
-})");
-  ASSERT_TRUE(to_one.ok()) << to_one.status();
-  absl::StatusOr<CompiledModule> one = CompileModule(**to_one);
-  ASSERT_TRUE(one.ok()) << one.status();
-  ASSERT_EQ(one->lowered.kernels.size(), 1u);
-  std::vector<std::string> names;
-  for (const KernelParam& p : one->lowered.kernels[0].params) names.push_back(p.name);
-  EXPECT_EQ(std::count(names.begin(), names.end(), "parallel"), 0);
-  EXPECT_EQ(std::count(names.begin(), names.end(), "order"), 1);
 }
 
 // Which convolutions get oneDNN's primitive (impl 2 and 3): every conv case above, and not a
