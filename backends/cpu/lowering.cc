@@ -211,7 +211,7 @@ std::vector<int64_t> Lanes(int64_t n) {
   return {8, 1, 16, 32};
 }
 
-// A kernel's parameters by kind; see WithoutNoOps.
+// A kernel's parameters by kind; ParamsOf drops those that change nothing.
 std::vector<KernelParam> KindParams(const Kernel& kernel) {
   const Instruction& root = *kernel.root;
   switch (kernel.kind) {
