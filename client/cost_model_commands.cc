@@ -263,7 +263,8 @@ absl::StatusOr<SplitMetrics> Evaluate(const Data& data, const std::string& name,
   const int folds = std::max(2, static_cast<int>(std::lround(1 / cmd.holdout)));
   const std::vector<int> fold = Folds(data, by_program, folds, cmd.seed);
   std::vector<size_t> test_rows;  // in fold order
-  std::vector<int64_t> group;
+  std::vector<int64_t> group, program;
+  std::map<std::string, int64_t> program_ids;
   std::vector<double> truth, default_score, analytical, relative, log_seconds;
   std::vector<bool> is_default;
   s.has_analytical = true;
@@ -299,6 +300,10 @@ absl::StatusOr<SplitMetrics> Evaluate(const Data& data, const std::string& name,
       test_rows.push_back(r);
       fold_graphs.push_back(&data.rows[r].graph);
       group.push_back(data.rows[r].kernel);
+      program.push_back(
+          program_ids
+              .emplace(data.programs[static_cast<size_t>(data.rows[r].kernel)], program_ids.size())
+              .first->second);
       truth.push_back(data.rows[r].seconds);
       default_score.push_back(data.rows[r].is_default ? 0.0 : 1.0);
       is_default.push_back(data.rows[r].is_default);
@@ -317,20 +322,21 @@ absl::StatusOr<SplitMetrics> Evaluate(const Data& data, const std::string& name,
   s.train_kernels = static_cast<int64_t>(std::lround(train_kernels / std::max(1, used_folds)));
   s.test_kernels = static_cast<int64_t>(std::set<int64_t>(group.begin(), group.end()).size());
   s.test_rows = static_cast<int64_t>(test_rows.size());
-  s.default_pick = learned::EvaluateRanking(group, truth, default_score);
+  s.default_pick = learned::EvaluateRanking(group, truth, default_score, program);
   if (s.has_analytical) {
-    s.analytical = learned::EvaluateRanking(group, truth, analytical);
+    s.analytical = learned::EvaluateRanking(group, truth, analytical, program);
     s.analytical_mape = learned::Mape(truth, analytical);
     s.analytical_ape_median = MedianApe(truth, analytical);
   }
-  if (!relative.empty()) s.relative = learned::EvaluateRanking(group, truth, relative);
+  if (!relative.empty()) s.relative = learned::EvaluateRanking(group, truth, relative, program);
   if (!relative.empty() && !log_seconds.empty()) {
     s.guarded = learned::EvaluateRanking(
         group, truth,
-        learned::GuardDefaultPick(group, relative, log_seconds, is_default, cmd.pick_margin));
+        learned::GuardDefaultPick(group, relative, log_seconds, is_default, cmd.pick_margin),
+        program);
   }
   if (!log_seconds.empty()) {
-    s.absolute = learned::EvaluateRanking(group, truth, log_seconds);
+    s.absolute = learned::EvaluateRanking(group, truth, log_seconds, program);
     std::vector<double> seconds;
     for (double v : log_seconds) seconds.push_back(std::exp(v));
     s.mape = learned::Mape(truth, seconds);
@@ -350,6 +356,7 @@ absl::StatusOr<json> EvaluateSplits(const Data& data, const TrainCostModelComman
                                     std::ostream* predictions, std::ostream& out) {
   const bool tile = cmd.task == "tile";
   json metrics = json::array();
+  std::vector<std::string> program_table;  // tile: the per-program APE, a second table
   if (tile) {
     out << "\n| split | folds | train kernels per fold | test kernels | test configs | "
            "APE mean (relative head) | APE median | Kendall tau | APE mean (absolute head) | MAPE "
@@ -389,6 +396,13 @@ absl::StatusOr<json> EvaluateSplits(const Data& data, const TrainCostModelComman
           rel ? Percent(s->relative.ape_top5_mean) : "-",
           an ? Percent(s->analytical.ape_top5_mean) : "-",
           s->guarded ? Percent(s->guarded->ape_mean) : "-");
+      auto mean_median = [](const learned::RankMetrics& r) {
+        return absl::StrCat(Percent(r.program_ape_mean), " (", Percent(r.program_ape_median), ")");
+      };
+      program_table.push_back(absl::StrFormat(
+          "| %s | %d | %s | %s | %s | %s |\n", name, s->default_pick.programs,
+          rel ? mean_median(s->relative) : "-", s->guarded ? mean_median(*s->guarded) : "-",
+          mean_median(s->default_pick), an ? mean_median(s->analytical) : "-"));
     } else {
       out << absl::StrFormat("| %s | %d | %d | %d | %s | %s | %s | %s |\n", name, s->folds,
                              s->train_kernels, s->test_kernels, Percent(s->mape),
@@ -408,14 +422,23 @@ absl::StatusOr<json> EvaluateSplits(const Data& data, const TrainCostModelComman
       m["absolute_ape_mean"] = s->absolute.ape_mean;
       m["default_ape_mean"] = s->default_pick.ape_mean;
       m["relative_ape_top5_mean"] = s->relative.ape_top5_mean;
+      m["test_programs"] = s->default_pick.programs;
+      m["relative_program_ape_mean"] = s->relative.program_ape_mean;
+      m["relative_program_ape_median"] = s->relative.program_ape_median;
+      m["default_program_ape_mean"] = s->default_pick.program_ape_mean;
+      m["default_program_ape_median"] = s->default_pick.program_ape_median;
       if (s->guarded) {
         m["guarded_ape_mean"] = s->guarded->ape_mean;
+        m["guarded_program_ape_mean"] = s->guarded->program_ape_mean;
+        m["guarded_program_ape_median"] = s->guarded->program_ape_median;
         m["pick_margin"] = cmd.pick_margin;
       }
       if (an) {
         m["analytical_ape_mean"] = s->analytical.ape_mean;
         m["analytical_kendall_tau"] = s->analytical.kendall_tau;
         m["analytical_ape_top5_mean"] = s->analytical.ape_top5_mean;
+        m["analytical_program_ape_mean"] = s->analytical.program_ape_mean;
+        m["analytical_program_ape_median"] = s->analytical.program_ape_median;
       }
     }
     if (an) {
@@ -424,16 +447,24 @@ absl::StatusOr<json> EvaluateSplits(const Data& data, const TrainCostModelComman
     }
     metrics.push_back(std::move(m));
   }
+  if (!program_table.empty()) {
+    out << "\n| split | test programs | program APE mean (median): relative head | guarded pick "
+           "| default config | analytical |\n|---|---:|---:|---:|---:|---:|\n";
+    for (const std::string& row : program_table) out << row;
+  }
   if (tile) {
     out << "\nAPE: per kernel, the measured time of the configuration picked over the best "
-           "measured one, minus 1 (the paper's tile-size metric); \"default config\" picks the "
+           "measured one, minus 1, averaged over kernels; \"default config\" picks the "
            "compiler's defaults, \"analytical\" the fastest by "
         << (target == "cpu" ? "the configuration-aware CPU roofline (client/cost_model_baselines.h)"
                             : "the analytical tile roofline (costmodels/analytical/tile_cost.h)")
         << ". \"guarded pick\": the relative head's pick where the absolute head predicts it at "
            "least "
         << Percent(cmd.pick_margin)
-        << " faster than the default configuration, else the default.\n";
+        << " faster than the default configuration, else the default. Program APE (the "
+           "paper's per-program figure): per test program, the time its kernels' picks lose "
+           "against their best configurations, summed, over the best times summed; mean and "
+           "median over programs.\n";
   } else {
     out << "\nMAPE: mean |predicted - measured| / measured runtime over the test kernels (the "
            "paper's fusion metric); \"analytical\" is the "

@@ -180,9 +180,19 @@ struct RankMetrics {
   // Kendall's tau-b between predicted and true order within each group, averaged over groups.
   double kendall_tau = 0;
   int groups = 0;  // groups with at least two samples (the only ones counted)
+  // The paper's tile-size APE, per program over its kernels: the time the picks lose against the
+  // best, summed, over the best times summed (sum(pick - best) / sum(best)); then the mean and
+  // median over programs. Weighted by runtime, so a 2 ns kernel's pick counts as what it costs
+  // the program, not as much as a millisecond kernel's. Only with `program` given.
+  double program_ape_mean = 0;
+  double program_ape_median = 0;
+  int programs = 0;
 };
+// `program` (optional, parallel to `group`) names each sample's program; a group's program is its
+// first sample's.
 RankMetrics EvaluateRanking(std::span<const int64_t> group, std::span<const double> truth,
-                            std::span<const double> predicted);
+                            std::span<const double> predicted,
+                            std::span<const int64_t> program = {});
 // The model's pick when it may leave the compiler's default only with confidence: per group, the
 // relative head's first choice stands where the absolute head predicts it at least `margin`
 // faster than the default (default / pick >= 1 + margin); elsewhere the default moves to the

@@ -30,10 +30,23 @@ double KendallTau(std::span<const double> a, std::span<const double> b) {
   return denominator > 0 ? static_cast<double>(concordant - discordant) / denominator : 0.0;
 }
 
+namespace {
+
+double Median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const size_t mid = v.size() / 2;
+  return v.size() % 2 ? v[mid] : (v[mid - 1] + v[mid]) / 2;
+}
+
+}  // namespace
+
 RankMetrics EvaluateRanking(std::span<const int64_t> group, std::span<const double> truth,
-                            std::span<const double> predicted) {
+                            std::span<const double> predicted, std::span<const int64_t> program) {
   std::map<int64_t, std::vector<size_t>> members;
   const size_t n = std::min({group.size(), truth.size(), predicted.size()});
+  const bool per_program = program.size() >= n;
+  std::map<int64_t, std::pair<double, double>> lost_and_best;  // per program
   for (size_t i = 0; i < n; ++i) members[group[i]].push_back(i);
   RankMetrics m;
   std::vector<double> apes;
@@ -50,6 +63,11 @@ RankMetrics EvaluateRanking(std::span<const int64_t> group, std::span<const doub
     const size_t picked = std::min_element(p.begin(), p.end()) - p.begin();
     const double best = *std::min_element(t.begin(), t.end());
     apes.push_back(best > 0 ? t[picked] / best - 1 : 0.0);
+    if (per_program) {
+      auto& [lost, best_sum] = lost_and_best[program[rows[0]]];
+      lost += t[picked] - best;
+      best_sum += best;
+    }
     std::vector<size_t> order(p.size());
     std::iota(order.begin(), order.end(), 0);
     std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return p[a] < p[b]; });
@@ -64,10 +82,18 @@ RankMetrics EvaluateRanking(std::span<const int64_t> group, std::span<const doub
   for (double a : apes) sum += a;
   m.ape_mean = sum / apes.size();
   m.ape_top5_mean = top5_sum / apes.size();
-  std::sort(apes.begin(), apes.end());
-  const size_t mid = apes.size() / 2;
-  m.ape_median = apes.size() % 2 ? apes[mid] : (apes[mid - 1] + apes[mid]) / 2;
+  m.ape_median = Median(apes);
   m.kendall_tau = tau_sum / apes.size();
+  std::vector<double> program_apes;
+  for (const auto& [id, lb] : lost_and_best) {
+    program_apes.push_back(lb.second > 0 ? lb.first / lb.second : 0.0);
+  }
+  m.programs = static_cast<int>(program_apes.size());
+  if (!program_apes.empty()) {
+    m.program_ape_mean =
+        std::accumulate(program_apes.begin(), program_apes.end(), 0.0) / program_apes.size();
+    m.program_ape_median = Median(program_apes);
+  }
   return m;
 }
 

@@ -77,6 +77,11 @@ TEST_F(TrainCostModelTest, EvaluatesBothSplitsAndStoresVersions) {
   // The configuration-aware CPU roofline ranks the same rows.
   EXPECT_NE(first.out.find("APE mean (analytical)"), std::string::npos) << first.out;
   EXPECT_NE(first.out.find("configuration-aware CPU roofline"), std::string::npos) << first.out;
+  // The paper's per-program APE, a second table: both programs are tested on each split.
+  EXPECT_NE(first.out.find("program APE mean (median): relative head"), std::string::npos)
+      << first.out;
+  EXPECT_NE(first.out.find("| random kernels | 2 | "), std::string::npos) << first.out;
+  EXPECT_NE(first.out.find("| held-out programs | 2 | "), std::string::npos) << first.out;
   EXPECT_EQ(first.out.find("| - |"), std::string::npos) << first.out;
   EXPECT_EQ(first.out.find("| skipped"), std::string::npos) << first.out;
   EXPECT_NE(first.out.find("stored cost-model/tile-cpu version 1"), std::string::npos) << first.out;
@@ -89,6 +94,9 @@ TEST_F(TrainCostModelTest, EvaluatesBothSplitsAndStoresVersions) {
   ASSERT_TRUE(latest.has_value());
   EXPECT_EQ(latest->version, 2);
   EXPECT_NE(latest->metadata_json.find("held-out programs"), std::string::npos);
+  EXPECT_NE(latest->metadata_json.find("\"relative_program_ape_mean\""), std::string::npos);
+  EXPECT_NE(latest->metadata_json.find("\"test_programs\":2"), std::string::npos)
+      << latest->metadata_json;
   absl::StatusOr<std::unique_ptr<costmodels::learned::LearnedModel>> model =
       costmodels::learned::LearnedModel::Load(latest->data);
   ASSERT_TRUE(model.ok()) << model.status();

@@ -66,6 +66,25 @@ TEST(LearnedEvaluateRanking, TopFiveApeTakesTheBestOfTheFiveBestRanked) {
   EXPECT_DOUBLE_EQ(m.ape_top5_mean, (1.0 + 0.0) / 2);
 }
 
+TEST(LearnedEvaluateRanking, ProgramApeWeighsEachPickByWhatItCostsTheProgram) {
+  // Program 0: kernel 1 (best 10 s, picked 12 s) and kernel 2 (best 1000 s, picked): it loses
+  // 2 s of 1010, 0.198%, though kernel 1's own APE is 20%. Program 1: kernel 3 (best 1 s, picked
+  // 3 s) loses 200%. Kernel 4, one sample, is not counted. Without `program` nothing per program.
+  const std::vector<int64_t> group = {1, 1, 2, 2, 3, 3, 4};
+  const std::vector<double> truth = {12, 10, 1000, 1500, 3, 1, 5};
+  const std::vector<double> predicted = {0, 1, 0, 1, 0, 1, 0};
+  const std::vector<int64_t> program = {0, 0, 0, 0, 1, 1, 1};
+  RankMetrics m = EvaluateRanking(group, truth, predicted, program);
+  EXPECT_EQ(m.groups, 3);
+  EXPECT_NEAR(m.ape_mean, (0.2 + 0 + 2) / 3, 1e-12);
+  EXPECT_EQ(m.programs, 2);
+  EXPECT_NEAR(m.program_ape_mean, (2.0 / 1010 + 2.0) / 2, 1e-12);
+  EXPECT_NEAR(m.program_ape_median, (2.0 / 1010 + 2.0) / 2, 1e-12);
+  RankMetrics without = EvaluateRanking(group, truth, predicted);
+  EXPECT_EQ(without.programs, 0);
+  EXPECT_DOUBLE_EQ(without.program_ape_mean, 0.0);
+}
+
 TEST(LearnedGuardDefaultPick, LeavesTheDefaultOnlyForAClearPredictedGain) {
   // Three kernels of three configurations, the default second in each. The relative head ranks
   // the third first everywhere; the absolute head predicts it 50% faster than the default in
