@@ -238,6 +238,50 @@ Value Dense(Builder& b, std::optional<Value> x) {
   return Activation(b, y);
 }
 
+// The contractions dense layers and attention do not make, and real programs do: row-wise dot
+// products (squared norms, a Gram matrix's diagonal: a batch of 1x1 products), Gram matrices x y^T
+// (the rhs contracted on its minor dimension), matrix-vector products, batched ones, and x^T y.
+// The generated GEMM and oneDNN differ most on these: oneDNN pays its call overhead per batch
+// (measured: 1,000 row dots take it 3-4x the generated code's time), which a model trained on
+// square-ish matmuls alone cannot know.
+Value Contraction(Builder& b, std::optional<Value> x) {
+  const int64_t cap = b.options().max_elements, max_flops = b.options().max_flops;
+  if (!x || x->rank() != 2) x = b.Param(b.Shape(2, cap));
+  const int64_t m = x->dims[0], k = x->dims[1];
+  switch (b.Uniform(0, 4)) {
+    case 0: {  // row dots of x with itself (a squared norm) or with another [m, k]
+      const Value y = b.Chance(0.5) ? *x : b.Param({m, k});
+      return b.Op("dot", {m}, {*x, y},
+                  "lhs_batch_dims={0}, lhs_contracting_dims={1}, rhs_batch_dims={0}, "
+                  "rhs_contracting_dims={1}");
+    }
+    case 1: {  // Gram matrix x y^T; y = x now and then, as kernel methods compute it
+      const int64_t n = b.Size(
+          1, std::max<int64_t>(1, std::min({cap / m, cap / k,
+                                            max_flops / std::max<int64_t>(1, 2 * m * k), 4096L})));
+      const Value y = n == m && b.Chance(0.5) ? *x : b.Param({n, k});
+      return b.Op("dot", {m, n}, {*x, y}, "lhs_contracting_dims={1}, rhs_contracting_dims={1}");
+    }
+    case 2:  // matrix-vector
+      return b.Op("dot", {m}, {*x, b.Param({k})},
+                  "lhs_contracting_dims={1}, rhs_contracting_dims={0}");
+    case 3: {  // a batch of m matrix-vector products, x's rows the vectors
+      const int64_t r =
+          b.Size(1, std::max<int64_t>(1, std::min<int64_t>(64, cap / std::max<int64_t>(1, m * k))));
+      return b.Op("dot", {m, r}, {b.Param({m, r, k}), *x},
+                  "lhs_batch_dims={0}, lhs_contracting_dims={2}, rhs_batch_dims={0}, "
+                  "rhs_contracting_dims={1}");
+    }
+    default: {  // x^T y: both contracted on their major dimension
+      const int64_t n = b.Size(
+          1, std::max<int64_t>(1, std::min({cap / k, cap / m,
+                                            max_flops / std::max<int64_t>(1, 2 * m * k), 4096L})));
+      return b.Op("dot", {k, n}, {*x, b.Param({m, n})},
+                  "lhs_contracting_dims={0}, rhs_contracting_dims={0}");
+    }
+  }
+}
+
 Value Convolution(Builder& b, std::optional<Value> x) {
   const int64_t cap = b.options().max_elements;
   if (!x || x->rank() != 4) {
@@ -254,8 +298,9 @@ Value Convolution(Builder& b, std::optional<Value> x) {
   const int64_t pad = (k - 1) / 2;
   const int64_t oh = (h + 2 * pad - k) / stride + 1, ow = (w + 2 * pad - k) / stride + 1;
   const int64_t per_out = 2 * n * oh * ow * k * k * c;
-  const int64_t o = b.Size(1, std::max<int64_t>(1, std::min({b.options().max_flops / per_out,
-                                                             cap / (n * oh * ow), int64_t{256}})));
+  const int64_t o =
+      b.Size(1, std::max<int64_t>(1, std::min({b.options().max_flops / per_out, cap / (n * oh * ow),
+                                               cap / (k * k * c), int64_t{256}})));
   const Value filter = b.Param({k, k, c, o});
   Value y =
       b.Op("convolution", {n, oh, ow, o}, {*x, filter},
@@ -514,9 +559,9 @@ std::string SyntheticProgram(uint64_t seed, const SyntheticOptions& options) {
   // Matmuls and convolutions are weighted up: they hold most of a real program's time and most
   // of the tile choices, and the corpus has few of them.
   static const std::vector<Block> kBlocks = {
-      Dense,        Dense,          Convolution, Convolution, LayerNorm,
-      SoftmaxBlock, Attention,      Elementwise, Elementwise, IntegerElementwise,
-      ReduceBlock,  TransposeBlock, SliceConcat};
+      Dense,          Dense,      Contraction, Convolution, Convolution,        LayerNorm,
+      SoftmaxBlock,   Attention,  Elementwise, Elementwise, IntegerElementwise, ReduceBlock,
+      TransposeBlock, SliceConcat};
   const int blocks = static_cast<int>(b.Uniform(options.min_blocks, options.max_blocks));
   std::vector<Value> outputs;
   std::optional<Value> x;

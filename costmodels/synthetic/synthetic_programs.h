@@ -1,10 +1,10 @@
 // Synthetic training programs for the learned cost model (issue 9): random compositions of the
 // blocks ML programs are made of (dense layers, convolutions, pooling, normalisation, softmax,
-// attention, elementwise chains in f32 and in s32, reductions, transposes, slices and
-// concatenations) with random shapes, printed as HLO text. The corpus holds few compilable
-// programs and few of its kernels are matmuls or convolutions; these widen what `mltune collect`
-// measures, so the model sees shapes and op mixes that held-out programs bring. Plain text
-// generation: no backend, no LibTorch.
+// attention, row dots, Gram matrices, matrix-vector and x^T y contractions, elementwise chains in
+// f32 and in s32, reductions, transposes, slices and concatenations) with random shapes, printed as
+// HLO text. The corpus holds few compilable programs and few of its kernels are matmuls or
+// convolutions; these widen what `mltune collect` measures, so the model sees shapes and op mixes
+// that held-out programs bring. Plain text generation: no backend, no LibTorch.
 #pragma once
 
 #include <cstdint>

@@ -1,6 +1,7 @@
 // Synthetic training programs (costmodels/synthetic): deterministic per seed, valid HLO within the
 // size limits, covering the blocks they are meant to add, and lowered, compiled and run by the
 // CPU backend with the reference evaluator's results.
+#include <algorithm>
 #include <cstdlib>
 #include <set>
 #include <string>
@@ -31,6 +32,21 @@ TEST(SyntheticProgramsTest, SameSeedSameProgramOtherSeedOtherProgram) {
   EXPECT_EQ(m->name(), "synthetic_7");
 }
 
+// What kind of contraction a dot is, by its operands' ranks and dimension numbers.
+std::string ContractionForm(const ir::Instruction& dot) {
+  const ir::DotDimensionNumbers& d = *dot.dot_dnums;
+  const size_t lhs_rank = dot.operand(0)->shape().dimensions().size();
+  const size_t rhs_rank = dot.operand(1)->shape().dimensions().size();
+  const bool batched = !d.lhs_batch_dimensions.empty();
+  if (batched && lhs_rank == 2 && rhs_rank == 2) return "row dots";
+  if (batched && rhs_rank + 1 == lhs_rank) return "batched matrix-vector";
+  if (batched) return "batched matmul";
+  if (rhs_rank == 1) return "matrix-vector";
+  if (d.lhs_contracting_dimensions == std::vector<int64_t>{0}) return "transposed lhs";
+  if (d.rhs_contracting_dimensions == std::vector<int64_t>{1}) return "gram";
+  return "matmul";
+}
+
 TEST(SyntheticProgramsTest, ProgramsVerifyRespectSizeLimitsAndCoverEveryBlock) {
   SyntheticOptions options;
   options.max_elements = 1 << 14;
@@ -38,7 +54,8 @@ TEST(SyntheticProgramsTest, ProgramsVerifyRespectSizeLimitsAndCoverEveryBlock) {
   std::set<std::string> opcodes;
   int degenerate = 0;   // parameters with a minor dimension of at most 4 after a unit one
   int integer_ops = 0;  // s32 arithmetic: index and mask code
-  for (uint64_t seed = 0; seed < 150; ++seed) {
+  std::set<std::string> contractions;  // the dot forms beyond dense layers and attention
+  for (uint64_t seed = 0; seed < 300; ++seed) {
     std::unique_ptr<ir::Module> m = Parse(SyntheticProgram(seed, options));
     ASSERT_NE(m, nullptr) << "seed " << seed;
     ASSERT_TRUE(ir::VerifyModule(*m).ok()) << "seed " << seed << ": " << ir::VerifyModule(*m);
@@ -53,6 +70,7 @@ TEST(SyntheticProgramsTest, ProgramsVerifyRespectSizeLimitsAndCoverEveryBlock) {
           i->opcode() != ir::Opcode::kConstant) {
         ++integer_ops;
       }
+      if (i->opcode() == ir::Opcode::kDot) contractions.insert(ContractionForm(*i));
       if (i->shape().IsArray()) {
         EXPECT_LE(i->shape().ElementCount(), options.max_elements)
             << "seed " << seed << ": " << i->name();
@@ -87,10 +105,14 @@ TEST(SyntheticProgramsTest, ProgramsVerifyRespectSizeLimitsAndCoverEveryBlock) {
                          "shift-left",
                          "xor",
                          "divide"}) {
-    EXPECT_EQ(opcodes.count(op), 1u) << op << " never generated in 150 programs";
+    EXPECT_EQ(opcodes.count(op), 1u) << op << " never generated in 300 programs";
   }
   EXPECT_GE(degenerate, 5) << "shapes such as [2048,1,2] should come up now and then";
   EXPECT_GE(integer_ops, 50) << "s32 index and mask arithmetic should come up";
+  for (const char* form : {"matmul", "batched matmul", "row dots", "gram", "matrix-vector",
+                           "batched matrix-vector", "transposed lhs"}) {
+    EXPECT_EQ(contractions.count(form), 1u) << form << " never generated in 300 programs";
+  }
 }
 
 TEST(SyntheticProgramsTest, CpuBackendLowersEveryProgram) {
@@ -120,6 +142,20 @@ TEST(SyntheticProgramsTest, CompiledProgramsMatchTheEvaluator) {
     ++integer;
   }
   ASSERT_EQ(seeds.size(), 9u) << "fewer than 3 programs with s32 arithmetic in 200 seeds";
+  // And the first program with each contraction the dense and attention blocks do not make.
+  std::set<std::string> forms_left = {"row dots", "gram", "matrix-vector", "batched matrix-vector",
+                                      "transposed lhs"};
+  for (uint64_t seed = 0; !forms_left.empty() && seed < 400; ++seed) {
+    std::unique_ptr<ir::Module> m = Parse(SyntheticProgram(seed, options));
+    ASSERT_NE(m, nullptr);
+    for (const ir::Instruction* i : m->entry()->instructions()) {
+      if (i->opcode() == ir::Opcode::kDot && forms_left.erase(ContractionForm(*i)) > 0 &&
+          std::find(seeds.begin(), seeds.end(), seed) == seeds.end()) {
+        seeds.push_back(seed);
+      }
+    }
+  }
+  EXPECT_TRUE(forms_left.empty()) << *forms_left.begin() << " not in 400 small programs";
   for (uint64_t seed : seeds) {
     std::unique_ptr<ir::Module> m = Parse(SyntheticProgram(seed, options));
     ASSERT_NE(m, nullptr);
