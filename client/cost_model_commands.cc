@@ -197,19 +197,6 @@ struct SplitMetrics {
   std::string skipped;                                    // why the split was not evaluated
 };
 
-// The median of |predicted - truth| / truth (MAPE's robust twin: a few noisy microsecond kernels
-// do not move it).
-double MedianApe(const std::vector<double>& truth, const std::vector<double>& predicted) {
-  std::vector<double> apes;
-  for (size_t i = 0; i < truth.size() && i < predicted.size(); ++i) {
-    if (truth[i] > 0) apes.push_back(std::abs(predicted[i] - truth[i]) / truth[i]);
-  }
-  if (apes.empty()) return 0;
-  std::sort(apes.begin(), apes.end());
-  const size_t mid = apes.size() / 2;
-  return apes.size() % 2 ? apes[mid] : (apes[mid - 1] + apes[mid]) / 2;
-}
-
 // Training samples of `rows`; a real program's rows `real_weight` times each.
 std::vector<learned::Sample> Samples(const Data& data, const std::vector<size_t>& rows,
                                      int real_weight) {
@@ -326,7 +313,7 @@ absl::StatusOr<SplitMetrics> Evaluate(const Data& data, const std::string& name,
   if (s.has_analytical) {
     s.analytical = learned::EvaluateRanking(group, truth, analytical, program);
     s.analytical_mape = learned::Mape(truth, analytical);
-    s.analytical_ape_median = MedianApe(truth, analytical);
+    s.analytical_ape_median = learned::MedianApe(truth, analytical);
   }
   if (!relative.empty()) s.relative = learned::EvaluateRanking(group, truth, relative, program);
   if (!relative.empty() && !log_seconds.empty()) {
@@ -340,7 +327,7 @@ absl::StatusOr<SplitMetrics> Evaluate(const Data& data, const std::string& name,
     std::vector<double> seconds;
     for (double v : log_seconds) seconds.push_back(std::exp(v));
     s.mape = learned::Mape(truth, seconds);
-    s.ape_median = MedianApe(truth, seconds);
+    s.ape_median = learned::MedianApe(truth, seconds);
   }
   if (predictions != nullptr) {
     WritePredictions(data, name, test_rows, log_seconds, relative, *predictions);

@@ -206,6 +206,9 @@ std::vector<double> GuardDefaultPick(std::span<const int64_t> group, std::span<c
                                      const std::vector<bool>& is_default, double margin);
 // Mean absolute percentage error (as a fraction) of predicted seconds against measured ones.
 double Mape(std::span<const double> truth_seconds, std::span<const double> predicted_seconds);
+// The median of the same relative errors: MAPE's robust twin, which a few noisy nanosecond kernels
+// do not move.
+double MedianApe(std::span<const double> truth_seconds, std::span<const double> predicted_seconds);
 // Kendall's tau-b of two equally long sequences; 0 when either is constant.
 double KendallTau(std::span<const double> a, std::span<const double> b);
 

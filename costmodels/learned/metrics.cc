@@ -131,4 +131,14 @@ double Mape(std::span<const double> truth_seconds, std::span<const double> predi
   return counted ? sum / counted : 0.0;
 }
 
+double MedianApe(std::span<const double> truth_seconds, std::span<const double> predicted_seconds) {
+  std::vector<double> apes;
+  for (size_t i = 0; i < truth_seconds.size() && i < predicted_seconds.size(); ++i) {
+    if (truth_seconds[i] > 0) {
+      apes.push_back(std::abs(predicted_seconds[i] - truth_seconds[i]) / truth_seconds[i]);
+    }
+  }
+  return Median(std::move(apes));
+}
+
 }  // namespace mltune::costmodels::learned

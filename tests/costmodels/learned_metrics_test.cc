@@ -122,6 +122,16 @@ TEST(LearnedMape, FractionOfTheTruth) {
   EXPECT_DOUBLE_EQ(Mape(std::vector<double>{}, std::vector<double>{}), 0.0);
 }
 
+TEST(LearnedMedianApe, MiddleRelativeErrorIgnoringOneWildKernel) {
+  // Relative errors 0.5, 0.5, 0 and 99 (the wild one): the median of 0, 0.5, 0.5, 99 is 0.5.
+  EXPECT_DOUBLE_EQ(MedianApe(std::vector<double>{1, 2, 4, 1}, std::vector<double>{1.5, 1, 4, 100}),
+                   0.5);
+  // An odd count takes the middle one; rows without a positive truth are left out.
+  EXPECT_DOUBLE_EQ(MedianApe(std::vector<double>{1, 2, 4, 0}, std::vector<double>{1.5, 2.2, 5, 3}),
+                   0.25);
+  EXPECT_DOUBLE_EQ(MedianApe(std::vector<double>{}, std::vector<double>{}), 0.0);
+}
+
 TEST(LearnedLoss, NamesRoundTrip) {
   for (Loss loss : {Loss::kMseLog, Loss::kRankHinge, Loss::kRankLogistic, Loss::kBoth}) {
     absl::StatusOr<Loss> parsed = ParseLoss(LossName(loss));
