@@ -119,26 +119,29 @@ std::vector<double> GuardDefaultPick(std::span<const int64_t> group, std::span<c
   return out;
 }
 
-double Mape(std::span<const double> truth_seconds, std::span<const double> predicted_seconds) {
-  const size_t n = std::min(truth_seconds.size(), predicted_seconds.size());
-  double sum = 0;
-  size_t counted = 0;
-  for (size_t i = 0; i < n; ++i) {
-    if (!(truth_seconds[i] > 0)) continue;
-    sum += std::abs(predicted_seconds[i] - truth_seconds[i]) / truth_seconds[i];
-    ++counted;
+namespace {
+
+// |predicted - truth| / truth per row with a positive truth: what Mape and MedianApe summarise.
+std::vector<double> RelativeErrors(std::span<const double> truth_seconds,
+                                   std::span<const double> predicted_seconds) {
+  std::vector<double> errors;
+  for (size_t i = 0; i < truth_seconds.size() && i < predicted_seconds.size(); ++i) {
+    if (truth_seconds[i] > 0) {
+      errors.push_back(std::abs(predicted_seconds[i] - truth_seconds[i]) / truth_seconds[i]);
+    }
   }
-  return counted ? sum / counted : 0.0;
+  return errors;
+}
+
+}  // namespace
+
+double Mape(std::span<const double> truth_seconds, std::span<const double> predicted_seconds) {
+  const std::vector<double> errors = RelativeErrors(truth_seconds, predicted_seconds);
+  return errors.empty() ? 0.0 : std::accumulate(errors.begin(), errors.end(), 0.0) / errors.size();
 }
 
 double MedianApe(std::span<const double> truth_seconds, std::span<const double> predicted_seconds) {
-  std::vector<double> apes;
-  for (size_t i = 0; i < truth_seconds.size() && i < predicted_seconds.size(); ++i) {
-    if (truth_seconds[i] > 0) {
-      apes.push_back(std::abs(predicted_seconds[i] - truth_seconds[i]) / truth_seconds[i]);
-    }
-  }
-  return Median(std::move(apes));
+  return Median(RelativeErrors(truth_seconds, predicted_seconds));
 }
 
 }  // namespace mltune::costmodels::learned

@@ -225,13 +225,18 @@ Value AddBias(Builder& b, const Value& x) {
   return b.Binary("add", x, b.Broadcast(bias, x.dims, {x.rank() - 1}));
 }
 
-Value Dense(Builder& b, std::optional<Value> x) {
+// A random width n for a contraction of an [m, k] operand: the [m, n] result and an [n, k] or
+// [k, n] operand stay within --max-elements, 2 * m * n * k within --max-flops.
+int64_t ContractionWidth(Builder& b, int64_t m, int64_t k) {
   const int64_t cap = b.options().max_elements;
-  if (!x || x->rank() != 2) x = b.Param(b.Shape(2, cap));
+  const int64_t by_flops = b.options().max_flops / std::max<int64_t>(1, 2 * m * k);
+  return b.Size(1, std::max<int64_t>(1, std::min({cap / m, cap / k, by_flops, 4096L})));
+}
+
+Value Dense(Builder& b, std::optional<Value> x) {
+  if (!x || x->rank() != 2) x = b.Param(b.Shape(2, b.options().max_elements));
   const int64_t batch = x->dims[0], k = x->dims[1];
-  const int64_t by_flops = b.options().max_flops / std::max<int64_t>(1, 2 * batch * k);
-  const int64_t n =
-      b.Size(1, std::max<int64_t>(1, std::min({cap / batch, cap / k, by_flops, 4096L})));
+  const int64_t n = ContractionWidth(b, batch, k);
   const Value w = b.Param({k, n});
   Value y = b.Op("dot", {batch, n}, {*x, w}, "lhs_contracting_dims={1}, rhs_contracting_dims={0}");
   if (b.Chance(0.8)) y = AddBias(b, y);
@@ -245,7 +250,7 @@ Value Dense(Builder& b, std::optional<Value> x) {
 // not show (measured: oneDNN 1.6-14x faster on most synthetic row dots, 3-4x slower on
 // neural-tangents' 1,000 row dots of length 3,072, where it computes one 1x1 product per call).
 Value Contraction(Builder& b, std::optional<Value> x) {
-  const int64_t cap = b.options().max_elements, max_flops = b.options().max_flops;
+  const int64_t cap = b.options().max_elements;
   if (!x || x->rank() != 2) x = b.Param(b.Shape(2, cap));
   const int64_t m = x->dims[0], k = x->dims[1];
   switch (b.Uniform(0, 4)) {
@@ -256,9 +261,7 @@ Value Contraction(Builder& b, std::optional<Value> x) {
                   "rhs_contracting_dims={1}");
     }
     case 1: {  // Gram matrix x y^T; y = x now and then, as kernel methods compute it
-      const int64_t n = b.Size(
-          1, std::max<int64_t>(1, std::min({cap / m, cap / k,
-                                            max_flops / std::max<int64_t>(1, 2 * m * k), 4096L})));
+      const int64_t n = ContractionWidth(b, m, k);
       const Value y = n == m && b.Chance(0.5) ? *x : b.Param({n, k});
       return b.Op("dot", {m, n}, {*x, y}, "lhs_contracting_dims={1}, rhs_contracting_dims={1}");
     }
@@ -273,9 +276,7 @@ Value Contraction(Builder& b, std::optional<Value> x) {
                   "rhs_contracting_dims={1}");
     }
     default: {  // x^T y: both contracted on their major dimension
-      const int64_t n = b.Size(
-          1, std::max<int64_t>(1, std::min({cap / k, cap / m,
-                                            max_flops / std::max<int64_t>(1, 2 * m * k), 4096L})));
+      const int64_t n = ContractionWidth(b, m, k);
       return b.Op("dot", {k, n}, {*x, b.Param({m, n})},
                   "lhs_contracting_dims={0}, rhs_contracting_dims={0}");
     }
