@@ -119,6 +119,9 @@ struct CollectCommand {
   // Fusion plans per module, the default one included; 0: the task's default (fusion 8; tile 1,
   // the default fusion's kernels only, on cpu).
   int64_t per_module = 0;
+  // cpu: measurements per configuration, in rounds over each kernel's configurations; the
+  // fastest is logged (client/collect_runner.h says why). 0: 3 on cpu, 1 on simulated targets.
+  int rounds = 0;
   double noise = 0.02;  // tpu-sim: log-normal sigma of the simulated "measurements"
   uint64_t seed = 0;    // configurations and plans drawn, inputs generated, noise
   // cpu: a module the backend cannot lower whole is cut at those ops (backends/cpu/

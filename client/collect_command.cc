@@ -48,6 +48,15 @@ int RunCollect(const CollectCommand& cmd, std::ostream& out, std::ostream& err) 
     err << "error: --per-module must be at least 1 (or 0 for the task's default)\n";
     return 1;
   }
+  if (cmd.rounds < 0 || cmd.rounds > 100) {
+    err << "error: --rounds must be in [1, 100] (measurements per configuration; 0: the "
+           "target's default)\n";
+    return 1;
+  }
+  if (cmd.rounds > 1 && !cpu) {
+    err << "error: --rounds is for --target cpu (simulated times are drawn once, with --noise)\n";
+    return 1;
+  }
   if (!(cmd.noise >= 0 && cmd.noise <= 1)) {
     err << "error: --noise must be in [0, 1] (the log-normal sigma of simulated times)\n";
     return 1;
@@ -75,6 +84,7 @@ int RunCollect(const CollectCommand& cmd, std::ostream& out, std::ostream& err) 
   const bool tile = cmd.task == "tile";
   plan.log_task = tile ? "tile-kernel" : "fusion-kernel";  // as the daemon's tile task logs
   plan.once_per_kernel = !tile;
+  plan.rounds = !cpu ? 1 : cmd.rounds > 0 ? cmd.rounds : 3;
   const bool planned =
       cpu ? (tile ? PlanCpuTile(cmd, *files, plan, err) : PlanCpuFusion(cmd, *files, plan, err))
           : (tile ? PlanTpuTile(cmd, *files, plan, err) : PlanTpuFusion(cmd, *files, plan, err));

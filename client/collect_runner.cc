@@ -1,9 +1,11 @@
 #include "client/collect_runner.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <ostream>
 #include <unordered_set>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -59,10 +61,17 @@ int RunCollectPlan(const CollectCommand& cmd, CollectPlan& plan, storage::Store&
     last_line = Clock::now();
   };
 
+  const int rounds = std::max(1, plan.rounds);
   for (KernelPlan& k : plan.kernels) {
     if (out_of_time) break;
+    auto time_is_up = [&] { return cmd.seconds > 0 && elapsed() >= cmd.seconds; };
+    // Round one: every trial the log lacks. `taken` holds the indices that measured, `best`
+    // their fastest so far.
+    std::vector<size_t> taken;
+    std::vector<Measured> best;
     bool graph_stored = false;
-    for (Trial& trial : k.trials) {
+    for (size_t i = 0; i < k.trials.size(); ++i) {
+      const Trial& trial = k.trials[i];
       const std::string id = plan.once_per_kernel
                                  ? k.graph.kernel_key
                                  : absl::StrCat(k.graph.kernel_key, "\n", trial.configuration);
@@ -70,7 +79,7 @@ int RunCollectPlan(const CollectCommand& cmd, CollectPlan& plan, storage::Store&
         ++skipped;
         continue;
       }
-      if (cmd.seconds > 0 && elapsed() >= cmd.seconds) {
+      if (time_is_up()) {
         out_of_time = true;
         break;
       }
@@ -91,24 +100,51 @@ int RunCollectPlan(const CollectCommand& cmd, CollectPlan& plan, storage::Store&
         continue;
       }
       done.insert(id);
-      std::vector<storage::MeasurementRecord> rows(1);
-      rows[0].graph_key = k.graph.kernel_key;
-      rows[0].task = plan.log_task;
-      rows[0].target = plan.target;
-      rows[0].configuration = trial.configuration;
-      rows[0].value = m->seconds;
-      rows[0].worker = kWorker;
-      if (m->analytical.has_value()) {
-        rows.push_back(rows[0]);
-        rows[1].task = AnalyticalTask(plan.log_task);
-        rows[1].value = *m->analytical;
+      taken.push_back(i);
+      best.push_back(*m);
+    }
+    // Later rounds run the other way each time, so no trial always follows the same neighbour
+    // (whose caches and clock it would inherit). A failure here keeps the earlier rounds' time.
+    for (int round = 1; round < rounds && !out_of_time && !taken.empty(); ++round) {
+      for (size_t j = 0; j < taken.size(); ++j) {
+        const size_t at = round % 2 == 1 ? taken.size() - 1 - j : j;
+        if (time_is_up()) {
+          out_of_time = true;
+          break;
+        }
+        const Trial& trial = k.trials[taken[at]];
+        absl::StatusOr<Measured> m = trial.measure();
+        if (!m.ok()) {
+          err << k.label << " [" << trial.configuration << "], round " << round + 1 << ": "
+              << m.status().message() << "\n";
+          continue;
+        }
+        best[at].seconds = std::min(best[at].seconds, m->seconds);
       }
+    }
+    std::vector<storage::MeasurementRecord> rows;
+    for (size_t j = 0; j < taken.size(); ++j) {
+      storage::MeasurementRecord row;
+      row.graph_key = k.graph.kernel_key;
+      row.task = plan.log_task;
+      row.target = plan.target;
+      row.configuration = k.trials[taken[j]].configuration;
+      row.value = best[j].seconds;
+      row.worker = kWorker;
+      rows.push_back(row);
+      if (best[j].analytical.has_value()) {
+        row.task = AnalyticalTask(plan.log_task);
+        row.value = *best[j].analytical;
+        rows.push_back(row);
+      }
+    }
+    if (!rows.empty()) {
       if (absl::Status s = store.AppendMeasurements(rows); !s.ok()) {
         err << "error: " << s.message() << "\n";
         return 1;
       }
-      ++measured;
     }
+    measured += static_cast<int64_t>(taken.size());
     if (out_of_time) break;
     ++kernels_done;
     // Simulated kernels finish by the thousand: a line per kernel would flood the terminal.
@@ -120,9 +156,11 @@ int RunCollectPlan(const CollectCommand& cmd, CollectPlan& plan, storage::Store&
   // Lines mode printed the last kernel's line already; a live line needs its end, and a stop
   // on the time limit its final counts.
   if (cmd.live_progress || out_of_time) progress(true);
-  out << "collected " << measured << " measurement(s) of " << kernels_done << "/" << total
-      << " kernel(s) from " << plan.modules << " module(s) into " << cmd.db << "; " << graphs
-      << " new kernel graph(s), " << skipped << " already logged, " << failed << " failed"
+  out << "collected " << measured << " measurement(s)"
+      << (rounds > 1 ? absl::StrCat(" (each the fastest of ", rounds, " rounds)") : "") << " of "
+      << kernels_done << "/" << total << " kernel(s) from " << plan.modules << " module(s) into "
+      << cmd.db << "; " << graphs << " new kernel graph(s), " << skipped << " already logged, "
+      << failed << " failed"
       << (plan.rejected > 0 ? absl::StrCat(", ", plan.rejected, " invalid configuration(s) drawn")
                             : "")
       << (out_of_time

@@ -170,6 +170,12 @@ int main(int argc, char** argv) {
                    "more adds the kernels of random fusion plans)")
       ->default_val(0);
   collect_cmd
+      ->add_option("--rounds", collect.rounds,
+                   "cpu: measurements per configuration, in rounds over each kernel's "
+                   "configurations; the fastest is logged, as co-runners only slow a run down "
+                   "(0: 3 on cpu, 1 on simulated targets)")
+      ->default_val(0);
+  collect_cmd
       ->add_option("--noise", collect.noise,
                    "tpu-sim: log-normal sigma of the simulated times (measurement noise)")
       ->default_val(0.02);

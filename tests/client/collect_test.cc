@@ -275,6 +275,13 @@ TEST_F(CollectTest, ErrorsAreClear) {
   Result noise = Collect(absl::StrCat(Graphs(), " --target tpu-sim --noise=-0.5 --db ", Db()));
   EXPECT_EQ(noise.exit_code, 1);
   EXPECT_NE(noise.err.find("--noise must be in [0, 1]"), std::string::npos) << noise.err;
+  Result rounds = Collect(absl::StrCat(Graphs(), " --rounds 101 --db ", Db()));
+  EXPECT_EQ(rounds.exit_code, 1);
+  EXPECT_NE(rounds.err.find("--rounds must be in [1, 100]"), std::string::npos) << rounds.err;
+  Result simulated = Collect(absl::StrCat(Graphs(), " --target tpu-sim --rounds 2 --db ", Db()));
+  EXPECT_EQ(simulated.exit_code, 1);
+  EXPECT_NE(simulated.err.find("--rounds is for --target cpu"), std::string::npos)
+      << simulated.err;
   Result no_db = Collect(Graphs());
   EXPECT_NE(no_db.exit_code, 0);
 }
