@@ -280,8 +280,7 @@ TEST_F(CollectTest, ErrorsAreClear) {
   EXPECT_NE(rounds.err.find("--rounds must be in [1, 100]"), std::string::npos) << rounds.err;
   Result simulated = Collect(absl::StrCat(Graphs(), " --target tpu-sim --rounds 2 --db ", Db()));
   EXPECT_EQ(simulated.exit_code, 1);
-  EXPECT_NE(simulated.err.find("--rounds is for --target cpu"), std::string::npos)
-      << simulated.err;
+  EXPECT_NE(simulated.err.find("--rounds is for --target cpu"), std::string::npos) << simulated.err;
   Result no_db = Collect(Graphs());
   EXPECT_NE(no_db.exit_code, 0);
 }
