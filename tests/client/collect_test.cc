@@ -108,6 +108,8 @@ TEST_F(CollectTest, MeasuresEachKernelAndResumesWithoutRepeats) {
   ASSERT_EQ(first.exit_code, 0) << first.err;
   EXPECT_NE(first.err.find("skip unsupported.hlo"), std::string::npos) << first.err;
   EXPECT_NE(first.err.find("collect: kernels"), std::string::npos) << first.err;
+  // cpu measures each configuration in rounds by default (client/collect_runner.h).
+  EXPECT_NE(first.out.find("(each the fastest of 3 rounds)"), std::string::npos) << first.out;
   std::map<std::string, std::multiset<std::string>> rows = Rows();
   ASSERT_EQ(rows.size(), 2u);  // two kernels, each under its own key
   for (const auto& [key, configs] : rows) {
@@ -170,6 +172,7 @@ TEST_F(CollectTest, TpuSimTilesLogSimulatedTimesAndTheAnalyticalModel) {
                    " --target tpu-sim --task tile --db ", Db(), " --per-kernel 6 --seed 2");
   Result first = Collect(args);
   ASSERT_EQ(first.exit_code, 0) << first.err;
+  EXPECT_EQ(first.out.find("the fastest of"), std::string::npos) << first.out;  // simulated: once
   // Logged under the spec tpu-sim stands for, as the daemon logs its tpu-sim tasks.
   EXPECT_TRUE(Rows("tile-kernel", "tpu-sim").empty());
   std::map<std::string, std::multiset<std::string>> rows = Rows("tile-kernel", "tpu-v4-core");
