@@ -62,9 +62,9 @@ int RunCollectPlan(const CollectCommand& cmd, CollectPlan& plan, storage::Store&
   };
 
   const int rounds = std::max(1, plan.rounds);
+  auto time_is_up = [&] { return cmd.seconds > 0 && elapsed() >= cmd.seconds; };
   for (KernelPlan& k : plan.kernels) {
     if (out_of_time) break;
-    auto time_is_up = [&] { return cmd.seconds > 0 && elapsed() >= cmd.seconds; };
     // Round one: every trial the log lacks. `taken` holds the indices that measured, `best`
     // their fastest so far.
     std::vector<size_t> taken;

@@ -47,8 +47,8 @@ struct CollectPlan {
   std::vector<KernelPlan> kernels;  // distinct keys
   // Measurements per trial, in rounds over a kernel's trials (alternating direction); the log
   // gets the fastest. A co-runner on a shared machine only ever slows a measurement down (a busy
-  // second core moves a 1.4 ns kernel to 2.1 ns here), so the minimum over rounds spread in time
-  // is the uncontended time. 1 for simulated targets: their noise is the model's.
+  // second core moves a 1.4 ns kernel to 2.0-2.5 ns here), so the minimum over rounds spread in
+  // time is the uncontended time. 1 for simulated targets: their noise is the model's.
   int rounds = 1;
   int64_t modules = 0;   // that yielded kernels
   int64_t rejected = 0;  // configurations drawn but invalid (tpu-sim: VMEM)
@@ -62,7 +62,7 @@ std::string AnalyticalTask(const std::string& log_task);
 // 64 bits, not std::hash, so draws stay the same across builds.
 uint64_t MixSeed(uint64_t seed, const std::string& hex);
 
-// Measures `plan` into `store`: skips what the log holds, measures each kernel's other trials
+// Measures `plan` into `store`: skips what the log holds, measures each kernel's remaining trials
 // plan.rounds times and logs their fastest (one row per trial, a kernel's rows together), stops
 // before the next measurement once cmd.seconds are spent (a kernel cut short logs the rounds it
 // has), prints progress on `err` and the summary on `out`. Returns the exit code.
