@@ -23,6 +23,7 @@
 #include "optimizers/core/search.h"
 #include "optimizers/fusion/cpu_fusion_problem.h"
 #include "optimizers/guided/rankers.h"
+#include "optimizers/tiling/confirm_tuned_kernels.h"
 #include "optimizers/tiling/cpu_tile_problem.h"
 
 namespace mltune::client {
@@ -86,7 +87,14 @@ struct TileOutcome {
   std::vector<cpu::KernelConfig> configs;
   double default_seconds = 0, tuned_seconds = 0;  // summed kernel medians
   int64_t steps = 0, measurements = 0;
+  // Kernels whose winner was measured again against the default; kernels set back to it.
+  size_t confirmed = 0, reverted = 0;
 };
+// What `run --tuned` and `search tile` print about ConfirmWinners.
+std::string ConfirmationText(const TileOutcome& t) {
+  return absl::StrCat(t.confirmed, " kernel winner(s) measured again against the default; ",
+                      t.reverted, " kernel(s) back to the default");
+}
 // The newest cost-model/<task>-cpu in the store at `db`, for model-topk.
 absl::StatusOr<std::shared_ptr<const costmodels::learned::LearnedModel>> LoadCpuModel(
     const std::string& db, const std::string& task) {
@@ -122,12 +130,13 @@ absl::StatusOr<TileOutcome> TuneTiles(const cpu::LoweredModule& lowered,
   cpu::MeasureOptions measure;
   measure.threads = threads;
   measure.max_seconds = 0.05;
-  auto problem = std::make_unique<opt::tiling::CpuTileProblem>(
-      lowered, [&](int32_t k, const cpu::KernelConfig& config) -> absl::StatusOr<double> {
-        absl::StatusOr<cpu::Timing> t = cpu::MeasureKernel(lowered, k, config, {}, measure, seed);
-        if (!t.ok()) return t.status();
-        return t->median_s;
-      });
+  const opt::tiling::CpuTileProblem::MeasureFn measure_kernel =
+      [&](int32_t k, const cpu::KernelConfig& config) -> absl::StatusOr<double> {
+    absl::StatusOr<cpu::Timing> t = cpu::MeasureKernel(lowered, k, config, {}, measure, seed);
+    if (!t.ok()) return t.status();
+    return t->median_s;
+  };
+  auto problem = std::make_unique<opt::tiling::CpuTileProblem>(lowered, measure_kernel);
   if (model != nullptr) problem->SetRanker(opt::guided::CpuTileRanker(model, lowered));
   TileOutcome out;
   out.default_seconds = problem->Evaluate(problem->DefaultCandidate());
@@ -138,6 +147,11 @@ absl::StatusOr<TileOutcome> TuneTiles(const cpu::LoweredModule& lowered,
   if (!r.ok()) return r.status();
   opt::Candidate best = r->best;
   if (!(r->best_score < out.default_seconds)) best = problem->DefaultCandidate();
+  const opt::tiling::ConfirmedWinners confirmed =
+      opt::tiling::ConfirmWinners(*problem, best, measure_kernel);
+  best = confirmed.best;
+  out.confirmed = confirmed.checks.size();
+  out.reverted = confirmed.reverted.size();
   out.configs = problem->Decode(best);
   out.tuned_seconds = problem->Evaluate(best);
   out.steps = r->steps;
@@ -226,6 +240,7 @@ int RunRun(const RunCommand& cmd, std::ostream& out, std::ostream& err) {
     out << "tuned: " << cmd.strategy << ", " << tuned->steps << " steps, " << tuned->measurements
         << " kernel measurements; kernels alone " << Ms(tuned->default_seconds) << " -> "
         << Ms(tuned->tuned_seconds) << "\n";
+    out << "confirmed: " << ConfirmationText(*tuned) << "\n";
     if (cmd.check) {
       int64_t ill_conditioned = 0;
       absl::Status s = cpu::CheckAgainstEvaluator(*original, *best, cmd.seed, timing_options, {},
@@ -286,6 +301,7 @@ int RunCpuSearch(const SearchCommand& cmd, std::ostream& out, std::ostream& err)
     }
     out << "kernels alone: default " << Ms(tuned->default_seconds) << ", tuned "
         << Ms(tuned->tuned_seconds) << "\n";
+    out << "confirmed: " << ConfirmationText(*tuned) << "\n";
     absl::StatusOr<double> d = module_seconds({}, nullptr);
     absl::StatusOr<double> t = module_seconds(tuned->configs, nullptr);
     if (d.ok() && t.ok()) {

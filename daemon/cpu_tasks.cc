@@ -3,6 +3,7 @@
 #include <cmath>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -12,6 +13,7 @@
 #include "optimizers/core/model_topk.h"
 #include "optimizers/fusion/cpu_fusion_problem.h"
 #include "optimizers/guided/rankers.h"
+#include "optimizers/tiling/confirm_tuned_kernels.h"
 #include "optimizers/tiling/cpu_kernel_graph.h"
 #include "optimizers/tiling/cpu_tile_problem.h"
 
@@ -75,24 +77,29 @@ absl::StatusOr<TaskOutcome> SearchCpuTiles(const TaskRequest& request,
     }
     return key;
   };
-  opt::tiling::CpuTileProblem problem(
-      *lowered, [&](int32_t k, const cpu::KernelConfig& config) -> absl::StatusOr<double> {
-        absl::StatusOr<cpu::Timing> t =
-            cpu::MeasureKernel(*lowered, k, config, compiler, measure, options.seed);
-        if (!t.ok()) return t.status();
-        if (request.record_measurement && !kernel_key(k).empty()) {
-          storage::MeasurementRecord m;
-          m.graph_key = kernel_key(k);
-          m.task = "tile-kernel";
-          m.target = "cpu";
-          m.configuration =
-              opt::tiling::CpuConfigText(lowered->kernels[static_cast<size_t>(k)], config);
-          m.value = t->median_s;
-          m.worker = request.worker;
-          request.record_measurement(std::move(m));
-        }
-        return t->median_s;
-      });
+  // `task` "tile-kernel" rows are the training data; the confirmation's re-measurements are kept
+  // apart ("tile-kernel-confirm"), as a second row of one configuration would pair it with itself.
+  auto measure_kernel = [&](std::string_view task, int32_t k,
+                            const cpu::KernelConfig& config) -> absl::StatusOr<double> {
+    absl::StatusOr<cpu::Timing> t =
+        cpu::MeasureKernel(*lowered, k, config, compiler, measure, options.seed);
+    if (!t.ok()) return t.status();
+    if (request.record_measurement && !kernel_key(k).empty()) {
+      storage::MeasurementRecord m;
+      m.graph_key = kernel_key(k);
+      m.task = std::string(task);
+      m.target = "cpu";
+      m.configuration =
+          opt::tiling::CpuConfigText(lowered->kernels[static_cast<size_t>(k)], config);
+      m.value = t->median_s;
+      m.worker = request.worker;
+      request.record_measurement(std::move(m));
+    }
+    return t->median_s;
+  };
+  opt::tiling::CpuTileProblem problem(*lowered, [&](int32_t k, const cpu::KernelConfig& config) {
+    return measure_kernel("tile-kernel", k, config);
+  });
   if (request.strategy == opt::kModelTopK) {
     // Checked before the baseline is measured: without a model there is nothing to rank with.
     absl::StatusOr<std::shared_ptr<const costmodels::learned::LearnedModel>> model =
@@ -109,18 +116,39 @@ absl::StatusOr<TaskOutcome> SearchCpuTiles(const TaskRequest& request,
                                                         baseline, baseline, "measured seconds");
   if (!run.ok()) return run.status();
   const std::vector<cpu::KernelConfig> defaults = problem.Decode(problem.DefaultCandidate());
+  // Winners that do not hold up when measured again go back to their defaults.
+  const opt::tiling::ConfirmedWinners confirmed = opt::tiling::ConfirmWinners(
+      problem, run->best, [&](int32_t k, const cpu::KernelConfig& config) {
+        return measure_kernel("tile-kernel-confirm", k, config);
+      });
+  if (!confirmed.reverted.empty()) {
+    run->best = confirmed.best;
+    run->outcome.tuned_score = problem.Evaluate(run->best);
+    run->outcome.artifacts["configuration"] = opt::ConfigProblem::Format(run->best);
+  }
   const std::vector<cpu::KernelConfig> tuned = problem.Decode(run->best);
   json kernels = json::array();
   for (const cpu::Kernel& k : lowered->kernels) {
     const size_t i = static_cast<size_t>(k.id);
-    kernels.push_back({{"kernel", k.name},
-                       {"kind", cpu::KernelKindName(k.kind)},
-                       {"ops", k.members.size()},
-                       {"config", opt::tiling::CpuConfigText(k, tuned[i])},
-                       {"default_seconds", problem.KernelSeconds(k.id, defaults[i])},
-                       {"tuned_seconds", problem.KernelSeconds(k.id, tuned[i])}});
+    json entry = {{"kernel", k.name},
+                  {"kind", cpu::KernelKindName(k.kind)},
+                  {"ops", k.members.size()},
+                  {"config", opt::tiling::CpuConfigText(k, tuned[i])},
+                  {"default_seconds", problem.KernelSeconds(k.id, defaults[i])},
+                  {"tuned_seconds", problem.KernelSeconds(k.id, tuned[i])}};
+    for (const opt::tiling::KernelConfirmation& c : confirmed.checks) {
+      if (c.kernel != k.id) continue;
+      // JSON has no infinity: a configuration whose every re-run failed has no figure.
+      json check = {{"kept", c.kept}};
+      if (std::isfinite(c.default_seconds)) check["default_seconds"] = c.default_seconds;
+      if (std::isfinite(c.tuned_seconds)) check["tuned_seconds"] = c.tuned_seconds;
+      entry["confirmation"] = std::move(check);
+    }
+    kernels.push_back(std::move(entry));
   }
   run->outcome.artifacts["kernels"] = kernels.dump(1);
+  run->outcome.artifacts["confirmation"] =
+      json{{"checked", confirmed.checks.size()}, {"reverted", confirmed.reverted.size()}}.dump();
   // The kernels were timed alone; the whole module, default against tuned, confirms the gain.
   json whole = json::object();
   absl::StatusOr<double> d = ModuleSeconds(**module, defaults, nullptr, options.seed);

@@ -62,6 +62,16 @@ std::vector<backends::cpu::KernelConfig> CpuTileProblem::Decode(const Candidate&
   return configs;
 }
 
+Candidate CpuTileProblem::WithDefaultKernels(Candidate candidate,
+                                             const std::vector<int32_t>& kernels) const {
+  for (size_t i = 0; i < slots_.size() && i < candidate.size(); ++i) {
+    if (std::find(kernels.begin(), kernels.end(), slots_[i].kernel) != kernels.end()) {
+      candidate[i] = 0;
+    }
+  }
+  return candidate;
+}
+
 std::vector<std::vector<int64_t>> CpuTileProblem::Parts() const {
   // Slowest kernel (under its defaults, once measured) first: a search cut short by its budget
   // has then spent it where the time is.

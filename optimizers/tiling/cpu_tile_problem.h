@@ -66,6 +66,8 @@ class CpuTileProblem : public ConfigProblem {
                                           const std::vector<Candidate>& settings,
                                           std::vector<double>& scores);
   std::vector<backends::cpu::KernelConfig> Decode(const Candidate& candidate) const;
+  // `candidate` with the kernels in `kernels` set back to their default configurations.
+  Candidate WithDefaultKernels(Candidate candidate, const std::vector<int32_t>& kernels) const;
   // Seconds of one kernel in `candidate` (measuring it if needed).
   double KernelSeconds(int32_t kernel, const backends::cpu::KernelConfig& config);
   int64_t measurements() const { return static_cast<int64_t>(cache_.size()); }

@@ -168,6 +168,22 @@ TEST_F(SimTasksTest, TileAndFusionOnCpuMeasureGeneratedKernels) {
   ASSERT_FALSE(kernels.empty());
   EXPECT_TRUE(kernels[0].contains("config"));
   EXPECT_TRUE(nlohmann::json::parse(tile.artifacts.at("module_timing")).contains("tuned_seconds"));
+  // Each kernel's winner was measured again, twice alternating with its default, and a kernel
+  // set back to its default has the default's time; so no kernel is slower than its default.
+  const nlohmann::json confirmation = nlohmann::json::parse(tile.artifacts.at("confirmation"));
+  const size_t checked = confirmation.at("checked").get<size_t>();
+  size_t lost = 0, with_entry = 0;
+  for (const nlohmann::json& k : kernels) {
+    EXPECT_LE(k.at("tuned_seconds").get<double>(), k.at("default_seconds").get<double>())
+        << k.dump();
+    if (!k.contains("confirmation")) continue;
+    ++with_entry;
+    if (!k["confirmation"].at("kept").get<bool>()) ++lost;
+  }
+  EXPECT_EQ(with_entry, checked);
+  EXPECT_GE(confirmation.at("reverted").get<size_t>(), lost);
+  EXPECT_EQ(testing::LoggedMeasurements(daemon_->store_path(), "tile-kernel-confirm", "cpu").size(),
+            4 * checked);
   // Every kernel measurement is cost-model training data: logged under its kernel key, whose
   // graph the store holds (docs/cost_models.md).
   {
