@@ -43,6 +43,15 @@ absl::StatusOr<std::unique_ptr<ir::Module>> PrepareForCpu(const ir::Module& modu
   return cpu::RunCpuPipeline(module);
 }
 
+absl::StatusOr<std::unique_ptr<ir::Module>> ReadForCpu(const std::string& file) {
+  std::ifstream in(file);
+  if (!in) return absl::NotFoundError(absl::StrCat(file, ": cannot read"));
+  const std::string text((std::istreambuf_iterator<char>(in)), {});
+  absl::StatusOr<std::unique_ptr<ir::Module>> parsed = ParseAndVerify(text, file);
+  if (!parsed.ok()) return parsed.status();
+  return PrepareForCpu(**parsed);
+}
+
 int64_t ParamValue(const cpu::Kernel& kernel, const cpu::KernelConfig& config,
                    std::string_view name) {
   for (size_t p = 0; p < kernel.params.size() && p < config.size(); ++p) {

@@ -24,6 +24,8 @@ absl::StatusOr<std::unique_ptr<ir::Module>> ParseAndVerify(std::string_view text
 // What the daemon compiles: the module after XLA's default cpu pipeline, checked with
 // backends::cpu::CheckSupported (its Unimplemented error is passed on unchanged).
 absl::StatusOr<std::unique_ptr<ir::Module>> PrepareForCpu(const ir::Module& module);
+// A file read, parsed, verified and prepared for the CPU (the time-to-best benchmarks' modules).
+absl::StatusOr<std::unique_ptr<ir::Module>> ReadForCpu(const std::string& file);
 
 struct TuneOptions {
   int64_t budget = 24;  // search steps (whole-candidate evaluations)

@@ -13,7 +13,6 @@
 // winner's fastest verifying run is slower than its default's.
 #include <algorithm>
 #include <cmath>
-#include <fstream>
 #include <iostream>
 #include <limits>
 #include <memory>
@@ -67,11 +66,7 @@ int main(int argc, char** argv) {
                "kept | gain: search / confirmed |\n|---|---:|---:|---:|---:|---:|---:|\n";
   Totals all;
   for (const std::string& file : files) {
-    std::ifstream in(file);
-    std::string text((std::istreambuf_iterator<char>(in)), {});
-    absl::StatusOr<std::unique_ptr<ir::Module>> parsed = bench::ParseAndVerify(text, file);
-    absl::StatusOr<std::unique_ptr<ir::Module>> prepared =
-        parsed.ok() ? bench::PrepareForCpu(**parsed) : parsed.status();
+    absl::StatusOr<std::unique_ptr<ir::Module>> prepared = bench::ReadForCpu(file);
     absl::StatusOr<cpu::LoweredModule> lowered =
         prepared.ok() ? cpu::Lower(**prepared)
                       : absl::StatusOr<cpu::LoweredModule>(prepared.status());

@@ -24,7 +24,6 @@
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
 #include <iostream>
 #include <limits>
 #include <map>
@@ -120,11 +119,7 @@ int main(int argc, char** argv) {
                "|---|---:|---|---:|---:|---:|---:|---:|---:|\n";
   bench::TimeToBestReport report(tolerance, 2);
   for (const std::string& file : files) {
-    std::ifstream in(file);
-    std::string text((std::istreambuf_iterator<char>(in)), {});
-    absl::StatusOr<std::unique_ptr<ir::Module>> parsed = bench::ParseAndVerify(text, file);
-    absl::StatusOr<std::unique_ptr<ir::Module>> prepared =
-        parsed.ok() ? bench::PrepareForCpu(**parsed) : parsed.status();
+    absl::StatusOr<std::unique_ptr<ir::Module>> prepared = bench::ReadForCpu(file);
     absl::StatusOr<cpu::LoweredModule> lowered =
         prepared.ok() ? cpu::Lower(**prepared)
                       : absl::StatusOr<cpu::LoweredModule>(prepared.status());
