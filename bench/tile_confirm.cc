@@ -14,7 +14,6 @@
 #include <algorithm>
 #include <cmath>
 #include <iostream>
-#include <limits>
 #include <memory>
 #include <string>
 #include <vector>
@@ -107,23 +106,15 @@ int main(int argc, char** argv) {
       t.runs = 1;
       t.default_seconds = default_seconds;
       t.reverted = static_cast<int64_t>(confirmed.reverted.size());
-      for (size_t k = 0; k < defaults.size(); ++k) {
-        if (searched[k] == defaults[k]) continue;
+      // The verifying runs: the same alternating measurement, more rounds, fresh times.
+      for (const opt::tiling::KernelConfirmation& v : opt::tiling::ConfirmTunedKernels(
+               defaults, searched, kernel_seconds, {.rounds = verify_rounds})) {
         ++t.changed;
-        double v_default = std::numeric_limits<double>::infinity(), v_winner = v_default;
-        for (int round = 0; round < verify_rounds; ++round) {
-          for (int side = 0; side < 2; ++side) {
-            const bool winner = (side == 1) != (round % 2 == 1);  // ABBA
-            absl::StatusOr<double> v =
-                kernel_seconds(static_cast<int32_t>(k), winner ? searched[k] : defaults[k]);
-            if (v.ok())
-              (winner ? v_winner : v_default) = std::min(winner ? v_winner : v_default, *v);
-          }
-        }
-        if (!std::isfinite(v_default) || !std::isfinite(v_winner)) continue;
-        const double gain = v_default - v_winner;
+        if (!std::isfinite(v.default_seconds) || !std::isfinite(v.tuned_seconds)) continue;
+        const double gain = v.default_seconds - v.tuned_seconds;
         const bool regressed = gain < 0;
-        const bool keeps = kept[k] == searched[k];
+        const bool keeps =
+            kept[static_cast<size_t>(v.kernel)] == searched[static_cast<size_t>(v.kernel)];
         t.gain_search += gain;
         t.regressed_search += regressed;
         if (keeps) {
