@@ -147,6 +147,8 @@ absl::StatusOr<TaskOutcome> SearchCpuTiles(const TaskRequest& request,
     kernels.push_back(std::move(entry));
   }
   run->outcome.artifacts["kernels"] = kernels.dump(1);
+  run->outcome.winners_checked = static_cast<int64_t>(confirmed.checks.size());
+  run->outcome.winners_reverted = static_cast<int64_t>(confirmed.reverted.size());
   run->outcome.artifacts["confirmation"] =
       json{{"checked", confirmed.checks.size()}, {"reverted", confirmed.reverted.size()}}.dump();
   // The kernels were timed alone; the whole module, default against tuned, confirms the gain.

@@ -419,6 +419,7 @@ std::optional<storage::JobState> JobScheduler::RunTask(int worker,
     return storage::JobState::kFailed;
   }
   metrics_.CandidatesEvaluated(task_name, spec.strategy, request.worker, outcome->steps);
+  metrics_.WinnersConfirmed(task_name, outcome->winners_checked, outcome->winners_reverted);
   {
     std::lock_guard<std::mutex> lock(mu_);
     workers_[worker].candidates_evaluated += outcome->steps;

@@ -53,7 +53,11 @@ struct TaskOutcome {
   double baseline_score = 0;  // the compiler's default for the target
   double tuned_score = 0;     // the best found (never worse than continue_from's)
   int64_t steps = 0;          // charged by the search
-  bool stopped = false;       // budget.stop ended the search early
+  // cpu tile: kernels whose search winner was measured again against its default
+  // (opt::tiling::ConfirmWinners), and kernels set back to their defaults.
+  int64_t winners_checked = 0;
+  int64_t winners_reverted = 0;
+  bool stopped = false;  // budget.stop ended the search early
   // The search used its whole step budget or ended on its own; false when time or `stop` cut it
   // short (then the cache records only the steps actually spent).
   bool complete = true;

@@ -1,5 +1,6 @@
 #include "daemon/metrics/metrics.h"
 
+#include <algorithm>
 #include <exception>
 #include <mutex>
 #include <string>
@@ -116,6 +117,16 @@ struct Metrics::Impl {
           .Name("mltune_candidates_evaluated_total")
           .Help("Candidates scored by search, by task, strategy and worker.")
           .Register(*registry);
+  prometheus::Family<prometheus::Counter>& winners_checked =
+      prometheus::BuildCounter()
+          .Name("mltune_winners_checked_total")
+          .Help("Search winners measured again against the defaults, by task.")
+          .Register(*registry);
+  prometheus::Family<prometheus::Counter>& winners_reverted =
+      prometheus::BuildCounter()
+          .Name("mltune_winners_reverted_total")
+          .Help("Search winners set back to the defaults when measured again, by task.")
+          .Register(*registry);
   prometheus::Family<prometheus::Gauge>& build_info =
       prometheus::BuildGauge()
           .Name("mltune_build_info")
@@ -136,6 +147,8 @@ struct Metrics::Impl {
   std::unordered_map<std::string, prometheus::Counter*> hit_counters;
   std::unordered_map<std::string, prometheus::Counter*> miss_counters;
   std::unordered_map<std::string, prometheus::Counter*> candidate_counters;
+  std::unordered_map<std::string, prometheus::Counter*> checked_counters;
+  std::unordered_map<std::string, prometheus::Counter*> reverted_counters;
 
   // Declared last, so destroyed first: no scrape can run while the families go away.
   std::unique_ptr<prometheus::Exposer> exposer;
@@ -235,6 +248,17 @@ void Metrics::CandidatesEvaluated(std::string_view task, std::string_view strate
                 {"strategy", std::string(strategy)},
                 {"worker", std::string(worker)}})
       .Increment(static_cast<double>(count));
+}
+
+void Metrics::WinnersConfirmed(std::string_view task, int64_t checked, int64_t reverted) {
+  // Both series appear with the first check, so a reverted share reads 0 rather than missing.
+  if (checked <= 0 && reverted <= 0) return;
+  const std::string key = CacheKey({task});
+  const prometheus::Labels labels = {{"task", std::string(task)}};
+  impl_->Series(impl_->checked_counters, impl_->winners_checked, key, labels)
+      .Increment(static_cast<double>(std::max<int64_t>(0, checked)));
+  impl_->Series(impl_->reverted_counters, impl_->winners_reverted, key, labels)
+      .Increment(static_cast<double>(std::max<int64_t>(0, reverted)));
 }
 
 std::string Metrics::Serialize() const {

@@ -41,6 +41,10 @@ class Metrics {
   // mltune_candidates_evaluated_total{task,strategy,worker}.
   void CandidatesEvaluated(std::string_view task, std::string_view strategy,
                            std::string_view worker, int64_t count);
+  // mltune_winners_checked_total{task}, mltune_winners_reverted_total{task}: search winners
+  // measured again against the defaults, and those set back (a rising share says the machine's
+  // timings are noisy, or the search chases noise).
+  void WinnersConfirmed(std::string_view task, int64_t checked, int64_t reverted);
 
   // The text exposition format of every metric (what GET /metrics returns).
   std::string Serialize() const;

@@ -173,6 +173,18 @@ TEST(MetricsTest, JobsCacheAndCandidates) {
                               "task=\"pass_order\",worker=\"local-1\"} 5\n"));
 }
 
+TEST(MetricsTest, WinnersCheckedAndRevertedAddUpPerTask) {
+  auto metrics = Unserved();
+  metrics->WinnersConfirmed("tile", 5, 2);
+  metrics->WinnersConfirmed("tile", 3, 0);
+  metrics->WinnersConfirmed("fusion", 0, 0);  // nothing checked: no series
+  const std::string text = metrics->Serialize();
+  EXPECT_THAT(text, HasSubstr("# TYPE mltune_winners_checked_total counter\n"));
+  EXPECT_THAT(text, HasSubstr("mltune_winners_checked_total{task=\"tile\"} 8\n"));
+  EXPECT_THAT(text, HasSubstr("mltune_winners_reverted_total{task=\"tile\"} 2\n"));
+  EXPECT_THAT(text, Not(HasSubstr("task=\"fusion\"")));
+}
+
 TEST(MetricsTest, LabelValuesAreEscapedAndKeptApart) {
   auto metrics = Unserved();
   // Label sets that would collide if the per-label cache joined values naively.
