@@ -180,15 +180,16 @@ OpCase Gelu(std::vector<int64_t> d) {
           json{{"kind", "gelu"}, {"shape", d}}};
 }
 
-OpCase Reduce(const std::string& kind, int64_t rows, int64_t cols, int64_t dim) {
+OpCase Reduce(const std::string& name, const std::string& kind, int64_t rows, int64_t cols,
+              int64_t dim) {
   const bool sum = kind == "reduce_sum";
   const std::string s = F32({rows, cols}), o = F32({dim == 1 ? rows : cols});
-  return {kind, absl::StrCat(DimsText({rows, cols}), " dim ", dim),
+  return {name, absl::StrCat(DimsText({rows, cols}), " dim ", dim),
           absl::StrCat("HloModule ", kind, "\n", sum ? kAdd : kMax, "ENTRY e {\n  x = ", s,
                        " parameter(0)\n  init = f32[] constant(", sum ? "0" : "-inf",
                        ")\n  ROOT r = ", o, " reduce(x, init), dimensions={", dim,
                        "}, to_apply=", sum ? "add_f32" : "max_f32", "\n}\n"),
-          json{{"kind", kind}, {"shape", {rows, cols}}}};
+          json{{"kind", kind}, {"shape", {rows, cols}}, {"dim", dim}}};
 }
 
 OpCase Matmul(int64_t n) {
@@ -247,14 +248,12 @@ OpCase Conv(const std::string& name, int64_t c, int64_t hw, int64_t k, int64_t r
 }
 
 std::vector<OpCase> AllOps() {
-  std::vector<OpCase> ops = {Mul({2048, 2048}),
-                             AddRelu({2048, 2048}),
-                             Softmax(4096, 1024),
-                             LayerNorm(4096, 1024),
-                             BatchNorm({1, 64, 112, 112}),
-                             Gelu({4096, 1024}),
-                             Reduce("reduce_sum", 4096, 1024, 1),
-                             Reduce("reduce_max", 4096, 1024, 0)};
+  std::vector<OpCase> ops = {Mul({2048, 2048}), AddRelu({2048, 2048}), Softmax(4096, 1024),
+                             LayerNorm(4096, 1024), BatchNorm({1, 64, 112, 112}),
+                             Gelu({4096, 1024}), Reduce("reduce_sum", "reduce_sum", 4096, 1024, 1),
+                             Reduce("reduce_max", "reduce_max", 4096, 1024, 0),
+                             // Along rows: the fold by maximum that a scalar loop would branch.
+                             Reduce("reduce_max_rows", "reduce_max", 4096, 1024, 1)};
   for (int64_t n : {256, 512, 1024, 2048}) ops.push_back(Matmul(n));
   ops.push_back(Gemv("gemv_matrix_vector", 4096, 1, 4096));
   ops.push_back(Gemv("gemv_vector_matrix", 1, 4096, 4096));

@@ -332,7 +332,27 @@ class KernelEmitter {
   std::string Compute(const Instruction* instr, const Idx& idx);
   std::string External(const Instruction* instr, const Idx& idx);
   std::string HeavyLoad(const Idx& idx);
-  std::string Reducer(const ir::Computation& comp, PrimitiveType t);
+  // A reduction's combiner as the emitter folds with it.
+  struct ReducerFns {
+    std::string fn;  // the computation as a C++ function of two values
+    // Where the computation is a floating-point maximum or minimum of its parameters: the plain
+    // compare and select. The fold uses it with a separate "NaN seen" flag, because the
+    // NaN-propagating form becomes a compare-and-branch chain in a scalar loop (3x slower).
+    std::string fast;
+  };
+  ReducerFns Reducer(const ir::Computation& comp, PrimitiveType t);
+  // `lanes` partial accumulators (and their NaN flags) of a fold: declared and set to `init` by
+  // DeclareAccumulators, folded with FoldInto, combined by CombineAccumulators, which returns
+  // the reduction's value.
+  struct Accumulators {
+    ReducerFns red;
+    std::string type, acc, nan;  // nan empty where red.fast is
+    int64_t lanes;
+  };
+  Accumulators DeclareAccumulators(const ReducerFns& red, const std::string& type,
+                                   const std::string& init, int64_t lanes);
+  void FoldInto(const Accumulators& a, const std::string& slot, const std::string& v);
+  std::string CombineAccumulators(const Accumulators& a);
 
   // Emits a loop nest over `dims`; `body` runs in the innermost scope with the indices.
   void LoopNest(const std::vector<int64_t>& dims, const LoopOptions& opts,
@@ -374,7 +394,7 @@ class KernelEmitter {
   // After a matrix op's GEMM, its value is read from `heavy_buffer_` (HeavyLoad).
   std::string heavy_buffer_;
   std::function<std::string(const Idx&)> heavy_index_;
-  std::unordered_map<const ir::Computation*, std::string> reducers_;
+  std::unordered_map<const ir::Computation*, ReducerFns> reducers_;
   // LoopOptions::hoist: per loop of the nest, where lines hoisted to just before it go and their
   // indentation; the body's indentation depth; the loop level of each index and value name.
   struct HoistLevel {
@@ -430,7 +450,7 @@ std::string KernelEmitter::HeavyLoad(const Idx& idx) {
   return Var("float", absl::StrCat(heavy_buffer_, "[", heavy_index_(idx), "]"));
 }
 
-std::string KernelEmitter::Reducer(const ir::Computation& comp, PrimitiveType t) {
+KernelEmitter::ReducerFns KernelEmitter::Reducer(const ir::Computation& comp, PrimitiveType t) {
   auto it = reducers_.find(&comp);
   if (it != reducers_.end()) return it->second;
   const std::string name = absl::StrCat("red_", k_.id, "_", reducers_.size());
@@ -455,9 +475,62 @@ std::string KernelEmitter::Reducer(const ir::Computation& comp, PrimitiveType t)
     var[i] = v;
   }
   absl::StrAppend(&text, "  return ", var.at(comp.root()), ";\n}\n");
+  ReducerFns fns{.fn = name, .fast = ""};
+  const Instruction* root = comp.root();
+  const bool max = root->opcode() == Opcode::kMaximum, min = root->opcode() == Opcode::kMinimum;
+  if ((max || min) && ir::IsFloatingPoint(t) && root->operand_count() == 2 &&
+      root->operand(0)->opcode() == Opcode::kParameter &&
+      root->operand(1)->opcode() == Opcode::kParameter && root->operand(0) != root->operand(1)) {
+    fns.fast = absl::StrCat(name, "_fast");
+    // The accumulator comes first: a NaN value replaces it and the flag records it.
+    absl::StrAppend(&text, "inline ", ct, " ", fns.fast, "(", ct, " a, ", ct, " b) { return a ",
+                    max ? ">" : "<", " b ? a : b; }\n");
+  }
   helpers_ += text;
-  reducers_[&comp] = name;
-  return name;
+  reducers_[&comp] = fns;
+  return fns;
+}
+
+KernelEmitter::Accumulators KernelEmitter::DeclareAccumulators(const ReducerFns& red,
+                                                               const std::string& type,
+                                                               const std::string& init,
+                                                               int64_t lanes) {
+  Accumulators a{.red = red, .type = type, .acc = NewName("acc"), .nan = "", .lanes = lanes};
+  Line(absl::StrCat(type, " ", a.acc, "[", lanes, "];"));
+  Line(absl::StrCat("for (int l = 0; l < ", lanes, "; ++l) ", a.acc, "[l] = ", init, ";"));
+  if (!red.fast.empty()) {
+    // An int flag per lane: as wide as an f32 lane, so the simd fold stays one vector width.
+    a.nan = NewName("nan");
+    Line(absl::StrCat("int ", a.nan, "[", lanes, "];"));
+    Line(absl::StrCat("for (int l = 0; l < ", lanes, "; ++l) ", a.nan, "[l] = ", init, " != ", init,
+                      ";"));
+  }
+  return a;
+}
+
+void KernelEmitter::FoldInto(const Accumulators& a, const std::string& slot, const std::string& v) {
+  const std::string acc = absl::StrCat(a.acc, "[", slot, "]");
+  if (a.nan.empty()) {
+    Line(absl::StrCat(acc, " = ", a.red.fn, "(", acc, ", ", v, ");"));
+    return;
+  }
+  Line(absl::StrCat(acc, " = ", a.red.fast, "(", acc, ", ", v, ");"));
+  Line(absl::StrCat(a.nan, "[", slot, "] |= ", v, " != ", v, ";"));
+}
+
+std::string KernelEmitter::CombineAccumulators(const Accumulators& a) {
+  const std::string acc0 = absl::StrCat(a.acc, "[0]"), accl = absl::StrCat(a.acc, "[l]");
+  if (a.nan.empty()) {
+    Line(absl::StrCat("for (int l = 1; l < ", a.lanes, "; ++l) ", acc0, " = ", a.red.fn, "(", acc0,
+                      ", ", accl, ");"));
+    return acc0;
+  }
+  Open(absl::StrCat("for (int l = 1; l < ", a.lanes, "; ++l) {"));
+  Line(absl::StrCat(acc0, " = ", a.red.fast, "(", acc0, ", ", accl, ");"));
+  Line(absl::StrCat(a.nan, "[0] |= ", a.nan, "[l];"));
+  Close();
+  return absl::StrCat("(", a.nan, "[0] ? std::numeric_limits<", a.type, ">::quiet_NaN() : ", acc0,
+                      ")");
 }
 
 std::string KernelEmitter::Compute(const Instruction* instr, const Idx& idx) {
@@ -736,7 +809,7 @@ absl::Status KernelEmitter::EmitReduce() {
   }
   StoreOutputs(others, LoopOptions{.simd = true});
   if (Product(od) == 0) return absl::OkStatus();
-  const std::string red = Reducer(*r->to_apply(), t);
+  const ReducerFns red = Reducer(*r->to_apply(), t);
   const std::string init = Value(r->operand(1), {});
   const std::string out = OutPtr(r);
   const bool pred = t == PrimitiveType::kPred;
@@ -763,7 +836,7 @@ absl::Status KernelEmitter::EmitReduce() {
       for (size_t d : kept_dims) oi.push_back(idx[d]);
       const std::string v = Value(x, idx);
       const std::string slot = absl::StrCat(out, "[", Linear(od, oi), "]");
-      Line(absl::StrCat(slot, " = ", store_cast, red, "(", load_cast, slot, ", ", v, ");"));
+      Line(absl::StrCat(slot, " = ", store_cast, red.fn, "(", load_cast, slot, ", ", v, ");"));
     });
     return absl::OkStatus();
   }
@@ -774,9 +847,7 @@ absl::Status KernelEmitter::EmitReduce() {
   LoopNest(kept_sizes, LoopOptions{.parallel = parallel}, [&](const Idx& ki) {
     Idx idx(xd.size());
     for (size_t j = 0; j < kept_dims.size(); ++j) idx[kept_dims[j]] = ki[j];
-    const std::string acc = NewName("acc");
-    Line(absl::StrCat(ct, " ", acc, "[", lanes, "];"));
-    Line(absl::StrCat("for (int l = 0; l < ", lanes, "; ++l) ", acc, "[l] = ", init, ";"));
+    const Accumulators acc = DeclareAccumulators(red, ct, init, lanes);
     int opened = 0;
     for (size_t j = 0; j + 1 < red_dims.size(); ++j) {
       const size_t d = red_dims[j];
@@ -789,19 +860,17 @@ absl::Status KernelEmitter::EmitReduce() {
     }
     if (!red_dims.empty()) {
       const size_t last = red_dims.back();
-      FoldLanes(
-          NewName("j"), lanes, xd[last], [&](const std::string& col, const std::string& slot) {
-            PushScope();
-            idx[last] = col;
-            const std::string v = Value(x, idx);
-            Line(absl::StrCat(acc, "[", slot, "] = ", red, "(", acc, "[", slot, "], ", v, ");"));
-            PopScope();
-          });
+      FoldLanes(NewName("j"), lanes, xd[last],
+                [&](const std::string& col, const std::string& slot) {
+                  PushScope();
+                  idx[last] = col;
+                  FoldInto(acc, slot, Value(x, idx));
+                  PopScope();
+                });
     }
     for (int i = 0; i < opened; ++i) Close();
-    Line(absl::StrCat("for (int l = 1; l < ", lanes, "; ++l) ", acc, "[0] = ", red, "(", acc,
-                      "[0], ", acc, "[l]);"));
-    Line(absl::StrCat(out, "[", Linear(od, ki), "] = ", store_cast, acc, "[0];"));
+    const std::string value = CombineAccumulators(acc);
+    Line(absl::StrCat(out, "[", Linear(od, ki), "] = ", store_cast, value, ";"));
   });
   return absl::OkStatus();
 }
@@ -836,7 +905,7 @@ absl::Status KernelEmitter::EmitReduceWindow() {
   }
   StoreOutputs(others, LoopOptions{.simd = true});
   if (Product(od) == 0) return absl::OkStatus();
-  const std::string red = Reducer(*r->to_apply(), t);
+  const ReducerFns red = Reducer(*r->to_apply(), t);
   const std::string init = Value(r->operand(1), {});
   const bool pred = t == PrimitiveType::kPred;
   std::vector<ir::WindowDim> win(xd.size());
@@ -847,8 +916,7 @@ absl::Status KernelEmitter::EmitReduceWindow() {
   if (Param("order") == 1) return EmitReduceWindowRows(win);
   LoopOptions opts{.simd = Param("simd") != 0, .parallel = Param("parallel") != 0};
   LoopNest(od, opts, [&](const Idx& oi) {
-    const std::string acc = NewName("acc");
-    Line(absl::StrCat(ct, " ", acc, " = ", init, ";"));
+    const Accumulators acc = DeclareAccumulators(red, ct, init, 1);
     Idx xi(xd.size());
     std::vector<std::string> valid;
     int opened = 0;
@@ -874,12 +942,12 @@ absl::Status KernelEmitter::EmitReduceWindow() {
     }
     if (!valid.empty()) Open(absl::StrCat("if (", absl::StrJoin(valid, " && "), ") {"));
     PushScope();
-    const std::string v = Value(x, xi);
-    Line(absl::StrCat(acc, " = ", red, "(", acc, ", ", v, ");"));
+    FoldInto(acc, "0", Value(x, xi));
     PopScope();
     if (!valid.empty()) Close();
     for (int i = 0; i < opened; ++i) Close();
-    Line(absl::StrCat(OutPtr(r), "[", Linear(od, oi), "] = ", pred ? "(uint8_t)" : "", acc, ";"));
+    const std::string value = CombineAccumulators(acc);
+    Line(absl::StrCat(OutPtr(r), "[", Linear(od, oi), "] = ", pred ? "(uint8_t)" : "", value, ";"));
   });
   return absl::OkStatus();
 }
@@ -893,7 +961,7 @@ absl::Status KernelEmitter::EmitReduceWindowRows(const std::vector<ir::WindowDim
   const std::vector<int64_t>& xd = x->shape().dimensions();
   const std::vector<int64_t>& od = r->shape().dimensions();
   const size_t last = od.size() - 1;
-  const std::string red = Reducer(*r->to_apply(), r->shape().element_type());
+  const std::string red = Reducer(*r->to_apply(), r->shape().element_type()).fn;
   const std::string init = Value(r->operand(1), {});
   const std::string out = OutPtr(r);
   const std::vector<int64_t> outer(od.begin(), od.end() - 1);
@@ -1070,11 +1138,10 @@ absl::Status KernelEmitter::EmitRow() {
       const Instruction* r = reduces[i];
       const PrimitiveType t = r->shape().element_type();
       const int64_t n = r->operand(0)->shape().dimensions().back();
-      const std::string red = Reducer(*r->to_apply(), t);
       const std::string init = Value(r->operand(1), {});
-      const std::string acc = NewName("acc"), j = NewName("j");
-      Line(absl::StrCat(CType(t), " ", acc, "[", lanes, "];"));
-      Line(absl::StrCat("for (int l = 0; l < ", lanes, "; ++l) ", acc, "[l] = ", init, ";"));
+      const Accumulators acc =
+          DeclareAccumulators(Reducer(*r->to_apply(), t), CType(t), init, lanes);
+      const std::string j = NewName("j");
       FoldLanes(j, lanes, n, [&](const std::string& col, const std::string& slot) {
         PushScope();
         Idx idx = oi;
@@ -1084,12 +1151,10 @@ absl::Status KernelEmitter::EmitRow() {
           const std::string c = Value(m, idx);
           Line(absl::StrCat(buffers[m], "[", col, "] = ", c, ";"));
         }
-        Line(absl::StrCat(acc, "[", slot, "] = ", red, "(", acc, "[", slot, "], ", v, ");"));
+        FoldInto(acc, slot, v);
         PopScope();
       });
-      Line(absl::StrCat("for (int l = 1; l < ", lanes, "; ++l) ", acc, "[0] = ", red, "(", acc,
-                        "[0], ", acc, "[l]);"));
-      const std::string rv = Var(CType(t), absl::StrCat(acc, "[0]"));
+      const std::string rv = Var(CType(t), CombineAccumulators(acc));
       memo_.back()[MemoKey(r, oi)] = rv;
       done.insert(r);
       for (const Instruction* m : cache_plan[i]) row_cache_[m] = buffers[m];

@@ -8,8 +8,8 @@ Run with Debian's interpreter, which sees python3-torch (`python3` on PATH may n
 
 stdin: a JSON list of specs, each {"name": unique string, "kind": ..., plus the kind's fields}:
     mul, add_relu, gelu            {"shape": [d0, d1, ...]}
-    softmax, layernorm,
-    reduce_sum, reduce_max         {"shape": [rows, cols]}
+    softmax, layernorm             {"shape": [rows, cols]}
+    reduce_sum, reduce_max         {"shape": [rows, cols], "dim": 0 or 1}  (default: sum 1, max 0)
     batchnorm                      {"shape": [n, c, h, w]}
     matmul                         {"m": M, "n": N, "k": K}            a[M,K] @ b[K,N]
     conv2d                         {"n", "c", "h", "w", "k", "r", "s", "stride", "pad"}
@@ -163,16 +163,16 @@ def build(spec):
         # F.gelu is this binding; only the binding takes out=.
         return ((lambda: F.gelu(x, approximate="tanh")),
                 (lambda: torch._C._nn.gelu(x, approximate="tanh", out=o)))
-    if kind == "reduce_sum":
+    if kind in ("reduce_sum", "reduce_max"):
         rows, cols = _dims(spec, "shape", 2)
+        dim = spec.get("dim", 1 if kind == "reduce_sum" else 0)
+        if dim not in (0, 1):
+            raise SpecError(f"spec {spec.get('name')!r}: dim must be 0 or 1, not {dim!r}")
         x = _rand(rows, cols)
-        o = torch.empty(rows)
-        return (lambda: x.sum(dim=1)), (lambda: torch.sum(x, dim=1, out=o))
-    if kind == "reduce_max":
-        rows, cols = _dims(spec, "shape", 2)
-        x = _rand(rows, cols)
-        o = torch.empty(cols)
-        return (lambda: x.amax(dim=0)), (lambda: torch.amax(x, dim=0, out=o))
+        o = torch.empty(cols if dim == 0 else rows)
+        if kind == "reduce_sum":
+            return (lambda: x.sum(dim=dim)), (lambda: torch.sum(x, dim=dim, out=o))
+        return (lambda: x.amax(dim=dim)), (lambda: torch.amax(x, dim=dim, out=o))
     if kind == "matmul":
         m, n, k = _ints(spec, ("m", "n", "k"))
         if min(m, n, k) == 0:
@@ -258,6 +258,7 @@ SELF_TEST_SPECS = [
     {"name": "gelu", "kind": "gelu", "shape": [1000]},
     {"name": "reduce_sum", "kind": "reduce_sum", "shape": [16, 32]},
     {"name": "reduce_max", "kind": "reduce_max", "shape": [16, 32]},
+    {"name": "reduce_max_rows", "kind": "reduce_max", "shape": [16, 32], "dim": 1},
     {"name": "matmul", "kind": "matmul", "m": 32, "n": 16, "k": 8},
     {"name": "conv2d", "kind": "conv2d", "n": 1, "c": 3, "h": 16, "w": 16, "k": 8, "r": 3,
      "s": 3, "stride": 1, "pad": 1},
