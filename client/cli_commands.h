@@ -191,7 +191,10 @@ struct TrainCostModelCommand {
   double pick_margin = 0.1;
   uint64_t seed = 0;
   bool no_store = false;
-  bool no_eval = false;     // skip the cross-validations: train on everything and store
+  bool no_eval = false;  // skip the cross-validations: train on everything and store
+  // Which cross-validations run: "both", "random" (kernels) or "programs" (held out). One alone
+  // lets the two run side by side, one process per core.
+  std::string splits = "both";
   std::string predictions;  // CSV of every test row's measured and predicted runtimes ("": none)
 };
 // `mltune train-cost-model`: trains the learned cost model on the store's <task>-kernel

@@ -359,6 +359,7 @@ absl::StatusOr<json> EvaluateSplits(const Data& data, const TrainCostModelComman
   }
   for (const auto& [name, by_program] : std::vector<std::pair<std::string, bool>>{
            {"random kernels", false}, {"held-out programs", true}}) {
+    if (cmd.splits != "both" && (cmd.splits == "programs") != by_program) continue;
     absl::StatusOr<SplitMetrics> s = Evaluate(data, name, by_program, cmd, options, predictions);
     if (!s.ok()) {
       return absl::Status(s.status().code(), absl::StrCat(name, " split: ", s.status().message()));
@@ -511,6 +512,10 @@ int RunTrainCostModel(const TrainCostModelCommand& cmd, std::ostream& out, std::
   if (cmd.no_eval && (cmd.no_store || !cmd.predictions.empty())) {
     err << "error: --no-eval trains and stores only: it takes neither --no-store nor "
            "--predictions\n";
+    return 1;
+  }
+  if (cmd.splits != "both" && cmd.splits != "random" && cmd.splits != "programs") {
+    err << "error: --splits " << cmd.splits << ": both, random or programs\n";
     return 1;
   }
   if (!(cmd.min_seconds >= 0)) {

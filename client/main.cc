@@ -270,6 +270,11 @@ int main(int argc, char** argv) {
   train_cost_cmd->add_flag("--no-store", train_cost.no_store, "Do not store the checkpoint");
   train_cost_cmd->add_flag("--no-eval", train_cost.no_eval,
                            "Skip the cross-validations: only train on everything and store");
+  train_cost_cmd
+      ->add_option("--splits", train_cost.splits,
+                   "Cross-validations to run: both, random (kernels) or programs (held out); "
+                   "one alone lets two processes run the two side by side")
+      ->default_val("both");
   train_cost_cmd->add_option(
       "--predictions", train_cost.predictions,
       "Write a CSV of each test row's measured, learned and analytical runtime (both splits)");

@@ -111,6 +111,16 @@ TEST_F(TrainCostModelTest, EvaluatesBothSplitsAndStoresVersions) {
   EXPECT_EQ(dry.out.find("stored"), std::string::npos) << dry.out;
   EXPECT_EQ(Latest("cost-model/tile-cpu")->version, 2);
 
+  // --splits runs one cross-validation alone.
+  Result programs = Cli(train + " --no-store --splits programs");
+  ASSERT_EQ(programs.exit_code, 0) << programs.err;
+  EXPECT_EQ(programs.out.find("| random kernels |"), std::string::npos) << programs.out;
+  EXPECT_NE(programs.out.find("| held-out programs | 2 |"), std::string::npos) << programs.out;
+  Result random = Cli(train + " --no-store --splits random");
+  ASSERT_EQ(random.exit_code, 0) << random.err;
+  EXPECT_NE(random.out.find("| random kernels | 3 | 2 | 3 |"), std::string::npos) << random.out;
+  EXPECT_EQ(random.out.find("| held-out programs |"), std::string::npos) << random.out;
+
   // --no-eval only trains on everything and stores.
   Result quick = Cli(train + " --no-eval");
   ASSERT_EQ(quick.exit_code, 0) << quick.err;
@@ -266,6 +276,7 @@ TEST_F(TrainCostModelTest, ClearErrors) {
       {"--min-pair-ratio 0.5", "--min-pair-ratio"},
       {absl::StrCat("--predictions ", Db(), "/missing/p.csv"), "cannot write --predictions"},
       {"--loss nope", "--loss"},
+      {"--splits kernels", "--splits kernels: both, random or programs"},
   };
   for (const auto& [options, message] : cases) {
     SCOPED_TRACE(options);
