@@ -175,9 +175,12 @@ struct TrainCostModelCommand {
   std::string absolute_head = "pooled";
   int transformer_layers = 0;        // self-attention layers over a kernel's nodes before pooling
   std::string pair_weights = "gap";  // rank pairs weighted by log(slow / fast), or "none"
-  double min_pair_ratio = 1.0;       // rank pairs closer than this factor are not ranked
-  double mape_weight = 0;            // the absolute loss's relative-error term
-  int ensemble = 3;                  // networks trained and averaged
+  // tile: how much each kernel's rank pairs count: "equal", or "program-share", its share of its
+  // program's time (learned::ProgramShareWeights), as the per-program APE weighs its picks.
+  std::string kernel_weights = "equal";
+  double min_pair_ratio = 1.0;  // rank pairs closer than this factor are not ranked
+  double mape_weight = 0;       // the absolute loss's relative-error term
+  int ensemble = 3;             // networks trained and averaged
   // Times each kernel of a real (not synthetic) program counts in training: the evaluation is on
   // real programs, and synthetic ones outnumber them.
   int real_weight = 1;

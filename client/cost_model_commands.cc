@@ -197,14 +197,34 @@ struct SplitMetrics {
   std::string skipped;                                    // why the split was not evaluated
 };
 
-// Training samples of `rows`; a real program's rows `real_weight` times each.
+// Training samples of `rows`; a real program's rows `real_weight` times each. With
+// --kernel-weights program-share, each kernel's rank pairs count by its share of its program's
+// time among these rows (learned::ProgramShareWeights), so no test row's time enters training.
 std::vector<learned::Sample> Samples(const Data& data, const std::vector<size_t>& rows,
-                                     int real_weight) {
+                                     const TrainCostModelCommand& cmd) {
+  std::vector<double> rank_weight(rows.size(), 1.0);
+  if (cmd.kernel_weights == "program-share") {
+    std::vector<int64_t> group, program;
+    std::vector<double> seconds;
+    std::map<std::string, int64_t> program_ids;
+    for (size_t r : rows) {
+      const Row& row = data.rows[r];
+      group.push_back(row.kernel);
+      seconds.push_back(row.seconds);
+      program.push_back(program_ids
+                            .emplace(data.programs[static_cast<size_t>(row.kernel)],
+                                     static_cast<int64_t>(program_ids.size()))
+                            .first->second);
+    }
+    rank_weight = learned::ProgramShareWeights(group, seconds, program);
+  }
   std::vector<learned::Sample> out;
-  for (size_t r : rows) {
-    const Row& row = data.rows[r];
-    const int copies = data.synthetic[static_cast<size_t>(row.kernel)] ? 1 : real_weight;
-    for (int c = 0; c < copies; ++c) out.push_back({&row.graph, row.kernel, row.seconds});
+  for (size_t i = 0; i < rows.size(); ++i) {
+    const Row& row = data.rows[rows[i]];
+    const int copies = data.synthetic[static_cast<size_t>(row.kernel)] ? 1 : cmd.real_weight;
+    for (int c = 0; c < copies; ++c) {
+      out.push_back({&row.graph, row.kernel, row.seconds, rank_weight[i]});
+    }
   }
   return out;
 }
@@ -279,8 +299,7 @@ absl::StatusOr<SplitMetrics> Evaluate(const Data& data, const std::string& name,
     absl::StatusOr<std::unique_ptr<learned::LearnedModel>> model =
         learned::LearnedModel::Create(options);
     if (!model.ok()) return model.status();
-    absl::StatusOr<learned::TrainReport> report =
-        (*model)->Train(Samples(data, train, cmd.real_weight));
+    absl::StatusOr<learned::TrainReport> report = (*model)->Train(Samples(data, train, cmd));
     if (!report.ok()) return report.status();
     std::vector<const features::KernelGraph*> fold_graphs;
     for (size_t r : test) {
@@ -484,6 +503,10 @@ int RunTrainCostModel(const TrainCostModelCommand& cmd, std::ostream& out, std::
     err << "error: --pick-margin must be a finite number >= 0\n";
     return 1;
   }
+  if (cmd.kernel_weights != "equal" && cmd.kernel_weights != "program-share") {
+    err << "error: --kernel-weights " << cmd.kernel_weights << ": equal or program-share\n";
+    return 1;
+  }
   if (cmd.pair_weights != "gap" && cmd.pair_weights != "none") {
     err << "error: --pair-weights " << cmd.pair_weights << ": gap or none\n";
     return 1;
@@ -638,9 +661,7 @@ int RunTrainCostModel(const TrainCostModelCommand& cmd, std::ostream& out, std::
     err << "error: " << model.status().message() << "\n";
     return 1;
   }
-  if (absl::StatusOr<learned::TrainReport> r =
-          (*model)->Train(Samples(*data, all, cmd.real_weight));
-      !r.ok()) {
+  if (absl::StatusOr<learned::TrainReport> r = (*model)->Train(Samples(*data, all, cmd)); !r.ok()) {
     err << "error: training: " << r.status().message() << "\n";
     return 1;
   }
@@ -654,6 +675,7 @@ int RunTrainCostModel(const TrainCostModelCommand& cmd, std::ostream& out, std::
                {"transformer_layers", cmd.transformer_layers},
                {"mape_weight", mape_weight},
                {"real_weight", cmd.real_weight},
+               {"kernel_weights", cmd.kernel_weights},
                {"epochs", options.epochs},
                {"min_seconds", cmd.min_seconds},
                {"metrics", metrics}};

@@ -253,6 +253,11 @@ int main(int argc, char** argv) {
                    "Rank-loss pairs weighted by log(slow / fast) (gap) or alike (none)")
       ->default_val("gap");
   train_cost_cmd
+      ->add_option("--kernel-weights", train_cost.kernel_weights,
+                   "tile: each kernel's rank pairs count alike (equal) or by its share of its "
+                   "program's time (program-share), as the per-program APE weighs its picks")
+      ->default_val("equal");
+  train_cost_cmd
       ->add_option("--holdout", train_cost.holdout,
                    "Share each cross-validation fold holds out, in (0, 1): round(1 / holdout) "
                    "folds of the kernels or programs")

@@ -100,6 +100,9 @@ struct Sample {
   const features::KernelGraph* graph = nullptr;
   int64_t group = 0;
   double seconds = 0;
+  // How much its group's rank pairs count in the rank loss (ProgramShareWeights); the same for
+  // every sample of a group.
+  double rank_weight = 1;
 };
 
 struct EpochReport {
@@ -209,6 +212,15 @@ double Mape(std::span<const double> truth_seconds, std::span<const double> predi
 // The median of the same relative errors: MAPE's robust twin, which a few noisy nanosecond kernels
 // do not move.
 double MedianApe(std::span<const double> truth_seconds, std::span<const double> predicted_seconds);
+// Rank-loss weights that mirror the per-program tile APE: per group (kernel), its best time's
+// share of its program's summed best times, times the program's group count, so a program's
+// groups average 1 and each program weighs the same in total. The APE charges a pick by the time
+// it costs the program, so the pairs of a 2 ns kernel beside a 20 ms one count for almost
+// nothing, while a program of small kernels still counts in full. `group`, `seconds` and
+// `program` are parallel; returns one weight per entry.
+std::vector<double> ProgramShareWeights(std::span<const int64_t> group,
+                                        std::span<const double> seconds,
+                                        std::span<const int64_t> program);
 // Kendall's tau-b of two equally long sequences; 0 when either is constant.
 double KendallTau(std::span<const double> a, std::span<const double> b);
 

@@ -119,6 +119,31 @@ std::vector<double> GuardDefaultPick(std::span<const int64_t> group, std::span<c
   return out;
 }
 
+std::vector<double> ProgramShareWeights(std::span<const int64_t> group,
+                                        std::span<const double> seconds,
+                                        std::span<const int64_t> program) {
+  const size_t n = std::min({group.size(), seconds.size(), program.size()});
+  std::map<int64_t, double> best;  // per group
+  std::map<int64_t, int64_t> program_of;
+  for (size_t i = 0; i < n; ++i) {
+    auto [it, fresh] = best.emplace(group[i], seconds[i]);
+    if (!fresh) it->second = std::min(it->second, seconds[i]);
+    program_of.emplace(group[i], program[i]);
+  }
+  std::map<int64_t, double> total;  // per program, its groups' best times summed
+  std::map<int64_t, int64_t> groups;
+  for (const auto& [g, t] : best) {
+    total[program_of[g]] += t;
+    ++groups[program_of[g]];
+  }
+  std::vector<double> out(n, 1.0);
+  for (size_t i = 0; i < n; ++i) {
+    const int64_t p = program_of[group[i]];
+    if (total[p] > 0) out[i] = best[group[i]] / total[p] * static_cast<double>(groups[p]);
+  }
+  return out;
+}
+
 namespace {
 
 // |predicted - truth| / truth per row with a positive truth: what Mape and MedianApe summarise.

@@ -349,13 +349,14 @@ struct LearnedModel::Impl {
           fast.push_back(static_cast<int64_t>(a));
           slow.push_back(static_cast<int64_t>(b));
           // 1 + the gap: close pairs, which decide the top pick, keep their weight.
-          weight.push_back(options.weight_pairs_by_gap
-                               ? 1.0f + static_cast<float>(std::log(sb.seconds / sa.seconds))
-                               : 1.0f);
+          const double gap =
+              options.weight_pairs_by_gap ? 1 + std::log(sb.seconds / sa.seconds) : 1;
+          weight.push_back(static_cast<float>(gap * sa.rank_weight));
         }
       }
     }
-    if (fast.empty()) return {};
+    // No pair, or only pairs of weight 0: nothing to rank (and no 0 / 0).
+    if (std::accumulate(weight.begin(), weight.end(), 0.0) <= 0) return {};
     const torch::Tensor w =
         torch::from_blob(weight.data(), {static_cast<int64_t>(weight.size())}, torch::kFloat32)
             .clone();

@@ -121,11 +121,20 @@ TEST_F(TrainCostModelTest, EvaluatesBothSplitsAndStoresVersions) {
   EXPECT_NE(random.out.find("| random kernels | 3 | 2 | 3 |"), std::string::npos) << random.out;
   EXPECT_EQ(random.out.find("| held-out programs |"), std::string::npos) << random.out;
 
+  // Rank pairs weighted by the kernel's share of its program's time train, evaluate and are
+  // recorded with the checkpoint.
+  Result shares = Cli(train + " --kernel-weights program-share");
+  ASSERT_EQ(shares.exit_code, 0) << shares.err;
+  EXPECT_NE(shares.out.find("| held-out programs | 2 |"), std::string::npos) << shares.out;
+  EXPECT_NE(
+      Latest("cost-model/tile-cpu")->metadata_json.find("\"kernel_weights\":\"program-share\""),
+      std::string::npos);
+
   // --no-eval only trains on everything and stores.
   Result quick = Cli(train + " --no-eval");
   ASSERT_EQ(quick.exit_code, 0) << quick.err;
   EXPECT_EQ(quick.out.find("| random kernels"), std::string::npos) << quick.out;
-  EXPECT_NE(quick.out.find("stored cost-model/tile-cpu version 3"), std::string::npos) << quick.out;
+  EXPECT_NE(quick.out.find("stored cost-model/tile-cpu version 4"), std::string::npos) << quick.out;
   Result both = Cli(train + " --no-eval --no-store");
   EXPECT_EQ(both.exit_code, 1);
   EXPECT_NE(both.err.find("--no-eval trains and stores only"), std::string::npos) << both.err;
@@ -277,6 +286,7 @@ TEST_F(TrainCostModelTest, ClearErrors) {
       {absl::StrCat("--predictions ", Db(), "/missing/p.csv"), "cannot write --predictions"},
       {"--loss nope", "--loss"},
       {"--splits kernels", "--splits kernels: both, random or programs"},
+      {"--kernel-weights time", "--kernel-weights time: equal or program-share"},
   };
   for (const auto& [options, message] : cases) {
     SCOPED_TRACE(options);

@@ -116,6 +116,26 @@ TEST(LearnedGuardDefaultPick, LeavesTheDefaultOnlyForAClearPredictedGain) {
   EXPECT_EQ(none, score);
 }
 
+TEST(LearnedProgramShareWeights, EachKernelByItsBestTimesShareOfItsProgram) {
+  // Program 0: kernel 10 (best 1 ms of two configurations) and kernel 11 (3 ms): shares 1/4 and
+  // 3/4, times two kernels. Program 1: one kernel, weight 1 whatever its time.
+  const std::vector<int64_t> group = {10, 10, 11, 11, 12};
+  const std::vector<double> seconds = {2e-3, 1e-3, 3e-3, 5e-3, 2e-9};
+  const std::vector<int64_t> program = {0, 0, 0, 0, 1};
+  const std::vector<double> w = ProgramShareWeights(group, seconds, program);
+  ASSERT_EQ(w.size(), 5u);
+  EXPECT_DOUBLE_EQ(w[0], 0.5);
+  EXPECT_DOUBLE_EQ(w[1], 0.5);
+  EXPECT_DOUBLE_EQ(w[2], 1.5);
+  EXPECT_DOUBLE_EQ(w[3], 1.5);
+  EXPECT_DOUBLE_EQ(w[4], 1.0);
+  // A 2 ns kernel beside a 20 ms one hardly counts.
+  const std::vector<double> tiny = ProgramShareWeights(
+      std::vector<int64_t>{1, 2}, std::vector<double>{2e-9, 2e-2}, std::vector<int64_t>{7, 7});
+  EXPECT_LT(tiny[0], 1e-6);
+  EXPECT_NEAR(tiny[1], 2.0, 1e-6);
+}
+
 TEST(LearnedMape, FractionOfTheTruth) {
   EXPECT_DOUBLE_EQ(Mape(std::vector<double>{1, 2, 4}, std::vector<double>{1.5, 1, 4}),
                    (0.5 + 0.5 + 0) / 3);

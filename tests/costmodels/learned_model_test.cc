@@ -628,6 +628,28 @@ TEST(LearnedModel, MinPairRatioLeavesCloseRankPairsOut) {
   EXPECT_EQ(LearnedModel::Create(o).status().code(), absl::StatusCode::kInvalidArgument);
 }
 
+// Sample::rank_weight scales a group's rank pairs: two copies of the same kernels with opposite
+// configuration orders cannot both be learned, and the model follows the copy that weighs more.
+TEST(LearnedModel, RankWeightDecidesBetweenConflictingGroups) {
+  const Dataset a = MakeDataset(8, 11, 0);
+  std::vector<Sample> reversed;
+  for (const Sample& s : a.samples) reversed.push_back({s.graph, s.group + 100, 1e-6 / s.seconds});
+  ModelOptions o = SmallOptions(Loss::kRankLogistic);
+  o.epochs = 50;
+  auto tau_on_a = [&](double weight_a, double weight_reversed) {
+    std::vector<Sample> samples;
+    for (Sample s : a.samples) samples.push_back((s.rank_weight = weight_a, s));
+    for (Sample s : reversed) samples.push_back((s.rank_weight = weight_reversed, s));
+    std::unique_ptr<LearnedModel> m = *LearnedModel::Create(o);
+    EXPECT_TRUE(m->Train(samples).ok());
+    absl::StatusOr<std::vector<double>> scores = m->Predict(a.Graphs(), Head::kRelative);
+    EXPECT_TRUE(scores.ok()) << scores.status();
+    return EvaluateRanking(a.Groups(), a.Seconds(), *scores).kendall_tau;
+  };
+  EXPECT_GT(tau_on_a(1, 1e-3), 0.5);
+  EXPECT_LT(tau_on_a(1e-3, 1), -0.5);
+}
+
 // An ensemble's first member is trained exactly as a single network of the same seed; the
 // ensemble predicts the members' mean, so it differs from that network, round-trips through its
 // checkpoint, and a checkpoint claiming more members than it holds does not load.
