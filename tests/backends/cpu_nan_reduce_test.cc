@@ -15,6 +15,7 @@
 #include "gtest/gtest.h"
 #include "ir/evaluator/evaluator.h"
 #include "ir/hlo_parser.h"
+#include "tests/backends/cpu_variants.h"
 
 namespace mltune::backends::cpu {
 namespace {
@@ -122,17 +123,8 @@ TEST_F(CpuNanReduceTest, MaxAndMinReductionsPropagateNaNUnderEveryParameterValue
     EXPECT_TRUE(same.ok()) << what << ": " << same << "\n" << variant->program.source;
   };
   check(compiled->configs, "defaults");
-  const LoweredModule& lowered = compiled->lowered;
-  for (size_t k = 0; k < lowered.kernels.size(); ++k) {
-    const Kernel& kernel = lowered.kernels[k];
-    for (size_t p = 0; p < kernel.params.size(); ++p) {
-      for (size_t v = 1; v < kernel.params[p].choices.size(); ++v) {
-        std::vector<KernelConfig> configs = compiled->configs;
-        configs[k][p] = kernel.params[p].choices[v];
-        check(configs, absl::StrCat("kernel ", kernel.name, " ", kernel.params[p].name, "=",
-                                    kernel.params[p].choices[v]));
-      }
-    }
+  for (const ConfigVariant& v : SingleParameterVariants(compiled->lowered, compiled->configs)) {
+    check(v.configs, v.label);
   }
 }
 

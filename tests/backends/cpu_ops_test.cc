@@ -12,6 +12,7 @@
 #include "backends/cpu/onednn.h"
 #include "gtest/gtest.h"
 #include "ir/hlo_parser.h"
+#include "tests/backends/cpu_variants.h"
 
 namespace mltune::backends::cpu {
 namespace {
@@ -384,23 +385,14 @@ TEST_P(CpuOpsTest, MatchesEvaluatorUnderEveryParameterValue) {
   absl::Status check = CheckAgainstEvaluator(**module, *compiled, 7);
   EXPECT_TRUE(check.ok()) << check << "\n" << compiled->program.source;
   // Every other value of every parameter, one kernel and parameter at a time.
-  const LoweredModule& lowered = compiled->lowered;
-  for (size_t k = 0; k < lowered.kernels.size(); ++k) {
-    const Kernel& kernel = lowered.kernels[k];
-    for (size_t p = 0; p < kernel.params.size(); ++p) {
-      for (size_t v = 1; v < kernel.params[p].choices.size(); ++v) {
-        std::vector<KernelConfig> configs = compiled->configs;
-        configs[k][p] = kernel.params[p].choices[v];
-        absl::StatusOr<CompiledModule> variant = CompileModule(**module, configs);
-        ASSERT_TRUE(variant.ok()) << variant.status();
-        absl::Status s = CheckAgainstEvaluator(**module, *variant, 11);
-        EXPECT_TRUE(s.ok()) << "kernel " << kernel.name << " " << kernel.params[p].name << "="
-                            << kernel.params[p].choices[v] << ": " << s;
-        if (kernel.params[p].name == "impl" && kernel.params[p].choices[v] >= 2) {
-          EXPECT_NE(variant->program.source.find("mt_conv_run("), std::string::npos)
-              << "impl " << kernel.params[p].choices[v] << " did not use oneDNN's primitive";
-        }
-      }
+  for (const ConfigVariant& v : SingleParameterVariants(compiled->lowered, compiled->configs)) {
+    absl::StatusOr<CompiledModule> variant = CompileModule(**module, v.configs);
+    ASSERT_TRUE(variant.ok()) << variant.status();
+    absl::Status s = CheckAgainstEvaluator(**module, *variant, 11);
+    EXPECT_TRUE(s.ok()) << v.label << ": " << s;
+    if (v.param == "impl" && v.value >= 2) {
+      EXPECT_NE(variant->program.source.find("mt_conv_run("), std::string::npos)
+          << "impl " << v.value << " did not use oneDNN's primitive";
     }
   }
 }
