@@ -648,7 +648,7 @@ int RunTrainCostModel(const TrainCostModelCommand& cmd, std::ostream& out, std::
       err << "error: writing --predictions " << cmd.predictions << " failed\n";
       return 1;
     }
-    out << "per-kernel predictions of both splits' test kernels written to " << cmd.predictions
+    out << "per-kernel predictions of the cross-validations' test kernels written to " << cmd.predictions
         << "\n";
   }
   if (cmd.no_store) return 0;
