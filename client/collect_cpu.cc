@@ -67,7 +67,7 @@ std::shared_ptr<CpuModule> LoadCpuModule(const InputFile& f, bool cut_unsupporte
 }
 
 // The kernel's default configuration, then random ones (each parameter a random choice), without
-// repeats; fewer when the kernel has fewer distinct configurations.
+// repeats of one program (cpu::CanonicalConfig); fewer when the kernel has fewer distinct ones.
 std::vector<cpu::KernelConfig> DrawConfigs(const cpu::Kernel& kernel, int64_t count, uint64_t seed,
                                            const std::string& key) {
   std::vector<cpu::KernelConfig> configs = {cpu::DefaultConfig(kernel)};
@@ -79,6 +79,7 @@ std::vector<cpu::KernelConfig> DrawConfigs(const cpu::Kernel& kernel, int64_t co
     for (const cpu::KernelParam& p : kernel.params) {
       c.push_back(p.choices[std::uniform_int_distribution<size_t>(0, p.choices.size() - 1)(rng)]);
     }
+    c = cpu::CanonicalConfig(kernel, std::move(c));
     if (seen.insert(c).second) configs.push_back(std::move(c));
   }
   return configs;

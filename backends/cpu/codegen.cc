@@ -12,6 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "backends/cpu/gemm_shape.h"
 #include "backends/cpu/row_fusion.h"
 
 namespace mltune::backends::cpu {
@@ -261,6 +262,14 @@ class KernelEmitter {
       if (k_.params[i].name == name) return config_[i];
     }
     return 0;
+  }
+  // A GEMM parameter, or its default where the kernel has none (GemmParamsFor left it out:
+  // no choice changes this kernel's code).
+  int64_t GemmParam(std::string_view name) const {
+    for (size_t i = 0; i < k_.params.size(); ++i) {
+      if (k_.params[i].name == name) return config_[i];
+    }
+    return GemmParamDefault(name);
   }
   int64_t Alloc(int64_t bytes) {
     const int64_t off = ws_bytes_;
@@ -1206,12 +1215,15 @@ void KernelEmitter::EmitGemm(const std::string& a, const std::string& b, const s
     Close();
     return;
   }
-  const MicroKernelShape mk = MicroKernel(Param("micro"));
+  const MicroKernelShape mk = MicroKernel(GemmParam("micro"));
   const int64_t mr = mk.rows, nr = 16 * mk.vectors;
-  const int64_t mc = AlignUp(Param("mc"), mr), nc = AlignUp(Param("nc"), nr);
-  const int64_t kc = std::max<int64_t>(1, std::min(Param("kc"), kdim));
-  const int64_t pa = Alloc(AlignUp(std::min(mc, AlignUp(m, mr)), mr) * kc * 4);
-  const int64_t pb = Alloc(AlignUp(std::min(nc, AlignUp(n, nr)), nr) * kc * 4);
+  // Blocks clamped to the matrix: every block at least as large makes the same program, which
+  // GemmParamsFor relies on.
+  const int64_t mc = std::min(AlignUp(GemmParam("mc"), mr), AlignUp(m, mr));
+  const int64_t nc = std::min(AlignUp(GemmParam("nc"), nr), AlignUp(n, nr));
+  const int64_t kc = std::max<int64_t>(1, std::min(GemmParam("kc"), kdim));
+  const int64_t pa = Alloc(mc * kc * 4);
+  const int64_t pb = Alloc(nc * kc * 4);
   Open(absl::StrCat("for (int64_t g = 0; g < ", batch, "; ++g) {"));
   Line(absl::StrCat("mt_gemm<", mr, ", ", mk.vectors, ">(", m, ", ", n, ", ", kdim, ", ", a,
                     " + g*", m * kdim, "LL, ", kdim, ", ", b, " + g*", kdim * n, "LL, ", n, ", ", c,

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
+#include "backends/cpu/gemm_shape.h"
 #include "backends/cpu/onednn.h"
 #include "backends/cpu/row_fusion.h"
 
@@ -265,7 +266,8 @@ std::vector<KernelParam> KindParams(const Kernel& kernel) {
       // they are (strided memory descriptors), 3: the same with oneDNN's preferred (blocked)
       // layouts and reorders around it, as PyTorch does. Which of 2 and 3 wins depends on the
       // shape (measured: blocked layouts win on 3x3 layers, reorders lose on 1x1 ones).
-      // micro: the register tile (MicroKernelShape); mc/kc/nc: the cache blocks.
+      // Then the generated GEMM's register tile and cache blocks, those that can change its
+      // code for this shape (GemmParamsFor).
       std::vector<int64_t> impls = {0};
       if (OneDnnAvailable()) {
         impls.push_back(1);
@@ -274,12 +276,10 @@ std::vector<KernelParam> KindParams(const Kernel& kernel) {
           impls.push_back(3);
         }
       }
-      return {{"impl", impls},
-              {"micro", {0, 1, 2, 3}},
-              {"mc", {96, 48, 192, 384}},
-              {"kc", {256, 128, 384, 512}},
-              {"nc", {1024, 256, 512, 2048, 4096}},
-              {"parallel", {0, 1}}};
+      std::vector<KernelParam> params = {{"impl", impls}};
+      for (KernelParam& p : GemmParamsFor(GemmShapeOf(root))) params.push_back(std::move(p));
+      params.push_back({"parallel", {0, 1}});
+      return params;
     }
   }
   return {};
@@ -380,6 +380,22 @@ const char* KernelKindName(KernelKind kind) {
 KernelConfig DefaultConfig(const Kernel& kernel) {
   KernelConfig config;
   for (const KernelParam& p : kernel.params) config.push_back(p.choices.front());
+  return config;
+}
+
+KernelConfig CanonicalConfig(const Kernel& kernel, KernelConfig config) {
+  if (config.size() != kernel.params.size()) return config;
+  bool library = false;
+  for (size_t i = 0; i < config.size(); ++i) {
+    library |= kernel.params[i].name == "impl" && config[i] != 0;
+  }
+  if (!library) return config;
+  for (size_t i = 0; i < config.size(); ++i) {
+    const std::string& name = kernel.params[i].name;
+    if (name == "parallel" || IsGemmParam(name)) {
+      config[i] = kernel.params[i].choices.front();
+    }
+  }
   return config;
 }
 

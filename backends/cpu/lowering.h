@@ -52,6 +52,12 @@ struct Kernel {
 // A kernel configuration: one value (not index) per KernelParam.
 using KernelConfig = std::vector<int64_t>;
 KernelConfig DefaultConfig(const Kernel& kernel);
+// `config` with the values its `impl` makes irrelevant set to their defaults: a oneDNN call
+// (impl >= 1) picks its own blocking and threads, so the generated GEMM's micro, mc, kc, nc and
+// parallel do not enter its program. Configurations with one canonical form compile to the same
+// program; the tuners and `mltune collect` measure each canonical form once. A config of the
+// wrong length comes back as it is.
+KernelConfig CanonicalConfig(const Kernel& kernel, KernelConfig config);
 
 struct LoweredModule {
   const ir::Module* module = nullptr;

@@ -5,6 +5,7 @@
 #include <limits>
 #include <map>
 #include <numeric>
+#include <set>
 
 #include "absl/strings/str_cat.h"
 
@@ -58,6 +59,9 @@ std::vector<backends::cpu::KernelConfig> CpuTileProblem::Decode(const Candidate&
     const std::vector<int64_t>& choices =
         module_.kernels[static_cast<size_t>(s.kernel)].params[s.param].choices;
     configs[static_cast<size_t>(s.kernel)][s.param] = choices[static_cast<size_t>(candidate[i])];
+  }
+  for (size_t k = 0; k < configs.size(); ++k) {
+    configs[k] = backends::cpu::CanonicalConfig(module_.kernels[k], std::move(configs[k]));
   }
   return configs;
 }
@@ -125,13 +129,19 @@ absl::StatusOr<std::vector<double>> CpuTileProblem::RankSettings(
       }
       c.push_back(choices[static_cast<size_t>(s[p])]);
     }
-    configs.push_back(std::move(c));
+    configs.push_back(backends::cpu::CanonicalConfig(kernel, std::move(c)));
   }
   absl::StatusOr<std::vector<double>> scores = rank_(kernel.id, configs);
   if (!scores.ok()) return scores;
   if (scores->size() != settings.size()) {
     return absl::InternalError(absl::StrCat("the ranker scored ", scores->size(), " of ",
                                             settings.size(), " configurations"));
+  }
+  // A setting compiling to the program of an earlier one would be measured from the cache: rank
+  // it last, so a top-k search measures k different programs.
+  std::set<backends::cpu::KernelConfig> seen;
+  for (size_t i = 0; i < configs.size(); ++i) {
+    if (!seen.insert(configs[i]).second) (*scores)[i] = std::numeric_limits<double>::infinity();
   }
   MarkImplementationMustTries(kernel, settings, *scores);
   return scores;
@@ -156,10 +166,11 @@ void CpuTileProblem::MarkImplementationMustTries(const backends::cpu::Kernel& ke
 }
 
 double CpuTileProblem::KernelSeconds(int32_t kernel, const backends::cpu::KernelConfig& config) {
-  auto key = std::make_pair(kernel, config);
+  auto key = std::make_pair(
+      kernel, backends::cpu::CanonicalConfig(module_.kernels[static_cast<size_t>(kernel)], config));
   auto it = cache_.find(key);
   if (it != cache_.end()) return it->second;
-  absl::StatusOr<double> seconds = measure_(kernel, config);
+  absl::StatusOr<double> seconds = measure_(kernel, key.second);
   double value = std::numeric_limits<double>::infinity();
   if (seconds.ok()) {
     value = *seconds;

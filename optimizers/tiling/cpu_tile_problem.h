@@ -1,8 +1,9 @@
 // Tile search on the CPU backend: every tunable parameter of every kernel (loop blocking,
 // unrolling, vectorization, reduction order, GEMM implementation, register and cache tiles,
 // parallel split) is a position; the score is the sum of the kernels' measured times. Kernels are
-// measured alone, each (kernel, configuration) once, so a step that changes one kernel costs one
-// measurement. The compiler's default configuration is the seed.
+// measured alone, each (kernel, program) once (configurations with one cpu::CanonicalConfig make
+// one program), so a step that changes one kernel costs at most one measurement. The compiler's
+// default configuration is the seed.
 #pragma once
 
 #include <cstdint>
@@ -56,6 +57,7 @@ class CpuTileProblem : public ConfigProblem {
   // implementation (the kernel's `impl` parameter: generated code or a oneDNN call) is marked
   // -infinity, so a top-k search measures every implementation's best guess besides its k best:
   // implementations differ in kind, and a wrong guess between them costs 2-3x on a convolution.
+  // A setting that compiles to the same program as an earlier one scores +infinity.
   absl::StatusOr<std::vector<double>> RankSettings(int64_t part,
                                                    const std::vector<Candidate>& settings) override;
 
@@ -65,6 +67,7 @@ class CpuTileProblem : public ConfigProblem {
   static void MarkImplementationMustTries(const backends::cpu::Kernel& kernel,
                                           const std::vector<Candidate>& settings,
                                           std::vector<double>& scores);
+  // One canonical configuration (cpu::CanonicalConfig) per kernel of the module.
   std::vector<backends::cpu::KernelConfig> Decode(const Candidate& candidate) const;
   // `candidate` with the kernels in `kernels` set back to their default configurations.
   Candidate WithDefaultKernels(Candidate candidate, const std::vector<int32_t>& kernels) const;

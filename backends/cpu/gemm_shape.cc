@@ -1,0 +1,90 @@
+#include "backends/cpu/gemm_shape.h"
+
+#include <algorithm>
+#include <utility>
+
+namespace mltune::backends::cpu {
+
+using ir::Instruction;
+using ir::Opcode;
+
+GemmShape GemmShapeOf(const Instruction& mm) {
+  const std::vector<int64_t>& ld = mm.operand(0)->shape().dimensions();
+  const std::vector<int64_t>& rd = mm.operand(1)->shape().dimensions();
+  GemmShape s;
+  if (mm.opcode() == Opcode::kDot) {
+    const ir::DotDimensionNumbers& dn = *mm.dot_dnums;
+    std::vector<bool> lused(ld.size(), false), rused(rd.size(), false);
+    for (int64_t d : dn.lhs_batch_dimensions) {
+      lused[static_cast<size_t>(d)] = true;
+      s.batch *= ld[static_cast<size_t>(d)];
+    }
+    for (int64_t d : dn.lhs_contracting_dimensions) {
+      lused[static_cast<size_t>(d)] = true;
+      s.k *= ld[static_cast<size_t>(d)];
+    }
+    for (size_t d = 0; d < ld.size(); ++d) {
+      if (!lused[d]) s.m *= ld[d];
+    }
+    for (int64_t d : dn.rhs_batch_dimensions) rused[static_cast<size_t>(d)] = true;
+    for (int64_t d : dn.rhs_contracting_dimensions) rused[static_cast<size_t>(d)] = true;
+    for (size_t d = 0; d < rd.size(); ++d) {
+      if (!rused[d]) s.n *= rd[d];
+    }
+    return s;
+  }
+  const ir::ConvolutionDimensionNumbers& dn = *mm.conv_dnums;
+  const std::vector<int64_t>& od = mm.shape().dimensions();
+  const int64_t groups = std::max<int64_t>(1, mm.feature_group_count);
+  s.batch = groups;
+  s.m = ld[static_cast<size_t>(dn.input_batch_dimension)];
+  for (int64_t d : dn.output_spatial_dimensions) s.m *= od[static_cast<size_t>(d)];
+  s.k = ld[static_cast<size_t>(dn.input_feature_dimension)] / groups;
+  for (int64_t d : dn.kernel_spatial_dimensions) s.k *= rd[static_cast<size_t>(d)];
+  s.n = od[static_cast<size_t>(dn.output_feature_dimension)] / groups;
+  return s;
+}
+
+std::vector<KernelParam> GemmParams() {
+  return {{"micro", {0, 1, 2, 3}},
+          {"mc", {96, 48, 192, 384}},
+          {"kc", {256, 128, 384, 512}},
+          {"nc", {1024, 256, 512, 2048, 4096}}};
+}
+
+int64_t GemmParamDefault(std::string_view name) {
+  for (const KernelParam& p : GemmParams()) {
+    if (p.name == name) return p.choices.front();
+  }
+  return 0;
+}
+
+bool IsGemmParam(std::string_view name) {
+  for (const KernelParam& p : GemmParams()) {
+    if (p.name == name) return true;
+  }
+  return false;
+}
+
+std::vector<KernelParam> GemmParamsFor(const GemmShape& shape) {
+  if (shape.matrix_vector()) return {};
+  std::vector<KernelParam> params;
+  for (KernelParam& p : GemmParams()) {
+    const int64_t extent = p.name == "mc"   ? shape.m
+                           : p.name == "kc" ? shape.k
+                           : p.name == "nc" ? shape.n
+                                            : 0;
+    if (extent > 0) {
+      // Blocks of `extent` or more all make one block; keep the first such choice.
+      bool covered = false;
+      std::erase_if(p.choices, [&](int64_t c) {
+        if (c < extent) return false;
+        return std::exchange(covered, true);
+      });
+    }
+    if (p.choices.size() > 1) params.push_back(std::move(p));
+  }
+  return params;
+}
+
+}  // namespace mltune::backends::cpu

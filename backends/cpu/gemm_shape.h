@@ -1,0 +1,45 @@
+// The matrix products behind a dot or convolution kernel, and the GEMM parameters that can change
+// the code generated for them. The code generator (codegen.cc) and the parameter lists
+// (lowering.cc) both read this, so a choice offered to the tuner always changes the program.
+#pragma once
+
+#include <cstdint>
+#include <string_view>
+#include <vector>
+
+#include "backends/cpu/lowering.h"
+#include "ir/module.h"
+
+namespace mltune::backends::cpu {
+
+// `batch` independent products of an [m, k] by a [k, n] row-major matrix. A dot: batch = its
+// batch dimensions, m / n = the lhs / rhs free dimensions, k = the contracted ones. A
+// convolution through im2col: batch = feature groups, m = images x output positions, k = input
+// channels per group x window positions, n = output channels per group.
+struct GemmShape {
+  int64_t batch = 1;
+  int64_t m = 1;
+  int64_t n = 1;
+  int64_t k = 1;
+  // One row or one column per product: the generated GEMM takes its matrix-vector path, which
+  // has no register tile and no cache blocks.
+  bool matrix_vector() const { return m == 1 || n == 1; }
+};
+GemmShape GemmShapeOf(const ir::Instruction& dot_or_convolution);
+
+// The generated GEMM's parameters with every choice, the default first: `micro` the register
+// tile (MicroKernel), `mc` / `kc` / `nc` the cache blocks of the lhs rows, the contraction and
+// the rhs columns.
+std::vector<KernelParam> GemmParams();
+// The default of GemmParams' parameter `name` (what the generator uses where a kernel has no
+// such parameter because no choice of it changes the code); 0 for another name.
+int64_t GemmParamDefault(std::string_view name);
+// Whether `name` is one of GemmParams' parameters.
+bool IsGemmParam(std::string_view name);
+// GemmParams less what cannot change the code for `shape`: all four on a matrix-vector product;
+// otherwise a cache block at least as large as its dimension covers it in one block, as any
+// larger one does, so of those choices only the first listed stays; a parameter left with one
+// choice goes (that choice is then its default).
+std::vector<KernelParam> GemmParamsFor(const GemmShape& shape);
+
+}  // namespace mltune::backends::cpu
