@@ -33,7 +33,7 @@ double CpuRooflineSeconds(const costmodels::features::KernelGraph& graph) {
 }
 
 double CpuTileSeconds(const costmodels::features::KernelGraph& graph,
-                      const costmodels::features::Configuration& config) {
+                      const costmodels::features::Configuration& config, int threads) {
   double ops = Unlog(graph, kFlops) + Unlog(graph, kTranscendentals);
   const double bytes = Unlog(graph, kBytesIn) + Unlog(graph, kBytesOut);
   double efficiency = 1;
@@ -45,8 +45,8 @@ double CpuTileSeconds(const costmodels::features::KernelGraph& graph,
     efficiency *= std::min(1.0, std::max(1.0, Param(config, "lanes", 8)) / 8);
     if (Param(config, "cache", 1) == 0) ops *= 1.5;
   }
-  const double threads = Param(config, "parallel", 0) != 0 ? 2 : 1;
-  return std::max(ops / (kCpuPeakFlops * efficiency * threads), bytes / kCpuBandwidth);
+  const double cores = Param(config, "parallel", 0) != 0 ? std::max(1, threads) : 1;
+  return std::max(ops / (kCpuPeakFlops * efficiency * cores), bytes / kCpuBandwidth);
 }
 
 }  // namespace mltune::client

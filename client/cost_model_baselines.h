@@ -19,7 +19,10 @@ double CpuRooflineSeconds(const costmodels::features::KernelGraph& graph);
 
 // A configuration-aware CPU kernel model of the same kind, the cpu tile baseline: the roofline
 // with the compute rate scaled by what a compiler writer would assume each parameter buys
-// (cpu_backend.md lists them): `parallel` two cores; GEMMs (a matmul in the kernel) run at 90%
+// (cpu_backend.md lists them): `parallel` the `threads` the kernels were measured with (tuning
+// and `mltune collect` measure with one, KernelTuningMeasureOptions, so there it buys nothing:
+// counting two cores made the roofline prefer a generated GEMM on "two cores" over oneDNN on
+// one, which that measurement never gives); GEMMs (a matmul in the kernel) run at 90%
 // of peak through oneDNN (`impl` >= 1) and 50% as generated code; other kernels at peak
 // vectorized, 1/8 of it with `simd` off, half of it without unrolling (`unroll` u: 0.5 + u / 16),
 // and reductions need 8 partial accumulators (`lanes`) to hide the add latency; `cache` off
@@ -27,6 +30,6 @@ double CpuRooflineSeconds(const costmodels::features::KernelGraph& graph);
 // `order`, `mc`/`kc`/`nc` and `micro` are not modelled), so memory-bound kernels tie, and ties
 // rank the first logged (the default) configuration first.
 double CpuTileSeconds(const costmodels::features::KernelGraph& graph,
-                      const costmodels::features::Configuration& config);
+                      const costmodels::features::Configuration& config, int threads);
 
 }  // namespace mltune::client

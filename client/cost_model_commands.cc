@@ -24,6 +24,7 @@
 #include "costmodels/learned/learned_model.h"
 #include "costmodels/synthetic/synthetic_programs.h"
 #include "nlohmann/json.hpp"
+#include "optimizers/tiling/cpu_tile_problem.h"
 #include "storage/store.h"
 
 namespace mltune::client {
@@ -140,7 +141,8 @@ absl::StatusOr<Data> ReadData(storage::Store& store, const std::string& task,
     } else if (cpu_roofline) {
       row.analytical = CpuRooflineSeconds(row.graph);
     } else if (target == "cpu") {
-      row.analytical = CpuTileSeconds(row.graph, *config);
+      row.analytical =
+          CpuTileSeconds(row.graph, *config, opt::tiling::KernelTuningMeasureOptions().threads);
     }
     data.rows.push_back(std::move(row));
   }
@@ -648,8 +650,8 @@ int RunTrainCostModel(const TrainCostModelCommand& cmd, std::ostream& out, std::
       err << "error: writing --predictions " << cmd.predictions << " failed\n";
       return 1;
     }
-    out << "per-kernel predictions of the cross-validations' test kernels written to " << cmd.predictions
-        << "\n";
+    out << "per-kernel predictions of the cross-validations' test kernels written to "
+        << cmd.predictions << "\n";
   }
   if (cmd.no_store) return 0;
   // The stored model learns from every measurement.
