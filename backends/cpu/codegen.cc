@@ -1281,7 +1281,9 @@ absl::Status KernelEmitter::EmitMatmul() {
     return name;
   };
 
-  int64_t batch = 1, m = 1, n = 1, kdim = 1;
+  // The products' shape, as GemmParamsFor sees it when choosing the parameters offered.
+  const GemmShape shape = GemmShapeOf(*mm);
+  const int64_t batch = shape.batch, m = shape.m, n = shape.n, kdim = shape.k;
   std::string a, b;
   bool direct = false;  // C is the output buffer, in its layout
   if (mm->opcode() == Opcode::kDot) {
@@ -1291,14 +1293,13 @@ absl::Status KernelEmitter::EmitMatmul() {
     for (int64_t d : dn.lhs_batch_dimensions) lorder.push_back(d), lused[d] = true;
     for (int64_t d : dn.lhs_contracting_dimensions) lused[d] = true;
     for (size_t d = 0; d < ld.size(); ++d) {
-      if (!lused[d]) lorder.push_back(static_cast<int64_t>(d)), m *= ld[d];
+      if (!lused[d]) lorder.push_back(static_cast<int64_t>(d));
     }
-    for (int64_t d : dn.lhs_contracting_dimensions) lorder.push_back(d), kdim *= ld[d];
-    for (int64_t d : dn.lhs_batch_dimensions) batch *= ld[static_cast<size_t>(d)];
+    for (int64_t d : dn.lhs_contracting_dimensions) lorder.push_back(d);
     for (int64_t d : dn.rhs_batch_dimensions) rorder.push_back(d), rused[d] = true;
     for (int64_t d : dn.rhs_contracting_dimensions) rorder.push_back(d), rused[d] = true;
     for (size_t d = 0; d < rd.size(); ++d) {
-      if (!rused[d]) rorder.push_back(static_cast<int64_t>(d)), n *= rd[d];
+      if (!rused[d]) rorder.push_back(static_cast<int64_t>(d));
     }
     std::vector<int64_t> lp, rp;
     for (int64_t d : lorder) lp.push_back(ld[static_cast<size_t>(d)]);
@@ -1343,10 +1344,6 @@ absl::Status KernelEmitter::EmitMatmul() {
       ks.push_back(rd[static_cast<size_t>(dn.kernel_spatial_dimensions[d])]);
       xs.push_back(ld[static_cast<size_t>(dn.input_spatial_dimensions[d])]);
     }
-    batch = groups;
-    m = nb * Product(os);
-    kdim = cg * Product(ks);
-    n = og;
     // im2col: A[g][b, o...][c, k...]
     std::vector<int64_t> adims = {groups, nb};
     adims.insert(adims.end(), os.begin(), os.end());

@@ -71,6 +71,22 @@ ENTRY e {
   ROOT d = f32[64,2000] dot(a, b), lhs_contracting_dims={1}, rhs_contracting_dims={0}
 })";
 
+// kWide lowered: its dot kernel `k` of `lowered`.
+class WideDotTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    m = Parse(kWide);
+    ASSERT_NE(m, nullptr);
+    lowered = Lower(*m);
+    ASSERT_TRUE(lowered.ok()) << lowered.status();
+    k = First(*lowered, KernelKind::kDot);
+    ASSERT_NE(k, nullptr);
+  }
+  std::unique_ptr<ir::Module> m;
+  absl::StatusOr<LoweredModule> lowered = absl::UnknownError("not lowered");
+  const Kernel* k = nullptr;
+};
+
 TEST(GemmShapeTest, DotsAndConvolutionsByTheirDimensionNumbers) {
   std::unique_ptr<ir::Module> dot = Parse(R"(
 HloModule m
@@ -144,13 +160,7 @@ ENTRY e {
   EXPECT_EQ(Names(*k), (std::vector<std::string>{"impl", "parallel"}));
 }
 
-TEST(GemmParamsTest, BlocksAsLargeAsTheMatrixGenerateOneProgram) {
-  std::unique_ptr<ir::Module> m = Parse(kWide);
-  ASSERT_NE(m, nullptr);
-  absl::StatusOr<LoweredModule> lowered = Lower(*m);
-  ASSERT_TRUE(lowered.ok()) << lowered.status();
-  const Kernel* k = First(*lowered, KernelKind::kDot);
-  ASSERT_NE(k, nullptr);
+TEST_F(WideDotTest, BlocksAsLargeAsTheMatrixGenerateOneProgram) {
   EXPECT_EQ(Find(k->params, "mc")->choices, (std::vector<int64_t>{96, 48}));
   EXPECT_EQ(Find(k->params, "kc")->choices, (std::vector<int64_t>{256, 128, 384}));
   // The generator accepts only offered values: a copy of the kernel offers every one.
@@ -177,14 +187,8 @@ TEST(GemmParamsTest, BlocksAsLargeAsTheMatrixGenerateOneProgram) {
   EXPECT_FALSE(source({{"micro", 3}}) == source({{"micro", 0}}));
 }
 
-TEST(GemmParamsTest, OneDnnCallsIgnoreTheGeneratedGemmsParameters) {
+TEST_F(WideDotTest, OneDnnCallsIgnoreTheGeneratedGemmsParameters) {
   if (!OneDnnAvailable()) GTEST_SKIP() << "oneDNN is not available";
-  std::unique_ptr<ir::Module> m = Parse(kWide);
-  ASSERT_NE(m, nullptr);
-  absl::StatusOr<LoweredModule> lowered = Lower(*m);
-  ASSERT_TRUE(lowered.ok()) << lowered.status();
-  const Kernel* k = First(*lowered, KernelKind::kDot);
-  ASSERT_NE(k, nullptr);
   const KernelConfig library = With(*k, {{"impl", 1}, {"micro", 3}, {"mc", 48}, {"parallel", 1}});
   const KernelConfig canonical = CanonicalConfig(*k, library);
   EXPECT_EQ(canonical, With(*k, {{"impl", 1}}));
@@ -197,14 +201,8 @@ TEST(GemmParamsTest, OneDnnCallsIgnoreTheGeneratedGemmsParameters) {
   EXPECT_EQ(CanonicalConfig(*k, {1}), (KernelConfig{1}));
 }
 
-TEST(GemmParamsTest, TileProblemMeasuresEachProgramOnceAndRanksRepeatsLast) {
+TEST_F(WideDotTest, TileProblemMeasuresEachProgramOnceAndRanksRepeatsLast) {
   if (!OneDnnAvailable()) GTEST_SKIP() << "oneDNN is not available";
-  std::unique_ptr<ir::Module> m = Parse(kWide);
-  ASSERT_NE(m, nullptr);
-  absl::StatusOr<LoweredModule> lowered = Lower(*m);
-  ASSERT_TRUE(lowered.ok()) << lowered.status();
-  const Kernel* k = First(*lowered, KernelKind::kDot);
-  ASSERT_NE(k, nullptr);
   std::vector<KernelConfig> measured;
   opt::tiling::CpuTileProblem problem(
       *lowered, [&](int32_t, const KernelConfig& c) -> absl::StatusOr<double> {
