@@ -257,20 +257,16 @@ class KernelEmitter {
   const std::string& helpers() const { return helpers_; }
 
  private:
-  int64_t Param(std::string_view name) const {
+  // The configuration's value of parameter `name`, or `absent` where the kernel has none.
+  int64_t Param(std::string_view name, int64_t absent = 0) const {
     for (size_t i = 0; i < k_.params.size(); ++i) {
       if (k_.params[i].name == name) return config_[i];
     }
-    return 0;
+    return absent;
   }
   // A GEMM parameter, or its default where the kernel has none (GemmParamsFor left it out:
   // no choice changes this kernel's code).
-  int64_t GemmParam(std::string_view name) const {
-    for (size_t i = 0; i < k_.params.size(); ++i) {
-      if (k_.params[i].name == name) return config_[i];
-    }
-    return GemmParamDefault(name);
-  }
+  int64_t GemmParam(std::string_view name) const { return Param(name, GemmParamDefault(name)); }
   int64_t Alloc(int64_t bytes) {
     const int64_t off = ws_bytes_;
     ws_bytes_ = AlignUp(ws_bytes_ + std::max<int64_t>(bytes, 1), kAlign);
