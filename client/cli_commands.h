@@ -89,6 +89,7 @@ struct SynthesizeCommand {
   int max_blocks = 4;
   int64_t max_elements = int64_t{1} << 20;
   int64_t max_flops = int64_t{1} << 28;
+  std::vector<std::string> blocks;  // empty: every block (costmodels::synthetic)
 };
 // `mltune synthesize`: random ML-shaped HLO programs (costmodels/synthetic), each verified, as
 // synthetic_<seed>.hlo files: training data for `mltune collect` beyond the corpus.

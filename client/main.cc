@@ -141,6 +141,12 @@ int main(int argc, char** argv) {
   synthesize_cmd
       ->add_option("--max-flops", synthesize.max_flops, "Largest matmul or convolution, in FLOPs")
       ->default_val(int64_t{1} << 28);
+  synthesize_cmd
+      ->add_option("--blocks", synthesize.blocks,
+                   "Comma-separated blocks to build programs from (default: all, matmuls and "
+                   "convolutions weighted up): dense, contraction, convolution, layer-norm, "
+                   "softmax, attention, elementwise, integer, reduce, transpose, slice-concat")
+      ->delimiter(',');
 
   CollectCommand collect;
   auto* collect_cmd = app.add_subcommand(

@@ -18,8 +18,14 @@ int RunSynthesize(const SynthesizeCommand& cmd, std::ostream& out, std::ostream&
     err << "error: --count must be at least 1\n";
     return 1;
   }
-  if (cmd.max_blocks < 1 || cmd.max_elements < 16 || cmd.max_flops < 16) {
-    err << "error: --max-blocks must be >= 1, --max-elements and --max-flops >= 16\n";
+  costmodels::synthetic::SyntheticOptions options;
+  options.max_blocks = cmd.max_blocks;
+  options.max_elements = cmd.max_elements;
+  options.max_flops = cmd.max_flops;
+  options.blocks = cmd.blocks;
+  if (absl::Status s = costmodels::synthetic::ValidateSyntheticOptions(options); !s.ok()) {
+    err << "error: " << s.message()
+        << " (--max-blocks >= 1, --max-elements and --max-flops >= 16, --blocks)\n";
     return 1;
   }
   std::error_code ec;
@@ -28,10 +34,6 @@ int RunSynthesize(const SynthesizeCommand& cmd, std::ostream& out, std::ostream&
     err << "error: cannot create " << cmd.out << ": " << ec.message() << "\n";
     return 1;
   }
-  costmodels::synthetic::SyntheticOptions options;
-  options.max_blocks = cmd.max_blocks;
-  options.max_elements = cmd.max_elements;
-  options.max_flops = cmd.max_flops;
   for (int64_t i = 0; i < cmd.count; ++i) {
     const uint64_t seed = cmd.seed + static_cast<uint64_t>(i);
     const std::string text = costmodels::synthetic::SyntheticProgram(seed, options);

@@ -552,22 +552,77 @@ Value SliceConcat(Builder& b, std::optional<Value> x) {
   }
 }
 
+using Block = Value (*)(Builder&, std::optional<Value>);
+struct NamedBlock {
+  const char* name;
+  Block block;
+  int weight;  // entries in the default mix's draw
+};
+// Matmuls and convolutions are weighted up: they hold most of a real program's time and most of
+// the tile choices, and the corpus has few of them.
+constexpr NamedBlock kBlocks[] = {
+    {"dense", Dense, 2},
+    {"contraction", Contraction, 1},
+    {"convolution", Convolution, 2},
+    {"layer-norm", LayerNorm, 1},
+    {"softmax", SoftmaxBlock, 1},
+    {"attention", Attention, 1},
+    {"elementwise", Elementwise, 2},
+    {"integer", IntegerElementwise, 1},
+    {"reduce", ReduceBlock, 1},
+    {"transpose", TransposeBlock, 1},
+    {"slice-concat", SliceConcat, 1},
+};
+
 }  // namespace
+
+const std::vector<std::string>& SyntheticBlockNames() {
+  static const auto* names = [] {
+    auto* v = new std::vector<std::string>();
+    for (const NamedBlock& b : kBlocks) v->push_back(b.name);
+    return v;
+  }();
+  return *names;
+}
+
+absl::Status ValidateSyntheticOptions(const SyntheticOptions& options) {
+  if (options.min_blocks < 1 || options.max_blocks < options.min_blocks) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("synthetic programs: blocks per program must be ", "1 <= min <= max, got ",
+                     options.min_blocks, "..", options.max_blocks));
+  }
+  if (options.max_elements < 16 || options.max_flops < 16) {
+    return absl::InvalidArgumentError(
+        "synthetic programs: the largest array and matmul must allow at least 16 elements / flops");
+  }
+  for (const std::string& name : options.blocks) {
+    const std::vector<std::string>& known = SyntheticBlockNames();
+    if (std::find(known.begin(), known.end(), name) == known.end()) {
+      return absl::InvalidArgumentError(absl::StrCat("synthetic programs: unknown block '", name,
+                                                     "' (blocks: ", absl::StrJoin(known, ", "),
+                                                     ")"));
+    }
+  }
+  return absl::OkStatus();
+}
 
 std::string SyntheticProgram(uint64_t seed, const SyntheticOptions& options) {
   Builder b(seed, options);
-  using Block = Value (*)(Builder&, std::optional<Value>);
-  // Matmuls and convolutions are weighted up: they hold most of a real program's time and most
-  // of the tile choices, and the corpus has few of them.
-  static const std::vector<Block> kBlocks = {
-      Dense,          Dense,      Contraction, Convolution, Convolution,        LayerNorm,
-      SoftmaxBlock,   Attention,  Elementwise, Elementwise, IntegerElementwise, ReduceBlock,
-      TransposeBlock, SliceConcat};
+  std::vector<Block> draw;  // one entry per unit of weight, of the chosen blocks
+  for (const NamedBlock& nb : kBlocks) {
+    if (!options.blocks.empty() &&
+        std::find(options.blocks.begin(), options.blocks.end(), nb.name) == options.blocks.end()) {
+      continue;
+    }
+    // Among a chosen few, each block counts once: the caller's choice is the weighting.
+    for (int i = 0; i < (options.blocks.empty() ? nb.weight : 1); ++i) draw.push_back(nb.block);
+  }
+  if (draw.empty()) draw.push_back(Elementwise);  // only unknown names: callers validate first
   const int blocks = static_cast<int>(b.Uniform(options.min_blocks, options.max_blocks));
   std::vector<Value> outputs;
   std::optional<Value> x;
   for (int i = 0; i < blocks; ++i) {
-    const Value y = b.Pick(kBlocks)(b, x);
+    const Value y = b.Pick(draw)(b, x);
     // A block that did not build on x leaves x as an output of its own.
     if (x && !b.Used(*x)) outputs.push_back(*x);
     x = y;

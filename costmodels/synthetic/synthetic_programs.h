@@ -10,6 +10,9 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
+
+#include "absl/status/status.h"
 
 namespace mltune::costmodels::synthetic {
 
@@ -22,11 +25,21 @@ struct SyntheticOptions {
   int64_t max_flops = int64_t{1} << 28;     // largest matmul or convolution, 2 * m * n * k
   int min_blocks = 1;
   int max_blocks = 4;
+  // Which blocks programs are made of (SyntheticBlockNames); empty: all of them, matmuls and
+  // convolutions weighted up. Naming a few aims a batch of programs at kernel classes the
+  // measurement log holds too few of (row dots against oneDNN, reductions' lane choices).
+  std::vector<std::string> blocks;
 };
 
+// The block names SyntheticOptions::blocks takes, in the order the generator lists them.
+const std::vector<std::string>& SyntheticBlockNames();
+// InvalidArgument naming the first unknown block and the known ones, or bad sizes / counts.
+absl::Status ValidateSyntheticOptions(const SyntheticOptions& options);
+
 // A random program for `seed` (deterministic: the same seed, the same text) named
-// kModulePrefix + seed. Every program parses, verifies and uses ops the CPU backend lowers: f32
-// math, and s32 / pred index and mask arithmetic converted back to f32.
+// kModulePrefix + seed (options as ValidateSyntheticOptions accepts). Every program parses,
+// verifies and uses ops the CPU backend lowers: f32 math, and s32 / pred index and mask arithmetic
+// converted back to f32.
 std::string SyntheticProgram(uint64_t seed, const SyntheticOptions& options = {});
 
 }  // namespace mltune::costmodels::synthetic

@@ -223,6 +223,10 @@ TEST_F(TrainCostModelTest, SyntheticProgramsAlwaysTrainAndPredictionsListTheReal
   ASSERT_EQ(made.exit_code, 0) << made.err;
   EXPECT_NE(made.out.find("wrote 2 synthetic program(s)"), std::string::npos) << made.out;
   ASSERT_TRUE(std::filesystem::exists(dir_ / "graphs" / "synthetic" / "synthetic_6.hlo"));
+  Result bad = Cli(absl::StrCat("synthesize --out ", synthetic, " --blocks dense,matmul"));
+  EXPECT_EQ(bad.exit_code, 1);
+  EXPECT_NE(bad.err.find("unknown block 'matmul'"), std::string::npos) << bad.err;
+  EXPECT_FALSE(std::filesystem::exists(dir_ / "graphs" / "synthetic" / "synthetic_0.hlo"));
   Result collect = Cli(
       absl::StrCat("collect ", Graphs(), " --db ", Db(), " --task fusion --per-module 2 --seed 3"));
   ASSERT_EQ(collect.exit_code, 0) << collect.err;

@@ -115,6 +115,49 @@ TEST(SyntheticProgramsTest, ProgramsVerifyRespectSizeLimitsAndCoverEveryBlock) {
   }
 }
 
+// Naming blocks aims a batch at kernel classes: contraction-only programs hold dots and the ops
+// that feed them, and no convolution, reduce or transcendental the other blocks bring.
+TEST(SyntheticProgramsTest, ChosenBlocksAreTheOnlyOnesBuilt) {
+  SyntheticOptions options;
+  options.max_elements = 1 << 14;
+  options.max_flops = 1 << 22;
+  options.blocks = {"contraction"};
+  ASSERT_TRUE(ValidateSyntheticOptions(options).ok());
+  std::set<std::string> opcodes;
+  for (uint64_t seed = 0; seed < 40; ++seed) {
+    std::unique_ptr<ir::Module> m = Parse(SyntheticProgram(seed, options));
+    ASSERT_NE(m, nullptr) << "seed " << seed;
+    ASSERT_TRUE(ir::VerifyModule(*m).ok()) << "seed " << seed;
+    for (const ir::Instruction* i : m->entry()->instructions()) {
+      opcodes.insert(std::string(ir::OpcodeName(i->opcode())));
+    }
+  }
+  EXPECT_EQ(opcodes.count("dot"), 1u);
+  for (const char* op : {"convolution", "reduce", "exponential", "tanh", "transpose", "slice"}) {
+    EXPECT_EQ(opcodes.count(op), 0u) << op << " comes from a block that was not chosen";
+  }
+  // The default mix is untouched by the option's existence: no blocks named, all of them drawn.
+  options.blocks = {"reduce", "layer-norm"};
+  EXPECT_NE(SyntheticProgram(3, options), SyntheticProgram(3, SyntheticOptions{}));
+}
+
+TEST(SyntheticProgramsTest, UnknownBlocksAndBadSizesAreRejected) {
+  SyntheticOptions options;
+  options.blocks = {"dense", "matmul"};
+  const absl::Status s = ValidateSyntheticOptions(options);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(s.message().find("unknown block 'matmul'"), std::string::npos) << s;
+  EXPECT_NE(s.message().find("contraction"), std::string::npos) << "lists the known blocks: " << s;
+  options.blocks = {};
+  options.max_blocks = 0;
+  EXPECT_FALSE(ValidateSyntheticOptions(options).ok());
+  options.max_blocks = 4;
+  options.max_elements = 4;
+  EXPECT_FALSE(ValidateSyntheticOptions(options).ok());
+  EXPECT_TRUE(ValidateSyntheticOptions(SyntheticOptions{}).ok());
+  EXPECT_EQ(SyntheticBlockNames().size(), 11u);
+}
+
 TEST(SyntheticProgramsTest, CpuBackendLowersEveryProgram) {
   for (uint64_t seed = 0; seed < 60; ++seed) {
     std::unique_ptr<ir::Module> m = Parse(SyntheticProgram(seed));
