@@ -13,6 +13,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "costmodels/learned/learned_model.h"
+#include "costmodels/synthetic/synthetic_programs.h"
 #include "storage/store.h"
 #include "tests/support/cli_store_fixture.h"
 
@@ -227,6 +228,11 @@ TEST_F(TrainCostModelTest, SyntheticProgramsAlwaysTrainAndPredictionsListTheReal
   EXPECT_EQ(bad.exit_code, 1);
   EXPECT_NE(bad.err.find("unknown block 'matmul'"), std::string::npos) << bad.err;
   EXPECT_FALSE(std::filesystem::exists(dir_ / "graphs" / "synthetic" / "synthetic_0.hlo"));
+  // --help lists the blocks by hand: every one the generator knows.
+  Result help = Cli("synthesize --help");
+  for (const std::string& block : costmodels::synthetic::SyntheticBlockNames()) {
+    EXPECT_NE(help.out.find(block), std::string::npos) << block << " missing from --help";
+  }
   Result collect = Cli(
       absl::StrCat("collect ", Graphs(), " --db ", Db(), " --task fusion --per-module 2 --seed 3"));
   ASSERT_EQ(collect.exit_code, 0) << collect.err;
