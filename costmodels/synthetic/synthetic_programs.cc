@@ -588,15 +588,15 @@ const std::vector<std::string>& SyntheticBlockNames() {
 absl::Status ValidateSyntheticOptions(const SyntheticOptions& options) {
   if (options.min_blocks < 1 || options.max_blocks < options.min_blocks) {
     return absl::InvalidArgumentError(
-        absl::StrCat("synthetic programs: blocks per program must be ", "1 <= min <= max, got ",
+        absl::StrCat("synthetic programs: blocks per program must be 1 <= min <= max, got ",
                      options.min_blocks, "..", options.max_blocks));
   }
   if (options.max_elements < 16 || options.max_flops < 16) {
     return absl::InvalidArgumentError(
         "synthetic programs: the largest array and matmul must allow at least 16 elements / flops");
   }
+  const std::vector<std::string>& known = SyntheticBlockNames();
   for (const std::string& name : options.blocks) {
-    const std::vector<std::string>& known = SyntheticBlockNames();
     if (std::find(known.begin(), known.end(), name) == known.end()) {
       return absl::InvalidArgumentError(absl::StrCat("synthetic programs: unknown block '", name,
                                                      "' (blocks: ", absl::StrJoin(known, ", "),
