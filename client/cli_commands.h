@@ -179,9 +179,10 @@ struct TrainCostModelCommand {
   // tile: how much each kernel's rank pairs count: "equal", or "program-share", its share of its
   // program's time (learned::ProgramShareWeights), as the per-program APE weighs its picks.
   std::string kernel_weights = "equal";
-  double min_pair_ratio = 1.0;  // rank pairs closer than this factor are not ranked
-  double mape_weight = 0;       // the absolute loss's relative-error term
-  int ensemble = 3;             // networks trained and averaged
+  double min_pair_ratio = 1.0;      // rank pairs closer than this factor are not ranked
+  double listwise_temperature = 0;  // > 0: a listwise rank term (ModelOptions), 0: pairwise
+  double mape_weight = 0;           // the absolute loss's relative-error term
+  int ensemble = 3;                 // networks trained and averaged
   // Times each kernel of a real (not synthetic) program counts in training: the evaluation is on
   // real programs, and synthetic ones outnumber them.
   int real_weight = 1;

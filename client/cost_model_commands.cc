@@ -560,6 +560,12 @@ int RunTrainCostModel(const TrainCostModelCommand& cmd, std::ostream& out, std::
            "mse-log\n";
     return 1;
   }
+  if (cmd.listwise_temperature > 0 &&
+      (*loss == learned::Loss::kMseLog || *loss == learned::Loss::kRankHinge)) {
+    err << "error: --listwise-temperature replaces a logistic rank term; --loss " << loss_name
+        << " has none (use both or rank-logistic)\n";
+    return 1;
+  }
   std::unique_ptr<std::ofstream> predictions;
   if (!cmd.predictions.empty()) {
     predictions = std::make_unique<std::ofstream>(cmd.predictions);
@@ -628,6 +634,7 @@ int RunTrainCostModel(const TrainCostModelCommand& cmd, std::ostream& out, std::
   options.relative_error_weight = mape_weight;
   options.weight_pairs_by_gap = cmd.pair_weights == "gap";
   options.min_pair_ratio = cmd.min_pair_ratio;
+  options.listwise_temperature = cmd.listwise_temperature;
   options.ensemble = cmd.ensemble;
   options.epochs = cmd.epochs;
   options.seed = cmd.seed;
@@ -676,6 +683,7 @@ int RunTrainCostModel(const TrainCostModelCommand& cmd, std::ostream& out, std::
                {"absolute_head", absolute_head},
                {"transformer_layers", cmd.transformer_layers},
                {"mape_weight", mape_weight},
+               {"listwise_temperature", cmd.listwise_temperature},
                {"real_weight", cmd.real_weight},
                {"kernel_weights", cmd.kernel_weights},
                {"epochs", options.epochs},

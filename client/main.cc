@@ -255,6 +255,12 @@ int main(int argc, char** argv) {
       ->default_val(1.0)
       ->check(CLI::Range(1.0, 100.0));
   train_cost_cmd
+      ->add_option("--listwise-temperature", train_cost.listwise_temperature,
+                   "> 0: the rank term is listwise, each kernel's configurations against "
+                   "softmax(-log(seconds) / T); 0: pairwise")
+      ->default_val(0.0)
+      ->check(CLI::Range(0.0, 100.0));
+  train_cost_cmd
       ->add_option("--pair-weights", train_cost.pair_weights,
                    "Rank-loss pairs weighted by log(slow / fast) (gap) or alike (none)")
       ->default_val("gap");

@@ -82,6 +82,14 @@ struct ModelOptions {
   // within the timer's noise (two configurations of a kernel at the call floor), and fitting it
   // teaches preferences that carry over to kernels where they are wrong. 1 ranks every pair.
   double min_pair_ratio = 1.0;
+  // > 0: the rank term is listwise instead of pairwise (ListNet with a temperature): per group,
+  // the cross-entropy between softmax(-score) over its configurations and the target
+  // softmax(-log(seconds) / listwise_temperature). Pairwise losses spend their gradient ordering
+  // slow configurations among themselves; the target puts nearly all its mass on configurations
+  // within a few temperatures (in log seconds) of the group's fastest, which is what the top pick
+  // needs, and treats times closer than that as near-ties (timer noise). 0: pairwise.
+  // min_pair_ratio and weight_pairs_by_gap apply to pairs only; rank_weight weighs each group.
+  double listwise_temperature = 0;
   // LibTorch intra-op threads, set process-wide on creation (as optimizers/rl does): 1 keeps
   // results reproducible and leaves the daemon's other job threads their cores.
   int threads = 1;

@@ -336,9 +336,50 @@ struct LearnedModel::Impl {
     return batches;
   }
 
-  // Mean pairwise rank loss over the batch's within-group pairs (fast, slow); undefined if none.
+  // The rank term of one batch: listwise or pairwise (ModelOptions::listwise_temperature).
   torch::Tensor RankLoss(const torch::Tensor& scores, const std::vector<Sample>& samples,
                          const std::vector<size_t>& rows) const {
+    return options.listwise_temperature > 0 ? ListwiseLoss(scores, samples, rows)
+                                            : PairwiseLoss(scores, samples, rows);
+  }
+
+  // Per group in the batch (a group cut by the batch boundary counts its part), the KL divergence
+  // from the target distribution softmax(-log(seconds) / T) to softmax(-score), weighted by the
+  // group's rank_weight and averaged; undefined if no group has two samples. KL rather than the
+  // cross-entropy: the same gradient, and 0 at a perfect fit, so the reported loss reads as a fit.
+  torch::Tensor ListwiseLoss(const torch::Tensor& scores, const std::vector<Sample>& samples,
+                             const std::vector<size_t>& rows) const {
+    std::map<int64_t, std::vector<int64_t>> groups;  // group -> positions in the batch
+    for (size_t a = 0; a < rows.size(); ++a) {
+      groups[samples[rows[a]].group].push_back(static_cast<int64_t>(a));
+    }
+    torch::Tensor total = torch::zeros({});
+    double weight_sum = 0;
+    for (const auto& [id, positions] : groups) {
+      const double weight = samples[rows[positions[0]]].rank_weight;
+      if (positions.size() < 2 || weight <= 0) continue;
+      std::vector<float> logits;
+      for (int64_t a : positions) {
+        logits.push_back(
+            static_cast<float>(-std::log(samples[rows[a]].seconds) / options.listwise_temperature));
+      }
+      const torch::Tensor target_log = torch::log_softmax(
+          torch::from_blob(logits.data(), {static_cast<int64_t>(logits.size())}, torch::kFloat32)
+              .clone(),
+          0);
+      std::vector<int64_t> index = positions;
+      const torch::Tensor predicted_log =
+          torch::log_softmax(-scores.index_select(0, LongTensor(index)), 0);
+      total = total + weight * (target_log.exp() * (target_log - predicted_log)).sum();
+      weight_sum += weight;
+    }
+    if (weight_sum <= 0) return {};
+    return total / weight_sum;
+  }
+
+  // Mean pairwise rank loss over the batch's within-group pairs (fast, slow); undefined if none.
+  torch::Tensor PairwiseLoss(const torch::Tensor& scores, const std::vector<Sample>& samples,
+                             const std::vector<size_t>& rows) const {
     std::vector<int64_t> fast, slow;
     std::vector<float> weight;
     for (size_t a = 0; a < rows.size(); ++a) {
@@ -522,6 +563,7 @@ struct LearnedModel::Impl {
     j["rank_hinge"] = options.rank_hinge;
     j["weight_pairs_by_gap"] = options.weight_pairs_by_gap;
     j["min_pair_ratio"] = options.min_pair_ratio;
+    j["listwise_temperature"] = options.listwise_temperature;
     j["relative_error_weight"] = options.relative_error_weight;
     j["threads"] = options.threads;
     j["ensemble"] = options.ensemble;
@@ -691,6 +733,7 @@ absl::StatusOr<std::unique_ptr<LearnedModel>> LearnedModel::Load(std::string_vie
     o.rank_hinge = j.at("rank_hinge").get<bool>();
     o.weight_pairs_by_gap = j.value("weight_pairs_by_gap", false);  // absent before it existed
     o.min_pair_ratio = j.value("min_pair_ratio", 1.0);
+    o.listwise_temperature = j.value("listwise_temperature", 0.0);  // absent before it existed
     o.relative_error_weight = j.value("relative_error_weight", 0.0);
     o.threads = j.at("threads").get<int>();
     o.ensemble = j.value("ensemble", 1);

@@ -78,6 +78,15 @@ absl::Status ValidateOptions(const ModelOptions& o) {
   if (!(o.min_pair_ratio >= 1) || !std::isfinite(o.min_pair_ratio)) {
     return bad("min_pair_ratio", o.min_pair_ratio);
   }
+  if (!(o.listwise_temperature >= 0) || !std::isfinite(o.listwise_temperature)) {
+    return bad("listwise_temperature", o.listwise_temperature);
+  }
+  if (o.listwise_temperature > 0 && (o.loss == Loss::kMseLog || o.loss == Loss::kRankHinge ||
+                                     (o.loss == Loss::kBoth && o.rank_hinge))) {
+    return absl::InvalidArgumentError(
+        "ModelOptions: listwise_temperature needs a logistic rank term (rank-logistic, or both "
+        "without rank_hinge)");
+  }
   if (!(o.relative_error_weight >= 0) || !std::isfinite(o.relative_error_weight)) {
     return bad("relative_error_weight", o.relative_error_weight);
   }
