@@ -44,8 +44,11 @@ struct Batch {
   int64_t max_nodes = 0;
 };
 
-torch::Tensor LongTensor(std::vector<int64_t>& v) {
-  return torch::from_blob(v.data(), {static_cast<int64_t>(v.size())}, torch::kInt64).clone();
+// from_blob wants a mutable pointer; the clone copies before anything could write.
+torch::Tensor LongTensor(const std::vector<int64_t>& v) {
+  return torch::from_blob(const_cast<int64_t*>(v.data()), {static_cast<int64_t>(v.size())},
+                          torch::kInt64)
+      .clone();
 }
 
 Batch MakeBatch(const std::vector<const KernelGraph*>& graphs, const ModelOptions& o) {
@@ -367,9 +370,8 @@ struct LearnedModel::Impl {
           torch::from_blob(logits.data(), {static_cast<int64_t>(logits.size())}, torch::kFloat32)
               .clone(),
           0);
-      std::vector<int64_t> index = positions;
       const torch::Tensor predicted_log =
-          torch::log_softmax(-scores.index_select(0, LongTensor(index)), 0);
+          torch::log_softmax(-scores.index_select(0, LongTensor(positions)), 0);
       total = total + weight * (target_log.exp() * (target_log - predicted_log)).sum();
       weight_sum += weight;
     }
