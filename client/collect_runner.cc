@@ -9,6 +9,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "costmodels/features/kernel_graph.h"
 
 namespace mltune::client {
 namespace {
@@ -63,6 +64,31 @@ int RunCollectPlan(const CollectCommand& cmd, CollectPlan& plan, storage::Store&
 
   const int rounds = std::max(1, plan.rounds);
   auto time_is_up = [&] { return cmd.seconds > 0 && elapsed() >= cmd.seconds; };
+  auto put_graph = [&](const KernelPlan& k) -> bool {
+    absl::StatusOr<bool> put =
+        store.PutKernelGraph(k.graph, costmodels::features::IsCurrentKernelGraph);
+    if (!put.ok()) {
+      err << "error: " << put.status().message() << "\n";
+      return false;
+    }
+    graphs += *put ? 1 : 0;
+    return true;
+  };
+  auto is_logged = [&](const KernelPlan& k, const Trial& trial) {
+    return done.count(plan.once_per_kernel
+                          ? k.graph.kernel_key
+                          : absl::StrCat(k.graph.kernel_key, "\n", trial.configuration)) != 0;
+  };
+  // First the kernels logged before: a stored graph this build cannot read (an older feature
+  // set) is replaced, so a rerun over the same files refreshes a store after a feature change
+  // without measuring again, whatever the time limit leaves of the run.
+  for (const KernelPlan& k : plan.kernels) {
+    if (std::any_of(k.trials.begin(), k.trials.end(),
+                    [&](const Trial& t) { return is_logged(k, t); }) &&
+        !put_graph(k)) {
+      return 1;
+    }
+  }
   for (KernelPlan& k : plan.kernels) {
     if (out_of_time) break;
     // Round one: every trial the log lacks. `taken` holds the indices that measured, `best`
@@ -85,12 +111,7 @@ int RunCollectPlan(const CollectCommand& cmd, CollectPlan& plan, storage::Store&
       }
       // The graph goes in before its first measurement, so every logged row has one.
       if (!graph_stored) {
-        absl::StatusOr<bool> put = store.PutKernelGraph(k.graph);
-        if (!put.ok()) {
-          err << "error: " << put.status().message() << "\n";
-          return 1;
-        }
-        graphs += *put ? 1 : 0;
+        if (!put_graph(k)) return 1;
         graph_stored = true;
       }
       absl::StatusOr<Measured> m = trial.measure();
@@ -159,8 +180,8 @@ int RunCollectPlan(const CollectCommand& cmd, CollectPlan& plan, storage::Store&
   out << "collected " << measured << " measurement(s)"
       << (rounds > 1 ? absl::StrCat(" (each the fastest of ", rounds, " rounds)") : "") << " of "
       << kernels_done << "/" << total << " kernel(s) from " << plan.modules << " module(s) into "
-      << cmd.db << "; " << graphs << " new kernel graph(s), " << skipped << " already logged, "
-      << failed << " failed"
+      << cmd.db << "; " << graphs << " new or refreshed kernel graph(s), " << skipped
+      << " already logged, " << failed << " failed"
       << (plan.rejected > 0 ? absl::StrCat(", ", plan.rejected, " invalid configuration(s) drawn")
                             : "")
       << (out_of_time

@@ -113,7 +113,9 @@ absl::StatusOr<Data> ReadData(storage::Store& store, const std::string& task,
               (*rec)->module.starts_with(costmodels::synthetic::kModulePrefix));
         } else {
           err << "warning: kernel " << m.graph_key.substr(0, 12)
-              << ": stored graph unreadable: " << kg.status().message() << "\n";
+              << ": stored graph unreadable: " << kg.status().message()
+              << " (mltune collect over the same files with the same --task and --target "
+                 "refreshes graphs of an older feature set without measuring again)\n";
         }
       }
       g = graphs.emplace(m.graph_key, std::move(parsed)).first;
@@ -560,8 +562,9 @@ int RunTrainCostModel(const TrainCostModelCommand& cmd, std::ostream& out, std::
            "mse-log\n";
     return 1;
   }
+  // The CLI never sets rank_hinge, so `both` keeps its logistic term.
   if (cmd.listwise_temperature > 0 &&
-      (*loss == learned::Loss::kMseLog || *loss == learned::Loss::kRankHinge)) {
+      !learned::HasLogisticRankTerm(*loss, learned::ModelOptions{}.rank_hinge)) {
     err << "error: --listwise-temperature replaces a logistic rank term; --loss " << loss_name
         << " has none (use both or rank-logistic)\n";
     return 1;

@@ -8,6 +8,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "costmodels/features/kernel_graph.h"
 #include "daemon/sim_workers.h"
 #include "daemon/version.h"
 
@@ -378,10 +379,11 @@ std::optional<storage::JobState> JobScheduler::RunTask(int worker,
     batch.push_back(std::move(m));
     if (batch.size() >= kMeasurementBatch) flush();
   };
-  // One row per distinct kernel, written at once (insert-or-ignore): graphs are few.
+  // One row per distinct kernel, written at once (insert-or-ignore, or in place of a graph of
+  // an older feature set): graphs are few.
   request.record_kernel_graph = [&](storage::KernelGraphRecord g) {
     if (!log_status.ok()) return;
-    log_status = store_.PutKernelGraph(g).status();
+    log_status = store_.PutKernelGraph(g, costmodels::features::IsCurrentKernelGraph).status();
   };
 
   const double task_share = 1.0 / static_cast<double>(spec.tasks.size());

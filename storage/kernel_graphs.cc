@@ -10,7 +10,8 @@
 
 namespace mltune::storage {
 
-absl::StatusOr<bool> Store::PutKernelGraph(const KernelGraphRecord& record) {
+absl::StatusOr<bool> Store::PutKernelGraph(const KernelGraphRecord& record,
+                                           const GraphCheck& is_current) {
   const std::string what = absl::StrCat("PutKernelGraph(", record.kernel_key, ")");
   if (record.kernel_key.empty()) {
     return absl::InvalidArgumentError("PutKernelGraph: kernel_key is empty");
@@ -35,6 +36,26 @@ absl::StatusOr<bool> Store::PutKernelGraph(const KernelGraphRecord& record) {
     absl::StatusOr<std::string> changes = db.QueryText("SELECT changes()");
     if (!changes.ok()) return changes.status();
     inserted = *changes != "0";
+    if (inserted || !is_current) return absl::OkStatus();
+    // In the same transaction, so no writer sees the stale graph between the check and update.
+    std::string stored;
+    {
+      absl::StatusOr<Statement> select =
+          db.Prepare("SELECT graph FROM kernel_graphs WHERE kernel_key = ?1");
+      if (!select.ok()) return select.status();
+      select->BindText(1, record.kernel_key);
+      absl::StatusOr<bool> row = select->Step();
+      if (!row.ok()) return row.status();
+      if (!*row) return absl::OkStatus();
+      stored = select->ColumnBlob(0);
+    }  // the read is finished before the row is updated
+    if (is_current(stored)) return absl::OkStatus();
+    absl::StatusOr<Statement> update =
+        db.Prepare("UPDATE kernel_graphs SET graph = ?2 WHERE kernel_key = ?1");
+    if (!update.ok()) return update.status();
+    absl::Status s2 = update->BindText(1, record.kernel_key).BindBlob(2, record.graph).Run();
+    if (!s2.ok()) return s2;
+    inserted = true;
     return absl::OkStatus();
   });
   if (!status.ok()) return status;

@@ -210,8 +210,12 @@ class Store {
 
   // --- Kernel graphs (the learned cost model's inputs).
   // Insert-or-ignore: returns true when stored, false when the key was already there (the
-  // stored graph stays).
-  absl::StatusOr<bool> PutKernelGraph(const KernelGraphRecord& record);
+  // stored graph stays). With `is_current`, a stored graph it rejects (one written by an older
+  // feature set, which this build cannot read) is replaced by `record.graph`, keeping its origin,
+  // and true is returned: so stores outlive feature changes without a new measurement.
+  using GraphCheck = std::function<bool(const std::string& stored_graph)>;
+  absl::StatusOr<bool> PutKernelGraph(const KernelGraphRecord& record,
+                                      const GraphCheck& is_current = nullptr);
   absl::StatusOr<std::optional<KernelGraphRecord>> GetKernelGraph(const std::string& kernel_key);
   absl::StatusOr<int64_t> CountKernelGraphs();
 

@@ -13,6 +13,13 @@
 //         nc (backends/cpu/lowering.cc); tpu-sim tile_m, tile_n, tile_k, double_buffer
 //         (optimizers/tiling). A slot holds 1 + the value (sizes: 1 + log2(1 + value)) and 0
 //         when the kernel has no such parameter, so a parameter at 0 differs from an absent one.
+//   30    the innermost reduced extent n of the kernel's largest reduce (the row its partial
+//         accumulators fold), log; 0 without a reduce
+//   31-32 the configuration applied to that row (set with the configuration): full steps of
+//         `lanes` accumulators, log2(1 + floor(n / lanes)), and the scalar tail's share,
+//         (n mod lanes) / n. 0 without `lanes`.
+// Slots 30-32 were appended after models had been trained on 0-29: a model uses the leading
+// slots it was trained with (costmodels/learned), so new slots go at the end.
 #include <algorithm>
 #include <cmath>
 #include <iterator>
@@ -28,6 +35,9 @@ namespace mltune::costmodels::features {
 namespace {
 
 constexpr int kConfigBase = 14;
+constexpr int kReducedRow = 30;
+constexpr int kLaneSteps = 31;
+constexpr int kLaneTail = 32;
 
 struct ParamSlot {
   const char* name;
@@ -39,8 +49,44 @@ constexpr ParamSlot kParams[] = {
     {"micro", false}, {"mc", true},     {"kc", true},     {"nc", true},
     {"tile_m", true}, {"tile_n", true}, {"tile_k", true}, {"double_buffer", false},
 };
-static_assert(kConfigBase + static_cast<int>(std::size(kParams)) == kKernelFeatures,
-              "kKernelFeatures = static figures + one slot per configuration parameter");
+static_assert(kConfigBase + static_cast<int>(std::size(kParams)) == kReducedRow,
+              "static figures, then one slot per configuration parameter, then slot 30");
+static_assert(kLaneTail + 1 == kKernelFeatures, "the lane slots are the last ones");
+
+// The innermost reduced dimension's extent of the reduce with the largest operand: where a
+// reduction's `lanes` accumulators fold (backends/cpu/codegen.cc), so how many full vector steps
+// and how long a scalar tail a lane count leaves. 0 without a reduce.
+int64_t ReducedRow(const KernelView& view) {
+  int64_t row = 0;
+  double largest = -1;
+  for (const ir::Instruction* instr : view.instrs) {
+    if (instr == nullptr || instr->opcode() != ir::Opcode::kReduce || instr->operand_count() == 0 ||
+        instr->dimensions.empty()) {
+      continue;
+    }
+    const ir::Shape& in = instr->operand(0)->shape();
+    if (!in.IsArray()) continue;
+    const int64_t innermost = *std::max_element(instr->dimensions.begin(), instr->dimensions.end());
+    if (innermost < 0 || innermost >= in.rank()) continue;
+    if (const double elements = static_cast<double>(in.ElementCount()); elements > largest) {
+      largest = elements;
+      row = in.dimensions(innermost);
+    }
+  }
+  return row;
+}
+
+// Slots 31-32 from the stored row (slot 30) and the configuration's `lanes`.
+void SetLaneFeatures(int64_t lanes, KernelGraph* graph) {
+  std::vector<float>& k = graph->kernel_features;
+  // Slot 30 holds log2(1 + n); the rounding undoes the float's error (exact to n ~ 1e5, and
+  // beyond that the tail's share is under lanes / n either way).
+  const double n = std::round(std::exp2(static_cast<double>(k[kReducedRow])) - 1);
+  if (lanes <= 0 || n < 1) return;
+  const double steps = std::floor(n / static_cast<double>(lanes));
+  k[kLaneSteps] = Log2p(steps);
+  k[kLaneTail] = static_cast<float>((n - steps * static_cast<double>(lanes)) / n);
+}
 
 void FillKernelFeatures(const KernelView& view, float* out) {
   double flops = 0, transcendentals = 0, in_bytes = 0, out_bytes = 0, space = 0;
@@ -155,7 +201,9 @@ absl::Status SetConfiguration(const Configuration& config, KernelGraph* graph) {
         absl::StrCat("kernel features: ", graph->kernel_features.size(), " kernel features, not ",
                      kKernelFeatures));
   }
-  std::fill(graph->kernel_features.begin() + kConfigBase, graph->kernel_features.end(), 0.0f);
+  std::fill(graph->kernel_features.begin() + kConfigBase,
+            graph->kernel_features.begin() + kReducedRow, 0.0f);
+  std::fill(graph->kernel_features.begin() + kLaneSteps, graph->kernel_features.end(), 0.0f);
   for (const auto& [name, value] : config) {
     const int slot = ConfigSlot(name);
     if (slot < 0) {
@@ -166,6 +214,7 @@ absl::Status SetConfiguration(const Configuration& config, KernelGraph* graph) {
     const ParamSlot& p = kParams[slot - kConfigBase];
     graph->kernel_features[static_cast<size_t>(slot)] =
         1.0f + (p.size ? Log2p(static_cast<double>(value)) : static_cast<float>(value));
+    if (std::string_view(p.name) == "lanes") SetLaneFeatures(value, graph);
   }
   return absl::OkStatus();
 }
@@ -207,6 +256,7 @@ absl::StatusOr<KernelGraph> BuildKernelGraph(const OpGraph& graph, const ir::Mod
   }
   g.kernel_features.assign(kKernelFeatures, 0.0f);
   FillKernelFeatures(*view, g.kernel_features.data());
+  g.kernel_features[kReducedRow] = Log2p(static_cast<double>(ReducedRow(*view)));
   if (absl::Status s = SetConfiguration(config, &g); !s.ok()) return s;
   return g;
 }

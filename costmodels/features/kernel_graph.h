@@ -18,9 +18,11 @@
 namespace mltune::costmodels::features {
 
 // Per-node scalar features (see node_features.cc for the list and their scaling).
-inline constexpr int kNodeFeatures = 32;
-// Kernel-level features: static figures, then the configuration (see kernel_features.cc).
-inline constexpr int kKernelFeatures = 30;
+// Append-only: a model trained on fewer features uses the leading ones.
+inline constexpr int kNodeFeatures = 35;
+// Kernel-level features: static figures, the configuration, then the configuration applied to
+// the kernel's reduced row (see kernel_features.cc). Append-only, as kNodeFeatures.
+inline constexpr int kKernelFeatures = 33;
 
 struct KernelGraph {
   std::vector<int32_t> opcodes;        // per node: OpcodeId(); 0 = unknown opcode
@@ -76,5 +78,8 @@ absl::StatusOr<std::string> KernelKey(const OpGraph& graph, const ir::Module& mo
 // values) and returns InvalidArgument for malformed bytes.
 std::string SerializeKernelGraph(const KernelGraph& graph);
 absl::StatusOr<KernelGraph> ParseKernelGraph(std::string_view bytes);
+// Whether this build reads `bytes` (ParseKernelGraph succeeds): a stored graph of an older
+// feature set is not, and storage::Store::PutKernelGraph replaces it given this check.
+bool IsCurrentKernelGraph(const std::string& bytes);
 
 }  // namespace mltune::costmodels::features

@@ -24,6 +24,9 @@
 //         access
 //   30    elementwise-like (cheap, fusible)
 //   31    log2 of the feature groups (convolution; 0 for one group)
+//   32-34 what a reduce or reduce-window folds with (its reducer's root): 32 a compare
+//         (maximum, minimum: on floats the CPU backend carries NaN flags beside each
+//         accumulator), 33 arithmetic (add, multiply, ...), 34 logical or bitwise (and, or, xor)
 #include <algorithm>
 #include <cmath>
 
@@ -43,6 +46,33 @@ bool DefaultLayout(const ir::Shape& shape) {
     if (m2m[i] != static_cast<int64_t>(m2m.size() - 1 - i)) return false;
   }
   return true;
+}
+
+// The reducer's kind decides its code: a compare fold does not vectorize as an add does, and on
+// floats the CPU backend keeps a NaN flag per accumulator. Appended slots (32-34), so the
+// features before them keep their meaning for models trained without them.
+void FillReducerKind(const ir::Instruction& instr, float* out) {
+  const ir::Computation* reducer = instr.to_apply();
+  if (reducer == nullptr || reducer->root() == nullptr) return;
+  switch (reducer->root()->opcode()) {
+    case ir::Opcode::kMaximum:
+    case ir::Opcode::kMinimum:
+      out[32] = 1;
+      break;
+    case ir::Opcode::kAdd:
+    case ir::Opcode::kMultiply:
+    case ir::Opcode::kSubtract:
+    case ir::Opcode::kDivide:
+      out[33] = 1;
+      break;
+    case ir::Opcode::kAnd:
+    case ir::Opcode::kOr:
+    case ir::Opcode::kXor:
+      out[34] = 1;
+      break;
+    default:  // variadic (tuple) or other reducers: none of the three
+      break;
+  }
 }
 
 bool RemapsMinorDim(const ir::Instruction& instr) {
@@ -113,6 +143,9 @@ void FillFromInstruction(const ir::Instruction& instr, float* out) {
                       instr.dimensions.end()
                   ? 1
                   : 0;
+  }
+  if (instr.opcode() == ir::Opcode::kReduce || instr.opcode() == ir::Opcode::kReduceWindow) {
+    FillReducerKind(instr, out);
   }
   out[27] = Log2p(static_cast<double>(instr.operand_count()));
   out[29] = RemapsMinorDim(instr) ? 1 : 0;

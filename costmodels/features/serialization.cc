@@ -118,4 +118,6 @@ absl::StatusOr<KernelGraph> ParseKernelGraph(std::string_view bytes) {
   return g;
 }
 
+bool IsCurrentKernelGraph(const std::string& bytes) { return ParseKernelGraph(bytes).ok(); }
+
 }  // namespace mltune::costmodels::features

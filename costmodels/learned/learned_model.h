@@ -29,6 +29,9 @@ namespace mltune::costmodels::learned {
 enum class Loss { kMseLog, kRankHinge, kRankLogistic, kBoth };
 std::string_view LossName(Loss loss);  // "mse-log", "rank-hinge", "rank-logistic", "both"
 absl::StatusOr<Loss> ParseLoss(std::string_view name);
+// Whether `loss` ranks with the logistic pair term, the one a listwise term
+// (ModelOptions::listwise_temperature) replaces: rank-logistic, or both without rank_hinge.
+bool HasLogisticRankTerm(Loss loss, bool rank_hinge);
 
 struct ModelOptions {
   // Architecture (fixed at creation; saved with the model).

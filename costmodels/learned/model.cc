@@ -51,6 +51,19 @@ torch::Tensor LongTensor(const std::vector<int64_t>& v) {
       .clone();
 }
 
+// Features are append-only (costmodels/features/kernel_graph.h): a graph built by a newer
+// feature set carries more columns per row than a model trained before them, which reads the
+// leading `width` of each of the `rows` rows. ValidateGraph checked the sizes.
+template <typename T>
+void AppendLeadingColumns(const std::vector<float>& values, int64_t rows, int width,
+                          std::vector<T>* out) {
+  const size_t stride = rows > 0 ? values.size() / static_cast<size_t>(rows) : 0;
+  for (int64_t r = 0; r < rows; ++r) {
+    const auto row = values.begin() + static_cast<std::ptrdiff_t>(static_cast<size_t>(r) * stride);
+    out->insert(out->end(), row, row + width);
+  }
+}
+
 Batch MakeBatch(const std::vector<const KernelGraph*>& graphs, const ModelOptions& o) {
   std::vector<int64_t> opcodes, src, dst, graph_of_node, padded_slot;
   std::vector<float> node_x, kernel_x, counts;
@@ -63,12 +76,12 @@ Batch MakeBatch(const std::vector<const KernelGraph*>& graphs, const ModelOption
       graph_of_node.push_back(static_cast<int64_t>(g));
       padded_slot.push_back(static_cast<int64_t>(g) * max_nodes + i);
     }
-    node_x.insert(node_x.end(), k.node_features.begin(), k.node_features.end());
+    AppendLeadingColumns(k.node_features, k.size(), o.node_features, &node_x);
     for (size_t e = 0; e < k.edge_src.size(); ++e) {
       src.push_back(offset + k.edge_src[e]);
       dst.push_back(offset + k.edge_dst[e]);
     }
-    kernel_x.insert(kernel_x.end(), k.kernel_features.begin(), k.kernel_features.end());
+    AppendLeadingColumns(k.kernel_features, 1, o.kernel_features, &kernel_x);
     counts.push_back(static_cast<float>(k.size()));
     offset += k.size();
   }
@@ -291,10 +304,9 @@ struct LearnedModel::Impl {
   void Fit(const std::vector<Sample>& samples) {
     std::vector<double> node_rows, kernel_rows, log_seconds;
     for (const Sample& s : samples) {
-      node_rows.insert(node_rows.end(), s.graph->node_features.begin(),
-                       s.graph->node_features.end());
-      kernel_rows.insert(kernel_rows.end(), s.graph->kernel_features.begin(),
-                         s.graph->kernel_features.end());
+      AppendLeadingColumns(s.graph->node_features, s.graph->size(), options.node_features,
+                           &node_rows);
+      AppendLeadingColumns(s.graph->kernel_features, 1, options.kernel_features, &kernel_rows);
       log_seconds.push_back(std::log(s.seconds));
     }
     torch::NoGradGuard no_grad;

@@ -36,6 +36,10 @@ absl::StatusOr<Loss> ParseLoss(std::string_view name) {
                                                  "' (mse-log, rank-hinge, rank-logistic, both)"));
 }
 
+bool HasLogisticRankTerm(Loss loss, bool rank_hinge) {
+  return loss == Loss::kRankLogistic || (loss == Loss::kBoth && !rank_hinge);
+}
+
 absl::Status ValidateOptions(const ModelOptions& o) {
   auto bad = [](const char* what, double value) {
     return absl::InvalidArgumentError(absl::StrCat("ModelOptions: bad ", what, ": ", value));
@@ -81,8 +85,7 @@ absl::Status ValidateOptions(const ModelOptions& o) {
   if (!(o.listwise_temperature >= 0) || !std::isfinite(o.listwise_temperature)) {
     return bad("listwise_temperature", o.listwise_temperature);
   }
-  if (o.listwise_temperature > 0 && (o.loss == Loss::kMseLog || o.loss == Loss::kRankHinge ||
-                                     (o.loss == Loss::kBoth && o.rank_hinge))) {
+  if (o.listwise_temperature > 0 && !HasLogisticRankTerm(o.loss, o.rank_hinge)) {
     return absl::InvalidArgumentError(
         "ModelOptions: listwise_temperature needs a logistic rank term (rank-logistic, or both "
         "without rank_hinge)");
@@ -98,12 +101,14 @@ absl::Status ValidateOptions(const ModelOptions& o) {
 absl::Status ValidateGraph(const features::KernelGraph& g, const ModelOptions& o) {
   const int64_t n = g.size();
   if (n == 0) return absl::InvalidArgumentError("kernel graph has no nodes");
-  if (static_cast<int64_t>(g.node_features.size()) != n * o.node_features) {
-    return absl::InvalidArgumentError(absl::StrCat("kernel graph: ", g.node_features.size(),
-                                                   " node feature values for ", n, " nodes of ",
-                                                   o.node_features));
+  // Wider rows than the model's are a newer feature set: the model reads their leading columns.
+  const int64_t values = static_cast<int64_t>(g.node_features.size());
+  if (values % n != 0 || values / n < o.node_features) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("kernel graph: ", values, " node feature values for ", n,
+                     " nodes; the model reads ", o.node_features, " per node"));
   }
-  if (static_cast<int>(g.kernel_features.size()) != o.kernel_features) {
+  if (static_cast<int>(g.kernel_features.size()) < o.kernel_features) {
     return absl::InvalidArgumentError(absl::StrCat("kernel graph: ", g.kernel_features.size(),
                                                    " kernel features, model expects ",
                                                    o.kernel_features));

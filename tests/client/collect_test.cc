@@ -2,6 +2,7 @@
 // (cpu, tpu-sim) and task (tile, fusion), resuming without measuring anything twice, growing a
 // run, the time bound, skipped modules and the error paths.
 #include <gtest/gtest.h>
+#include <sqlite3.h>
 
 #include <map>
 #include <set>
@@ -130,7 +131,26 @@ TEST_F(CollectTest, MeasuresEachKernelAndResumesWithoutRepeats) {
   Result again = Collect(args);
   ASSERT_EQ(again.exit_code, 0) << again.err;
   EXPECT_NE(again.out.find("collected 0 measurement(s)"), std::string::npos) << again.out;
+  EXPECT_NE(again.out.find("0 new or refreshed kernel graph(s)"), std::string::npos) << again.out;
   EXPECT_EQ(Rows(), rows);
+
+  // A stored graph this build cannot read (as one of an older feature set after features were
+  // added) is replaced by a rerun, still without measuring.
+  {
+    sqlite3* db = nullptr;
+    ASSERT_EQ(sqlite3_open(Db().c_str(), &db), SQLITE_OK);
+    const std::string sql = absl::StrCat("UPDATE kernel_graphs SET graph = x'4d4b4731' ",
+                                         "WHERE kernel_key = '", rows.begin()->first, "'");
+    EXPECT_EQ(sqlite3_exec(db, sql.c_str(), nullptr, nullptr, nullptr), SQLITE_OK);
+    sqlite3_close(db);
+  }
+  Result refresh = Collect(args);
+  ASSERT_EQ(refresh.exit_code, 0) << refresh.err;
+  EXPECT_NE(refresh.out.find("collected 0 measurement(s)"), std::string::npos) << refresh.out;
+  EXPECT_NE(refresh.out.find("1 new or refreshed kernel graph(s)"), std::string::npos)
+      << refresh.out;
+  EXPECT_EQ(Rows(), rows);
+  ExpectGraphsFit(rows);
 
   // A larger run keeps what is there and adds one more configuration per kernel.
   Result more =

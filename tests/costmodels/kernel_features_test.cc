@@ -145,6 +145,18 @@ TEST(KernelGraphTest, SoftmaxAsOneKernel) {
   EXPECT_FLOAT_EQ(NodeFeature(*k, mx, 23), 1);
   EXPECT_FLOAT_EQ(NodeFeature(*k, mx, 26), 1);  // reads x from outside
   EXPECT_FLOAT_EQ(NodeFeature(*k, mx, 25), 0);  // used inside only
+  // What each reduce folds with: mx a compare (maximum), sm arithmetic (add).
+  const int32_t sm = Find(g, "sm");
+  EXPECT_FLOAT_EQ(NodeFeature(*k, mx, 32), 1);
+  EXPECT_FLOAT_EQ(NodeFeature(*k, mx, 33), 0);
+  EXPECT_FLOAT_EQ(NodeFeature(*k, sm, 32), 0);
+  EXPECT_FLOAT_EQ(NodeFeature(*k, sm, 33), 1);
+  EXPECT_FLOAT_EQ(NodeFeature(*k, sm, 34), 0);
+  EXPECT_FLOAT_EQ(NodeFeature(*k, ex, 32) + NodeFeature(*k, ex, 33), 0);  // not a reduce
+  // The reduced row: 128 columns; no lanes in the configuration, so no lane steps.
+  EXPECT_FLOAT_EQ(k->kernel_features[30], L(128));
+  EXPECT_FLOAT_EQ(k->kernel_features[31], 0);
+  EXPECT_FLOAT_EQ(k->kernel_features[32], 0);
   // exp: 1024 transcendentals; the broadcast repeats along the minor dim.
   EXPECT_FLOAT_EQ(NodeFeature(*k, ex, 11), L(1024));
   EXPECT_FLOAT_EQ(NodeFeature(*k, ex, 4), L(8));
@@ -255,6 +267,36 @@ TEST(KernelGraphTest, ConfigurationTextSetsTheSlotsOfAStoredGraph) {
   for (const char* bad : {"impl", "=1", "impl=x", "impl=1,", "impl=1;nc=2"}) {
     EXPECT_EQ(ParseConfiguration(bad).status().code(), absl::StatusCode::kInvalidArgument) << bad;
   }
+}
+
+// `lanes` partial accumulators on a row of n: floor(n / lanes) full steps and a scalar tail of
+// n mod lanes, set with the configuration (a stored graph is reconfigured per measurement).
+TEST(KernelGraphTest, LanesAppliedToTheReducedRow) {
+  auto m = Parse(Softmax(49));
+  const OpGraph g = BuildOpGraph(*m);
+  absl::StatusOr<KernelGraph> bare = BuildKernelGraph(g, *m, AllNodes(g), {});
+  ASSERT_TRUE(bare.ok()) << bare.status();
+  EXPECT_FLOAT_EQ(bare->kernel_features[30], L(49));
+  struct Case {
+    int64_t lanes;
+    double steps, tail;
+  };
+  for (const Case& c : {Case{1, 49, 0}, Case{8, 6, 1.0 / 49}, Case{16, 3, 1.0 / 49},
+                        Case{32, 1, 17.0 / 49}, Case{64, 0, 1}}) {
+    KernelGraph k = *bare;
+    ASSERT_TRUE(SetConfiguration({{"lanes", c.lanes}, {"cache", 1}}, &k).ok());
+    EXPECT_FLOAT_EQ(k.kernel_features[31], L(c.steps)) << c.lanes;
+    EXPECT_FLOAT_EQ(k.kernel_features[32], static_cast<float>(c.tail)) << c.lanes;
+    EXPECT_FLOAT_EQ(k.kernel_features[30], L(49)) << "the row is not a configuration slot";
+    ASSERT_TRUE(SetConfiguration({}, &k).ok());
+    EXPECT_EQ(k, *bare) << "clearing the configuration clears the lane slots";
+  }
+  // Without a reduce there is no row, and lanes leave slots 30-32 at 0.
+  auto conv = Parse(kConv);
+  const OpGraph cg = BuildOpGraph(*conv);
+  absl::StatusOr<KernelGraph> k = BuildKernelGraph(cg, *conv, {0}, {{"lanes", 8}});
+  ASSERT_TRUE(k.ok()) << k.status();
+  for (int slot : {30, 31, 32}) EXPECT_FLOAT_EQ(k->kernel_features[slot], 0) << slot;
 }
 
 TEST(KernelGraphTest, RejectsBadNodeLists) {

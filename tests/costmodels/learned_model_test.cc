@@ -534,6 +534,41 @@ TEST_F(LearnedModelTest, RejectsMalformedGraphs) {
   EXPECT_FALSE(model_->Predict({nullptr}).ok());
 }
 
+// Features are append-only: graphs of a newer feature set (wider rows) score as their leading
+// columns do, so a stored model keeps working after features are added.
+TEST_F(LearnedModelTest, ReadsTheLeadingColumnsOfWiderGraphs) {
+  std::vector<const KernelGraph*> graphs = test_->Graphs();
+  std::vector<KernelGraph> wider;
+  wider.reserve(graphs.size());
+  for (const KernelGraph* g : graphs) {
+    KernelGraph w = *g;
+    w.node_features.clear();
+    for (int32_t i = 0; i < g->size(); ++i) {
+      auto row = g->node_features.begin() + i * kNodeFeatures;
+      w.node_features.insert(w.node_features.end(), row, row + kNodeFeatures);
+      w.node_features.insert(w.node_features.end(), {9.0f, -3.0f});  // new columns
+    }
+    w.kernel_features.push_back(42.0f);
+    wider.push_back(std::move(w));
+  }
+  std::vector<const KernelGraph*> wider_ptrs;
+  for (const KernelGraph& w : wider) wider_ptrs.push_back(&w);
+  for (Head head : {Head::kAbsolute, Head::kRelative}) {
+    absl::StatusOr<std::vector<double>> a = model_->Predict(graphs, head);
+    absl::StatusOr<std::vector<double>> b = model_->Predict(wider_ptrs, head);
+    ASSERT_TRUE(a.ok()) << a.status();
+    ASSERT_TRUE(b.ok()) << b.status();
+    EXPECT_EQ(*a, *b);
+  }
+  // Narrower rows, or node values that do not split into rows, are refused.
+  KernelGraph ragged = *graphs[0];
+  ragged.node_features.push_back(1.0f);
+  EXPECT_EQ(model_->Predict({&ragged}).status().code(), absl::StatusCode::kInvalidArgument);
+  KernelGraph narrow = *graphs[0];
+  narrow.node_features.resize(static_cast<size_t>(narrow.size()) * (kNodeFeatures - 1));
+  EXPECT_EQ(model_->Predict({&narrow}).status().code(), absl::StatusCode::kInvalidArgument);
+}
+
 TEST(LearnedModel, DeterministicForASeed) {
   Dataset data = MakeDataset(12, 3, 0);
   auto train = [&](uint64_t seed) {
@@ -621,6 +656,18 @@ TEST(LearnedModel, ListwiseRankTermLearnsTheTopConfigurations) {
   ModelOptions o = SmallOptions(Loss::kBoth);
   o.listwise_temperature = -1;
   EXPECT_EQ(LearnedModel::Create(o).status().code(), absl::StatusCode::kInvalidArgument);
+  o.listwise_temperature = 0.1;
+  // both's rank term is then a hinge: nothing for the listwise term to replace.
+  o.rank_hinge = true;
+  EXPECT_EQ(LearnedModel::Create(o).status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+TEST(LearnedModel, HasLogisticRankTermNamesTheLossesAListwiseTermCanReplace) {
+  EXPECT_TRUE(HasLogisticRankTerm(Loss::kRankLogistic, false));
+  EXPECT_TRUE(HasLogisticRankTerm(Loss::kBoth, false));
+  EXPECT_FALSE(HasLogisticRankTerm(Loss::kBoth, true));
+  EXPECT_FALSE(HasLogisticRankTerm(Loss::kRankHinge, false));
+  EXPECT_FALSE(HasLogisticRankTerm(Loss::kMseLog, false));
 }
 
 TEST(LearnedModel, MseOnlyTrainsTheAbsoluteHeadOnly) {

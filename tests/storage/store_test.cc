@@ -594,6 +594,20 @@ TEST_F(StoreTest, KernelGraphsAreStoredOncePerKeyAndReadBack) {
   EXPECT_FALSE(store->PutKernelGraph(other).value());
   EXPECT_TRUE(store->PutKernelGraph(Graph("k2", "x")).value());
   EXPECT_EQ(store->CountKernelGraphs().value(), 2);
+  // A check that accepts the stored graph keeps it; one that rejects it (an older feature set)
+  // has it replaced, origin kept.
+  auto accepts = [](const std::string&) { return true; };
+  auto rejects_x = [](const std::string& stored) { return stored != "x"; };
+  EXPECT_FALSE(store->PutKernelGraph(other, accepts).value());
+  KernelGraphRecord fresh = Graph("k2", "fresh");
+  fresh.module = "elsewhere";
+  EXPECT_TRUE(store->PutKernelGraph(fresh, rejects_x).value());
+  EXPECT_FALSE(store->PutKernelGraph(fresh, rejects_x).value()) << "now current: kept";
+  absl::StatusOr<std::optional<KernelGraphRecord>> refreshed = store->GetKernelGraph("k2");
+  ASSERT_TRUE(refreshed.ok() && refreshed->has_value());
+  EXPECT_EQ((*refreshed)->graph, "fresh");
+  EXPECT_EQ((*refreshed)->module, "softmax") << "the first origin stays";
+  EXPECT_EQ(store->CountKernelGraphs().value(), 2);
   absl::StatusOr<std::optional<KernelGraphRecord>> got = store->GetKernelGraph("k1");
   ASSERT_TRUE(got.ok() && got->has_value());
   EXPECT_EQ((*got)->graph, bytes);
