@@ -81,6 +81,10 @@ absl::StatusOr<Data> ReadData(storage::Store& store, const std::string& task,
   std::map<std::string, int32_t> index;
   std::map<std::string, std::optional<features::KernelGraph>> graphs;
   std::map<std::string, std::string> defaults;  // kernel key -> its first logged configuration
+  // A store from before a feature change holds graphs of every kernel in the old widths: name a
+  // few, count the rest.
+  constexpr int64_t kUnreadableNamed = 3;
+  int64_t unreadable = 0;
   // Kernels whose fastest measurement is under min_seconds go whole (dropping only their fast
   // configurations would bias the tile ranking).
   std::map<std::string, double> fastest;
@@ -111,11 +115,9 @@ absl::StatusOr<Data> ReadData(storage::Store& store, const std::string& task,
                                                                      : (*rec)->module_fingerprint);
           data.synthetic.push_back(
               (*rec)->module.starts_with(costmodels::synthetic::kModulePrefix));
-        } else {
+        } else if (++unreadable <= kUnreadableNamed) {
           err << "warning: kernel " << m.graph_key.substr(0, 12)
-              << ": stored graph unreadable: " << kg.status().message()
-              << " (mltune collect over the same files with the same --task and --target "
-                 "refreshes graphs of an older feature set without measuring again)\n";
+              << ": stored graph unreadable: " << kg.status().message() << "\n";
         }
       }
       g = graphs.emplace(m.graph_key, std::move(parsed)).first;
@@ -147,6 +149,12 @@ absl::StatusOr<Data> ReadData(storage::Store& store, const std::string& task,
           CpuTileSeconds(row.graph, *config, opt::tiling::KernelTuningMeasureOptions().threads);
     }
     data.rows.push_back(std::move(row));
+  }
+  if (unreadable > 0) {
+    err << "warning: " << unreadable << " kernel(s) with a stored graph this build cannot read "
+        << "left out (" << std::min(unreadable, kUnreadableNamed) << " named above); mltune "
+        << "collect over the same files with the same --task and --target replaces graphs of "
+           "an older feature set without measuring again\n";
   }
   return data;
 }

@@ -2,6 +2,7 @@
 // evaluated, each run stores the next checkpoint version (loadable by the learned model), and a
 // store without measurements, an unknown task or a bad holdout are clear errors.
 #include <gtest/gtest.h>
+#include <sqlite3.h>
 
 #include <filesystem>
 #include <fstream>
@@ -266,6 +267,41 @@ TEST_F(TrainCostModelTest, SyntheticProgramsAlwaysTrainAndPredictionsListTheReal
   }
   // The table counts the same kernels.
   EXPECT_NE(r.out.find(absl::StrCat("| ", kernels.size(), " |")), std::string::npos) << r.out;
+}
+
+// A store from before a feature change: its graphs are named unreadable and left out, and a
+// collect over the same files replaces them without measuring, after which training works.
+TEST_F(TrainCostModelTest, GraphsOfAnOlderFeatureSetAreLeftOutUntilCollectRefreshesThem) {
+  const std::string collect =
+      absl::StrCat("collect ", Graphs(), " --db ", Db(), " --per-kernel 2 --rounds 1 --seed 3");
+  Result first = Cli(collect);
+  ASSERT_EQ(first.exit_code, 0) << first.err;
+  {
+    sqlite3* db = nullptr;
+    ASSERT_EQ(sqlite3_open(Db().c_str(), &db), SQLITE_OK);
+    // "MKG1" and nothing else: what this build cannot read, as a graph of other widths.
+    EXPECT_EQ(
+        sqlite3_exec(db, "UPDATE kernel_graphs SET graph = x'4d4b4731'", nullptr, nullptr, nullptr),
+        SQLITE_OK);
+    sqlite3_close(db);
+  }
+  const std::string train =
+      absl::StrCat("train-cost-model --db ", Db(), " --no-eval --epochs 1 --ensemble 1");
+  Result stale = Cli(train);
+  EXPECT_EQ(stale.exit_code, 1);
+  EXPECT_NE(stale.err.find("3 kernel(s) with a stored graph this build cannot read left out"),
+            std::string::npos)
+      << stale.err;
+  EXPECT_NE(stale.err.find("mltune collect over the same files"), std::string::npos) << stale.err;
+  EXPECT_NE(stale.err.find("holds no tile-kernel measurements"), std::string::npos) << stale.err;
+  Result refresh = Cli(collect);
+  ASSERT_EQ(refresh.exit_code, 0) << refresh.err;
+  EXPECT_NE(refresh.out.find("collected 0 measurement(s)"), std::string::npos) << refresh.out;
+  EXPECT_NE(refresh.out.find("3 new or refreshed kernel graph(s)"), std::string::npos)
+      << refresh.out;
+  Result trained = Cli(train);
+  EXPECT_EQ(trained.exit_code, 0) << trained.err;
+  EXPECT_EQ(trained.err.find("cannot read"), std::string::npos) << trained.err;
 }
 
 TEST_F(TrainCostModelTest, ClearErrors) {
