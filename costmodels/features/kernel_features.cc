@@ -18,7 +18,13 @@
 //   31-32 the configuration applied to that row (set with the configuration): full steps of
 //         `lanes` accumulators, log2(1 + floor(n / lanes)), and the scalar tail's share,
 //         (n mod lanes) / n. 0 without `lanes`.
-// Slots 30-32 were appended after models had been trained on 0-29: a model uses the leading
+//   33    the inner loop's extent m of the kernel's largest output (its minor-most dimension
+//         above 1: the loop `unroll` unrolls and `block` tiles), log; 0 without one
+//   34-37 the configuration applied to that loop (set with the configuration): full steps of
+//         `unroll`, log2(1 + floor(m / unroll)), and its remainder's share, (m mod unroll) / m;
+//         with `block` > 0 the blocked inner trip count, log2(1 + min(block, m)), and the
+//         partial block's share, (m mod block) / m. 0 without the parameter.
+// Slots 30-37 were appended after models had been trained on 0-29: a model uses the leading
 // slots it was trained with (costmodels/learned), so new slots go at the end.
 #include <algorithm>
 #include <cmath>
@@ -38,6 +44,11 @@ constexpr int kConfigBase = 14;
 constexpr int kReducedRow = 30;
 constexpr int kLaneSteps = 31;
 constexpr int kLaneTail = 32;
+constexpr int kInnerLoop = 33;
+constexpr int kUnrollSteps = 34;
+constexpr int kUnrollTail = 35;
+constexpr int kBlockTrip = 36;
+constexpr int kBlockTail = 37;
 
 struct ParamSlot {
   const char* name;
@@ -51,7 +62,7 @@ constexpr ParamSlot kParams[] = {
 };
 static_assert(kConfigBase + static_cast<int>(std::size(kParams)) == kReducedRow,
               "static figures, then one slot per configuration parameter, then slot 30");
-static_assert(kLaneTail + 1 == kKernelFeatures, "the lane slots are the last ones");
+static_assert(kBlockTail + 1 == kKernelFeatures, "the loop slots are the last ones");
 
 // The innermost reduced dimension's extent of the reduce with the largest operand: where a
 // reduction's `lanes` accumulators fold (backends/cpu/codegen.cc), so how many full vector steps
@@ -76,16 +87,60 @@ int64_t ReducedRow(const KernelView& view) {
   return row;
 }
 
-// Slots 31-32 from the stored row (slot 30) and the configuration's `lanes`.
-void SetLaneFeatures(int64_t lanes, KernelGraph* graph) {
+// The minor-most dimension above 1 of the kernel's largest output: the inner loop of the CPU
+// backend's loop nest (backends/cpu/codegen.cc, LoopNest), which `unroll` unrolls and `block`
+// tiles. 0 when every output is a single element.
+int64_t InnerLoop(const KernelView& view) {
+  int64_t inner = 0;
+  double largest = -1;
+  for (int32_t i = 0; i < view.size(); ++i) {
+    const ir::Instruction* instr = view.instrs[static_cast<size_t>(i)];
+    if (instr == nullptr || !view.is_output[static_cast<size_t>(i)]) continue;
+    const ir::Shape* shape = FirstArray(instr->shape());
+    if (shape == nullptr) continue;
+    const double elements = static_cast<double>(shape->ElementCount());
+    if (elements <= largest) continue;
+    largest = elements;
+    inner = 0;
+    const std::vector<int64_t>& dims = shape->dimensions();
+    for (auto d = dims.rbegin(); d != dims.rend(); ++d) {
+      if (*d > 1) {
+        inner = *d;
+        break;
+      }
+    }
+  }
+  return inner;
+}
+
+// An extent stored as log2(1 + n) back as n; the rounding undoes the float's error (exact to
+// n ~ 1e5, and beyond that a remainder's share is under step / n either way).
+double StoredExtent(float slot) { return std::round(std::exp2(static_cast<double>(slot)) - 1); }
+
+// A loop of n iterations in steps of `step`: log2(1 + full steps) and the remainder's share of n.
+// False (slots untouched) when there is no loop or no step.
+bool SetSteps(double n, int64_t step, float* steps_slot, float* tail_slot) {
+  if (step <= 0 || n < 1) return false;
+  const double steps = std::floor(n / static_cast<double>(step));
+  *steps_slot = Log2p(steps);
+  *tail_slot = static_cast<float>((n - steps * static_cast<double>(step)) / n);
+  return true;
+}
+
+// Slots 31-32 and 34-37 from the stored extents (30, 33) and one configuration parameter.
+void SetAppliedFeatures(std::string_view name, int64_t value, KernelGraph* graph) {
   std::vector<float>& k = graph->kernel_features;
-  // Slot 30 holds log2(1 + n); the rounding undoes the float's error (exact to n ~ 1e5, and
-  // beyond that the tail's share is under lanes / n either way).
-  const double n = std::round(std::exp2(static_cast<double>(k[kReducedRow])) - 1);
-  if (lanes <= 0 || n < 1) return;
-  const double steps = std::floor(n / static_cast<double>(lanes));
-  k[kLaneSteps] = Log2p(steps);
-  k[kLaneTail] = static_cast<float>((n - steps * static_cast<double>(lanes)) / n);
+  if (name == "lanes") {
+    SetSteps(StoredExtent(k[kReducedRow]), value, &k[kLaneSteps], &k[kLaneTail]);
+  } else if (name == "unroll") {
+    SetSteps(StoredExtent(k[kInnerLoop]), value, &k[kUnrollSteps], &k[kUnrollTail]);
+  } else if (name == "block" && value > 0) {
+    const double m = StoredExtent(k[kInnerLoop]);
+    float steps = 0;
+    if (SetSteps(m, value, &steps, &k[kBlockTail])) {
+      k[kBlockTrip] = Log2p(std::min(m, static_cast<double>(value)));
+    }
+  }
 }
 
 void FillKernelFeatures(const KernelView& view, float* out) {
@@ -201,9 +256,10 @@ absl::Status SetConfiguration(const Configuration& config, KernelGraph* graph) {
         absl::StrCat("kernel features: ", graph->kernel_features.size(), " kernel features, not ",
                      kKernelFeatures));
   }
-  std::fill(graph->kernel_features.begin() + kConfigBase,
-            graph->kernel_features.begin() + kReducedRow, 0.0f);
-  std::fill(graph->kernel_features.begin() + kLaneSteps, graph->kernel_features.end(), 0.0f);
+  std::vector<float>& k = graph->kernel_features;
+  std::fill(k.begin() + kConfigBase, k.begin() + kReducedRow, 0.0f);
+  std::fill(k.begin() + kLaneSteps, k.begin() + kInnerLoop, 0.0f);
+  std::fill(k.begin() + kUnrollSteps, k.end(), 0.0f);
   for (const auto& [name, value] : config) {
     const int slot = ConfigSlot(name);
     if (slot < 0) {
@@ -214,7 +270,7 @@ absl::Status SetConfiguration(const Configuration& config, KernelGraph* graph) {
     const ParamSlot& p = kParams[slot - kConfigBase];
     graph->kernel_features[static_cast<size_t>(slot)] =
         1.0f + (p.size ? Log2p(static_cast<double>(value)) : static_cast<float>(value));
-    if (std::string_view(p.name) == "lanes") SetLaneFeatures(value, graph);
+    SetAppliedFeatures(p.name, value, graph);
   }
   return absl::OkStatus();
 }
@@ -257,6 +313,7 @@ absl::StatusOr<KernelGraph> BuildKernelGraph(const OpGraph& graph, const ir::Mod
   g.kernel_features.assign(kKernelFeatures, 0.0f);
   FillKernelFeatures(*view, g.kernel_features.data());
   g.kernel_features[kReducedRow] = Log2p(static_cast<double>(ReducedRow(*view)));
+  g.kernel_features[kInnerLoop] = Log2p(static_cast<double>(InnerLoop(*view)));
   if (absl::Status s = SetConfiguration(config, &g); !s.ok()) return s;
   return g;
 }

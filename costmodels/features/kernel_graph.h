@@ -21,8 +21,9 @@ namespace mltune::costmodels::features {
 // Append-only: a model trained on fewer features uses the leading ones.
 inline constexpr int kNodeFeatures = 35;
 // Kernel-level features: static figures, the configuration, then the configuration applied to
-// the kernel's reduced row (see kernel_features.cc). Append-only, as kNodeFeatures.
-inline constexpr int kKernelFeatures = 33;
+// the kernel's reduced row and inner loop (see kernel_features.cc). Append-only, as
+// kNodeFeatures.
+inline constexpr int kKernelFeatures = 38;
 
 struct KernelGraph {
   std::vector<int32_t> opcodes;        // per node: OpcodeId(); 0 = unknown opcode

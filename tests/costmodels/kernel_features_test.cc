@@ -157,6 +157,9 @@ TEST(KernelGraphTest, SoftmaxAsOneKernel) {
   EXPECT_FLOAT_EQ(k->kernel_features[30], L(128));
   EXPECT_FLOAT_EQ(k->kernel_features[31], 0);
   EXPECT_FLOAT_EQ(k->kernel_features[32], 0);
+  // The inner loop: d's minor dim, 128; nothing applied to it without unroll or block.
+  EXPECT_FLOAT_EQ(k->kernel_features[33], L(128));
+  for (int slot = 34; slot < 38; ++slot) EXPECT_FLOAT_EQ(k->kernel_features[slot], 0) << slot;
   // exp: 1024 transcendentals; the broadcast repeats along the minor dim.
   EXPECT_FLOAT_EQ(NodeFeature(*k, ex, 11), L(1024));
   EXPECT_FLOAT_EQ(NodeFeature(*k, ex, 4), L(8));
@@ -297,6 +300,43 @@ TEST(KernelGraphTest, LanesAppliedToTheReducedRow) {
   absl::StatusOr<KernelGraph> k = BuildKernelGraph(cg, *conv, {0}, {{"lanes", 8}});
   ASSERT_TRUE(k.ok()) << k.status();
   for (int slot : {30, 31, 32}) EXPECT_FLOAT_EQ(k->kernel_features[slot], 0) << slot;
+}
+
+// `unroll` and `block` on the inner loop of m = 10 iterations (one_hot's compare, whose unrolled
+// forms measure 5x slower): full unroll steps and the remainder's share; the blocked inner trip
+// count and the partial block's share.
+TEST(KernelGraphTest, UnrollAndBlockAppliedToTheInnerLoop) {
+  auto m = Parse(R"(HloModule onehot
+ENTRY e {
+  a = s32[100,10] parameter(0)
+  b = s32[100,10] parameter(1)
+  ROOT c = pred[100,10] compare(a, b), direction=EQ
+})");
+  const OpGraph g = BuildOpGraph(*m);
+  absl::StatusOr<KernelGraph> bare = BuildKernelGraph(g, *m, AllNodes(g), {});
+  ASSERT_TRUE(bare.ok()) << bare.status();
+  EXPECT_FLOAT_EQ(bare->kernel_features[33], L(10));
+  EXPECT_FLOAT_EQ(bare->kernel_features[30], 0) << "no reduce";
+  struct Case {
+    int64_t unroll, block;
+    double unroll_steps, unroll_tail, block_trip, block_tail;
+  };
+  for (const Case& c : {Case{1, 0, 10, 0, 0, 0}, Case{4, 0, 2, 0.2, 0, 0},
+                        Case{8, 16, 1, 0.2, 10, 1.0}, Case{2, 32, 5, 0, 10, 1.0}}) {
+    KernelGraph k = *bare;
+    ASSERT_TRUE(SetConfiguration({{"block", c.block}, {"unroll", c.unroll}, {"simd", 1}}, &k).ok());
+    EXPECT_FLOAT_EQ(k.kernel_features[34], L(c.unroll_steps)) << c.unroll;
+    EXPECT_FLOAT_EQ(k.kernel_features[35], static_cast<float>(c.unroll_tail)) << c.unroll;
+    EXPECT_FLOAT_EQ(k.kernel_features[36], c.block > 0 ? L(c.block_trip) : 0) << c.block;
+    EXPECT_FLOAT_EQ(k.kernel_features[37], static_cast<float>(c.block_tail)) << c.block;
+    ASSERT_TRUE(SetConfiguration({}, &k).ok());
+    EXPECT_EQ(k, *bare);
+  }
+  // A block of 4 on 10: trips of 4, and the last block holds 2 of the 10.
+  KernelGraph k = *bare;
+  ASSERT_TRUE(SetConfiguration({{"block", 4}}, &k).ok());
+  EXPECT_FLOAT_EQ(k.kernel_features[36], L(4));
+  EXPECT_FLOAT_EQ(k.kernel_features[37], 0.2f);
 }
 
 TEST(KernelGraphTest, RejectsBadNodeLists) {
