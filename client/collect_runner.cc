@@ -74,19 +74,20 @@ int RunCollectPlan(const CollectCommand& cmd, CollectPlan& plan, storage::Store&
     graphs += *put ? 1 : 0;
     return true;
   };
-  auto is_logged = [&](const KernelPlan& k, const Trial& trial) {
-    return done.count(plan.once_per_kernel
-                          ? k.graph.kernel_key
-                          : absl::StrCat(k.graph.kernel_key, "\n", trial.configuration)) != 0;
+  // A trial's entry in `done`.
+  auto trial_id = [&](const KernelPlan& k, const Trial& trial) {
+    return plan.once_per_kernel ? k.graph.kernel_key
+                                : absl::StrCat(k.graph.kernel_key, "\n", trial.configuration);
   };
   // First the kernels logged before: a stored graph this build cannot read (an older feature
   // set) is replaced, so a rerun over the same files refreshes a store after a feature change
   // without measuring again, whatever the time limit leaves of the run.
+  std::unordered_set<const KernelPlan*> graph_in_store;
   for (const KernelPlan& k : plan.kernels) {
     if (std::any_of(k.trials.begin(), k.trials.end(),
-                    [&](const Trial& t) { return is_logged(k, t); }) &&
-        !put_graph(k)) {
-      return 1;
+                    [&](const Trial& t) { return done.count(trial_id(k, t)) != 0; })) {
+      if (!put_graph(k)) return 1;
+      graph_in_store.insert(&k);
     }
   }
   for (KernelPlan& k : plan.kernels) {
@@ -95,12 +96,10 @@ int RunCollectPlan(const CollectCommand& cmd, CollectPlan& plan, storage::Store&
     // their fastest so far.
     std::vector<size_t> taken;
     std::vector<Measured> best;
-    bool graph_stored = false;
+    bool graph_stored = graph_in_store.count(&k) != 0;
     for (size_t i = 0; i < k.trials.size(); ++i) {
       const Trial& trial = k.trials[i];
-      const std::string id = plan.once_per_kernel
-                                 ? k.graph.kernel_key
-                                 : absl::StrCat(k.graph.kernel_key, "\n", trial.configuration);
+      const std::string id = trial_id(k, trial);
       if (done.count(id) != 0) {
         ++skipped;
         continue;
