@@ -204,11 +204,19 @@ TEST(LearnedValidateGraph, NamesWhatIsWrong) {
   bad.opcodes[1] = 4;
   EXPECT_NE(ValidateGraph(bad, o).message().find("opcode id 4"), std::string::npos);
   bad = g;
-  bad.node_features.pop_back();
+  bad.node_features.pop_back();  // 3 values for 2 nodes: no whole rows
   EXPECT_FALSE(ValidateGraph(bad, o).ok());
   bad = g;
-  bad.kernel_features.push_back(1);
+  bad.node_features.resize(2);  // 1 per node: fewer than the model reads
+  EXPECT_NE(ValidateGraph(bad, o).message().find("the model reads 2 per node"), std::string::npos);
+  bad = g;
+  bad.kernel_features.clear();
   EXPECT_FALSE(ValidateGraph(bad, o).ok());
+  // Wider rows are a newer, append-only feature set: the model reads their leading columns.
+  features::KernelGraph wider = g;
+  wider.node_features = {0, 1, 9, 2, 3, 9};
+  wider.kernel_features.push_back(1);
+  EXPECT_TRUE(ValidateGraph(wider, o).ok());
   bad = g;
   bad.edge_dst[0] = 2;
   EXPECT_NE(ValidateGraph(bad, o).message().find("edge 0"), std::string::npos);
