@@ -117,14 +117,18 @@ int64_t InnerLoop(const KernelView& view) {
 // n ~ 1e5, and beyond that a remainder's share is under step / n either way).
 double StoredExtent(float slot) { return std::round(std::exp2(static_cast<double>(slot)) - 1); }
 
+// The share of n (>= 1) left over after whole steps of `step` (> 0): (n mod step) / n.
+float RemainderShare(double n, int64_t step) {
+  const double s = static_cast<double>(step);
+  return static_cast<float>((n - std::floor(n / s) * s) / n);
+}
+
 // A loop of n iterations in steps of `step`: log2(1 + full steps) and the remainder's share of n.
-// False (slots untouched) when there is no loop or no step.
-bool SetSteps(double n, int64_t step, float* steps_slot, float* tail_slot) {
-  if (step <= 0 || n < 1) return false;
-  const double steps = std::floor(n / static_cast<double>(step));
-  *steps_slot = Log2p(steps);
-  *tail_slot = static_cast<float>((n - steps * static_cast<double>(step)) / n);
-  return true;
+// Slots untouched when there is no loop or no step.
+void SetSteps(double n, int64_t step, float* steps_slot, float* tail_slot) {
+  if (step <= 0 || n < 1) return;
+  *steps_slot = Log2p(std::floor(n / static_cast<double>(step)));
+  *tail_slot = RemainderShare(n, step);
 }
 
 // Slots 31-32 and 34-37 from the stored extents (30, 33) and one configuration parameter.
@@ -134,12 +138,11 @@ void SetAppliedFeatures(std::string_view name, int64_t value, KernelGraph* graph
     SetSteps(StoredExtent(k[kReducedRow]), value, &k[kLaneSteps], &k[kLaneTail]);
   } else if (name == "unroll") {
     SetSteps(StoredExtent(k[kInnerLoop]), value, &k[kUnrollSteps], &k[kUnrollTail]);
-  } else if (name == "block" && value > 0) {
+  } else if (name == "block") {
     const double m = StoredExtent(k[kInnerLoop]);
-    float steps = 0;
-    if (SetSteps(m, value, &steps, &k[kBlockTail])) {
-      k[kBlockTrip] = Log2p(std::min(m, static_cast<double>(value)));
-    }
+    if (value <= 0 || m < 1) return;
+    k[kBlockTrip] = Log2p(std::min(m, static_cast<double>(value)));
+    k[kBlockTail] = RemainderShare(m, value);
   }
 }
 
