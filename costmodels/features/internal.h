@@ -35,7 +35,23 @@ float Log2p(double x);
 // The first array of a shape (the shape itself unless it is a tuple); nullptr for none.
 const ir::Shape* FirstArray(const ir::Shape& shape);
 
+// How the kernel's ops run in its fused loop nests (index_flow.cc): the loop nests are those the
+// CPU backend emits, an output's dimensions outermost first, each reduce's reduced dimensions and
+// each window inner to them.
+struct IndexFlow {
+  // Per node: times it is computed (its index's loops, hoisted out of the loops it does not
+  // depend on; once per distinct index it is asked for).
+  std::vector<double> evaluations;
+  std::vector<uint8_t> inner;             // computed in its nest's innermost loop
+  std::vector<uint8_t> strided_reads;     // loads from outside with a non-unit inner stride
+  std::vector<uint8_t> contiguous_reads;  // loads from outside that step by one element
+  double compute_evaluations = 0;         // sum over ops that do arithmetic (not index remaps)
+  double transcendental_evaluations = 0;  // the same over ops with transcendentals
+  double strided_loads = 0, contiguous_loads = 0;  // loads varying with the inner loop, by kind
+};
+IndexFlow AnalyzeIndexFlow(const KernelView& view);
+
 // Writes node `i`'s kNodeFeatures values to `out` (node_features.cc documents each).
-void FillNodeFeatures(const KernelView& view, int32_t i, float* out);
+void FillNodeFeatures(const KernelView& view, const IndexFlow& flow, int32_t i, float* out);
 
 }  // namespace mltune::costmodels::features

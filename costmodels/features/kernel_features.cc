@@ -24,7 +24,11 @@
 //         `unroll`, log2(1 + floor(m / unroll)), and its remainder's share, (m mod unroll) / m;
 //         with `block` > 0 the blocked inner trip count, log2(1 + min(block, m)), and the
 //         partial block's share, (m mod block) / m. 0 without the parameter.
-// Slots 30-37 were appended after models had been trained on 0-29: a model uses the leading
+//   38-41 the work of the kernel's fused loop nests (index_flow.cc: ops computed once per
+//         distinct index, hoisted out of the loops they do not depend on): 38 evaluations of ops
+//         that do arithmetic, 39 of ops with transcendentals, 40 loads from outside that vary
+//         along the inner loop with a non-unit stride, 41 those that step by one element, log
+// Slots 30-41 were appended after models had been trained on 0-29: a model uses the leading
 // slots it was trained with (costmodels/learned), so new slots go at the end.
 #include <algorithm>
 #include <cmath>
@@ -49,6 +53,10 @@ constexpr int kUnrollSteps = 34;
 constexpr int kUnrollTail = 35;
 constexpr int kBlockTrip = 36;
 constexpr int kBlockTail = 37;
+constexpr int kFlowWork = 38;
+constexpr int kFlowTranscendental = 39;
+constexpr int kFlowStridedLoads = 40;
+constexpr int kFlowContiguousLoads = 41;
 
 struct ParamSlot {
   const char* name;
@@ -62,7 +70,7 @@ constexpr ParamSlot kParams[] = {
 };
 static_assert(kConfigBase + static_cast<int>(std::size(kParams)) == kReducedRow,
               "static figures, then one slot per configuration parameter, then slot 30");
-static_assert(kBlockTail + 1 == kKernelFeatures, "the loop slots are the last ones");
+static_assert(kFlowContiguousLoads + 1 == kKernelFeatures, "the loop nests' work is last");
 
 // The innermost reduced dimension's extent of the reduce with the largest operand: where a
 // reduction's `lanes` accumulators fold (backends/cpu/codegen.cc), so how many full vector steps
@@ -262,7 +270,7 @@ absl::Status SetConfiguration(const Configuration& config, KernelGraph* graph) {
   std::vector<float>& k = graph->kernel_features;
   std::fill(k.begin() + kConfigBase, k.begin() + kReducedRow, 0.0f);
   std::fill(k.begin() + kLaneSteps, k.begin() + kInnerLoop, 0.0f);
-  std::fill(k.begin() + kUnrollSteps, k.end(), 0.0f);
+  std::fill(k.begin() + kUnrollSteps, k.begin() + kBlockTail + 1, 0.0f);
   for (const auto& [name, value] : config) {
     const int slot = ConfigSlot(name);
     if (slot < 0) {
@@ -300,12 +308,13 @@ absl::StatusOr<KernelGraph> BuildKernelGraph(const OpGraph& graph, const ir::Mod
                                              const Configuration& config) {
   absl::StatusOr<KernelView> view = MakeKernelView(graph, module, nodes);
   if (!view.ok()) return view.status();
+  const IndexFlow flow = AnalyzeIndexFlow(*view);
   KernelGraph g;
   g.node_features.resize(static_cast<size_t>(view->size()) * kNodeFeatures);
   for (int32_t i = 0; i < view->size(); ++i) {
     const OpNode& n = view->node(i);
     g.opcodes.push_back(OpcodeId(n.opcode));
-    FillNodeFeatures(*view, i, &g.node_features[static_cast<size_t>(i) * kNodeFeatures]);
+    FillNodeFeatures(*view, flow, i, &g.node_features[static_cast<size_t>(i) * kNodeFeatures]);
     for (const OpInput& in : n.inputs) {
       auto it = view->local.find(in.node);
       if (it == view->local.end()) continue;
@@ -317,6 +326,10 @@ absl::StatusOr<KernelGraph> BuildKernelGraph(const OpGraph& graph, const ir::Mod
   FillKernelFeatures(*view, g.kernel_features.data());
   g.kernel_features[kReducedRow] = Log2p(static_cast<double>(ReducedRow(*view)));
   g.kernel_features[kInnerLoop] = Log2p(static_cast<double>(InnerLoop(*view)));
+  g.kernel_features[kFlowWork] = Log2p(flow.compute_evaluations);
+  g.kernel_features[kFlowTranscendental] = Log2p(flow.transcendental_evaluations);
+  g.kernel_features[kFlowStridedLoads] = Log2p(flow.strided_loads);
+  g.kernel_features[kFlowContiguousLoads] = Log2p(flow.contiguous_loads);
   if (absl::Status s = SetConfiguration(config, &g); !s.ok()) return s;
   return g;
 }

@@ -19,11 +19,12 @@ namespace mltune::costmodels::features {
 
 // Per-node scalar features (see node_features.cc for the list and their scaling).
 // Append-only: a model trained on fewer features uses the leading ones.
-inline constexpr int kNodeFeatures = 35;
+inline constexpr int kNodeFeatures = 40;
 // Kernel-level features: static figures, the configuration, then the configuration applied to
-// the kernel's reduced row and inner loop (see kernel_features.cc). Append-only, as
+// the kernel's reduced row and inner loop, then the work of its fused loop nests (see
+// kernel_features.cc). Append-only, as
 // kNodeFeatures.
-inline constexpr int kKernelFeatures = 38;
+inline constexpr int kKernelFeatures = 42;
 
 struct KernelGraph {
   std::vector<int32_t> opcodes;        // per node: OpcodeId(); 0 = unknown opcode

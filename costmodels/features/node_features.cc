@@ -27,6 +27,12 @@
 //   32-34 what a reduce or reduce-window folds with (its reducer's root): 32 a compare
 //         (maximum, minimum: on floats the CPU backend carries NaN flags beside each
 //         accumulator), 33 arithmetic (add, multiply, ...), 34 logical or bitwise (and, or, xor)
+//   35-39 how the op runs in the kernel's fused loop nest (index_flow.cc): 35 times computed, log;
+//         36 times computed per result element, log2((1 + times) / (1 + elements)): below 0 when
+//         hoisted out of loops (exp of a broadcast row), above 0 when recomputed (read through
+//         several slices); 37 computed in the innermost loop; 38 loads from outside with a
+//         non-unit stride along the inner loop (a transposed or strided read); 39 loads from
+//         outside that step by one element along it
 #include <algorithm>
 #include <cmath>
 
@@ -157,7 +163,7 @@ void FillFromInstruction(const ir::Instruction& instr, float* out) {
 
 }  // namespace
 
-void FillNodeFeatures(const KernelView& view, int32_t i, float* out) {
+void FillNodeFeatures(const KernelView& view, const IndexFlow& flow, int32_t i, float* out) {
   std::fill(out, out + kNodeFeatures, 0.0f);
   const OpNode& node = view.node(i);
   if (const ir::Instruction* instr = view.instrs[static_cast<size_t>(i)]; instr != nullptr) {
@@ -187,6 +193,13 @@ void FillNodeFeatures(const KernelView& view, int32_t i, float* out) {
   for (int32_t u : node.users) inside_users += view.local.count(u) != 0 ? 1 : 0;
   out[28] = Log2p(inside_users);
   out[30] = node.elementwise_like ? 1 : 0;
+  const size_t s = static_cast<size_t>(i);
+  const double evaluations = flow.evaluations[s];
+  out[35] = Log2p(evaluations);
+  out[36] = static_cast<float>(std::log2((1.0 + evaluations) / std::exp2(out[9])));
+  out[37] = flow.inner[s];
+  out[38] = flow.strided_reads[s];
+  out[39] = flow.contiguous_reads[s];
 }
 
 }  // namespace mltune::costmodels::features

@@ -1,6 +1,7 @@
 // The learned cost model's input (costmodels/features): opcode ids, node and kernel features,
 // edges and configuration slots of hand-written kernels (softmax, a dot with bias, a strided
 // convolution), the structural kernel key, and the binary form with malformed input.
+#include <algorithm>
 #include <cmath>
 #include <memory>
 #include <set>
@@ -13,6 +14,7 @@
 #include "gtest/gtest.h"
 #include "ir/hlo_parser.h"
 #include "ir/opcode.h"
+#include "tests/support/corpus.h"
 
 namespace mltune::costmodels::features {
 namespace {
@@ -337,6 +339,130 @@ ENTRY e {
   ASSERT_TRUE(SetConfiguration({{"block", 4}}, &k).ok());
   EXPECT_FLOAT_EQ(k.kernel_features[36], L(4));
   EXPECT_FLOAT_EQ(k.kernel_features[37], 0.2f);
+}
+
+// The fused loop nest over the output [8, 16]: exp of a row vector is hoisted out of the inner loop
+// (8 evaluations, not 128), the parameter read through a transpose walks memory with a stride,
+// the one added to it steps by one element, and the vector read by the hoisted exp does not vary
+// along the inner loop at all.
+TEST(KernelGraphTest, IndexFlowHoistsAndTellsStridedFromContiguousLoads) {
+  auto m = Parse(R"(HloModule flow
+ENTRY e {
+  r = f32[8] parameter(0)
+  x = f32[8,16] parameter(1)
+  t = f32[16,8] parameter(2)
+  er = f32[8] exponential(r)
+  b = f32[8,16] broadcast(er), dimensions={0}
+  a = f32[8,16] add(b, x)
+  tt = f32[8,16] transpose(t), dimensions={1,0}
+  ROOT o = f32[8,16] multiply(a, tt)
+})");
+  const OpGraph g = BuildOpGraph(*m);
+  absl::StatusOr<KernelGraph> k = BuildKernelGraph(g, *m, AllNodes(g), {});
+  ASSERT_TRUE(k.ok()) << k.status();
+  const int32_t er = Find(g, "er"), a = Find(g, "a"), tt = Find(g, "tt"), o = Find(g, "o");
+  EXPECT_FLOAT_EQ(NodeFeature(*k, er, 35), L(8)) << "hoisted out of the inner loop";
+  EXPECT_FLOAT_EQ(NodeFeature(*k, er, 36), 0) << "once per element of its own result";
+  EXPECT_FLOAT_EQ(NodeFeature(*k, er, 37), 0);
+  EXPECT_FLOAT_EQ(NodeFeature(*k, er, 38) + NodeFeature(*k, er, 39), 0) << "invariant load";
+  for (int32_t n : {a, tt, o}) {
+    EXPECT_FLOAT_EQ(NodeFeature(*k, n, 35), L(128)) << n;
+    EXPECT_FLOAT_EQ(NodeFeature(*k, n, 37), 1) << n;
+  }
+  EXPECT_FLOAT_EQ(NodeFeature(*k, a, 38), 0);
+  EXPECT_FLOAT_EQ(NodeFeature(*k, a, 39), 1) << "x[i, j] steps by one along j";
+  EXPECT_FLOAT_EQ(NodeFeature(*k, tt, 38), 1) << "t[j, i] steps by 8 along j";
+  EXPECT_FLOAT_EQ(NodeFeature(*k, tt, 39), 0);
+  EXPECT_FLOAT_EQ(NodeFeature(*k, o, 38) + NodeFeature(*k, o, 39), 0) << "reads only in-kernel";
+  // Arithmetic: exp 8 times, add and multiply 128 each (broadcast and transpose only remap).
+  EXPECT_FLOAT_EQ(k->kernel_features[38], L(8 + 128 + 128));
+  EXPECT_FLOAT_EQ(k->kernel_features[39], L(8));
+  EXPECT_FLOAT_EQ(k->kernel_features[40], L(128));
+  EXPECT_FLOAT_EQ(k->kernel_features[41], L(128));
+  // The configuration leaves these slots alone.
+  KernelGraph configured = *k;
+  ASSERT_TRUE(SetConfiguration({{"block", 4}, {"unroll", 2}}, &configured).ok());
+  for (int slot = 38; slot < 42; ++slot) {
+    EXPECT_EQ(configured.kernel_features[slot], k->kernel_features[slot]) << slot;
+  }
+}
+
+// Two overlapping slices of one exp: codegen computes it once per distinct index, so 2 x 128
+// times for 136 elements (recomputation shows as a positive slot 36); a stride-2 slice of a
+// parameter is a strided load; a reduce's operand is read along its reduced (inner) loop.
+TEST(KernelGraphTest, IndexFlowCountsRecomputationAndReducedLoops) {
+  auto m = Parse(R"(HloModule recompute
+add_f {
+  p = f32[] parameter(0)
+  q = f32[] parameter(1)
+  ROOT r = f32[] add(p, q)
+}
+ENTRY e {
+  x = f32[8,17] parameter(0)
+  y = f32[8,32] parameter(1)
+  w = f32[8,64] parameter(2)
+  e = f32[8,17] exponential(x)
+  s1 = f32[8,16] slice(e), slice={[0:8], [0:16]}
+  s2 = f32[8,16] slice(e), slice={[0:8], [1:17]}
+  ys = f32[8,16] slice(y), slice={[0:8], [0:32:2]}
+  a = f32[8,16] add(s1, s2)
+  b = f32[8,16] add(a, ys)
+  z = f32[] constant(0)
+  rs = f32[8] reduce(w, z), dimensions={1}, to_apply=add_f
+  rb = f32[8,16] broadcast(rs), dimensions={0}
+  ROOT o = f32[8,16] multiply(b, rb)
+})");
+  const OpGraph g = BuildOpGraph(*m);
+  absl::StatusOr<KernelGraph> k = BuildKernelGraph(g, *m, AllNodes(g), {});
+  ASSERT_TRUE(k.ok()) << k.status();
+  const int32_t e = Find(g, "e"), ys = Find(g, "ys"), rs = Find(g, "rs");
+  EXPECT_FLOAT_EQ(NodeFeature(*k, e, 35), L(256));
+  EXPECT_FLOAT_EQ(NodeFeature(*k, e, 36), static_cast<float>(std::log2(257.0 / 137.0)));
+  EXPECT_FLOAT_EQ(NodeFeature(*k, e, 39), 1) << "the slices keep x's unit stride";
+  EXPECT_FLOAT_EQ(NodeFeature(*k, ys, 38), 1) << "every other element of y";
+  EXPECT_FLOAT_EQ(NodeFeature(*k, ys, 39), 0);
+  // The reduce runs once per row; its operand, read along the reduced loop, 8 x 64 times.
+  EXPECT_FLOAT_EQ(NodeFeature(*k, rs, 35), L(8));
+  EXPECT_FLOAT_EQ(NodeFeature(*k, rs, 37), 0);
+  EXPECT_FLOAT_EQ(NodeFeature(*k, rs, 39), 1);
+  EXPECT_FLOAT_EQ(NodeFeature(*k, rs, 38), 0);
+}
+
+// Every kernel of the corpus's default fusion plans: the graph builds, its loop-nest features are
+// finite, and something in each kernel whose value is used is computed at least once.
+TEST(KernelGraphTest, IndexFlowOnEveryCorpusKernel) {
+  const std::vector<std::string> files = testing::CorpusFiles();
+  if (files.empty()) GTEST_SKIP() << testing::kNoCorpusMessage;
+  int64_t kernels = 0, live = 0;
+  for (const std::string& file : files) {
+    SCOPED_TRACE(file);
+    absl::StatusOr<std::unique_ptr<ir::Module>> m = ir::ParseHloText(testing::ReadFile(file));
+    ASSERT_TRUE(m.ok()) << m.status();
+    const OpGraph g = BuildOpGraph(**m);
+    const FusionPlan plan = PlanFusion(g);
+    for (const std::vector<int32_t>& nodes : plan.kernels) {
+      absl::StatusOr<KernelGraph> k = BuildKernelGraph(g, **m, nodes, {});
+      ASSERT_TRUE(k.ok()) << k.status();
+      ++kernels;
+      float most = 0;
+      bool has_output = false;  // the unoptimized modules hold dead code: kernels of no use
+      for (int32_t i = 0; i < k->size(); ++i) {
+        for (int f = 35; f < 40; ++f) ASSERT_TRUE(std::isfinite(NodeFeature(*k, i, f))) << f;
+        most = std::max(most, NodeFeature(*k, i, 35));
+        has_output = has_output || NodeFeature(*k, i, 25) == 1;
+      }
+      if (has_output) {
+        ++live;
+        EXPECT_GE(most, 1.0f) << "kernel of " << g.nodes[static_cast<size_t>(nodes[0])].name;
+      }
+      for (int slot = 38; slot < kKernelFeatures; ++slot) {
+        ASSERT_TRUE(std::isfinite(k->kernel_features[static_cast<size_t>(slot)])) << slot;
+        EXPECT_GE(k->kernel_features[static_cast<size_t>(slot)], 0) << slot;
+      }
+    }
+  }
+  EXPECT_GT(kernels, 1000);
+  EXPECT_GT(live, kernels / 2);
 }
 
 TEST(KernelGraphTest, RejectsBadNodeLists) {
