@@ -186,6 +186,11 @@ struct TrainCostModelCommand {
   // Times each kernel of a real (not synthetic) program counts in training: the evaluation is on
   // real programs, and synthetic ones outnumber them.
   int real_weight = 1;
+  // The leading node and kernel feature columns the model reads (0: all of them): features are
+  // append-only, so this trains a model as it would have been before later slots were added,
+  // on the same data (an ablation).
+  int node_features = 0;
+  int kernel_features = 0;
   // Share of the real kernels or programs each cross-validation fold holds out: round(1 / holdout)
   // folds (at least 2).
   double holdout = 0.25;

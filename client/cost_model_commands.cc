@@ -646,6 +646,8 @@ int RunTrainCostModel(const TrainCostModelCommand& cmd, std::ostream& out, std::
   options.weight_pairs_by_gap = cmd.pair_weights == "gap";
   options.min_pair_ratio = cmd.min_pair_ratio;
   options.listwise_temperature = cmd.listwise_temperature;
+  if (cmd.node_features > 0) options.node_features = cmd.node_features;
+  if (cmd.kernel_features > 0) options.kernel_features = cmd.kernel_features;
   options.ensemble = cmd.ensemble;
   options.epochs = cmd.epochs;
   options.seed = cmd.seed;
@@ -696,6 +698,8 @@ int RunTrainCostModel(const TrainCostModelCommand& cmd, std::ostream& out, std::
                {"mape_weight", mape_weight},
                {"listwise_temperature", cmd.listwise_temperature},
                {"real_weight", cmd.real_weight},
+               {"node_features", options.node_features},
+               {"kernel_features", options.kernel_features},
                {"kernel_weights", cmd.kernel_weights},
                {"epochs", options.epochs},
                {"min_seconds", cmd.min_seconds},

@@ -7,6 +7,7 @@
 #include "CLI/CLI.hpp"
 #include "client/cli_commands.h"
 #include "client/rpc_commands.h"
+#include "costmodels/features/kernel_graph.h"
 
 int main(int argc, char** argv) {
   using namespace mltune::client;
@@ -244,6 +245,17 @@ int main(int argc, char** argv) {
                    "Times each measurement of a real (not synthetic) program counts in training")
       ->default_val(1)
       ->check(CLI::Range(1, 100));
+  train_cost_cmd
+      ->add_option("--node-features", train_cost.node_features,
+                   "Read only the leading N node feature columns (0: all; an ablation of later "
+                   "features on the same data)")
+      ->default_val(0)
+      ->check(CLI::Range(0, mltune::costmodels::features::kNodeFeatures));
+  train_cost_cmd
+      ->add_option("--kernel-features", train_cost.kernel_features,
+                   "Read only the leading N kernel feature columns (0: all)")
+      ->default_val(0)
+      ->check(CLI::Range(0, mltune::costmodels::features::kKernelFeatures));
   train_cost_cmd
       ->add_option("--ensemble", train_cost.ensemble,
                    "Networks trained from different seeds whose predictions are averaged")

@@ -137,6 +137,19 @@ TEST_F(TrainCostModelTest, EvaluatesBothSplitsAndStoresVersions) {
   ASSERT_EQ(quick.exit_code, 0) << quick.err;
   EXPECT_EQ(quick.out.find("| random kernels"), std::string::npos) << quick.out;
   EXPECT_NE(quick.out.find("stored cost-model/tile-cpu version 4"), std::string::npos) << quick.out;
+  // An ablation: the model reads only the leading feature columns, and its checkpoint says so.
+  Result narrow = Cli(train + " --no-eval --node-features 20 --kernel-features 14");
+  ASSERT_EQ(narrow.exit_code, 0) << narrow.err;
+  std::optional<storage::ModelRecord> narrow_record = Latest("cost-model/tile-cpu");
+  ASSERT_TRUE(narrow_record.has_value());
+  EXPECT_EQ(narrow_record->version, 5);
+  EXPECT_NE(narrow_record->metadata_json.find("\"node_features\":20"), std::string::npos)
+      << narrow_record->metadata_json;
+  absl::StatusOr<std::unique_ptr<costmodels::learned::LearnedModel>> narrow_model =
+      costmodels::learned::LearnedModel::Load(narrow_record->data);
+  ASSERT_TRUE(narrow_model.ok()) << narrow_model.status();
+  EXPECT_EQ((*narrow_model)->options().node_features, 20);
+  EXPECT_EQ((*narrow_model)->options().kernel_features, 14);
   Result both = Cli(train + " --no-eval --no-store");
   EXPECT_EQ(both.exit_code, 1);
   EXPECT_NE(both.err.find("--no-eval trains and stores only"), std::string::npos) << both.err;
@@ -337,6 +350,8 @@ TEST_F(TrainCostModelTest, ClearErrors) {
       {"--loss nope", "--loss"},
       {"--splits kernels", "--splits kernels: both, random or programs"},
       {"--kernel-weights time", "--kernel-weights time: equal or program-share"},
+      {"--node-features 1000", "--node-features"},
+      {"--kernel-features=-1", "--kernel-features"},
   };
   for (const auto& [options, message] : cases) {
     SCOPED_TRACE(options);
