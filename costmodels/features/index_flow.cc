@@ -8,6 +8,7 @@
 // depends on and whether it is one loop's variable plus a constant (unit stride).
 #include <algorithm>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <unordered_map>
 #include <unordered_set>
@@ -177,6 +178,10 @@ class IndexFlowAnalysis {
       absl::StrAppend(&x.key, p.key, ",");
     }
     x.key += ")";
+    // A chain of reshapes nests every component's text in each of the next ones: past this
+    // length the text is replaced by its hash, so keys stay short (a collision merges two indices,
+    // as codegen's memo would not, and only undercounts).
+    if (x.key.size() > 96) x.key = absl::StrCat("h", std::hash<std::string>{}(x.key));
     return x;
   }
 

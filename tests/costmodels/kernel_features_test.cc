@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "costmodels/analytical/kernels.h"
 #include "costmodels/analytical/op_graph.h"
 #include "costmodels/features/kernel_graph.h"
@@ -426,6 +427,28 @@ ENTRY e {
   EXPECT_FLOAT_EQ(NodeFeature(*k, rs, 37), 0);
   EXPECT_FLOAT_EQ(NodeFeature(*k, rs, 39), 1);
   EXPECT_FLOAT_EQ(NodeFeature(*k, rs, 38), 0);
+}
+
+// Each reshape between shapes that do not share their non-unit dimensions indexes its operand
+// through the linear index, whose text holds every component of the index before it: a chain of
+// them must not grow the analysis's keys with its length (3^40 characters here, unbounded).
+TEST(KernelGraphTest, IndexFlowOnALongReshapeChain) {
+  std::string text = "HloModule chain\nENTRY e {\n  r0 = f32[6,4,5] parameter(0)\n";
+  constexpr int kChain = 40;
+  for (int i = 1; i <= kChain; ++i) {
+    absl::StrAppend(&text, "  r", i, " = ", i % 2 == 1 ? "f32[4,5,6]" : "f32[6,4,5]", " reshape(r",
+                    i - 1, ")\n");
+  }
+  absl::StrAppend(&text, "  ROOT o = f32[6,4,5] exponential(r", kChain, ")\n}\n");
+  auto m = Parse(text);
+  const OpGraph g = BuildOpGraph(*m);
+  absl::StatusOr<KernelGraph> k = BuildKernelGraph(g, *m, AllNodes(g), {});
+  ASSERT_TRUE(k.ok()) << k.status();
+  for (const char* name : {"o", "r40", "r1"}) {
+    EXPECT_FLOAT_EQ(NodeFeature(*k, Find(g, name), 35), L(120)) << name;
+  }
+  EXPECT_FLOAT_EQ(k->kernel_features[38], L(120)) << "the exp; reshapes only remap";
+  EXPECT_FLOAT_EQ(k->kernel_features[40] + k->kernel_features[41], L(120)) << "r0 read once";
 }
 
 // Every kernel of the corpus's default fusion plans: the graph builds, its loop-nest features are
