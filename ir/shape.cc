@@ -181,4 +181,15 @@ std::vector<int64_t> RowMajorStrides(const std::vector<int64_t>& dims) {
   return strides;
 }
 
+bool ReshapeMovesOnlyUnitDims(const std::vector<int64_t>& from, const std::vector<int64_t>& to) {
+  auto non_unit = [](const std::vector<int64_t>& dims) {
+    std::vector<int64_t> kept;
+    for (int64_t d : dims) {
+      if (d != 1) kept.push_back(d);
+    }
+    return kept;
+  };
+  return non_unit(from) == non_unit(to);
+}
+
 }  // namespace mltune::ir

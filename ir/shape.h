@@ -100,4 +100,8 @@ Layout DefaultLayout(int64_t rank);
 // Row-major strides (in elements) of `dims`, ignoring layout: the evaluator works on logical order.
 std::vector<int64_t> RowMajorStrides(const std::vector<int64_t>& dims);
 
+// Whether a reshape from `from` to `to` only drops or adds dimensions of extent 1, so the other
+// dimensions map one to one in order (no linear index needed).
+bool ReshapeMovesOnlyUnitDims(const std::vector<int64_t>& from, const std::vector<int64_t>& to);
+
 }  // namespace mltune::ir

@@ -566,15 +566,8 @@ std::string KernelEmitter::Compute(const Instruction* instr, const Idx& idx) {
     case Opcode::kReshape:
     case Opcode::kBitcast: {
       const std::vector<int64_t>& od = instr->operand(0)->shape().dimensions();
-      std::vector<int64_t> a, b;
-      for (int64_t d : dims) {
-        if (d != 1) a.push_back(d);
-      }
-      for (int64_t d : od) {
-        if (d != 1) b.push_back(d);
-      }
       Idx o(od.size(), "0");
-      if (a == b) {  // only unit dimensions change: map the others one to one
+      if (ir::ReshapeMovesOnlyUnitDims(dims, od)) {  // map the other dimensions one to one
         size_t j = 0;
         for (size_t i = 0; i < dims.size(); ++i) {
           if (dims[i] == 1) continue;

@@ -18,6 +18,7 @@
 #include "absl/strings/str_join.h"
 #include "costmodels/features/internal.h"
 #include "ir/opcode.h"
+#include "ir/shape.h"
 
 namespace mltune::costmodels::features {
 namespace {
@@ -289,15 +290,8 @@ class IndexFlowAnalysis {
   static Idx Reshaped(const Instruction* instr, const Idx& idx) {
     const std::vector<int64_t>& dims = instr->shape().dimensions();
     const std::vector<int64_t>& od = instr->operand(0)->shape().dimensions();
-    std::vector<int64_t> a, b;
-    for (int64_t d : dims) {
-      if (d != 1) a.push_back(d);
-    }
-    for (int64_t d : od) {
-      if (d != 1) b.push_back(d);
-    }
     Idx o(od.size());
-    if (a == b && idx.size() == dims.size()) {
+    if (ir::ReshapeMovesOnlyUnitDims(dims, od) && idx.size() == dims.size()) {
       size_t j = 0;
       for (size_t i = 0; i < dims.size(); ++i) {
         if (dims[i] == 1) continue;

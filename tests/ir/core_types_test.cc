@@ -42,6 +42,17 @@ TEST(ShapeTest, EqualityIgnoresLayoutOnlyWhenAsked) {
   EXPECT_TRUE(a.Compatible(b));
 }
 
+// Reshapes that only add or drop unit dimensions keep the others in order; any other reshape
+// (a split, a merge, a reorder of extents) does not.
+TEST(ShapeTest, ReshapeMovesOnlyUnitDims) {
+  EXPECT_TRUE(ReshapeMovesOnlyUnitDims({8, 1, 16}, {8, 16}));
+  EXPECT_TRUE(ReshapeMovesOnlyUnitDims({1, 8, 16, 1}, {8, 1, 16}));
+  EXPECT_TRUE(ReshapeMovesOnlyUnitDims({1}, {}));
+  EXPECT_FALSE(ReshapeMovesOnlyUnitDims({8, 16}, {16, 8}));
+  EXPECT_FALSE(ReshapeMovesOnlyUnitDims({128}, {8, 16}));
+  EXPECT_FALSE(ReshapeMovesOnlyUnitDims({2, 1, 4}, {8}));
+}
+
 TEST(LiteralTest, RefusesHugeShapes) {
   auto l = Literal::Create(Shape(PrimitiveType::kF32, {99999999999}));
   ASSERT_FALSE(l.ok());
