@@ -145,8 +145,9 @@ int main(int argc, char** argv) {
   synthesize_cmd
       ->add_option("--blocks", synthesize.blocks,
                    "Comma-separated blocks to build programs from (default: all, matmuls and "
-                   "convolutions weighted up): dense, contraction, convolution, layer-norm, "
-                   "softmax, attention, elementwise, integer, reduce, transpose, slice-concat")
+                   "convolutions weighted up): dense, contraction, convolution, "
+                   "convolution-gradient, layer-norm, softmax, attention, elementwise, integer, "
+                   "reduce, transpose, slice-concat")
       ->delimiter(',');
 
   CollectCommand collect;

@@ -318,6 +318,63 @@ Value Convolution(Builder& b, std::optional<Value> x) {
   return y;
 }
 
+// A stride-1 convolution layer's backward pass, as JAX writes it (the corpus's training steps
+// do): the weight gradient contracts the input with the output gradient over batch and space
+// (a window as large as the image, a [k, k, c, o] result: dim_labels f01b_i01o->01bf), the input
+// gradient convolves the output gradient with the spatially reversed filter (b01f_01oi->b01f).
+// Their loops and memory traffic differ from a forward convolution's of the same flops, and a
+// model trained on forward ones only mispredicted them 5-16x (see docs/cost_models.md).
+Value ConvolutionGradient(Builder& b, std::optional<Value> x) {
+  const int64_t cap = b.options().max_elements;
+  if (!x || x->rank() != 4) {
+    const int64_t c = b.Size(1, 32);
+    const int64_t hw = b.Size(
+        2, std::max<int64_t>(2, std::min<int64_t>(64, static_cast<int64_t>(std::sqrt(cap / c)))));
+    const int64_t n = b.Size(1, std::max<int64_t>(1, std::min<int64_t>(16, cap / (hw * hw * c))));
+    x = b.Param({n, hw, hw, c});
+  }
+  const int64_t n = x->dims[0], h = x->dims[1], w = x->dims[2];
+  int64_t k = std::min({b.Pick(std::vector<int64_t>{1, 3, 3, 5}), h, w});
+  if (k % 2 == 0) --k;              // odd, so "same" padding is symmetric
+  const int64_t pad = (k - 1) / 2;  // "same" padding: the output gradient is [n, h', w', o]
+  const int64_t oh = h + 2 * pad - k + 1, ow = w + 2 * pad - k + 1;
+  const std::string padding =
+      pad > 0 ? absl::StrCat(" pad=", pad, "_", pad, "x", pad, "_", pad) : std::string();
+  if (b.Chance(0.5)) {  // weight gradient: x is the layer's input
+    const int64_t c = x->dims[3];
+    const int64_t per_out = 2 * n * oh * ow * k * k * c;
+    const int64_t o = b.Size(
+        1, std::max<int64_t>(1, std::min({b.options().max_flops / per_out, cap / (n * oh * ow),
+                                          cap / (k * k * c), int64_t{128}})));
+    Value dy = b.Param({n, oh, ow, o});
+    // The output gradient arrives through the activation's derivative, fused into the operand.
+    if (b.Chance(0.6)) dy = b.Binary("multiply", dy, b.Param(dy.dims));
+    // The window spans the output gradient, so sliding it over the padded input gives k x k.
+    return b.Op(
+        "convolution", {k, k, c, o}, {*x, dy},
+        absl::StrCat("window={size=", oh, "x", ow, padding, "}, dim_labels=f01b_i01o->01bf"));
+  }
+  // Input gradient: x is the output gradient [n, h, w, o]; the result is the layer's input
+  // gradient [n, h, w, c] (same padding keeps the spatial size).
+  const int64_t o = x->dims[3];
+  const int64_t per_out = 2 * n * h * w * k * k * o;
+  const int64_t c =
+      b.Size(1, std::max<int64_t>(1, std::min({b.options().max_flops / per_out, cap / (n * h * w),
+                                               cap / (k * k * o), int64_t{128}})));
+  Value filter = b.Param({k, k, c, o});
+  if (k > 1) filter = b.Op("reverse", filter.dims, {filter}, "dimensions={0,1}");
+  Value dx =
+      b.Op("convolution", {n, h, w, c}, {*x, filter},
+           absl::StrCat("window={size=", k, "x", k, padding, "}, dim_labels=b01f_01oi->b01f"));
+  // Back through the previous layer's relu: the gradient where its input was positive.
+  if (b.Chance(0.5)) {
+    const Value mask =
+        b.Op("compare", dx.dims, {b.Param(dx.dims), b.Splat(0, dx.dims)}, "direction=GT");
+    dx = b.Op("select", dx.dims, {mask, dx, b.Splat(0, dx.dims)});
+  }
+  return dx;
+}
+
 Value LayerNorm(Builder& b, std::optional<Value> x) {
   if (!x || x->rank() < 2) x = b.RandomParam(2, 3);
   const int last = x->rank() - 1;
@@ -564,6 +621,7 @@ constexpr NamedBlock kBlocks[] = {
     {"dense", Dense, 2},
     {"contraction", Contraction, 1},
     {"convolution", Convolution, 2},
+    {"convolution-gradient", ConvolutionGradient, 1},
     {"layer-norm", LayerNorm, 1},
     {"softmax", SoftmaxBlock, 1},
     {"attention", Attention, 1},

@@ -47,14 +47,35 @@ std::string ContractionForm(const ir::Instruction& dot) {
   return "matmul";
 }
 
+// Which pass of a convolution layer `conv` is, by its dimension labels: the forward one
+// (b01f_01io->b01f), the weight gradient (f01b_i01o->01bf: batch contracted, a [k, k, c, o]
+// result) or the input gradient (b01f_01oi->b01f: the filter's features swapped).
+std::string ConvolutionForm(const ir::Instruction& conv) {
+  const ir::ConvolutionDimensionNumbers& d = *conv.conv_dnums;
+  if (d.input_feature_dimension == 0 && d.output_spatial_dimensions.front() == 0) {
+    return "weight gradient";
+  }
+  if (d.kernel_output_feature_dimension + 1 == d.kernel_input_feature_dimension) {
+    return "input gradient";
+  }
+  return "forward convolution";
+}
+
+// A dot's contraction form or a convolution's pass; empty for other ops.
+std::string Form(const ir::Instruction& i) {
+  if (i.opcode() == ir::Opcode::kDot) return ContractionForm(i);
+  if (i.opcode() == ir::Opcode::kConvolution) return ConvolutionForm(i);
+  return "";
+}
+
 TEST(SyntheticProgramsTest, ProgramsVerifyRespectSizeLimitsAndCoverEveryBlock) {
   SyntheticOptions options;
   options.max_elements = 1 << 14;
   options.max_flops = 1 << 22;
   std::set<std::string> opcodes;
-  int degenerate = 0;   // parameters with a minor dimension of at most 4 after a unit one
-  int integer_ops = 0;  // s32 arithmetic: index and mask code
-  std::set<std::string> contractions;  // the dot forms beyond dense layers and attention
+  int degenerate = 0;           // parameters with a minor dimension of at most 4 after a unit one
+  int integer_ops = 0;          // s32 arithmetic: index and mask code
+  std::set<std::string> forms;  // dot forms and convolution passes
   for (uint64_t seed = 0; seed < 300; ++seed) {
     std::unique_ptr<ir::Module> m = Parse(SyntheticProgram(seed, options));
     ASSERT_NE(m, nullptr) << "seed " << seed;
@@ -70,7 +91,7 @@ TEST(SyntheticProgramsTest, ProgramsVerifyRespectSizeLimitsAndCoverEveryBlock) {
           i->opcode() != ir::Opcode::kConstant) {
         ++integer_ops;
       }
-      if (i->opcode() == ir::Opcode::kDot) contractions.insert(ContractionForm(*i));
+      forms.insert(Form(*i));
       if (i->shape().IsArray()) {
         EXPECT_LE(i->shape().ElementCount(), options.max_elements)
             << "seed " << seed << ": " << i->name();
@@ -83,6 +104,7 @@ TEST(SyntheticProgramsTest, ProgramsVerifyRespectSizeLimitsAndCoverEveryBlock) {
                          "convolution",
                          "reduce",
                          "reduce-window",
+                         "reverse",
                          "transpose",
                          "slice",
                          "concatenate",
@@ -109,9 +131,10 @@ TEST(SyntheticProgramsTest, ProgramsVerifyRespectSizeLimitsAndCoverEveryBlock) {
   }
   EXPECT_GE(degenerate, 5) << "shapes such as [2048,1,2] should come up now and then";
   EXPECT_GE(integer_ops, 50) << "s32 index and mask arithmetic should come up";
-  for (const char* form : {"matmul", "batched matmul", "row dots", "gram", "matrix-vector",
-                           "batched matrix-vector", "transposed lhs"}) {
-    EXPECT_EQ(contractions.count(form), 1u) << form << " never generated in 300 programs";
+  for (const char* form :
+       {"matmul", "batched matmul", "row dots", "gram", "matrix-vector", "batched matrix-vector",
+        "transposed lhs", "forward convolution", "weight gradient", "input gradient"}) {
+    EXPECT_EQ(forms.count(form), 1u) << form << " never generated in 300 programs";
   }
 }
 
@@ -155,7 +178,7 @@ TEST(SyntheticProgramsTest, UnknownBlocksAndBadSizesAreRejected) {
   options.max_elements = 4;
   EXPECT_FALSE(ValidateSyntheticOptions(options).ok());
   EXPECT_TRUE(ValidateSyntheticOptions(SyntheticOptions{}).ok());
-  EXPECT_EQ(SyntheticBlockNames().size(), 11u);
+  EXPECT_EQ(SyntheticBlockNames().size(), 12u);
 }
 
 TEST(SyntheticProgramsTest, CpuBackendLowersEveryProgram) {
@@ -185,14 +208,17 @@ TEST(SyntheticProgramsTest, CompiledProgramsMatchTheEvaluator) {
     ++integer;
   }
   ASSERT_EQ(seeds.size(), 9u) << "fewer than 3 programs with s32 arithmetic in 200 seeds";
-  // And the first program with each contraction the dense and attention blocks do not make.
-  std::set<std::string> forms_left = {"row dots", "gram", "matrix-vector", "batched matrix-vector",
-                                      "transposed lhs"};
+  // And the first program with each contraction the dense and attention blocks do not make, and
+  // with each convolution gradient.
+  std::set<std::string> forms_left = {"row dots",       "gram",
+                                      "matrix-vector",  "batched matrix-vector",
+                                      "transposed lhs", "weight gradient",
+                                      "input gradient"};
   for (uint64_t seed = 0; !forms_left.empty() && seed < 400; ++seed) {
     std::unique_ptr<ir::Module> m = Parse(SyntheticProgram(seed, options));
     ASSERT_NE(m, nullptr);
     for (const ir::Instruction* i : m->entry()->instructions()) {
-      if (i->opcode() == ir::Opcode::kDot && forms_left.erase(ContractionForm(*i)) > 0 &&
+      if (forms_left.erase(Form(*i)) > 0 &&
           std::find(seeds.begin(), seeds.end(), seed) == seeds.end()) {
         seeds.push_back(seed);
       }
