@@ -244,7 +244,7 @@ std::vector<learned::Sample> Samples(const Data& data, const std::vector<size_t>
 // One CSV line per test row (--predictions): what each model said next to what was measured.
 void WritePredictions(const Data& data, const std::string& split, const std::vector<size_t>& rows,
                       const std::vector<double>& log_seconds, const std::vector<double>& relative,
-                      std::ostream& csv) {
+                      const std::vector<double>& log_spread, std::ostream& csv) {
   for (size_t i = 0; i < rows.size(); ++i) {
     const Row& r = data.rows[rows[i]];
     csv << split << "," << data.kernels[static_cast<size_t>(r.kernel)] << ","
@@ -253,7 +253,8 @@ void WritePredictions(const Data& data, const std::string& split, const std::vec
         << (i < log_seconds.size() ? absl::StrFormat("%.9g", std::exp(log_seconds[i])) : "") << ","
         << (i < relative.size() ? absl::StrFormat("%.6g", relative[i]) : "") << ","
         << (r.analytical ? absl::StrFormat("%.9g", *r.analytical) : "") << ","
-        << (r.is_default ? 1 : 0) << "\n";
+        << (r.is_default ? 1 : 0) << ","
+        << (i < log_spread.size() ? absl::StrFormat("%.6g", log_spread[i]) : "") << "\n";
   }
 }
 
@@ -284,7 +285,7 @@ absl::StatusOr<SplitMetrics> Evaluate(const Data& data, const std::string& name,
   std::vector<size_t> test_rows;  // in fold order
   std::vector<int64_t> group, program;
   std::map<std::string, int64_t> program_ids;
-  std::vector<double> truth, default_score, analytical, relative, log_seconds;
+  std::vector<double> truth, default_score, analytical, relative, log_seconds, log_spread;
   std::vector<bool> is_default;
   s.has_analytical = true;
   double train_kernels = 0;
@@ -330,10 +331,14 @@ absl::StatusOr<SplitMetrics> Evaluate(const Data& data, const std::string& name,
     }
     for (const learned::Head head : {learned::Head::kRelative, learned::Head::kAbsolute}) {
       if (!(*model)->HasHead(head)) continue;
-      absl::StatusOr<std::vector<double>> p = (*model)->Predict(fold_graphs, head);
+      std::vector<double> spread;
+      absl::StatusOr<std::vector<double>> p = (*model)->Predict(fold_graphs, head, &spread);
       if (!p.ok()) return p.status();
       std::vector<double>& into = head == learned::Head::kRelative ? relative : log_seconds;
       into.insert(into.end(), p->begin(), p->end());
+      if (head == learned::Head::kAbsolute) {
+        log_spread.insert(log_spread.end(), spread.begin(), spread.end());
+      }
     }
   }
   s.folds = used_folds;
@@ -361,7 +366,7 @@ absl::StatusOr<SplitMetrics> Evaluate(const Data& data, const std::string& name,
     s.ape_median = learned::MedianApe(truth, seconds);
   }
   if (predictions != nullptr) {
-    WritePredictions(data, name, test_rows, log_seconds, relative, *predictions);
+    WritePredictions(data, name, test_rows, log_seconds, relative, log_spread, *predictions);
   }
   return s;
 }
@@ -585,7 +590,7 @@ int RunTrainCostModel(const TrainCostModelCommand& cmd, std::ostream& out, std::
       return 1;
     }
     *predictions << "split,kernel,program,configuration,measured_s,learned_s,relative_score,"
-                    "analytical_s,default\n";
+                    "analytical_s,default,learned_log_sd\n";
   }
   // As collect logs it: tpu-sim means its default spec.
   const std::string target = ResolveAlias(cmd.target);

@@ -165,9 +165,13 @@ class LearnedModel {
   // One value per graph, computed in batches of options().batch_size graphs merged into one
   // disjoint graph: equal to predicting each graph alone. Safe to call from several threads at
   // once (not during Train). InvalidArgument for a malformed graph, FailedPrecondition for a head
-  // the loss does not train or a model that was never trained.
+  // the loss does not train or a model that was never trained. `spread`, when given, receives per
+  // graph the standard deviation of the ensemble members' values (log seconds for the absolute
+  // head; 0 for one member): how much they disagree, which grows on graphs unlike the training
+  // set's.
   absl::StatusOr<std::vector<double>> Predict(
-      const std::vector<const features::KernelGraph*>& graphs, Head head = Head::kAbsolute) const;
+      const std::vector<const features::KernelGraph*>& graphs, Head head = Head::kAbsolute,
+      std::vector<double>* spread = nullptr) const;
 
   std::string Save() const;
 

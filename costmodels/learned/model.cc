@@ -529,23 +529,33 @@ struct LearnedModel::Impl {
 
   // Not const: LibTorch modules have no const forward. Reads the weights only (eval mode, no
   // autograd), so concurrent calls are safe.
-  std::vector<double> Predict(const std::vector<const KernelGraph*>& graphs, Head head) {
+  std::vector<double> Predict(const std::vector<const KernelGraph*>& graphs, Head head,
+                              std::vector<double>* spread) {
     torch::NoGradGuard no_grad;
     std::vector<double> out;
     out.reserve(graphs.size());
+    if (spread != nullptr) spread->clear();
     const double target_mean = nets[0]->target[0].item<double>();
     const double target_std = nets[0]->target[1].item<double>();
+    const double scale = head == Head::kAbsolute ? target_std : 1.0;
     for (size_t i = 0; i < graphs.size(); i += options.batch_size) {
       std::vector<const KernelGraph*> chunk(
           graphs.begin() + i, graphs.begin() + std::min(graphs.size(), i + options.batch_size));
       const Batch batch = MakeBatch(chunk, options);
-      torch::Tensor values;
+      torch::Tensor values, squares;
       for (Net& net : nets) {
         auto [abs_out, rel_out] = net->forward(batch);
         torch::Tensor v = (head == Head::kAbsolute ? abs_out : rel_out).to(torch::kFloat64);
         values = values.defined() ? values + v : v;
+        squares = squares.defined() ? squares + v * v : v * v;
       }
-      values = values / static_cast<double>(nets.size());
+      const double members = static_cast<double>(nets.size());
+      values = values / members;
+      if (spread != nullptr) {
+        const torch::Tensor sd =
+            (squares / members - values * values).clamp_min(0).sqrt().mul(scale).contiguous();
+        spread->insert(spread->end(), sd.data_ptr<double>(), sd.data_ptr<double>() + sd.numel());
+      }
       if (head == Head::kAbsolute) values = values * target_std + target_mean;
       values = values.contiguous();
       out.insert(out.end(), values.data_ptr<double>(), values.data_ptr<double>() + values.numel());
@@ -684,7 +694,7 @@ absl::StatusOr<TrainReport> LearnedModel::Train(const std::vector<Sample>& sampl
 }
 
 absl::StatusOr<std::vector<double>> LearnedModel::Predict(
-    const std::vector<const KernelGraph*>& graphs, Head head) const {
+    const std::vector<const KernelGraph*>& graphs, Head head, std::vector<double>* spread) const {
   if (!HasHead(head)) {
     return absl::FailedPreconditionError(
         absl::StrCat("the ", head == Head::kAbsolute ? "absolute" : "relative",
@@ -699,7 +709,7 @@ absl::StatusOr<std::vector<double>> LearnedModel::Predict(
     }
   }
   try {
-    return impl_->Predict(graphs, head);
+    return impl_->Predict(graphs, head, spread);
   } catch (const std::exception& e) {
     return absl::InternalError(absl::StrCat("LearnedModel::Predict: ", e.what()));
   }

@@ -787,6 +787,42 @@ TEST(LearnedModel, EnsembleAveragesMembersAndRoundTrips) {
   EXPECT_EQ(*(*old_loaded)->Predict(test.Graphs()), *single->Predict(test.Graphs()));
 }
 
+// The spread Predict reports is the members' standard deviation: member m trains as a single
+// network of seed + m, so three single networks give the same figure; one network has none.
+TEST(LearnedModel, EnsembleSpreadIsTheMembersStandardDeviation) {
+  Dataset train = MakeDataset(16, 11, 0);
+  Dataset test = MakeDataset(6, 12, 100);
+  ModelOptions o = SmallOptions(Loss::kMseLog);
+  o.epochs = 4;
+  std::vector<std::vector<double>> members;
+  for (uint64_t m = 0; m < 3; ++m) {
+    ModelOptions one = o;
+    one.seed = o.seed + m;
+    std::unique_ptr<LearnedModel> single = *LearnedModel::Create(one);
+    ASSERT_TRUE(single->Train(train.samples).ok());
+    std::vector<double> spread = {-1};
+    members.push_back(*single->Predict(test.Graphs(), Head::kAbsolute, &spread));
+    ASSERT_EQ(spread.size(), members.back().size());
+    for (double s : spread) EXPECT_EQ(s, 0.0);
+  }
+  o.ensemble = 3;
+  std::unique_ptr<LearnedModel> ensemble = *LearnedModel::Create(o);
+  ASSERT_TRUE(ensemble->Train(train.samples).ok());
+  std::vector<double> spread;
+  const std::vector<double> mean = *ensemble->Predict(test.Graphs(), Head::kAbsolute, &spread);
+  ASSERT_EQ(spread.size(), mean.size());
+  double largest = 0;
+  for (size_t i = 0; i < mean.size(); ++i) {
+    const double m = (members[0][i] + members[1][i] + members[2][i]) / 3;
+    double var = 0;
+    for (const std::vector<double>& v : members) var += (v[i] - m) * (v[i] - m) / 3;
+    EXPECT_NEAR(mean[i], m, 1e-4);
+    EXPECT_NEAR(spread[i], std::sqrt(var), 1e-4);
+    largest = std::max(largest, spread[i]);
+  }
+  EXPECT_GT(largest, 1e-3) << "members from different seeds should disagree somewhere";
+}
+
 TEST(LearnedModel, ProgressCallbackStopsTraining) {
   Dataset data = MakeDataset(4, 8, 0);
   std::unique_ptr<LearnedModel> m = *LearnedModel::Create(SmallOptions(Loss::kBoth));
