@@ -205,6 +205,11 @@ struct SplitMetrics {
   std::optional<learned::RankMetrics> guarded;
   bool has_analytical = false;      // every test row has the baseline's prediction
   double mape = 0, ape_median = 0;  // learned, absolute head
+  // The relative-error point (learned::RuntimePoint::kRelativeError): each fold's rows shifted
+  // by the spread model fitted on the other folds' rows, so no row calibrates its own
+  // prediction; and the fit over every row, which the stored checkpoint carries.
+  double point_mape = 0, point_ape_median = 0;
+  std::optional<learned::RuntimeSpread> spread_fit;
   double analytical_mape = 0, analytical_ape_median = 0;  // the baseline's
   std::string skipped;                                    // why the split was not evaluated
 };
@@ -244,7 +249,8 @@ std::vector<learned::Sample> Samples(const Data& data, const std::vector<size_t>
 // One CSV line per test row (--predictions): what each model said next to what was measured.
 void WritePredictions(const Data& data, const std::string& split, const std::vector<size_t>& rows,
                       const std::vector<double>& log_seconds, const std::vector<double>& relative,
-                      const std::vector<double>& log_spread, std::ostream& csv) {
+                      const std::vector<double>& log_spread,
+                      const std::vector<double>& point_seconds, std::ostream& csv) {
   for (size_t i = 0; i < rows.size(); ++i) {
     const Row& r = data.rows[rows[i]];
     csv << split << "," << data.kernels[static_cast<size_t>(r.kernel)] << ","
@@ -254,7 +260,8 @@ void WritePredictions(const Data& data, const std::string& split, const std::vec
         << (i < relative.size() ? absl::StrFormat("%.6g", relative[i]) : "") << ","
         << (r.analytical ? absl::StrFormat("%.9g", *r.analytical) : "") << ","
         << (r.is_default ? 1 : 0) << ","
-        << (i < log_spread.size() ? absl::StrFormat("%.6g", log_spread[i]) : "") << "\n";
+        << (i < log_spread.size() ? absl::StrFormat("%.6g", log_spread[i]) : "") << ","
+        << (i < point_seconds.size() ? absl::StrFormat("%.9g", point_seconds[i]) : "") << "\n";
   }
 }
 
@@ -287,6 +294,7 @@ absl::StatusOr<SplitMetrics> Evaluate(const Data& data, const std::string& name,
   std::map<std::string, int64_t> program_ids;
   std::vector<double> truth, default_score, analytical, relative, log_seconds, log_spread;
   std::vector<bool> is_default;
+  std::vector<int> row_fold;
   s.has_analytical = true;
   double train_kernels = 0;
   int used_folds = 0;
@@ -317,6 +325,7 @@ absl::StatusOr<SplitMetrics> Evaluate(const Data& data, const std::string& name,
     std::vector<const features::KernelGraph*> fold_graphs;
     for (size_t r : test) {
       test_rows.push_back(r);
+      row_fold.push_back(f);
       fold_graphs.push_back(&data.rows[r].graph);
       group.push_back(data.rows[r].kernel);
       program.push_back(
@@ -365,8 +374,35 @@ absl::StatusOr<SplitMetrics> Evaluate(const Data& data, const std::string& name,
     s.mape = learned::Mape(truth, seconds);
     s.ape_median = learned::MedianApe(truth, seconds);
   }
+  std::vector<double> point_seconds;
+  if (!log_seconds.empty() && log_spread.size() == log_seconds.size()) {
+    s.spread_fit = learned::FitRuntimeSpread(truth, log_seconds, log_spread);
+    point_seconds.assign(truth.size(), 0);
+    for (int f = 0; f < folds; ++f) {
+      std::vector<double> fit_truth, fit_mean, fit_spread, mean, spread;
+      std::vector<size_t> at;
+      for (size_t i = 0; i < truth.size(); ++i) {
+        if (row_fold[i] == f) {
+          at.push_back(i);
+          mean.push_back(log_seconds[i]);
+          spread.push_back(log_spread[i]);
+        } else {
+          fit_truth.push_back(truth[i]);
+          fit_mean.push_back(log_seconds[i]);
+          fit_spread.push_back(log_spread[i]);
+        }
+      }
+      if (at.empty()) continue;
+      const std::vector<double> shifted = learned::RelativeErrorSeconds(
+          mean, spread, learned::FitRuntimeSpread(fit_truth, fit_mean, fit_spread));
+      for (size_t j = 0; j < at.size(); ++j) point_seconds[at[j]] = shifted[j];
+    }
+    s.point_mape = learned::Mape(truth, point_seconds);
+    s.point_ape_median = learned::MedianApe(truth, point_seconds);
+  }
   if (predictions != nullptr) {
-    WritePredictions(data, name, test_rows, log_seconds, relative, log_spread, *predictions);
+    WritePredictions(data, name, test_rows, log_seconds, relative, log_spread, point_seconds,
+                     *predictions);
   }
   return s;
 }
@@ -390,8 +426,9 @@ absl::StatusOr<json> EvaluateSplits(const Data& data, const TrainCostModelComman
            "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n";
   } else {
     out << "\n| split | folds | train kernels per fold | test kernels | MAPE (learned) | "
-           "APE median (learned) | MAPE (analytical) | APE median (analytical) |\n"
-           "|---|---:|---:|---:|---:|---:|---:|---:|\n";
+           "APE median (learned) | MAPE (learned, relative-error point) | APE median (same) | "
+           "MAPE (analytical) | APE median (analytical) |\n"
+           "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n";
   }
   for (const auto& [name, by_program] : std::vector<std::pair<std::string, bool>>{
            {"random kernels", false}, {"held-out programs", true}}) {
@@ -401,7 +438,7 @@ absl::StatusOr<json> EvaluateSplits(const Data& data, const TrainCostModelComman
       return absl::Status(s.status().code(), absl::StrCat(name, " split: ", s.status().message()));
     }
     if (!s->skipped.empty()) {
-      out << "| " << name << " | skipped: " << s->skipped << " |" << std::string(tile ? 15 : 6, '|')
+      out << "| " << name << " | skipped: " << s->skipped << " |" << std::string(tile ? 15 : 8, '|')
           << "\n";
       continue;
     }
@@ -428,10 +465,12 @@ absl::StatusOr<json> EvaluateSplits(const Data& data, const TrainCostModelComman
           rel ? mean_median(s->relative) : "-", s->guarded ? mean_median(*s->guarded) : "-",
           mean_median(s->default_pick), an ? mean_median(s->analytical) : "-"));
     } else {
-      out << absl::StrFormat("| %s | %d | %d | %d | %s | %s | %s | %s |\n", name, s->folds,
-                             s->train_kernels, s->test_kernels, Percent(s->mape),
-                             Percent(s->ape_median), an ? Percent(s->analytical_mape) : "-",
-                             an ? Percent(s->analytical_ape_median) : "-");
+      const bool point = s->spread_fit.has_value();
+      out << absl::StrFormat(
+          "| %s | %d | %d | %d | %s | %s | %s | %s | %s | %s |\n", name, s->folds, s->train_kernels,
+          s->test_kernels, Percent(s->mape), Percent(s->ape_median),
+          point ? Percent(s->point_mape) : "-", point ? Percent(s->point_ape_median) : "-",
+          an ? Percent(s->analytical_mape) : "-", an ? Percent(s->analytical_ape_median) : "-");
     }
     json m = {{"split", name},
               {"folds", s->folds},
@@ -439,6 +478,12 @@ absl::StatusOr<json> EvaluateSplits(const Data& data, const TrainCostModelComman
               {"test_kernels", s->test_kernels},
               {"mape", s->mape},
               {"ape_median", s->ape_median}};
+    if (s->spread_fit) {
+      m["point_mape"] = s->point_mape;
+      m["point_ape_median"] = s->point_ape_median;
+      m["spread_floor"] = s->spread_fit->floor;
+      m["spread_scale"] = s->spread_fit->scale;
+    }
     if (tile) {
       m["relative_ape_mean"] = s->relative.ape_mean;
       m["relative_ape_median"] = s->relative.ape_median;
@@ -494,7 +539,10 @@ absl::StatusOr<json> EvaluateSplits(const Data& data, const TrainCostModelComman
            "paper's fusion metric); \"analytical\" is the "
         << (target == "cpu" ? "CPU roofline from the kernels' FLOPs and bytes"
                             : "roofline of the kernels' FLOPs and bytes on the spec")
-        << ".\n";
+        << ".\nThe relative-error point is exp(mean - variance) of the predicted log runtime, "
+           "which minimises the expected MAPE, its variance floor + scale * (the ensemble "
+           "members' spread)^2 fitted on the other folds' kernels; the stored model carries the "
+           "fit over every fold (held-out programs when that split ran).\n";
   }
   out << "Each split is a cross-validation over folds of the real kernels (random kernels) or "
          "programs (held-out programs): every test kernel is predicted by a model trained "
@@ -679,6 +727,17 @@ int RunTrainCostModel(const TrainCostModelCommand& cmd, std::ostream& out, std::
         << cmd.predictions << "\n";
   }
   if (cmd.no_store) return 0;
+  // The runtime spread model the relative-error point uses, fitted where an unseen program's
+  // kernels were predicted (the held-out split), else on random kernels.
+  for (const char* split : {"held-out programs", "random kernels"}) {
+    auto m = std::find_if(metrics.begin(), metrics.end(), [&](const json& j) {
+      return j.value("split", "") == split && j.contains("spread_floor");
+    });
+    if (m == metrics.end()) continue;
+    options.spread_floor = (*m)["spread_floor"].get<double>();
+    options.spread_scale = (*m)["spread_scale"].get<double>();
+    break;
+  }
   // The stored model learns from every measurement.
   std::vector<size_t> all(data->rows.size());
   std::iota(all.begin(), all.end(), 0);

@@ -101,8 +101,27 @@ struct ModelOptions {
   // from one training run to the next; the average's moves less. Training and inference cost
   // grow with the count. Checkpoints from before ensembles hold one.
   int ensemble = 1;
+  // How far a kernel's true log runtime strays from the ensemble's mean, fitted on held-out
+  // programs after training (train-cost-model; FitRuntimeSpread): its variance is taken as
+  // spread_floor + spread_scale * (members' standard deviation)^2. Members agree too well on
+  // kernels unlike any they trained on (their errors are shared), hence the scale and floor.
+  // RuntimePoint::kRelativeError uses it; 0 and 0 (checkpoints from before it): no shift.
+  double spread_floor = 0;
+  double spread_scale = 0;
 };
 absl::Status ValidateOptions(const ModelOptions& options);
+
+// Which point of a kernel's predicted runtime distribution (log-normal: the ensemble's mean,
+// the variance above) PredictSeconds reports.
+enum class RuntimePoint {
+  // exp(mean): the median. What plan costs and rankings use: unbiased in log seconds.
+  kMedian,
+  // exp(mean - variance): the value that minimises the expected relative error
+  // |predicted - true| / true (the paper's MAPE). Relative error punishes a time predicted k
+  // times too high by k - 1, one k times too low by less than 1, so where the model is unsure
+  // (its members disagree) the best answer leans low.
+  kRelativeError,
+};
 
 // One measured configuration: a kernel graph, the group it belongs to (the same kernel or
 // program under different configurations: rank pairs are formed within a group only) and its
@@ -172,6 +191,10 @@ class LearnedModel {
   absl::StatusOr<std::vector<double>> Predict(
       const std::vector<const features::KernelGraph*>& graphs, Head head = Head::kAbsolute,
       std::vector<double>* spread = nullptr) const;
+  // The absolute head's runtime in seconds per graph, at `point` (RuntimePoint); errors as
+  // Predict's.
+  absl::StatusOr<std::vector<double>> PredictSeconds(
+      const std::vector<const features::KernelGraph*>& graphs, RuntimePoint point) const;
 
   std::string Save() const;
 
@@ -236,6 +259,19 @@ double MedianApe(std::span<const double> truth_seconds, std::span<const double> 
 std::vector<double> ProgramShareWeights(std::span<const int64_t> group,
                                         std::span<const double> seconds,
                                         std::span<const int64_t> program);
+// The runtime variance model of ModelOptions::spread_floor / spread_scale: the pair that
+// minimises the MAPE of exp(log_mean - floor - scale * spread^2) against `truth_seconds` (a
+// grid search, floor in [0, 2], scale in [0, 20]). `log_mean` and `spread` are an ensemble's
+// out-of-fold predictions (LearnedModel::Predict); all three are parallel and non-empty.
+struct RuntimeSpread {
+  double floor = 0;
+  double scale = 0;
+};
+RuntimeSpread FitRuntimeSpread(std::span<const double> truth_seconds,
+                               std::span<const double> log_mean, std::span<const double> spread);
+// exp(log_mean - floor - scale * spread^2) per entry: RuntimePoint::kRelativeError's seconds.
+std::vector<double> RelativeErrorSeconds(std::span<const double> log_mean,
+                                         std::span<const double> spread, RuntimeSpread fit);
 // Kendall's tau-b of two equally long sequences; 0 when either is constant.
 double KendallTau(std::span<const double> a, std::span<const double> b);
 

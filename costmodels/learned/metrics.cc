@@ -169,4 +169,55 @@ double MedianApe(std::span<const double> truth_seconds, std::span<const double> 
   return Median(RelativeErrors(truth_seconds, predicted_seconds));
 }
 
+std::vector<double> RelativeErrorSeconds(std::span<const double> log_mean,
+                                         std::span<const double> spread, RuntimeSpread fit) {
+  std::vector<double> out;
+  out.reserve(log_mean.size());
+  for (size_t i = 0; i < log_mean.size(); ++i) {
+    const double s = i < spread.size() ? spread[i] : 0.0;
+    out.push_back(std::exp(log_mean[i] - fit.floor - fit.scale * s * s));
+  }
+  return out;
+}
+
+RuntimeSpread FitRuntimeSpread(std::span<const double> truth_seconds,
+                               std::span<const double> log_mean, std::span<const double> spread) {
+  const size_t n = std::min({truth_seconds.size(), log_mean.size(), spread.size()});
+  // Per entry: log(predicted median / truth) and the spread squared; the loss of a pair is then
+  // a sum of |exp(q - floor - scale * s2) - 1|.
+  std::vector<double> q, s2;
+  for (size_t i = 0; i < n; ++i) {
+    if (!(truth_seconds[i] > 0) || !std::isfinite(log_mean[i]) || !std::isfinite(spread[i])) {
+      continue;
+    }
+    q.push_back(log_mean[i] - std::log(truth_seconds[i]));
+    s2.push_back(spread[i] * spread[i]);
+  }
+  RuntimeSpread best;
+  if (q.empty()) return best;
+  auto loss = [&](double floor, double scale) {
+    double sum = 0;
+    for (size_t i = 0; i < q.size(); ++i)
+      sum += std::abs(std::exp(q[i] - floor - scale * s2[i]) - 1);
+    return sum;
+  };
+  double best_loss = loss(0, 0);
+  // A coarse grid, then a finer one around its best: the loss is smooth in both.
+  auto search = [&](double floor_lo, double floor_step, double scale_lo, double scale_step) {
+    for (int a = 0; a <= 40; ++a) {
+      for (int b = 0; b <= 40; ++b) {
+        const double floor = std::max(0.0, floor_lo + a * floor_step);
+        const double scale = std::max(0.0, scale_lo + b * scale_step);
+        if (const double l = loss(floor, scale); l < best_loss) {
+          best_loss = l;
+          best = {floor, scale};
+        }
+      }
+    }
+  };
+  search(0, 0.05, 0, 0.5);
+  search(best.floor - 0.05, 0.0025, best.scale - 0.5, 0.025);
+  return best;
+}
+
 }  // namespace mltune::costmodels::learned

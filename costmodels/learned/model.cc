@@ -591,6 +591,8 @@ struct LearnedModel::Impl {
     j["relative_error_weight"] = options.relative_error_weight;
     j["threads"] = options.threads;
     j["ensemble"] = options.ensemble;
+    j["spread_floor"] = options.spread_floor;
+    j["spread_scale"] = options.spread_scale;
     // One member: its weights at the archive's root, as before ensembles. Several: one
     // sub-archive each.
     torch::serialize::OutputArchive archive;
@@ -715,6 +717,21 @@ absl::StatusOr<std::vector<double>> LearnedModel::Predict(
   }
 }
 
+absl::StatusOr<std::vector<double>> LearnedModel::PredictSeconds(
+    const std::vector<const KernelGraph*>& graphs, RuntimePoint point) const {
+  std::vector<double> spread;
+  absl::StatusOr<std::vector<double>> log_mean = Predict(graphs, Head::kAbsolute, &spread);
+  if (!log_mean.ok()) return log_mean.status();
+  if (point == RuntimePoint::kRelativeError) {
+    return RelativeErrorSeconds(*log_mean, spread,
+                                {impl_->options.spread_floor, impl_->options.spread_scale});
+  }
+  std::vector<double> seconds;
+  seconds.reserve(log_mean->size());
+  for (double v : *log_mean) seconds.push_back(std::exp(v));
+  return seconds;
+}
+
 std::string LearnedModel::Save() const { return impl_->Save(); }
 
 absl::StatusOr<std::unique_ptr<LearnedModel>> LearnedModel::Load(std::string_view bytes) {
@@ -761,6 +778,8 @@ absl::StatusOr<std::unique_ptr<LearnedModel>> LearnedModel::Load(std::string_vie
     o.relative_error_weight = j.value("relative_error_weight", 0.0);
     o.threads = j.at("threads").get<int>();
     o.ensemble = j.value("ensemble", 1);
+    o.spread_floor = j.value("spread_floor", 0.0);  // absent before it existed
+    o.spread_scale = j.value("spread_scale", 0.0);
   } catch (const std::exception& e) {
     return absl::InvalidArgumentError(
         absl::StrCat("cost model checkpoint: bad header: ", e.what()));

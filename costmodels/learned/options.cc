@@ -94,6 +94,12 @@ absl::Status ValidateOptions(const ModelOptions& o) {
     return bad("relative_error_weight", o.relative_error_weight);
   }
   if (o.ensemble < 1 || o.ensemble > kMaxEnsemble) return bad("ensemble", o.ensemble);
+  if (!(o.spread_floor >= 0) || !std::isfinite(o.spread_floor)) {
+    return bad("spread_floor", o.spread_floor);
+  }
+  if (!(o.spread_scale >= 0) || !std::isfinite(o.spread_scale)) {
+    return bad("spread_scale", o.spread_scale);
+  }
   if (o.threads < 1 || o.threads > 1024) return bad("threads", o.threads);
   return absl::OkStatus();
 }

@@ -15,6 +15,7 @@
 #include "absl/strings/str_cat.h"
 #include "costmodels/learned/learned_model.h"
 #include "costmodels/synthetic/synthetic_programs.h"
+#include "nlohmann/json.hpp"
 #include "storage/store.h"
 #include "tests/support/cli_store_fixture.h"
 
@@ -164,7 +165,8 @@ TEST_F(TrainCostModelTest, FusionReportsRuntimeMapeNextToTheRoofline) {
     Result r = Cli(absl::StrCat("train-cost-model --task fusion --target ", target, " --db ", Db(),
                                 " --epochs 3 --hidden 16 --layers 1"));
     ASSERT_EQ(r.exit_code, 0) << r.err;
-    EXPECT_NE(r.out.find("MAPE (learned) | APE median (learned) | MAPE (analytical)"),
+    EXPECT_NE(r.out.find("MAPE (learned) | APE median (learned) | MAPE (learned, relative-error "
+                         "point) | APE median (same) | MAPE (analytical)"),
               std::string::npos)
         << r.out;
     EXPECT_NE(r.out.find("| held-out programs |"), std::string::npos) << r.out;
@@ -177,6 +179,22 @@ TEST_F(TrainCostModelTest, FusionReportsRuntimeMapeNextToTheRoofline) {
     std::optional<storage::ModelRecord> model = Latest(name);
     ASSERT_TRUE(model.has_value());
     EXPECT_NE(model->metadata_json.find("analytical_mape"), std::string::npos);
+    EXPECT_NE(model->metadata_json.find("point_mape"), std::string::npos);
+    // The stored model carries the held-out split's runtime spread fit.
+    absl::StatusOr<std::unique_ptr<costmodels::learned::LearnedModel>> stored =
+        costmodels::learned::LearnedModel::Load(model->data);
+    ASSERT_TRUE(stored.ok()) << stored.status();
+    const nlohmann::json meta = nlohmann::json::parse(model->metadata_json);
+    int held_out = 0;
+    for (const nlohmann::json& m : meta.at("metrics")) {
+      if (m.at("split") != "held-out programs") continue;
+      ++held_out;
+      ASSERT_TRUE(m.contains("spread_floor")) << m;
+      EXPECT_DOUBLE_EQ((*stored)->options().spread_floor, m.at("spread_floor").get<double>());
+      EXPECT_DOUBLE_EQ((*stored)->options().spread_scale, m.at("spread_scale").get<double>());
+      EXPECT_GE(m.at("point_mape").get<double>(), 0.0);
+    }
+    EXPECT_EQ(held_out, 1) << model->metadata_json;
     EXPECT_NE(model->metadata_json.find("mse-log"), std::string::npos);
     EXPECT_NE(model->metadata_json.find("\"absolute_head\":\"pooled\""), std::string::npos)
         << model->metadata_json;

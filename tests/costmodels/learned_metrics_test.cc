@@ -1,6 +1,7 @@
 // The evaluation metrics of the learned cost model on hand-computed cases.
 #include <cmath>
 #include <cstdint>
+#include <random>
 #include <vector>
 
 #include "costmodels/learned/learned_model.h"
@@ -150,6 +151,48 @@ TEST(LearnedMedianApe, MiddleRelativeErrorIgnoringOneWildKernel) {
   EXPECT_DOUBLE_EQ(MedianApe(std::vector<double>{1, 2, 4, 0}, std::vector<double>{1.5, 2.2, 5, 3}),
                    0.25);
   EXPECT_DOUBLE_EQ(MedianApe(std::vector<double>{}, std::vector<double>{}), 0.0);
+}
+
+// Kernels whose true log runtime is normal around the prediction with variance 0.05 + 2 * spread^2:
+// the MAPE-optimal point of a log-normal is exp(mean - variance), so the fit finds about that
+// floor and scale, and its point beats the median on relative error.
+TEST(LearnedFitRuntimeSpread, RecoversTheVarianceModelAndLowersMape) {
+  std::mt19937_64 rng(7);
+  std::normal_distribution<double> normal(0, 1);
+  std::uniform_real_distribution<double> uniform(0, 0.5);
+  std::vector<double> truth, mean, spread;
+  for (int i = 0; i < 20000; ++i) {
+    const double s = uniform(rng);
+    const double m = -10 + 4 * uniform(rng);
+    mean.push_back(m);
+    spread.push_back(s);
+    truth.push_back(std::exp(m + std::sqrt(0.05 + 2 * s * s) * normal(rng)));
+  }
+  const RuntimeSpread fit = FitRuntimeSpread(truth, mean, spread);
+  EXPECT_NEAR(fit.floor, 0.05, 0.03);
+  EXPECT_NEAR(fit.scale, 2.0, 0.4);
+  std::vector<double> median;
+  for (double m : mean) median.push_back(std::exp(m));
+  const std::vector<double> point = RelativeErrorSeconds(mean, spread, fit);
+  EXPECT_LT(Mape(truth, point), Mape(truth, median) - 0.03);
+  for (size_t i = 0; i < point.size(); ++i) {
+    ASSERT_NEAR(point[i], std::exp(mean[i] - fit.floor - fit.scale * spread[i] * spread[i]),
+                1e-12 * point[i]);
+  }
+}
+
+// Exact predictions need no shift, and rows without a positive truth or a finite prediction are
+// left out rather than poisoning the fit.
+TEST(LearnedFitRuntimeSpread, ExactPredictionsAndBadRows) {
+  const std::vector<double> truth = {1e-6, 2e-6, 0, 4e-6};
+  const std::vector<double> mean = {std::log(1e-6), std::log(2e-6), 1.0, std::log(4e-6)};
+  const std::vector<double> spread = {0.1, 0.3, 0.2, std::nan("")};
+  const RuntimeSpread fit = FitRuntimeSpread(truth, mean, spread);
+  EXPECT_EQ(fit.floor, 0.0);
+  EXPECT_EQ(fit.scale, 0.0);
+  const RuntimeSpread none = FitRuntimeSpread({}, {}, {});
+  EXPECT_EQ(none.floor, 0.0);
+  EXPECT_EQ(none.scale, 0.0);
 }
 
 TEST(LearnedLoss, NamesRoundTrip) {

@@ -821,6 +821,36 @@ TEST(LearnedModel, EnsembleSpreadIsTheMembersStandardDeviation) {
     largest = std::max(largest, spread[i]);
   }
   EXPECT_GT(largest, 1e-3) << "members from different seeds should disagree somewhere";
+  // The runtime points: the median is exp(mean); the relative-error point lowers it by the
+  // variance model's floor + scale * spread^2, which the checkpoint carries.
+  const std::vector<double> median =
+      *ensemble->PredictSeconds(test.Graphs(), RuntimePoint::kMedian);
+  ModelOptions calibrated = ensemble->options();
+  calibrated.spread_floor = 0.1;
+  calibrated.spread_scale = 3;
+  std::string bytes = ensemble->Save();
+  const std::string floor_key = "\"spread_floor\":0.0", scale_key = "\"spread_scale\":0.0";
+  ASSERT_NE(bytes.find(floor_key), std::string::npos);
+  ASSERT_NE(bytes.find(scale_key), std::string::npos);
+  // Same-length edits keep the header's byte count.
+  bytes.replace(bytes.find(floor_key), floor_key.size(), "\"spread_floor\":0.1");
+  bytes.replace(bytes.find(scale_key), scale_key.size(), "\"spread_scale\":3.0");
+  absl::StatusOr<std::unique_ptr<LearnedModel>> loaded = LearnedModel::Load(bytes);
+  ASSERT_TRUE(loaded.ok()) << loaded.status();
+  EXPECT_DOUBLE_EQ((*loaded)->options().spread_floor, 0.1);
+  EXPECT_DOUBLE_EQ((*loaded)->options().spread_scale, 3.0);
+  const std::vector<double> point =
+      *(*loaded)->PredictSeconds(test.Graphs(), RuntimePoint::kRelativeError);
+  ASSERT_EQ(point.size(), mean.size());
+  for (size_t i = 0; i < mean.size(); ++i) {
+    EXPECT_NEAR(median[i], std::exp(mean[i]), 1e-9 * median[i]);
+    EXPECT_NEAR(point[i], std::exp(mean[i] - 0.1 - 3 * spread[i] * spread[i]), 1e-9 * point[i]);
+    EXPECT_LT(point[i], median[i]);
+  }
+  // Without a fit (older checkpoints) the two points agree.
+  EXPECT_EQ(*ensemble->PredictSeconds(test.Graphs(), RuntimePoint::kRelativeError), median);
+  calibrated.spread_scale = -1;
+  EXPECT_FALSE(ValidateOptions(calibrated).ok());
 }
 
 TEST(LearnedModel, ProgressCallbackStopsTraining) {
