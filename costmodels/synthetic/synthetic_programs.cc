@@ -283,15 +283,22 @@ Value Contraction(Builder& b, std::optional<Value> x) {
   }
 }
 
+// A fresh NHWC image: up to `max_channels` channels, square sides in [min_side, max_side], a
+// batch of up to 16, within --max-elements.
+Value ImageParam(Builder& b, int64_t max_channels, int64_t min_side, int64_t max_side) {
+  const int64_t cap = b.options().max_elements;
+  const int64_t c = b.Size(1, max_channels);
+  const int64_t hw =
+      b.Size(min_side,
+             std::max<int64_t>(
+                 min_side, std::min<int64_t>(max_side, static_cast<int64_t>(std::sqrt(cap / c)))));
+  const int64_t n = b.Size(1, std::max<int64_t>(1, std::min<int64_t>(16, cap / (hw * hw * c))));
+  return b.Param({n, hw, hw, c});
+}
+
 Value Convolution(Builder& b, std::optional<Value> x) {
   const int64_t cap = b.options().max_elements;
-  if (!x || x->rank() != 4) {
-    const int64_t c = b.Size(1, 64);
-    const int64_t hw = b.Size(
-        4, std::max<int64_t>(4, std::min<int64_t>(96, static_cast<int64_t>(std::sqrt(cap / c)))));
-    const int64_t n = b.Size(1, std::max<int64_t>(1, std::min<int64_t>(16, cap / (hw * hw * c))));
-    x = b.Param({n, hw, hw, c});
-  }
+  if (!x || x->rank() != 4) x = ImageParam(b, 64, 4, 96);
   const int64_t n = x->dims[0], h = x->dims[1], w = x->dims[2], c = x->dims[3];
   int64_t k = b.Pick(std::vector<int64_t>{1, 3, 3, 5});
   k = std::min({k, h, w});
@@ -326,13 +333,7 @@ Value Convolution(Builder& b, std::optional<Value> x) {
 // model trained on forward ones only mispredicted them 5-16x (see docs/cost_models.md).
 Value ConvolutionGradient(Builder& b, std::optional<Value> x) {
   const int64_t cap = b.options().max_elements;
-  if (!x || x->rank() != 4) {
-    const int64_t c = b.Size(1, 32);
-    const int64_t hw = b.Size(
-        2, std::max<int64_t>(2, std::min<int64_t>(64, static_cast<int64_t>(std::sqrt(cap / c)))));
-    const int64_t n = b.Size(1, std::max<int64_t>(1, std::min<int64_t>(16, cap / (hw * hw * c))));
-    x = b.Param({n, hw, hw, c});
-  }
+  if (!x || x->rank() != 4) x = ImageParam(b, 32, 2, 64);
   const int64_t n = x->dims[0], h = x->dims[1], w = x->dims[2];
   int64_t k = std::min({b.Pick(std::vector<int64_t>{1, 3, 3, 5}), h, w});
   if (k % 2 == 0) --k;              // odd, so "same" padding is symmetric
