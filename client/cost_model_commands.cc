@@ -17,6 +17,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "client/cli_commands.h"
 #include "client/cost_model_baselines.h"
 #include "client/sim_targets.h"
@@ -416,6 +417,7 @@ absl::StatusOr<json> EvaluateSplits(const Data& data, const TrainCostModelComman
   const bool tile = cmd.task == "tile";
   json metrics = json::array();
   std::vector<std::string> program_table;  // tile: the per-program APE, a second table
+  std::vector<std::string> spread_fits;    // each split's variance model over all its folds
   if (tile) {
     out << "\n| split | folds | train kernels per fold | test kernels | test configs | "
            "APE mean (relative head) | APE median | Kendall tau | APE mean (absolute head) | MAPE "
@@ -479,6 +481,8 @@ absl::StatusOr<json> EvaluateSplits(const Data& data, const TrainCostModelComman
               {"mape", s->mape},
               {"ape_median", s->ape_median}};
     if (s->spread_fit) {
+      spread_fits.push_back(absl::StrFormat("%s: %.4g + %.4g * spread^2", name,
+                                            s->spread_fit->floor, s->spread_fit->scale));
       m["point_mape"] = s->point_mape;
       m["point_ape_median"] = s->point_ape_median;
       m["spread_floor"] = s->spread_fit->floor;
@@ -542,7 +546,8 @@ absl::StatusOr<json> EvaluateSplits(const Data& data, const TrainCostModelComman
         << ".\nThe relative-error point is exp(mean - variance) of the predicted log runtime, "
            "which minimises the expected MAPE, its variance floor + scale * (the ensemble "
            "members' spread)^2 fitted on the other folds' kernels; the stored model carries the "
-           "fit over every fold (held-out programs when that split ran).\n";
+           "fit over every fold (held-out programs when that split ran). Fits over every fold: "
+        << absl::StrJoin(spread_fits, "; ") << ".\n";
   }
   out << "Each split is a cross-validation over folds of the real kernels (random kernels) or "
          "programs (held-out programs): every test kernel is predicted by a model trained "
@@ -638,7 +643,7 @@ int RunTrainCostModel(const TrainCostModelCommand& cmd, std::ostream& out, std::
       return 1;
     }
     *predictions << "split,kernel,program,configuration,measured_s,learned_s,relative_score,"
-                    "analytical_s,default,learned_log_sd\n";
+                    "analytical_s,default,learned_log_sd,learned_point_s\n";
   }
   // As collect logs it: tpu-sim means its default spec.
   const std::string target = ResolveAlias(cmd.target);

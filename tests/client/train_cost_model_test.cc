@@ -276,10 +276,24 @@ TEST_F(TrainCostModelTest, SyntheticProgramsAlwaysTrainAndPredictionsListTheReal
   std::ifstream in(csv);
   std::string line;
   ASSERT_TRUE(std::getline(in, line));
-  EXPECT_EQ(line.rfind("split,kernel,program,configuration,measured_s,learned_s", 0), 0u) << line;
+  EXPECT_EQ(line,
+            "split,kernel,program,configuration,measured_s,learned_s,relative_score,analytical_s,"
+            "default,learned_log_sd,learned_point_s");
+  // Every row has the header's fields (the configuration is one quoted field).
+  auto fields = [](const std::string& row) {
+    int n = 1;
+    bool quoted = false;
+    for (char c : row) {
+      if (c == '"') quoted = !quoted;
+      if (c == ',' && !quoted) ++n;
+    }
+    return n;
+  };
+  const int header_fields = fields(line);
   std::map<std::string, int> per_split;
   std::set<std::string> kernels;
   while (std::getline(in, line)) {
+    EXPECT_EQ(fields(line), header_fields) << line;
     const std::string split = line.substr(0, line.find(','));
     ++per_split[split];
     kernels.insert(line.substr(split.size() + 1, 64));
