@@ -77,6 +77,9 @@ struct RunCommand {
   int threads = 1;
   bool json = false;
   std::string emit_source;  // write the generated C++ of the (untuned) module here
+  // A store holding cost-model/fusion-cpu: also print the model's predicted time of the default
+  // fusion's kernels next to the measured one.
+  std::string model_db;
 };
 // `mltune run`: compiles the module for the CPU (generated kernels), runs it, optionally checks it
 // against the evaluator, and prints its latency (median and spread).

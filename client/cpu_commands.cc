@@ -23,6 +23,7 @@
 #include "optimizers/core/search.h"
 #include "optimizers/fusion/cpu_fusion_problem.h"
 #include "optimizers/guided/rankers.h"
+#include "optimizers/guided/stored_cost_models.h"
 #include "optimizers/tiling/confirm_tuned_kernels.h"
 #include "optimizers/tiling/cpu_tile_problem.h"
 
@@ -165,6 +166,15 @@ int RunRun(const RunCommand& cmd, std::ostream& out, std::ostream& err) {
   std::unique_ptr<ir::Module> original;
   std::unique_ptr<ir::Module> module = LoadForCpu(cmd.file, cmd.target, &original, err);
   if (module == nullptr) return 1;
+  // A missing or unreadable model fails before anything is compiled or timed.
+  absl::StatusOr<opt::guided::StoredCostModel> stored = opt::guided::StoredCostModel{};
+  if (!cmd.model_db.empty()) {
+    stored = opt::guided::LoadNewestCostModel(cmd.model_db, "fusion", "cpu");
+    if (!stored.ok()) {
+      err << "error: " << stored.status().message() << "\n";
+      return 1;
+    }
+  }
   absl::StatusOr<cpu::CompiledModule> compiled = cpu::CompileModule(*module);
   if (!compiled.ok()) {
     err << "error: " << compiled.status().message() << "\n";
@@ -224,6 +234,25 @@ int RunRun(const RunCommand& cmd, std::ostream& out, std::ostream& err) {
   if (!base.ok()) {
     err << "error: " << base.status().message() << "\n";
     return 1;
+  }
+  if (!cmd.model_db.empty()) {
+    // What the fusion cost model says of the same kernels: the default plan's kernels predicted
+    // one by one (as collect measures them: alone, default parameters) and summed, as
+    // model-topk ranks plans.
+    const opt::fusion::CpuFusionProblem plans(compiled->lowered.graph, nullptr);
+    absl::StatusOr<std::vector<double>> predicted = opt::guided::CpuFusionRanker(
+        stored->model, *module)({plans.Plan(plans.DefaultCandidate())});
+    if (!predicted.ok() || predicted->size() != 1 || !std::isfinite(predicted->front())) {
+      err << "error: the cost model cannot rank the default fusion: "
+          << (predicted.ok() ? "no finite prediction" : predicted.status().message()) << "\n";
+      return 1;
+    }
+    const std::string name = opt::guided::CostModelName("fusion", "cpu");
+    out << "cost model: " << name << " v" << stored->version << " predicts "
+        << Ms(predicted->front()) << " for the default fusion's kernels, each alone ("
+        << absl::StrFormat("%.2fx", predicted->front() / *base) << " the measured median)\n";
+    j["cost_model"] = {
+        {"name", name}, {"version", stored->version}, {"predicted_s", predicted->front()}};
   }
   if (cmd.tuned) {
     absl::StatusOr<TileOutcome> tuned =

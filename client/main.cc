@@ -107,6 +107,9 @@ int main(int argc, char** argv) {
   run_cmd->add_flag("--json", run.json, "Also print the figures as JSON");
   run_cmd->add_option("--emit-source", run.emit_source,
                       "Write the generated C++ source of the module to this file");
+  run_cmd->add_option("--model-db", run.model_db,
+                      "Store holding cost-model/fusion-cpu (mltune train-cost-model --task "
+                      "fusion): also print its predicted time of the default fusion's kernels");
 
   SimulateCommand simulate;
   auto* simulate_cmd = app.add_subcommand(

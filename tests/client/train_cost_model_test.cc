@@ -199,6 +199,20 @@ TEST_F(TrainCostModelTest, FusionReportsRuntimeMapeNextToTheRoofline) {
     EXPECT_NE(model->metadata_json.find("\"absolute_head\":\"pooled\""), std::string::npos)
         << model->metadata_json;
   }
+  // `run --model-db` prints what the stored fusion model predicts for the module's default
+  // fusion, next to the measured time (and in the JSON); a store without one is an error before
+  // anything is compiled.
+  const std::string first = absl::StrCat(Graphs(), "/first.hlo");
+  Result run = Cli(absl::StrCat("run ", first, " --repeat 3 --json --model-db ", Db()));
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  EXPECT_NE(run.out.find("cost model: cost-model/fusion-cpu v1 predicts "), std::string::npos)
+      << run.out;
+  EXPECT_NE(run.out.find("the measured median)"), std::string::npos) << run.out;
+  EXPECT_NE(run.out.find("\"predicted_s\""), std::string::npos) << run.out;
+  Result no_model = Cli(absl::StrCat("run ", first, " --model-db ", (dir_ / "none.db").string()));
+  EXPECT_EQ(no_model.exit_code, 1);
+  EXPECT_NE(no_model.err.find("no such store file"), std::string::npos) << no_model.err;
+  EXPECT_EQ(no_model.out.find("latency"), std::string::npos) << no_model.out;
   // The absolute head's and the readout's options reach the stored model and its metadata.
   Result node_sum =
       Cli(absl::StrCat("train-cost-model --task fusion --db ", Db(),
