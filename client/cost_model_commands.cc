@@ -266,6 +266,35 @@ void WritePredictions(const Data& data, const std::string& split, const std::vec
   }
 }
 
+// The relative-error point of each test row, its variance model fitted on the other folds'
+// rows only (the folds' own predictions, `row_fold` parallel to the rest).
+std::vector<double> FoldCalibratedPoint(const std::vector<double>& truth,
+                                        const std::vector<double>& log_mean,
+                                        const std::vector<double>& spread,
+                                        const std::vector<int>& row_fold, int folds) {
+  std::vector<double> point(truth.size(), 0);
+  for (int f = 0; f < folds; ++f) {
+    std::vector<double> fit_truth, fit_mean, fit_spread, mean, sd;
+    std::vector<size_t> at;
+    for (size_t i = 0; i < truth.size(); ++i) {
+      if (row_fold[i] == f) {
+        at.push_back(i);
+        mean.push_back(log_mean[i]);
+        sd.push_back(spread[i]);
+      } else {
+        fit_truth.push_back(truth[i]);
+        fit_mean.push_back(log_mean[i]);
+        fit_spread.push_back(spread[i]);
+      }
+    }
+    if (at.empty()) continue;
+    const std::vector<double> shifted = learned::RelativeErrorSeconds(
+        mean, sd, learned::FitRuntimeSpread(fit_truth, fit_mean, fit_spread));
+    for (size_t j = 0; j < at.size(); ++j) point[at[j]] = shifted[j];
+  }
+  return point;
+}
+
 absl::StatusOr<SplitMetrics> Evaluate(const Data& data, const std::string& name, bool by_program,
                                       const TrainCostModelCommand& cmd,
                                       const learned::ModelOptions& options,
@@ -378,26 +407,7 @@ absl::StatusOr<SplitMetrics> Evaluate(const Data& data, const std::string& name,
   std::vector<double> point_seconds;
   if (!log_seconds.empty() && log_spread.size() == log_seconds.size()) {
     s.spread_fit = learned::FitRuntimeSpread(truth, log_seconds, log_spread);
-    point_seconds.assign(truth.size(), 0);
-    for (int f = 0; f < folds; ++f) {
-      std::vector<double> fit_truth, fit_mean, fit_spread, mean, spread;
-      std::vector<size_t> at;
-      for (size_t i = 0; i < truth.size(); ++i) {
-        if (row_fold[i] == f) {
-          at.push_back(i);
-          mean.push_back(log_seconds[i]);
-          spread.push_back(log_spread[i]);
-        } else {
-          fit_truth.push_back(truth[i]);
-          fit_mean.push_back(log_seconds[i]);
-          fit_spread.push_back(log_spread[i]);
-        }
-      }
-      if (at.empty()) continue;
-      const std::vector<double> shifted = learned::RelativeErrorSeconds(
-          mean, spread, learned::FitRuntimeSpread(fit_truth, fit_mean, fit_spread));
-      for (size_t j = 0; j < at.size(); ++j) point_seconds[at[j]] = shifted[j];
-    }
+    point_seconds = FoldCalibratedPoint(truth, log_seconds, log_spread, row_fold, folds);
     s.point_mape = learned::Mape(truth, point_seconds);
     s.point_ape_median = learned::MedianApe(truth, point_seconds);
   }
