@@ -167,13 +167,15 @@ int RunRun(const RunCommand& cmd, std::ostream& out, std::ostream& err) {
   std::unique_ptr<ir::Module> module = LoadForCpu(cmd.file, cmd.target, &original, err);
   if (module == nullptr) return 1;
   // A missing or unreadable model fails before anything is compiled or timed.
-  absl::StatusOr<opt::guided::StoredCostModel> stored = opt::guided::StoredCostModel{};
+  std::optional<opt::guided::StoredCostModel> stored;
   if (!cmd.model_db.empty()) {
-    stored = opt::guided::LoadNewestCostModel(cmd.model_db, "fusion", "cpu");
-    if (!stored.ok()) {
-      err << "error: " << stored.status().message() << "\n";
+    absl::StatusOr<opt::guided::StoredCostModel> loaded =
+        opt::guided::LoadNewestCostModel(cmd.model_db, "fusion", "cpu");
+    if (!loaded.ok()) {
+      err << "error: " << loaded.status().message() << "\n";
       return 1;
     }
+    stored = *std::move(loaded);
   }
   absl::StatusOr<cpu::CompiledModule> compiled = cpu::CompileModule(*module);
   if (!compiled.ok()) {
@@ -235,7 +237,7 @@ int RunRun(const RunCommand& cmd, std::ostream& out, std::ostream& err) {
     err << "error: " << base.status().message() << "\n";
     return 1;
   }
-  if (!cmd.model_db.empty()) {
+  if (stored) {
     // What the fusion cost model says of the same kernels: the default plan's kernels predicted
     // one by one (as collect measures them: alone, default parameters) and summed, as
     // model-topk ranks plans.

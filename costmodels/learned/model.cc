@@ -719,10 +719,13 @@ absl::StatusOr<std::vector<double>> LearnedModel::Predict(
 
 absl::StatusOr<std::vector<double>> LearnedModel::PredictSeconds(
     const std::vector<const KernelGraph*>& graphs, RuntimePoint point) const {
+  // The median needs no spread.
+  const bool shifted = point == RuntimePoint::kRelativeError;
   std::vector<double> spread;
-  absl::StatusOr<std::vector<double>> log_mean = Predict(graphs, Head::kAbsolute, &spread);
+  absl::StatusOr<std::vector<double>> log_mean =
+      Predict(graphs, Head::kAbsolute, shifted ? &spread : nullptr);
   if (!log_mean.ok()) return log_mean.status();
-  if (point == RuntimePoint::kRelativeError) {
+  if (shifted) {
     return RelativeErrorSeconds(*log_mean, spread,
                                 {impl_->options.spread_floor, impl_->options.spread_scale});
   }
