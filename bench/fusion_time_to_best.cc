@@ -21,6 +21,12 @@
 // (lowering each plan and predicting its new kernels). The reference is the best module time any
 // strategy found; time to best is the strategy's clock when its best came within `tolerance` of
 // it.
+//
+// Then every plan measured for a module, whichever strategy asked for it, is ranked by the model
+// (and by the newest fusion model of each `--also-rank` store: two models on one set of plans):
+// Kendall's tau between predicted and measured module times, and the measured time of the plan
+// predicted fastest and of the best of the 10 predicted fastest, over the best measured. The plans
+// are those the searches visited, not a uniform sample, and include model-topk's own.
 #include <unistd.h>
 
 #include <chrono>
@@ -41,6 +47,7 @@
 #include "absl/strings/str_split.h"
 #include "backends/cpu/cpu_backend.h"
 #include "bench/cpu_bench_util.h"
+#include "bench/ranking_metrics.h"
 #include "bench/time_to_best.h"
 #include "costmodels/analytical/op_graph.h"
 #include "costmodels/learned/learned_model.h"
@@ -89,6 +96,37 @@ bench::TuningRun Tune(const ir::Module& module, PlanMemo& memo, const cpu::Measu
   return run;
 }
 
+struct RankingRow {
+  std::string module, model;
+  bench::RankingMetrics metrics;
+};
+
+// Every plan of `memo` that measured, ranked by `model` (CpuFusionRanker: the sum of its kernels'
+// predicted times).
+absl::StatusOr<bench::RankingMetrics> RankMeasuredPlans(
+    const ir::Module& module, const PlanMemo& memo,
+    std::shared_ptr<const costmodels::learned::LearnedModel> model) {
+  std::vector<costmodels::FusionPlan> plans;
+  std::vector<double> measured;
+  for (const auto& [kernel_of, entry] : memo.entries()) {
+    if (!entry.seconds.ok()) continue;
+    costmodels::FusionPlan plan;
+    plan.kernel_of = kernel_of;
+    for (size_t node = 0; node < kernel_of.size(); ++node) {
+      const int32_t k = kernel_of[node];
+      if (k < 0) continue;
+      if (static_cast<size_t>(k) >= plan.kernels.size()) plan.kernels.resize(k + 1);
+      plan.kernels[static_cast<size_t>(k)].push_back(static_cast<int32_t>(node));
+    }
+    plans.push_back(std::move(plan));
+    measured.push_back(*entry.seconds);
+  }
+  absl::StatusOr<std::vector<double>> predicted =
+      opt::guided::CpuFusionRanker(std::move(model), module)(plans);
+  if (!predicted.ok()) return predicted.status();
+  return bench::Ranking(*predicted, measured, 10);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -110,7 +148,22 @@ int main(int argc, char** argv) {
                  "model-topk's hill climbing by measurement after its rounds: 0 none, 1 steepest "
                  "descent, 2 first improvement in the model's order (default: the daemon's)")
       ->check(CLI::Range(0, 2));
+  std::vector<std::string> also_rank;
+  app.add_option("--also-rank", also_rank,
+                 "Stores whose newest fusion model also ranks each module's measured plans");
   CLI11_PARSE(app, argc, argv);
+  std::vector<std::pair<std::string, std::shared_ptr<const costmodels::learned::LearnedModel>>>
+      rankers;
+  for (const std::string& db : also_rank) {
+    absl::StatusOr<opt::guided::StoredCostModel> m =
+        opt::guided::LoadNewestCostModel(db, "fusion", "cpu");
+    if (!m.ok()) {
+      std::cerr << "error: --also-rank " << db << ": " << m.status().message() << "\n";
+      return 1;
+    }
+    rankers.emplace_back(absl::StrCat(fs::path(db).filename().string(), " v", m->version),
+                         m->model);
+  }
   absl::StatusOr<bench::Started> started = bench::Start(o, "fusion", "mltune-ftb-");
   if (!started.ok()) {
     std::cerr << "error: " << started.status().message() << "\n";
@@ -150,6 +203,7 @@ int main(int argc, char** argv) {
                "| time to best | best at model-topk's time | charged in all |\n"
                "|---|---:|---|---:|---:|---:|---:|---:|---:|\n";
   bench::TimeToBestReport report(tolerance, 3);
+  std::vector<RankingRow> ranking;
   for (const std::string& file : files) {
     absl::StatusOr<std::unique_ptr<ir::Module>> prepared = bench::ReadForCpu(file);
     if (!prepared.ok()) {
@@ -171,8 +225,29 @@ int main(int argc, char** argv) {
     for (const std::string& s : baselines) {
       runs.push_back(Tune(**prepared, memo, measure, s, budget, {}, nullptr, seed));
     }
-    report.AddModule(fs::path(file).filename().string().substr(0, 48), producers, runs);
+    const std::string label = fs::path(file).filename().string().substr(0, 48);
+    report.AddModule(label, producers, runs);
+    std::vector<std::pair<std::string, std::shared_ptr<const costmodels::learned::LearnedModel>>>
+        all = {{absl::StrCat(fs::path(o.db).filename().string(), " v", newest->version), model}};
+    all.insert(all.end(), rankers.begin(), rankers.end());
+    for (const auto& [model_label, m] : all) {
+      absl::StatusOr<bench::RankingMetrics> r = RankMeasuredPlans(**prepared, memo, m);
+      if (!r.ok()) {
+        std::cerr << label << ": ranking with " << model_label << ": " << r.status().message()
+                  << "\n";
+        continue;
+      }
+      ranking.push_back({label, model_label, *r});
+    }
   }
   report.PrintSummary("as long as", "model ranking");
+  std::cout << "\n### Every measured plan ranked by the model\n\n"
+               "| module | model | plans | Kendall tau | predicted fastest / best | best of 10 "
+               "predicted fastest / best |\n|---|---|---:|---:|---:|---:|\n";
+  for (const RankingRow& r : ranking) {
+    std::cout << absl::StrFormat("| %s | %s | %d | %.3f | %.3fx | %.3fx |\n", r.module, r.model,
+                                 r.metrics.candidates, r.metrics.kendall_tau, r.metrics.top1_ratio,
+                                 r.metrics.topk_ratio);
+  }
   return 0;
 }

@@ -187,6 +187,8 @@ class MeasurementMemo {
     return entries_.emplace(key, std::move(e)).first->second;
   }
 
+  const std::map<Key, Entry>& entries() const { return entries_; }
+
  private:
   std::map<Key, Entry> entries_;
 };

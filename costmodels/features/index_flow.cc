@@ -17,6 +17,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "costmodels/features/internal.h"
+#include "costmodels/features/kernel_graph.h"
 #include "ir/opcode.h"
 #include "ir/shape.h"
 
@@ -104,6 +105,12 @@ class IndexFlowAnalysis {
       if (instr == nullptr || !DoesWork(instr->opcode())) continue;
       flow_.compute_evaluations += evals;
       if (view_.node(i).cost.transcendentals > 0) flow_.transcendental_evaluations += evals;
+      if (!ir::IsElementwise(instr->opcode())) continue;
+      const ir::PrimitiveType type = instr->shape().element_type();
+      flow_.element_ns += evals * ElementCostNs(instr->opcode(), type);
+      if (flow_.inner[static_cast<size_t>(i)] && CallsScalarLibm(instr->opcode(), type)) {
+        flow_.scalar_call_inner = true;
+      }
     }
     return flow_;
   }

@@ -48,6 +48,8 @@ struct IndexFlow {
   double compute_evaluations = 0;         // sum over ops that do arithmetic (not index remaps)
   double transcendental_evaluations = 0;  // the same over ops with transcendentals
   double strided_loads = 0, contiguous_loads = 0;  // loads varying with the inner loop, by kind
+  double element_ns = 0;           // sum over elementwise ops of times computed x ElementCostNs
+  bool scalar_call_inner = false;  // a scalar libm call in an innermost loop: it stays scalar
 };
 IndexFlow AnalyzeIndexFlow(const KernelView& view);
 

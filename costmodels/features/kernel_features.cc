@@ -28,7 +28,11 @@
 //         distinct index, hoisted out of the loops they do not depend on): 38 evaluations of ops
 //         that do arithmetic, 39 of ops with transcendentals, 40 loads from outside that vary
 //         along the inner loop with a non-unit stride, 41 those that step by one element, log
-// Slots 30-41 were appended after models had been trained on 0-29: a model uses the leading
+//   42    the elementwise math of those nests: the sum over elementwise ops of times computed x
+//         the op's cost per element in the backend's code (element_cost.cc), picoseconds, log
+//   43    1 when a scalar libm call (log, sin, atan2, pow, ...) is computed in an innermost loop:
+//         that loop does not vectorize, so its other ops run scalar too
+// Slots 30-43 were appended after models had been trained on 0-29: a model uses the leading
 // slots it was trained with (costmodels/learned), so new slots go at the end.
 #include <algorithm>
 #include <cmath>
@@ -57,6 +61,8 @@ constexpr int kFlowWork = 38;
 constexpr int kFlowTranscendental = 39;
 constexpr int kFlowStridedLoads = 40;
 constexpr int kFlowContiguousLoads = 41;
+constexpr int kElementMath = 42;
+constexpr int kScalarCallInner = 43;
 
 struct ParamSlot {
   const char* name;
@@ -70,7 +76,7 @@ constexpr ParamSlot kParams[] = {
 };
 static_assert(kConfigBase + static_cast<int>(std::size(kParams)) == kReducedRow,
               "static figures, then one slot per configuration parameter, then slot 30");
-static_assert(kFlowContiguousLoads + 1 == kKernelFeatures, "the loop nests' work is last");
+static_assert(kScalarCallInner + 1 == kKernelFeatures, "the loop nests' math is last");
 
 // The innermost reduced dimension's extent of the reduce with the largest operand: where a
 // reduction's `lanes` accumulators fold (backends/cpu/codegen.cc), so how many full vector steps
@@ -330,6 +336,8 @@ absl::StatusOr<KernelGraph> BuildKernelGraph(const OpGraph& graph, const ir::Mod
   g.kernel_features[kFlowTranscendental] = Log2p(flow.transcendental_evaluations);
   g.kernel_features[kFlowStridedLoads] = Log2p(flow.strided_loads);
   g.kernel_features[kFlowContiguousLoads] = Log2p(flow.contiguous_loads);
+  g.kernel_features[kElementMath] = Log2p(1000.0 * flow.element_ns);
+  g.kernel_features[kScalarCallInner] = flow.scalar_call_inner ? 1.0f : 0.0f;
   if (absl::Status s = SetConfiguration(config, &g); !s.ok()) return s;
   return g;
 }

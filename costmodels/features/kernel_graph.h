@@ -19,12 +19,11 @@ namespace mltune::costmodels::features {
 
 // Per-node scalar features (see node_features.cc for the list and their scaling).
 // Append-only: a model trained on fewer features uses the leading ones.
-inline constexpr int kNodeFeatures = 40;
+inline constexpr int kNodeFeatures = 41;
 // Kernel-level features: static figures, the configuration, then the configuration applied to
 // the kernel's reduced row and inner loop, then the work of its fused loop nests (see
-// kernel_features.cc). Append-only, as
-// kNodeFeatures.
-inline constexpr int kKernelFeatures = 42;
+// kernel_features.cc). Append-only, as kNodeFeatures.
+inline constexpr int kKernelFeatures = 44;
 
 struct KernelGraph {
   std::vector<int32_t> opcodes;        // per node: OpcodeId(); 0 = unknown opcode
@@ -57,6 +56,14 @@ const std::vector<std::string>& ConfigParameterNames();
 absl::Status SetConfiguration(const Configuration& config, KernelGraph* graph);
 // "name=value,name=value" (the measurement log's configuration text) as pairs; "" is empty.
 absl::StatusOr<Configuration> ParseConfiguration(std::string_view text);
+
+// Nanoseconds one element of elementwise `op` of `type` costs in the CPU backend's generated code
+// (element_cost.cc; bench/element_costs measures them again): vectorized arithmetic and the
+// prelude's exp and tanh 0.1-1 ns, scalar libm calls 4-25 ns. Node slot 40, kernel slot 42.
+double ElementCostNs(ir::Opcode op, ir::PrimitiveType type);
+// Whether the backend computes `op` of `type` with a scalar libm call, which also keeps the loop
+// around it from vectorizing (kernel slot 43).
+bool CallsScalarLibm(ir::Opcode op, ir::PrimitiveType type);
 
 // The kernel made of `nodes` (ids into `graph`, topological order, as a costmodels::FusionPlan
 // kernel lists them) of `module`'s entry computation, which `graph` was built from

@@ -33,6 +33,9 @@
 //         several slices); 37 computed in the innermost loop; 38 loads from outside with a
 //         non-unit stride along the inner loop (a transposed or strided read); 39 loads from
 //         outside that step by one element along it
+//   40    the op's elementwise math in that nest: times computed x what one element costs in the
+//         backend's code (element_cost.cc), in picoseconds, log. An atan2 (a scalar libm call,
+//         25 ns) and an exp (the prelude's vectorized polynomial, 0.45 ns) differ here, not in 11.
 #include <algorithm>
 #include <cmath>
 
@@ -200,6 +203,11 @@ void FillNodeFeatures(const KernelView& view, const IndexFlow& flow, int32_t i, 
   out[37] = flow.inner[s];
   out[38] = flow.strided_reads[s];
   out[39] = flow.contiguous_reads[s];
+  if (const ir::Instruction* instr = view.instrs[s];
+      instr != nullptr && ir::IsElementwise(instr->opcode())) {
+    out[40] =
+        Log2p(1000.0 * evaluations * ElementCostNs(instr->opcode(), instr->shape().element_type()));
+  }
 }
 
 }  // namespace mltune::costmodels::features

@@ -429,6 +429,66 @@ ENTRY e {
   EXPECT_FLOAT_EQ(NodeFeature(*k, rs, 38), 0);
 }
 
+// Slots 40 (node) and 42-43 (kernel): an atan2 is a scalar libm call, 25 ns an element against an
+// exp's 0.45 (the prelude's vectorized polynomial), and in the inner loop it keeps that loop
+// scalar; hoisted out of it, it does not.
+TEST(KernelGraphTest, ElementMathTellsScalarLibmCallsFromVectorizedOnes) {
+  auto build = [](const std::string& row_op, const std::string& inner_op) {
+    return Parse(absl::StrCat(R"(HloModule math
+ENTRY e {
+  r = f32[8] parameter(0)
+  x = f32[8,16] parameter(1)
+  ar = f32[8] )",
+                              row_op, R"(
+  b = f32[8,16] broadcast(ar), dimensions={0}
+  ex = f32[8,16] exponential(x)
+  in = f32[8,16] )",
+                              inner_op, R"(
+  s = f32[8,16] add(b, ex)
+  ROOT o = f32[8,16] add(s, in)
+})"));
+  };
+  struct Built {
+    std::unique_ptr<ir::Module> module;
+    OpGraph graph;
+    KernelGraph kernel;
+  };
+  auto kernel = [&](const std::string& row_op, const std::string& inner_op) {
+    Built b;
+    b.module = build(row_op, inner_op);
+    b.graph = BuildOpGraph(*b.module);
+    absl::StatusOr<KernelGraph> k = BuildKernelGraph(b.graph, *b.module, AllNodes(b.graph), {});
+    EXPECT_TRUE(k.ok()) << k.status();
+    if (k.ok()) b.kernel = *std::move(k);
+    return b;
+  };
+  const Built hoisted = kernel("atan2(r, r)", "multiply(x, x)");
+  const KernelGraph& k = hoisted.kernel;
+  ASSERT_FALSE(k.kernel_features.empty());
+  auto node = [](const Built& b, const char* name, int slot) {
+    return NodeFeature(b.kernel, Find(b.graph, name), slot);
+  };
+  EXPECT_FLOAT_EQ(node(hoisted, "ar", 40), L(1000 * 8 * 25.0)) << "8 rows, 25 ns each";
+  EXPECT_FLOAT_EQ(node(hoisted, "ex", 40), L(1000 * 128 * 0.45));
+  EXPECT_FLOAT_EQ(node(hoisted, "o", 40), L(1000 * 128 * 0.1));
+  EXPECT_FLOAT_EQ(node(hoisted, "b", 40), 0) << "a broadcast only remaps";
+  EXPECT_FLOAT_EQ(k.kernel_features[42], L(1000 * (8 * 25.0 + 128 * 0.45 + 3 * 128 * 0.1)));
+  EXPECT_FLOAT_EQ(k.kernel_features[43], 0) << "the atan2 is hoisted out of the inner loop";
+
+  // An [8,16] atan2 in the inner loop: that loop stays scalar.
+  const Built inner = kernel("atan2(r, r)", "atan2(x, x)");
+  ASSERT_FALSE(inner.kernel.kernel_features.empty());
+  EXPECT_FLOAT_EQ(node(inner, "in", 40), L(1000 * 128 * 25.0));
+  EXPECT_FLOAT_EQ(inner.kernel.kernel_features[43], 1);
+
+  // A hoisted exp counts as many transcendentals as the atan2, at a fiftieth of its math.
+  const Built exp = kernel("exponential(r)", "multiply(x, x)");
+  ASSERT_FALSE(exp.kernel.kernel_features.empty());
+  EXPECT_FLOAT_EQ(exp.kernel.kernel_features[39], k.kernel_features[39]);
+  EXPECT_FLOAT_EQ(node(exp, "ar", 40), L(1000 * 8 * 0.45));
+  EXPECT_LT(exp.kernel.kernel_features[42], k.kernel_features[42]);
+}
+
 // Each reshape between shapes that do not share their non-unit dimensions indexes its operand
 // through the linear index, whose text holds every component of the index before it: a chain of
 // them must not grow the analysis's keys with its length (3^40 characters here, unbounded).
