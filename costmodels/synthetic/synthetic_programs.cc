@@ -283,6 +283,69 @@ Value Contraction(Builder& b, std::optional<Value> x) {
   }
 }
 
+// A kernel method's layer recursion, as NNGP and neural-tangents code writes it for an infinitely
+// wide network: a Gram matrix K = x x^T and its diagonal D (row dots), then per layer the erf
+// network's map K' = (2 / pi) atan2(2 K, sqrt(max((1 + 2 D_i)(1 + 2 D_j) - 4 K^2, 0))) + s, or
+// the ReLU network's arc-cosine map with theta = atan2(sqrt(max(D_i D_j - K^2, 0)), K). The
+// diagonal goes through the same map as its own [n] vector and enters the [n, n] loop broadcast
+// along both dimensions, so a plan that fuses its chain into the matrix's recomputes its atan2 per
+// element: scalar libm calls in a dot's epilogue, which decide Scale-Mixtures' fusion and which no
+// other block makes.
+Value KernelMethod(Builder& b, std::optional<Value> x) {
+  // n^2 within --max-elements, the Gram matrix's 2 n^2 d within --max-flops.
+  const SyntheticOptions& o = b.options();
+  const int64_t side = std::clamp<int64_t>(
+      static_cast<int64_t>(std::sqrt(static_cast<double>(o.max_elements))), 2, 256);
+  auto depth_cap = [&](int64_t n) {
+    return std::clamp<int64_t>(std::min(o.max_elements / n, o.max_flops / (2 * n * n)), 1, 64);
+  };
+  if (!x || x->rank() != 2 || x->dims[0] > side || x->dims[1] > depth_cap(x->dims[0])) {
+    const int64_t n = b.Size(std::min<int64_t>(8, side), side);
+    x = b.Param({n, b.Size(1, depth_cap(n))});
+  }
+  const int64_t n = x->dims[0];
+  const Dims nn = {n, n};
+  auto splat = [&](double v, const Dims& d) { return b.Splat(v, d); };
+  const double bias = b.Pick(std::vector<double>{0.0025, 0.01, 0.1});
+  Value k = b.Op("dot", nn, {*x, *x}, "lhs_contracting_dims={1}, rhs_contracting_dims={1}");
+  Value d = b.Op("dot", {n}, {*x, *x},
+                 "lhs_batch_dims={0}, lhs_contracting_dims={1}, rhs_batch_dims={0}, "
+                 "rhs_contracting_dims={1}");
+  const double weight = 1.0 / static_cast<double>(x->dims[1]);
+  k = b.Binary("add", b.Binary("multiply", k, splat(weight, nn)), splat(bias, nn));
+  d = b.Binary("add", b.Binary("multiply", d, splat(weight, {n})), splat(bias, {n}));
+  const bool erf = b.Chance(0.5);
+  // One layer of the map on a value `v` whose normaliser's factors are `di` and `dj`.
+  auto layer = [&](const Value& v, const Value& di, const Value& dj) {
+    const Dims& dims = v.dims;
+    if (erf) {
+      const Value two_v = b.Binary("multiply", v, splat(2, dims));
+      const Value den = b.Binary(
+          "multiply", b.Binary("add", b.Binary("multiply", di, splat(2, dims)), splat(1, dims)),
+          b.Binary("add", b.Binary("multiply", dj, splat(2, dims)), splat(1, dims)));
+      const Value gap = b.Binary("subtract", den, b.Binary("multiply", two_v, two_v));
+      const Value root = b.Unary("sqrt", b.Binary("maximum", gap, splat(0, dims)));
+      const Value theta = b.Binary("atan2", two_v, root);
+      return b.Binary("add", b.Binary("multiply", theta, splat(2 / M_PI, dims)), splat(bias, dims));
+    }
+    const Value gap =
+        b.Binary("subtract", b.Binary("multiply", di, dj), b.Binary("multiply", v, v));
+    const Value root = b.Unary("sqrt", b.Binary("maximum", gap, splat(0, dims)));
+    const Value theta = b.Binary("atan2", root, v);
+    const Value rest = b.Binary("multiply", b.Binary("subtract", splat(M_PI, dims), theta), v);
+    return b.Binary("add",
+                    b.Binary("multiply", b.Binary("add", root, rest), splat(0.5 / M_PI, dims)),
+                    splat(bias, dims));
+  };
+  const int64_t layers = b.Uniform(1, 3);
+  for (int64_t l = 0; l < layers; ++l) {
+    const Value di = b.Broadcast(d, nn, {0}), dj = b.Broadcast(d, nn, {1});
+    k = layer(k, di, dj);
+    d = layer(d, d, d);
+  }
+  return k;
+}
+
 // A fresh NHWC image: up to `max_channels` channels, square sides in [min_side, max_side], a
 // batch of up to 16, within --max-elements.
 Value ImageParam(Builder& b, int64_t max_channels, int64_t min_side, int64_t max_side) {
@@ -621,6 +684,7 @@ struct NamedBlock {
 constexpr NamedBlock kBlocks[] = {
     {"dense", Dense, 2},
     {"contraction", Contraction, 1},
+    {"kernel-method", KernelMethod, 1},
     {"convolution", Convolution, 2},
     {"convolution-gradient", ConvolutionGradient, 1},
     {"layer-norm", LayerNorm, 1},

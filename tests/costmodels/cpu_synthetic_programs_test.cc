@@ -164,6 +164,42 @@ TEST(SyntheticProgramsTest, ChosenBlocksAreTheOnlyOnesBuilt) {
   EXPECT_NE(SyntheticProgram(3, options), SyntheticProgram(3, SyntheticOptions{}));
 }
 
+// The kernel-method block: atan2 on the [n, n] Gram matrix and on its [n] diagonal, the diagonal
+// broadcast along both dimensions of the matrix, within the size limits; compiled, it computes
+// what the evaluator does.
+TEST(SyntheticProgramsTest, KernelMethodRecursionAtan2OnTheGramMatrixAndItsDiagonal) {
+  setenv("MLTUNE_KERNEL_CACHE", MLTUNE_TEST_KERNEL_CACHE, 0);
+  SyntheticOptions options;
+  options.max_elements = 4096;
+  options.max_flops = 1 << 18;
+  options.blocks = {"kernel-method"};
+  ASSERT_TRUE(ValidateSyntheticOptions(options).ok());
+  for (uint64_t seed = 0; seed < 20; ++seed) {
+    const std::string text = SyntheticProgram(seed, options);
+    std::unique_ptr<ir::Module> m = Parse(text);
+    ASSERT_NE(m, nullptr) << "seed " << seed;
+    ASSERT_TRUE(ir::VerifyModule(*m).ok()) << "seed " << seed;
+    bool matrix_atan2 = false, vector_atan2 = false, row_broadcast = false, gram = false;
+    for (const ir::Instruction* i : m->entry()->instructions()) {
+      if (!i->shape().IsArray()) continue;
+      const size_t rank = i->shape().dimensions().size();
+      EXPECT_LE(i->shape().ElementCount(), options.max_elements) << "seed " << seed;
+      if (i->opcode() == ir::Opcode::kAtan2) (rank == 2 ? matrix_atan2 : vector_atan2) = true;
+      gram |= Form(*i) == "gram";
+      row_broadcast |= i->opcode() == ir::Opcode::kBroadcast && rank == 2 &&
+                       i->operand(0)->shape().dimensions().size() == 1 &&
+                       i->dimensions == std::vector<int64_t>{1};
+    }
+    EXPECT_TRUE(matrix_atan2 && vector_atan2 && row_broadcast && gram) << text;
+    if (seed < 2) {
+      absl::StatusOr<backends::cpu::CompiledModule> compiled = backends::cpu::CompileModule(*m);
+      ASSERT_TRUE(compiled.ok()) << "seed " << seed << ": " << compiled.status();
+      absl::Status check = backends::cpu::CheckAgainstEvaluator(*m, *compiled, seed);
+      EXPECT_TRUE(check.ok()) << "seed " << seed << ": " << check << "\n" << text;
+    }
+  }
+}
+
 TEST(SyntheticProgramsTest, UnknownBlocksAndBadSizesAreRejected) {
   SyntheticOptions options;
   options.blocks = {"dense", "matmul"};
@@ -178,7 +214,7 @@ TEST(SyntheticProgramsTest, UnknownBlocksAndBadSizesAreRejected) {
   options.max_elements = 4;
   EXPECT_FALSE(ValidateSyntheticOptions(options).ok());
   EXPECT_TRUE(ValidateSyntheticOptions(SyntheticOptions{}).ok());
-  EXPECT_EQ(SyntheticBlockNames().size(), 12u);
+  EXPECT_EQ(SyntheticBlockNames().size(), 13u);
 }
 
 TEST(SyntheticProgramsTest, CpuBackendLowersEveryProgram) {
