@@ -5,16 +5,17 @@
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
-#include <cstdint>
 #include <limits>
 #include <vector>
+
+#include "costmodels/learned/learned_model.h"
 
 namespace mltune::bench {
 
 struct RankingMetrics {
   size_t candidates = 0;
-  // Kendall's tau between predicted and measured times over pairs that neither ties: 1 is the
-  // measured order, 0 no better than chance.
+  // Kendall's tau-b between predicted and measured times (costmodels::learned::KendallTau): 1 is
+  // the measured order, 0 no better than chance.
   double kendall_tau = 0;
   // Measured time of the candidate predicted fastest over the fastest measured (1 is perfect),
   // and of the best measured among the `top_k` predicted fastest (the paper's top-k use).
@@ -27,25 +28,17 @@ struct RankingMetrics {
 inline RankingMetrics Ranking(const std::vector<double>& predicted,
                               const std::vector<double>& measured, size_t top_k) {
   std::vector<size_t> kept;
+  std::vector<double> kept_predicted, kept_measured;
   for (size_t i = 0; i < predicted.size() && i < measured.size(); ++i) {
-    if (std::isfinite(predicted[i]) && std::isfinite(measured[i])) kept.push_back(i);
+    if (!std::isfinite(predicted[i]) || !std::isfinite(measured[i])) continue;
+    kept.push_back(i);
+    kept_predicted.push_back(predicted[i]);
+    kept_measured.push_back(measured[i]);
   }
   RankingMetrics m;
   m.candidates = kept.size();
   if (kept.empty()) return m;
-  int64_t concordant = 0, discordant = 0;
-  for (size_t a = 0; a < kept.size(); ++a) {
-    for (size_t b = a + 1; b < kept.size(); ++b) {
-      const double dp = predicted[kept[a]] - predicted[kept[b]];
-      const double dm = measured[kept[a]] - measured[kept[b]];
-      if (dp == 0 || dm == 0) continue;
-      ((dp > 0) == (dm > 0) ? concordant : discordant) += 1;
-    }
-  }
-  if (concordant + discordant > 0) {
-    m.kendall_tau =
-        static_cast<double>(concordant - discordant) / static_cast<double>(concordant + discordant);
-  }
+  m.kendall_tau = costmodels::learned::KendallTau(kept_predicted, kept_measured);
   std::vector<size_t> order = kept;
   std::stable_sort(order.begin(), order.end(),
                    [&](size_t a, size_t b) { return predicted[a] < predicted[b]; });

@@ -148,7 +148,7 @@ int main(int argc, char** argv) {
   synthesize_cmd
       ->add_option("--blocks", synthesize.blocks,
                    "Comma-separated blocks to build programs from (default: all, matmuls and "
-                   "convolutions weighted up): dense, contraction, convolution, "
+                   "convolutions weighted up): dense, contraction, kernel-method, convolution, "
                    "convolution-gradient, layer-norm, softmax, attention, elementwise, integer, "
                    "reduce, transpose, slice-concat")
       ->delimiter(',');

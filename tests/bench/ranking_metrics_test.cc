@@ -24,10 +24,11 @@ TEST(RankingMetricsTest, TheMeasuredOrderAndItsReverse) {
 }
 
 TEST(RankingMetricsTest, OneSwappedPairAndTies) {
-  // Pairs: the first two discordant, four concordant, and the tie in predictions left out.
+  // Pairs: the first two discordant, four concordant, one tied in predictions (tau-b: 3 over
+  // sqrt(5 x 6)).
   RankingMetrics m = Ranking({2, 1, 3, 3}, {1, 2, 3, 4}, 1);
   EXPECT_EQ(m.candidates, 4u);
-  EXPECT_DOUBLE_EQ(m.kendall_tau, (4.0 - 1.0) / 5.0);
+  EXPECT_DOUBLE_EQ(m.kendall_tau, 3.0 / std::sqrt(30.0));
   EXPECT_DOUBLE_EQ(m.top1_ratio, 2);
 }
 
