@@ -70,6 +70,7 @@ class IndexFlowAnalysis {
   explicit IndexFlowAnalysis(const KernelView& view) : view_(view) {
     const size_t n = static_cast<size_t>(view.size());
     flow_.evaluations.assign(n, 0);
+    flow_.element_ns.assign(n, 0);
     flow_.inner.assign(n, 0);
     flow_.strided_reads.assign(n, 0);
     flow_.contiguous_reads.assign(n, 0);
@@ -107,7 +108,8 @@ class IndexFlowAnalysis {
       if (view_.node(i).cost.transcendentals > 0) flow_.transcendental_evaluations += evals;
       if (!ir::IsElementwise(instr->opcode())) continue;
       const ir::PrimitiveType type = instr->shape().element_type();
-      flow_.element_ns += evals * ElementCostNs(instr->opcode(), type);
+      flow_.element_ns[static_cast<size_t>(i)] = evals * ElementCostNs(instr->opcode(), type);
+      flow_.total_element_ns += flow_.element_ns[static_cast<size_t>(i)];
       if (flow_.inner[static_cast<size_t>(i)] && CallsScalarLibm(instr->opcode(), type)) {
         flow_.scalar_call_inner = true;
       }

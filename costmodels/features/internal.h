@@ -48,7 +48,8 @@ struct IndexFlow {
   double compute_evaluations = 0;         // sum over ops that do arithmetic (not index remaps)
   double transcendental_evaluations = 0;  // the same over ops with transcendentals
   double strided_loads = 0, contiguous_loads = 0;  // loads varying with the inner loop, by kind
-  double element_ns = 0;           // sum over elementwise ops of times computed x ElementCostNs
+  std::vector<double> element_ns;  // per node: times computed x ElementCostNs (elementwise ops)
+  double total_element_ns = 0;     // their sum
   bool scalar_call_inner = false;  // a scalar libm call in an innermost loop: it stays scalar
 };
 IndexFlow AnalyzeIndexFlow(const KernelView& view);

@@ -336,7 +336,7 @@ absl::StatusOr<KernelGraph> BuildKernelGraph(const OpGraph& graph, const ir::Mod
   g.kernel_features[kFlowTranscendental] = Log2p(flow.transcendental_evaluations);
   g.kernel_features[kFlowStridedLoads] = Log2p(flow.strided_loads);
   g.kernel_features[kFlowContiguousLoads] = Log2p(flow.contiguous_loads);
-  g.kernel_features[kElementMath] = Log2p(1000.0 * flow.element_ns);
+  g.kernel_features[kElementMath] = Log2p(1000.0 * flow.total_element_ns);
   g.kernel_features[kScalarCallInner] = flow.scalar_call_inner ? 1.0f : 0.0f;
   if (absl::Status s = SetConfiguration(config, &g); !s.ok()) return s;
   return g;

@@ -203,11 +203,7 @@ void FillNodeFeatures(const KernelView& view, const IndexFlow& flow, int32_t i, 
   out[37] = flow.inner[s];
   out[38] = flow.strided_reads[s];
   out[39] = flow.contiguous_reads[s];
-  if (const ir::Instruction* instr = view.instrs[s];
-      instr != nullptr && ir::IsElementwise(instr->opcode())) {
-    out[40] =
-        Log2p(1000.0 * evaluations * ElementCostNs(instr->opcode(), instr->shape().element_type()));
-  }
+  out[40] = Log2p(1000.0 * flow.element_ns[s]);
 }
 
 }  // namespace mltune::costmodels::features
