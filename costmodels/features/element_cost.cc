@@ -55,7 +55,6 @@ double ElementCostNs(Opcode op, ir::PrimitiveType type) {
       return 0.15;
     case Opcode::kDivide:
     case Opcode::kSign:
-      return 0.2;
     case Opcode::kSqrt:
       return 0.2;
     case Opcode::kRsqrt:
