@@ -72,20 +72,25 @@ using PlanMemo = bench::MeasurementMemo<std::vector<int32_t>>;
 bench::TuningRun Tune(const ir::Module& module, PlanMemo& memo, const cpu::MeasureOptions& measure,
                       const std::string& strategy, int64_t plans,
                       const opt::StrategyParams& topk_params,
-                      std::shared_ptr<const costmodels::learned::LearnedModel> model,
+                      std::shared_ptr<const costmodels::learned::LearnedModel> model, bool observe,
                       uint64_t seed) {
   bench::TuningRun run;
   run.strategy = strategy;
   bench::ChargedMeasurements<std::vector<int32_t>> measured(memo, run);
   opt::fusion::CpuFusionProblem problem(
       costmodels::BuildOpGraph(module),
-      [&](const costmodels::FusionPlan& plan) -> absl::StatusOr<double> {
+      [&](const costmodels::FusionPlan& plan) -> absl::StatusOr<opt::fusion::PlanTiming> {
         // Whole module, default kernel parameters.
-        return measured.Get(plan.kernel_of,
-                            [&] { return cpu::MeasureModule(module, {}, &plan, measure, seed); });
+        const PlanMemo::Entry& e = measured.GetEntry(
+            plan.kernel_of, [&] { return cpu::MeasureModule(module, {}, &plan, measure, seed); });
+        if (!e.seconds.ok()) return e.seconds.status();
+        return opt::fusion::PlanTiming{*e.seconds, e.kernel_s};
       });
   if (strategy == opt::kModelTopK) {
-    problem.SetRanker(bench::ChargedRanker(run, opt::guided::CpuFusionRanker(model, module)));
+    opt::fusion::CpuFusionProblem::Ranker ranker = opt::guided::CpuFusionRanker(model, module);
+    problem.SetRanker({bench::ChargedRanker(run, ranker.rank),
+                       observe ? bench::ChargedRanker(run, ranker.observe)
+                               : opt::fusion::CpuFusionProblem::ObserveFn()});
   }
   opt::Budget b{100 * plans, 0};
   b.stop = [&] { return run.measurements >= plans; };
@@ -122,7 +127,7 @@ absl::StatusOr<bench::RankingMetrics> RankMeasuredPlans(
     measured.push_back(*entry.seconds);
   }
   absl::StatusOr<std::vector<double>> predicted =
-      opt::guided::CpuFusionRanker(std::move(model), module)(plans);
+      opt::guided::CpuFusionRanker(std::move(model), module).rank(plans);
   if (!predicted.ok()) return predicted.status();
   return bench::Ranking(*predicted, measured, 10);
 }
@@ -133,7 +138,8 @@ int main(int argc, char** argv) {
   CLI::App app{"Model-guided (model-topk) vs measurement-only fusion search on the CPU"};
   bench::CommonOptions o;
   int64_t model_plans = 30;
-  int64_t rounds = -1, refine = -1;  // -1: the daemon's (opt::FusionModelTopKParams)
+  int64_t k = -1, rerank = -1, rounds = -1,
+          refine = -1;  // -1: the daemon's (opt::FusionModelTopKParams)
   bench::AddCommonOptions(app, o, opt::guided::CostModelName("fusion", "cpu"),
                           "Distinct plans each measurement-only strategy may measure, as a "
                           "multiple of the plans model-topk measured");
@@ -142,12 +148,22 @@ int main(int argc, char** argv) {
                  "0: one round and no hill climbing, the 10 it ranks first")
       ->default_val(30)
       ->check(CLI::Range(0, 100000));
+  app.add_option("--k", k, "plans model-topk measures per round (default: the daemon's)")
+      ->check(CLI::Range(1, 1000));
+  app.add_option("--rerank", rerank,
+                 "model-topk ranks its pool again after each measurement: 0 or 1 (default: the "
+                 "daemon's)")
+      ->check(CLI::Range(0, 1));
   app.add_option("--rounds", rounds, "model-topk's rounds (default: the daemon's)")
       ->check(CLI::Range(0, 100000));
   app.add_option("--refine", refine,
                  "model-topk's hill climbing by measurement after its rounds: 0 none, 1 steepest "
                  "descent, 2 first improvement in the model's order (default: the daemon's)")
       ->check(CLI::Range(0, 2));
+  bool no_observe = false;
+  app.add_flag("--no-observe", no_observe,
+               "model-topk ranks with the model alone: measured plans' kernel times do not "
+               "correct its predictions (the daemon's model-topk uses them)");
   std::vector<std::string> also_rank;
   app.add_option("--also-rank", also_rank,
                  "Stores whose newest fusion model also ranks each module's measured plans");
@@ -180,20 +196,24 @@ int main(int argc, char** argv) {
   // As the daemon's cpu fusion task measures a module, and ranks with the daemon's parameters.
   // --model-plans 0 (no cap on plans) is the first run's model-topk: one round, no hill climbing,
   // which stops on its own.
-  const cpu::MeasureOptions measure = opt::tiling::ModuleTuningMeasureOptions();
+  cpu::MeasureOptions measure = opt::tiling::ModuleTuningMeasureOptions();
+  measure.kernel_times = true;
+  const bool observe = !no_observe;
   opt::StrategyParams topk_params = opt::FusionModelTopKParams();
   if (model_plans == 0) {
     topk_params["rounds"] = 1;
     topk_params["refine"] = 0;
   }
+  if (k >= 1) topk_params["k"] = static_cast<double>(k);
+  if (rerank >= 0) topk_params["rerank"] = static_cast<double>(rerank);
   if (rounds >= 0) topk_params["rounds"] = static_cast<double>(rounds);
   if (refine >= 0) topk_params["refine"] = static_cast<double>(refine);
 
   std::cout << absl::StrFormat(
-      "## Time to the best fusion plan: model-topk (k=10, 8 generations of 256 plans, rounds %d"
+      "## Time to the best fusion plan: model-topk (k=%d, 8 generations of 256 plans, rounds %d"
       "%s, at most %s plans; %s v%d) vs measurement-only search (up to %.0fx as many distinct "
       "plans measured as model-topk), 1 thread\n\n",
-      static_cast<int>(topk_params["rounds"]),
+      static_cast<int>(topk_params["k"]), static_cast<int>(topk_params["rounds"]),
       topk_params["refine"] == 0   ? ""
       : topk_params["refine"] == 1 ? " then hill climbing"
                                    : " then hill climbing in the model's order",
@@ -219,11 +239,12 @@ int main(int argc, char** argv) {
     PlanMemo memo;
     std::vector<bench::TuningRun> runs;
     runs.push_back(Tune(**prepared, memo, measure, opt::kModelTopK,
-                        model_plans > 0 ? model_plans : 1'000'000, topk_params, model, seed));
+                        model_plans > 0 ? model_plans : 1'000'000, topk_params, model, observe,
+                        seed));
     const int64_t budget = std::max<int64_t>(
         10, static_cast<int64_t>(budget_factor * static_cast<double>(runs[0].measurements)));
     for (const std::string& s : baselines) {
-      runs.push_back(Tune(**prepared, memo, measure, s, budget, {}, nullptr, seed));
+      runs.push_back(Tune(**prepared, memo, measure, s, budget, {}, nullptr, false, seed));
     }
     const std::string label = fs::path(file).filename().string().substr(0, 48);
     report.AddModule(label, producers, runs);

@@ -18,6 +18,7 @@
 #include <memory>
 #include <set>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -173,6 +174,7 @@ class MeasurementMemo {
   struct Entry {
     absl::StatusOr<double> seconds;
     double cost = 0;
+    std::vector<double> kernel_s;  // Timing::kernel_s, when measured with kernel times
   };
   using Measure = std::function<absl::StatusOr<backends::cpu::Timing>()>;
 
@@ -183,7 +185,7 @@ class MeasurementMemo {
     const std::chrono::steady_clock::time_point start = std::chrono::steady_clock::now();
     absl::StatusOr<backends::cpu::Timing> t = measure();
     Entry e{t.ok() ? absl::StatusOr<double>(t->median_s) : absl::StatusOr<double>(t.status()),
-            SecondsSince(start)};
+            SecondsSince(start), t.ok() ? t->kernel_s : std::vector<double>{}};
     return entries_.emplace(key, std::move(e)).first->second;
   }
 
@@ -202,12 +204,16 @@ class ChargedMeasurements {
   ChargedMeasurements(MeasurementMemo<Key>& memo, TuningRun& run) : memo_(memo), run_(run) {}
   absl::StatusOr<double> Get(const Key& key,
                              const typename MeasurementMemo<Key>::Measure& measure) {
+    return GetEntry(key, measure).seconds;
+  }
+  const typename MeasurementMemo<Key>::Entry& GetEntry(
+      const Key& key, const typename MeasurementMemo<Key>::Measure& measure) {
     const typename MeasurementMemo<Key>::Entry& e = memo_.Get(key, measure);
     if (asked_.insert(key).second) {
       run_.clock += e.cost;
       ++run_.measurements;
     }
-    return e.seconds;
+    return e;
   }
 
  private:
@@ -216,16 +222,25 @@ class ChargedMeasurements {
   std::set<Key> asked_;
 };
 
-// `rank` wrapped so each call's wall time is charged to `run`, as model inference.
+// `rank` (or a ranker's observe, which returns nothing) wrapped so each call's wall time is
+// charged to `run`, as model inference.
 template <typename Rank>
 auto ChargedRanker(TuningRun& run, Rank rank) {
   return [&run, rank](const auto&... args) {
     const std::chrono::steady_clock::time_point start = std::chrono::steady_clock::now();
-    auto ranked = rank(args...);
-    const double seconds = SecondsSince(start);
-    run.inference += seconds;
-    run.clock += seconds;
-    return ranked;
+    auto charge = [&] {
+      const double seconds = SecondsSince(start);
+      run.inference += seconds;
+      run.clock += seconds;
+    };
+    if constexpr (std::is_void_v<decltype(rank(args...))>) {
+      rank(args...);
+      charge();
+    } else {
+      auto ranked = rank(args...);
+      charge();
+      return ranked;
+    }
   };
 }
 

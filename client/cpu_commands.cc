@@ -242,8 +242,9 @@ int RunRun(const RunCommand& cmd, std::ostream& out, std::ostream& err) {
     // one by one (as collect measures them: alone, default parameters) and summed, as
     // model-topk ranks plans.
     const opt::fusion::CpuFusionProblem plans(compiled->lowered.graph, nullptr);
-    absl::StatusOr<std::vector<double>> predicted = opt::guided::CpuFusionRanker(
-        stored->model, *module)({plans.Plan(plans.DefaultCandidate())});
+    absl::StatusOr<std::vector<double>> predicted =
+        opt::guided::CpuFusionRanker(stored->model, *module)
+            .rank({plans.Plan(plans.DefaultCandidate())});
     if (!predicted.ok() || predicted->size() != 1 || !std::isfinite(predicted->front())) {
       err << "error: the cost model cannot rank the default fusion: "
           << (predicted.ok() ? "no finite prediction" : predicted.status().message()) << "\n";
@@ -349,9 +350,17 @@ int RunCpuSearch(const SearchCommand& cmd, std::ostream& out, std::ostream& err)
     err << "error: " << strategy.status().message() << "\n";
     return 1;
   }
-  opt::fusion::CpuFusionProblem problem(lowered->graph, [&](const costmodels::FusionPlan& plan) {
-    return module_seconds({}, &plan);
-  });
+  // model-topk learns from each measured plan's kernel times (CpuFusionRanker's observe).
+  cpu::MeasureOptions plan_timing = module_timing;
+  plan_timing.kernel_times = guided;
+  opt::fusion::CpuFusionProblem problem(
+      lowered->graph,
+      [&](const costmodels::FusionPlan& plan) -> absl::StatusOr<opt::fusion::PlanTiming> {
+        absl::StatusOr<cpu::Timing> t =
+            cpu::MeasureModule(*module, {}, &plan, plan_timing, cmd.seed);
+        if (!t.ok()) return t.status();
+        return opt::fusion::PlanTiming{t->median_s, t->kernel_s};
+      });
   if (guided) {
     absl::StatusOr<std::shared_ptr<const costmodels::learned::LearnedModel>> model =
         LoadCpuModel(cmd.model_db, "fusion");

@@ -165,10 +165,17 @@ absl::StatusOr<TaskOutcome> SearchCpuFusion(const TaskRequest& request,
                                             const ConfigTaskOptions& options) {
   absl::StatusOr<std::unique_ptr<ir::Module>> module = PrepareModule(*request.module, options);
   if (!module.ok()) return module.status();
-  opt::fusion::CpuFusionProblem problem(costmodels::BuildOpGraph(**module),
-                                        [&](const costmodels::FusionPlan& plan) {
-                                          return ModuleSeconds(**module, {}, &plan, options.seed);
-                                        });
+  // model-topk learns from each measured plan's kernel times (CpuFusionRanker's observe).
+  cpu::MeasureOptions plan_timing = opt::tiling::ModuleTuningMeasureOptions();
+  plan_timing.kernel_times = request.strategy == opt::kModelTopK;
+  opt::fusion::CpuFusionProblem problem(
+      costmodels::BuildOpGraph(**module),
+      [&](const costmodels::FusionPlan& plan) -> absl::StatusOr<opt::fusion::PlanTiming> {
+        absl::StatusOr<cpu::Timing> t =
+            cpu::MeasureModule(**module, {}, &plan, plan_timing, options.seed);
+        if (!t.ok()) return t.status();
+        return opt::fusion::PlanTiming{t->median_s, t->kernel_s};
+      });
   if (request.strategy == opt::kModelTopK) {
     // Checked before the baseline is measured: without a model there is nothing to rank with.
     absl::StatusOr<std::shared_ptr<const costmodels::learned::LearnedModel>> model =

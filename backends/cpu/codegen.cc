@@ -1568,15 +1568,32 @@ absl::StatusOr<Emitted> EmitKernel(const Kernel& kernel, const KernelConfig& con
 
 // `onednn_conv`: the program calls oneDNN's convolution primitive, whose C API comes from its
 // header (installed with the library as Debian's libdnnl-dev), included before the prelude.
+// `profiled`, when not empty, is the body of mltune_entry_profiled: the entry with each kernel
+// call timed (see GenerateModule); `kernel_count` kernels.
 std::string Assemble(const ConstantPool& pool, const std::string& kernels, const std::string& entry,
-                     int64_t scratch, bool onednn_conv) {
-  return absl::StrCat(onednn_conv ? "#include <oneapi/dnnl/dnnl.h>\n" : "", Prelude(),
-                      onednn_conv ? OneDnnConvPrelude() : "", "\nnamespace {\n", pool.decls(),
-                      kernels, "}  // namespace\n\n",
-                      "extern \"C\" int64_t mltune_scratch_bytes() { return ", scratch, "; }\n",
-                      "extern \"C\" void mltune_entry(void* const* args, void* const* results, "
-                      "char* scratch) {\n  (void)args; (void)results; (void)scratch;\n",
-                      entry, "}\n");
+                     int64_t scratch, bool onednn_conv, const std::string& profiled = "",
+                     int32_t kernel_count = 0) {
+  std::string out =
+      absl::StrCat(onednn_conv ? "#include <oneapi/dnnl/dnnl.h>\n" : "", Prelude(),
+                   onednn_conv ? OneDnnConvPrelude() : "", "\nnamespace {\n", pool.decls(), kernels,
+                   "}  // namespace\n\n", "extern \"C\" int64_t mltune_scratch_bytes() { return ",
+                   scratch, "; }\n",
+                   "extern \"C\" void mltune_entry(void* const* args, void* const* results, "
+                   "char* scratch) {\n  (void)args; (void)results; (void)scratch;\n",
+                   entry, "}\n");
+  if (profiled.empty()) return out;
+  // kernel_ns[kernel_count]: an empty timed region, the timer's own cost, which the runner
+  // takes off each kernel's time.
+  absl::StrAppend(
+      &out, "\n#include <time.h>\n",
+      "static inline int64_t mltune_now_ns() {\n  timespec t;\n  clock_gettime(CLOCK_MONOTONIC, "
+      "&t);\n  return int64_t(t.tv_sec) * 1000000000 + t.tv_nsec;\n}\n",
+      "extern \"C\" int32_t mltune_kernel_count() { return ", kernel_count, "; }\n",
+      "extern \"C\" void mltune_entry_profiled(void* const* args, void* const* results, "
+      "char* scratch, int64_t* kernel_ns) {\n  (void)args; (void)results; (void)scratch;\n",
+      profiled, "  const int64_t t = mltune_now_ns();\n  kernel_ns[", kernel_count,
+      "] += mltune_now_ns() - t;\n}\n");
+  return out;
 }
 
 }  // namespace
@@ -1652,7 +1669,9 @@ absl::StatusOr<Program> GenerateModule(const LoweredModule& module,
   };
   std::vector<Live> live;
   int64_t temp_bytes = 0;
-  std::string kernels_text, entry;
+  // `profiled`: the entry again with each kernel call timed, so a measured plan also tells which
+  // of its kernels took the time (Timing::kernel_s); the plain entry stays the one timed whole.
+  std::string kernels_text, entry, profiled;
   int64_t workspace = 0;
   bool onednn_conv = false;
   for (int32_t id = 0; id < nk; ++id) {
@@ -1688,10 +1707,14 @@ absl::StatusOr<Program> GenerateModule(const LoweredModule& module,
     for (const Instruction* o : k.outputs) bufs.push_back(where.at(o));
     absl::StrAppend(&entry, "  { char* b[] = {", absl::StrJoin(bufs, ", "), "}; k", k.id,
                     "(b, ws); }\n");
+    absl::StrAppend(&profiled, "  { char* b[] = {", absl::StrJoin(bufs, ", "),
+                    "}; const int64_t t = mltune_now_ns(); k", k.id, "(b, ws); kernel_ns[", id,
+                    "] += mltune_now_ns() - t; }\n");
   }
   const int64_t ws_offset = AlignUp(temp_bytes, kAlign);
   p.scratch_bytes = ws_offset + AlignUp(workspace, kAlign);
   entry = absl::StrCat("  char* const ws = scratch + ", ws_offset, ";\n  (void)ws;\n", entry);
+  profiled = absl::StrCat("  char* const ws = scratch + ", ws_offset, ";\n  (void)ws;\n", profiled);
   // Results not written in place: parameters, constants, a value listed twice.
   for (size_t j = 0; j < module.results.size(); ++j) {
     const Instruction* r = module.results[j];
@@ -1704,10 +1727,14 @@ absl::StatusOr<Program> GenerateModule(const LoweredModule& module,
     } else {
       src = where.at(r);
     }
-    if (src != slot)
-      absl::StrAppend(&entry, "  std::memcpy(", slot, ", ", src, ", ", bytes, ");\n");
+    if (src != slot) {
+      const std::string copy = absl::StrCat("  std::memcpy(", slot, ", ", src, ", ", bytes, ");\n");
+      entry += copy;
+      profiled += copy;
+    }
   }
-  p.source = Assemble(pool, kernels_text, entry, p.scratch_bytes, onednn_conv);
+  p.source =
+      Assemble(pool, kernels_text, entry, p.scratch_bytes, onednn_conv, nk > 0 ? profiled : "", nk);
   return p;
 }
 

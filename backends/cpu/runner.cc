@@ -33,6 +33,7 @@ std::vector<std::string> BaseArgs(const CompiledObject& object, const Program& p
                absl::StrCat(options.max_seconds), "--spread", absl::StrCat(options.target_spread),
                "--mem-mb", absl::StrCat(options.memory_limit_mb), "--cpu-seconds",
                absl::StrCat(static_cast<int64_t>(options.timeout_seconds * options.threads) + 5)});
+  if (options.kernel_times) argv.insert(argv.end(), {"--kernel-times", "1"});
   return argv;
 }
 
@@ -69,6 +70,11 @@ Timing TimingOf(const nlohmann::json& j) {
   t.spread = j.value("spread", 0.0);
   t.samples = j.value("samples", 0);
   t.calls_per_sample = j.value("calls_per_sample", 1);
+  if (auto it = j.find("kernel_s"); it != j.end() && it->is_array()) {
+    for (const nlohmann::json& s : *it) {
+      if (s.is_number()) t.kernel_s.push_back(s.get<double>());
+    }
+  }
   return t;
 }
 

@@ -23,6 +23,9 @@ struct MeasureOptions {
   double target_spread = 0.02;     // ...or once (p75 - p25) / median is this small (10+ samples)
   int64_t memory_limit_mb = 8192;  // RLIMIT_AS of the child
   double timeout_seconds = 60;     // wall clock, then the child is killed
+  // A module's kernels timed one by one as well (Timing::kernel_s), in extra runs after the
+  // timing so the module's own time carries no timer calls.
+  bool kernel_times = false;
 };
 
 struct Timing {
@@ -30,6 +33,9 @@ struct Timing {
   double spread = 0;    // (p75 - p25) / median
   int64_t samples = 0;  // timed samples
   int64_t calls_per_sample = 1;
+  // With MeasureOptions::kernel_times, a module's kernels (LoweredModule::kernels' order): each
+  // one's median seconds inside the whole module's run. Empty otherwise, and for a lone kernel.
+  std::vector<double> kernel_s;
 };
 
 // The runner executable: $MLTUNE_CPU_RUNNER, else next to the running program, else the build

@@ -5,7 +5,10 @@
 //
 //   mltune-cpu-runner --lib X.so --param f32:4,8 ... --result f32:4 ... [--seed S | --inputs F]
 //                     [--outputs F] [--reps MIN,MAX] [--max-seconds S] [--spread X]
-//                     [--mem-mb M] [--cpu-seconds C]
+//                     [--mem-mb M] [--cpu-seconds C] [--kernel-times 1]
+//
+// --kernel-times 1: after the timing, runs the module's profiled entry (each kernel call timed;
+// modules only) a few times more and adds "kernel_s", each kernel's median seconds, to the line.
 #include <dlfcn.h>
 #include <sys/resource.h>
 
@@ -96,6 +99,47 @@ int Fail(const std::string& message) {
   return 1;
 }
 
+// ",\"kernel_s\":[...]": each kernel's median seconds over runs of the profiled entry (at least 3,
+// at most `reps` and 50, stopping after `max_seconds` once 3 are done), less the timer's own
+// median cost (0 at least); "" when the library has no profiled entry (a kernel compiled alone).
+std::string KernelSeconds(void* handle, const std::vector<void*>& args,
+                          const std::vector<void*>& outs, char* scratch, int reps,
+                          double max_seconds) {
+  using Profiled = void (*)(void* const*, void* const*, char*, int64_t*);
+  using Count = int32_t (*)();
+  auto profiled = reinterpret_cast<Profiled>(dlsym(handle, "mltune_entry_profiled"));
+  auto count = reinterpret_cast<Count>(dlsym(handle, "mltune_kernel_count"));
+  if (profiled == nullptr || count == nullptr || count() <= 0) return "";
+  // One more slot than kernels: an empty timed region, the timer's cost.
+  const size_t kernels = static_cast<size_t>(count());
+  std::vector<std::vector<int64_t>> runs;  // per run, per kernel and the timer, nanoseconds
+  double spent = 0;
+  for (int r = 0; r < std::clamp(reps, 3, 50); ++r) {
+    std::vector<int64_t> ns(kernels + 1, 0);
+    const auto t0 = std::chrono::steady_clock::now();
+    profiled(args.data(), outs.data(), scratch, ns.data());
+    spent += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    runs.push_back(std::move(ns));
+    if (r >= 2 && spent >= max_seconds) break;
+  }
+  auto median = [&](size_t slot) {
+    std::vector<int64_t> column;
+    for (const std::vector<int64_t>& run : runs) column.push_back(run[slot]);
+    std::nth_element(column.begin(), column.begin() + static_cast<long>(column.size() / 2),
+                     column.end());
+    return column[column.size() / 2];
+  };
+  const int64_t timer = median(kernels);
+  std::string out = ",\"kernel_s\":[";
+  for (size_t k = 0; k < kernels; ++k) {
+    char buf[32];
+    std::snprintf(buf, sizeof(buf), "%s%.9g", k == 0 ? "" : ",",
+                  1e-9 * static_cast<double>(std::max<int64_t>(0, median(k) - timer)));
+    out += buf;
+  }
+  return out + "]";
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -105,6 +149,7 @@ int main(int argc, char** argv) {
   int min_reps = 5, max_reps = 500;
   double max_seconds = 0.3, target_spread = 0.02;
   int64_t mem_mb = 8192, cpu_seconds = 600;
+  bool kernel_times = false;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     const char* v = i + 1 < argc ? argv[i + 1] : nullptr;
@@ -138,6 +183,8 @@ int main(int argc, char** argv) {
       mem_mb = std::strtoll(v, nullptr, 10);
     } else if (a == "--cpu-seconds") {
       cpu_seconds = std::strtoll(v, nullptr, 10);
+    } else if (a == "--kernel-times") {
+      kernel_times = std::strtol(v, nullptr, 10) != 0;
     } else {
       std::fprintf(stderr, "mltune-cpu-runner: unknown argument %s\n", a.c_str());
       return 2;
@@ -234,10 +281,13 @@ int main(int argc, char** argv) {
   const size_t n = samples.size();
   const double median = n % 2 == 1 ? samples[n / 2] : 0.5 * (samples[n / 2 - 1] + samples[n / 2]);
   const double p25 = samples[n / 4], p75 = samples[std::min(n - 1, n * 3 / 4)];
+  const std::string kernel_s = kernel_times ? KernelSeconds(handle, args, outs, scratch,
+                                                            static_cast<int>(n), max_seconds / 2)
+                                            : "";
   std::printf(
       "{\"ok\":true,\"first_s\":%.9g,\"median_s\":%.9g,\"min_s\":%.9g,\"p25_s\":%.9g,"
-      "\"p75_s\":%.9g,\"spread\":%.6g,\"samples\":%zu,\"calls_per_sample\":%lld}\n",
+      "\"p75_s\":%.9g,\"spread\":%.6g,\"samples\":%zu,\"calls_per_sample\":%lld%s}\n",
       first, median, samples.front(), p25, p75, median > 0 ? (p75 - p25) / median : 0.0, n,
-      static_cast<long long>(calls));
+      static_cast<long long>(calls), kernel_s.c_str());
   return 0;
 }

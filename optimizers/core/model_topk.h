@@ -20,7 +20,10 @@ inline constexpr char kModelTopK[] = "model-topk";
 // more: the pass repeats from the best measured candidate, measuring only what no earlier round
 // did; 0: until the budget runs out or nothing new is ranked) and refine (default 0; 1: then
 // steepest-descent hill climbing by measurement from the best measured candidate; 2: then
-// first-improvement hill climbing, single-position changes measured in the model's order).
+// first-improvement hill climbing, single-position changes measured in the model's order) and
+// rerank (default 0: a part's k best of one ranking are measured; 1: the part's settings are
+// ranked again after each measurement, for problems whose model learns from what they measured,
+// such as the CPU fusion ranker's kernel times).
 // Search fails with FailedPrecondition when the problem has no model attached, InvalidArgument on
 // sequence problems, before anything is measured.
 absl::StatusOr<std::unique_ptr<Strategy>> CreateModelTopK(const StrategyParams& params = {});

@@ -46,8 +46,14 @@ namespace {
 
 class ModelTopKSearch : public Strategy {
  public:
-  ModelTopKSearch(int64_t k, int64_t pool, int64_t generations, int64_t rounds, int64_t refine)
-      : k_(k), pool_(pool), generations_(generations), rounds_(rounds), refine_(refine) {}
+  ModelTopKSearch(int64_t k, int64_t pool, int64_t generations, int64_t rounds, int64_t refine,
+                  bool rerank)
+      : k_(k),
+        pool_(pool),
+        generations_(generations),
+        rounds_(rounds),
+        refine_(refine),
+        rerank_(rerank) {}
   std::string_view name() const override { return "model-topk"; }
 
  protected:
@@ -115,23 +121,36 @@ class ModelTopKSearch : public Strategy {
           return false;
         }
       }
-      const std::vector<size_t> order = BestFirst(*ranks);
       int64_t measured = 0;
       Candidate best = current;
       double best_score = current_score;
-      for (size_t i : order) {
-        // -infinity: the problem asks for it beyond the k best (Problem::RankSettings).
-        const bool required = std::isinf((*ranks)[i]) && (*ranks)[i] < 0;
-        if (!required && measured >= k_) break;
-        if (settings[i] == now) continue;  // already measured: it is the current candidate
-        Candidate c = WithSetting(current, positions, settings[i]);
-        if (!measured_candidates.insert(c).second) continue;  // an earlier round measured it
-        std::optional<SearchContext::Evaluation> e = ctx.Evaluate(c);
-        if (!e) return true;
-        if (!required) ++measured;
-        if (e->score < best_score) {
-          best_score = e->score;
-          best = std::move(c);
+      std::vector<bool> tried(settings.size(), false);
+      for (;;) {
+        bool evaluated = false;
+        for (size_t i : BestFirst(*ranks)) {
+          if (tried[i]) continue;
+          // -infinity: the problem asks for it beyond the k best (Problem::RankSettings).
+          const bool required = std::isinf((*ranks)[i]) && (*ranks)[i] < 0;
+          if (!required && measured >= k_) break;
+          tried[i] = true;
+          if (settings[i] == now) continue;  // already measured: it is the current candidate
+          Candidate c = WithSetting(current, positions, settings[i]);
+          if (!measured_candidates.insert(c).second) continue;  // an earlier round measured it
+          std::optional<SearchContext::Evaluation> e = ctx.Evaluate(c);
+          if (!e) return true;
+          if (!required) ++measured;
+          if (e->score < best_score) {
+            best_score = e->score;
+            best = std::move(c);
+          }
+          evaluated = true;
+          if (rerank_ && !required) break;  // the problem learned from it: rank again
+        }
+        if (!rerank_ || !evaluated || measured >= k_) break;
+        ranks = Rank(ctx, part, settings);
+        if (!ranks.ok()) {
+          Fail(ranks.status());
+          return false;
         }
       }
       current = std::move(best);
@@ -317,6 +336,7 @@ class ModelTopKSearch : public Strategy {
   }
 
   int64_t k_, pool_, generations_, rounds_, refine_;
+  bool rerank_;
 };
 
 }  // namespace
@@ -326,14 +346,15 @@ StrategyParams FusionModelTopKParams() {
 }
 
 absl::StatusOr<std::unique_ptr<Strategy>> CreateModelTopK(const StrategyParams& params) {
-  absl::Status s =
-      internal::CheckParams(params, kModelTopK, {"k", "pool", "generations", "rounds", "refine"});
+  absl::Status s = internal::CheckParams(
+      params, kModelTopK, {"k", "pool", "generations", "rounds", "refine", "rerank"});
   if (!s.ok()) return s;
   const double k = internal::Param(params, "k", 5);
   const double pool = internal::Param(params, "pool", 256);
   const double generations = internal::Param(params, "generations", 0);
   const double rounds = internal::Param(params, "rounds", 1);
   const double refine = internal::Param(params, "refine", 0);
+  const double rerank = internal::Param(params, "rerank", 0);
   if (!(k >= 1 && k <= 1e6) || !(pool >= 1 && pool <= 1e6)) {
     return absl::InvalidArgumentError("model-topk: k and pool must be between 1 and 1000000");
   }
@@ -349,9 +370,14 @@ absl::StatusOr<std::unique_ptr<Strategy>> CreateModelTopK(const StrategyParams& 
         "model-topk: refine is 0 (none), 1 (steepest descent) or 2 (first improvement in the "
         "model's order)");
   }
+  if (rerank != 0 && rerank != 1) {
+    return absl::InvalidArgumentError(
+        "model-topk: rerank is 0 (the k best of one ranking) or 1 (ranked again after each "
+        "measurement)");
+  }
   return std::make_unique<ModelTopKSearch>(
       static_cast<int64_t>(k), static_cast<int64_t>(pool), static_cast<int64_t>(generations),
-      static_cast<int64_t>(rounds), static_cast<int64_t>(refine));
+      static_cast<int64_t>(rounds), static_cast<int64_t>(refine), rerank == 1);
 }
 
 }  // namespace mltune::opt

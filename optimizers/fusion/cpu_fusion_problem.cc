@@ -32,22 +32,25 @@ costmodels::FusionPlan CpuFusionProblem::Plan(const Candidate& candidate) const 
 
 absl::StatusOr<std::vector<double>> CpuFusionProblem::RankSettings(
     int64_t part, const std::vector<Candidate>& settings) {
-  if (!rank_) return Problem::RankSettings(part, settings);
+  if (!ranker_.rank) return Problem::RankSettings(part, settings);
   // Many priority vectors make the same plan.
   return RankPlanSettings(
-      *this, part, settings, [this](const Candidate& c) { return Plan(c); }, rank_);
+      *this, part, settings, [this](const Candidate& c) { return Plan(c); }, ranker_.rank);
 }
 
 double CpuFusionProblem::Evaluate(const Candidate& candidate) {
   const costmodels::FusionPlan plan = Plan(candidate);
   auto it = cache_.find(plan.kernel_of);
   if (it != cache_.end()) return it->second;
-  absl::StatusOr<double> seconds = measure_(plan);
+  absl::StatusOr<PlanTiming> timing = measure_(plan);
   double value = std::numeric_limits<double>::infinity();
-  if (seconds.ok()) {
-    value = *seconds;
+  if (timing.ok()) {
+    value = timing->seconds;
+    if (ranker_.observe && !timing->kernel_seconds.empty()) {
+      ranker_.observe(plan, timing->kernel_seconds);
+    }
   } else {
-    last_error_ = std::string(seconds.status().message());
+    last_error_ = std::string(timing.status().message());
   }
   cache_[plan.kernel_of] = value;
   return value;

@@ -21,15 +21,30 @@
 
 namespace mltune::opt::fusion {
 
+// A plan measured: the whole module's seconds and, when the measurement also timed each kernel
+// inside the module's run (backends::cpu::MeasureOptions::kernel_times), those seconds in the
+// lowered module's kernel order.
+struct PlanTiming {
+  double seconds = 0;
+  std::vector<double> kernel_seconds;
+};
+
 class CpuFusionProblem : public ConfigProblem {
  public:
-  using MeasureFn = std::function<absl::StatusOr<double>(const costmodels::FusionPlan&)>;
+  using MeasureFn = std::function<absl::StatusOr<PlanTiming>(const costmodels::FusionPlan&)>;
   using RankFn = PlanRankFn;
+  // Told every plan measured with its kernels' seconds, so a ranker learns from measurements.
+  using ObserveFn =
+      std::function<void(const costmodels::FusionPlan&, const std::vector<double>& kernel_seconds)>;
+  struct Ranker {
+    RankFn rank;
+    ObserveFn observe;  // may be empty
+  };
   // The priority each action stands for: action 0 is the default priority.
   static constexpr int32_t kPriorities[] = {1, 0, 2, 3};
 
   CpuFusionProblem(costmodels::OpGraph graph, MeasureFn measure);
-  void SetRanker(RankFn rank) { rank_ = std::move(rank); }
+  void SetRanker(Ranker ranker) { ranker_ = std::move(ranker); }
 
   std::string name() const override { return "fusion"; }
   SearchSpace space() const override { return space_; }
@@ -49,7 +64,7 @@ class CpuFusionProblem : public ConfigProblem {
  private:
   costmodels::OpGraph graph_;
   MeasureFn measure_;
-  RankFn rank_;
+  Ranker ranker_;
   std::vector<int32_t> producers_;
   SearchSpace space_;
   std::map<std::vector<int32_t>, double> cache_;  // by kernel_of

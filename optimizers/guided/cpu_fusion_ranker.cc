@@ -11,7 +11,7 @@ namespace mltune::opt::guided {
 namespace cpu = backends::cpu;
 namespace features = costmodels::features;
 
-fusion::CpuFusionProblem::RankFn CpuFusionRanker(
+fusion::CpuFusionProblem::Ranker CpuFusionRanker(
     std::shared_ptr<const costmodels::learned::LearnedModel> model, const ir::Module& module) {
   auto seconds = std::make_shared<PlanSeconds>(
       std::move(model),
@@ -27,17 +27,25 @@ fusion::CpuFusionProblem::RankFn CpuFusionRanker(
           auto graph = std::make_shared<features::KernelGraph>(std::move(f->graph));
           const features::Configuration config =
               tiling::CpuKernelConfiguration(k, cpu::DefaultConfig(k));
-          kernels.push_back({f->key, [graph, config]() -> absl::StatusOr<features::KernelGraph> {
+          std::vector<std::string> ops;
+          for (const ir::Instruction* m : k.members) ops.push_back(m->name());
+          kernels.push_back({f->key,
+                             [graph, config]() -> absl::StatusOr<features::KernelGraph> {
                                features::KernelGraph g = *graph;
                                if (absl::Status s = features::SetConfiguration(config, &g); !s.ok())
                                  return s;
                                return g;
-                             }});
+                             },
+                             k.id, std::move(ops)});
         }
         return kernels;
       });
-  return
-      [seconds](const std::vector<costmodels::FusionPlan>& plans) { return seconds->Rank(plans); };
+  return {
+      [seconds](const std::vector<costmodels::FusionPlan>& plans) { return seconds->Rank(plans); },
+      [seconds](const costmodels::FusionPlan& plan, const std::vector<double>& kernel_seconds) {
+        // A plan the model cannot describe leaves the corrections as they were.
+        (void)seconds->Observe(plan, kernel_seconds);
+      }};
 }
 
 }  // namespace mltune::opt::guided

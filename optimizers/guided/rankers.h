@@ -32,8 +32,11 @@ tiling::CpuTileProblem::RankFn CpuTileRanker(
 // head, each kernel under its default configuration, as `mltune collect --task fusion` measures
 // it) are summed. Kernels and plans are predicted once and remembered across calls, and each
 // call's new kernels go through one batched Predict. A plan that does not lower ranks +infinity.
+// The ranker's observe takes the kernel times of each measured plan (PlanSeconds::Observe):
+// measured kernels are priced at their times from then on, and the others corrected by the
+// errors of the measured kernels they share ops with.
 // Keeps `model` alive and refers to `module`, which must outlive it. Thread-compatible.
-fusion::CpuFusionProblem::RankFn CpuFusionRanker(
+fusion::CpuFusionProblem::Ranker CpuFusionRanker(
     std::shared_ptr<const costmodels::learned::LearnedModel> model, const ir::Module& module);
 
 // Ranks tiles of the tpu-sim kernels of `plan` (the fusion plan over `graph` =

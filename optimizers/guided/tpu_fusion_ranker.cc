@@ -32,7 +32,9 @@ fusion::TpuFusionProblem::RankFn TpuFusionRanker(
                              [&module, &graph, nodes = plan.kernels[k],
                               config]() -> absl::StatusOr<features::KernelGraph> {
                                return features::BuildKernelGraph(graph, module, nodes, config);
-                             }});
+                             },
+                             -1,
+                             {}});
         }
         return kernels;
       });

@@ -248,16 +248,84 @@ TEST_F(CpuRuntimeTest, TileProblemPartsPutTheSlowestKernelFirst) {
   }
 }
 
+// A module measured with kernel times also reports each kernel's seconds inside the module's
+// run, in the lowered kernels' order: what model-topk corrects its predictions with. The dot
+// (33 MFLOP) takes far longer than the negation of 4 floats; a kernel compiled alone has none.
+TEST_F(CpuRuntimeTest, KernelTimesAttributeAModulesTimeToItsKernels) {
+  absl::StatusOr<std::unique_ptr<ir::Module>> m = ir::ParseHloText(R"(
+HloModule two_kernels
+ENTRY e {
+  a = f32[256,256] parameter(0)
+  b = f32[256,256] parameter(1)
+  c = f32[4] parameter(2)
+  n = f32[4] negate(c)
+  d = f32[256,256] dot(a, b), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+  ROOT t = (f32[256,256], f32[4]) tuple(d, n)
+})");
+  ASSERT_TRUE(m.ok()) << m.status();
+  absl::StatusOr<CompiledModule> c = CompileModule(**m);
+  ASSERT_TRUE(c.ok()) << c.status();
+  ASSERT_EQ(c->lowered.kernels.size(), 2u);
+  MeasureOptions options;
+  options.max_seconds = 0.05;
+  absl::StatusOr<Timing> plain = Measure(c->object, c->program, 0, options);
+  ASSERT_TRUE(plain.ok()) << plain.status();
+  EXPECT_TRUE(plain->kernel_s.empty());
+  options.kernel_times = true;
+  absl::StatusOr<Timing> t = Measure(c->object, c->program, 0, options);
+  ASSERT_TRUE(t.ok()) << t.status();
+  ASSERT_EQ(t->kernel_s.size(), 2u);
+  const size_t dot = c->lowered.kernels[0].root->opcode() == ir::Opcode::kDot ? 0 : 1;
+  ASSERT_EQ(c->lowered.kernels[dot].root->opcode(), ir::Opcode::kDot);
+  EXPECT_GE(t->kernel_s[1 - dot], 0);
+  EXPECT_GT(t->kernel_s[dot], 10 * t->kernel_s[1 - dot]);
+
+  absl::StatusOr<Timing> alone =
+      MeasureKernel(c->lowered, static_cast<int32_t>(dot), c->configs[dot], {}, options);
+  ASSERT_TRUE(alone.ok()) << alone.status();
+  EXPECT_TRUE(alone->kernel_s.empty());
+}
+
+// With a ranker's observe attached, every plan measured with kernel times is passed on to it.
+TEST_F(CpuRuntimeTest, MeasuredPlansKernelTimesReachTheRanker) {
+  absl::StatusOr<std::unique_ptr<ir::Module>> m = ir::ParseHloText(kMlp);
+  ASSERT_TRUE(m.ok()) << m.status();
+  const costmodels::OpGraph graph = costmodels::BuildOpGraph(**m);
+  opt::fusion::CpuFusionProblem problem(
+      graph, [&](const costmodels::FusionPlan& plan) -> absl::StatusOr<opt::fusion::PlanTiming> {
+        // Only the unfused plan is timed per kernel here.
+        if (plan.size() != graph.size()) return opt::fusion::PlanTiming{1.0, {}};
+        return opt::fusion::PlanTiming{2.0, std::vector<double>(plan.size(), 0.5)};
+      });
+  std::vector<std::pair<size_t, size_t>> observed;  // (plan kernels, times)
+  problem.SetRanker({[](const std::vector<costmodels::FusionPlan>& plans) {
+                       return absl::StatusOr<std::vector<double>>(
+                           std::vector<double>(plans.size()));
+                     },
+                     [&](const costmodels::FusionPlan& plan, const std::vector<double>& times) {
+                       observed.emplace_back(plan.size(), times.size());
+                     }});
+  const opt::Candidate fused = problem.DefaultCandidate();
+  const opt::Candidate apart(fused.size(), 1);
+  ASSERT_LT(problem.Plan(fused).size(), graph.size());
+  EXPECT_EQ(problem.Evaluate(fused), 1.0);
+  EXPECT_TRUE(observed.empty());
+  EXPECT_EQ(problem.Evaluate(apart), 2.0);
+  EXPECT_EQ(problem.Evaluate(apart), 2.0);  // cached: not measured, not observed again
+  const std::vector<std::pair<size_t, size_t>> expected = {{graph.size(), graph.size()}};
+  EXPECT_EQ(observed, expected);
+}
+
 TEST_F(CpuRuntimeTest, FusionPrioritiesChangeThePlanAndEveryPlanMatchesTheEvaluator) {
   absl::StatusOr<std::unique_ptr<ir::Module>> m = ir::ParseHloText(kMlp);
   ASSERT_TRUE(m.ok()) << m.status();
   opt::fusion::CpuFusionProblem problem(
       costmodels::BuildOpGraph(**m),
-      [&](const costmodels::FusionPlan& plan) -> absl::StatusOr<double> {
+      [&](const costmodels::FusionPlan& plan) -> absl::StatusOr<opt::fusion::PlanTiming> {
         absl::StatusOr<CompiledModule> c = CompileModule(**m, {}, &plan);
         if (!c.ok()) return c.status();
         if (absl::Status s = CheckAgainstEvaluator(**m, *c, 5); !s.ok()) return s;
-        return static_cast<double>(plan.size());
+        return opt::fusion::PlanTiming{static_cast<double>(plan.size()), {}};
       });
   const opt::Candidate fused = problem.DefaultCandidate();
   const opt::Candidate apart(fused.size(), 1);  // priority 0: nothing fuses
@@ -274,15 +342,19 @@ TEST_F(CpuRuntimeTest, FusionRankingScoresPlansAndEachPlanOnce) {
   ASSERT_TRUE(m.ok()) << m.status();
   opt::fusion::CpuFusionProblem problem(
       costmodels::BuildOpGraph(**m),
-      [](const costmodels::FusionPlan&) -> absl::StatusOr<double> { return 1.0; });
+      [](const costmodels::FusionPlan&) -> absl::StatusOr<opt::fusion::PlanTiming> {
+        return opt::fusion::PlanTiming{1.0, {}};
+      });
   const opt::Candidate fused = problem.DefaultCandidate();  // every priority 1
   EXPECT_EQ(problem.RankSettings(0, {fused}).status().code(),
             absl::StatusCode::kFailedPrecondition);  // no ranker yet
-  problem.SetRanker([](const std::vector<costmodels::FusionPlan>& plans) {
-    std::vector<double> kernels;
-    for (const costmodels::FusionPlan& p : plans) kernels.push_back(static_cast<double>(p.size()));
-    return absl::StatusOr<std::vector<double>>(kernels);
-  });
+  problem.SetRanker({[](const std::vector<costmodels::FusionPlan>& plans) {
+                       std::vector<double> kernels;
+                       for (const costmodels::FusionPlan& p : plans)
+                         kernels.push_back(static_cast<double>(p.size()));
+                       return absl::StatusOr<std::vector<double>>(kernels);
+                     },
+                     nullptr});
   const opt::Candidate also_fused(fused.size(), 2);  // every priority 2: the same plan
   const opt::Candidate apart(fused.size(), 1);       // priority 0: nothing fuses
   absl::StatusOr<std::vector<double>> ranks = problem.RankSettings(0, {fused, apart, also_fused});

@@ -210,6 +210,49 @@ TEST(ModelTopKTest, WithoutAModelItFailsBeforeMeasuringAnything) {
   EXPECT_EQ(problem.evaluations, 0);
 }
 
+// A model that learns from measurements (as the CPU fusion ranker does from measured kernel
+// times): it ranks every setting with x0 = 3 best until one of them is measured, then knows they
+// are all bad. Score: |x0 - 1| + |x1 - 2|, and 10 when x0 = 3.
+class LearningProblem : public Problem {
+ public:
+  std::string name() const override { return "learning"; }
+  SearchSpace space() const override { return SearchSpace{{4, 4}, 2, true}; }
+  std::vector<Candidate> SeedCandidates() override { return {Candidate(2, 0)}; }
+  double Evaluate(const Candidate& c) override {
+    ++evaluations;
+    if (c[0] == 3) learned = true;
+    return Score(c);
+  }
+  absl::StatusOr<std::vector<double>> RankSettings(
+      int64_t, const std::vector<Candidate>& settings) override {
+    std::vector<double> out;
+    for (const Candidate& c : settings) {
+      out.push_back(c[0] == 3 && !learned ? -1 + 0.1 * static_cast<double>(std::abs(c[1] - 2))
+                                          : Score(c));
+    }
+    return out;
+  }
+  static double Score(const Candidate& c) {
+    return c[0] == 3 ? 10 : static_cast<double>(std::abs(c[0] - 1) + std::abs(c[1] - 2));
+  }
+  bool learned = false;
+  int64_t evaluations = 0;
+};
+
+TEST(ModelTopKTest, RerankRanksAgainAfterEachMeasurement) {
+  // The k best of one ranking: three settings with x0 = 3, all bad; the seed stays best.
+  LearningProblem once;
+  const Result r = MustSearch(once, {{"k", 3}});
+  EXPECT_EQ(once.evaluations, 1 + 3);
+  EXPECT_EQ(r.best_score, 3);
+  // Ranked again after each: the first measurement teaches the model, the second is the target.
+  LearningProblem again;
+  const Result r2 = MustSearch(again, {{"k", 3}, {"rerank", 1}});
+  EXPECT_EQ(again.evaluations, 1 + 3);
+  EXPECT_EQ(r2.best, (Candidate{1, 2}));
+  EXPECT_EQ(r2.best_score, 0);
+}
+
 TEST(ModelTopKTest, RejectsBadParameters) {
   EXPECT_EQ(CreateModelTopK({{"k", 0}}).status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(CreateModelTopK({{"topk", 3}}).status().code(), absl::StatusCode::kInvalidArgument);
@@ -218,6 +261,7 @@ TEST(ModelTopKTest, RejectsBadParameters) {
   EXPECT_TRUE(CreateModelTopK({{"rounds", 0}}).ok());
   EXPECT_EQ(CreateModelTopK({{"generations", -1}}).status().code(),
             absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(CreateModelTopK({{"rerank", 2}}).status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_TRUE(CreateModelTopK(FusionModelTopKParams()).ok());
 }
 
