@@ -138,7 +138,7 @@ int main(int argc, char** argv) {
   CLI::App app{"Model-guided (model-topk) vs measurement-only fusion search on the CPU"};
   bench::CommonOptions o;
   int64_t model_plans = 30;
-  int64_t k = -1, rerank = -1, rounds = -1,
+  int64_t k = -1, rerank = -1, cycles = -1, rounds = -1,
           refine = -1;  // -1: the daemon's (opt::FusionModelTopKParams)
   bench::AddCommonOptions(app, o, opt::guided::CostModelName("fusion", "cpu"),
                           "Distinct plans each measurement-only strategy may measure, as a "
@@ -154,6 +154,10 @@ int main(int argc, char** argv) {
                  "model-topk ranks its pool again after each measurement: 0 or 1 (default: the "
                  "daemon's)")
       ->check(CLI::Range(0, 1));
+  app.add_option("--cycles", cycles,
+                 "model-topk's cycles of rounds and climb, each from the best measured plan "
+                 "(0: until its plans run out; default: the daemon's)")
+      ->check(CLI::Range(0, 100000));
   app.add_option("--rounds", rounds, "model-topk's rounds (default: the daemon's)")
       ->check(CLI::Range(0, 100000));
   app.add_option("--refine", refine,
@@ -206,6 +210,7 @@ int main(int argc, char** argv) {
   }
   if (k >= 1) topk_params["k"] = static_cast<double>(k);
   if (rerank >= 0) topk_params["rerank"] = static_cast<double>(rerank);
+  if (cycles >= 0) topk_params["cycles"] = static_cast<double>(cycles);
   if (rounds >= 0) topk_params["rounds"] = static_cast<double>(rounds);
   if (refine >= 0) topk_params["refine"] = static_cast<double>(refine);
 

@@ -23,7 +23,9 @@ inline constexpr char kModelTopK[] = "model-topk";
 // first-improvement hill climbing, single-position changes measured in the model's order) and
 // rerank (default 0: a part's k best of one ranking are measured; 1: the part's settings are
 // ranked again after each measurement, for problems whose model learns from what they measured,
-// such as the CPU fusion ranker's kernel times).
+// such as the CPU fusion ranker's kernel times) and cycles (default 1; more: the rounds and the
+// climb repeat from the best measured candidate, which a model that learns from measurements
+// ranks differently each time; 0: until the budget runs out or a cycle measures nothing new).
 // Search fails with FailedPrecondition when the problem has no model attached, InvalidArgument on
 // sequence problems, before anything is measured.
 absl::StatusOr<std::unique_ptr<Strategy>> CreateModelTopK(const StrategyParams& params = {});

@@ -47,13 +47,14 @@ namespace {
 class ModelTopKSearch : public Strategy {
  public:
   ModelTopKSearch(int64_t k, int64_t pool, int64_t generations, int64_t rounds, int64_t refine,
-                  bool rerank)
+                  bool rerank, int64_t cycles)
       : k_(k),
         pool_(pool),
         generations_(generations),
         rounds_(rounds),
         refine_(refine),
-        rerank_(rerank) {}
+        rerank_(rerank),
+        cycles_(cycles) {}
   std::string_view name() const override { return "model-topk"; }
 
  protected:
@@ -82,16 +83,27 @@ class ModelTopKSearch : public Strategy {
     }
     const std::vector<std::vector<int64_t>> parts = ctx.problem().Parts();
     std::set<Candidate> measured_candidates = {current};
-    for (int64_t round = 0; rounds_ == 0 || round < rounds_; ++round) {
-      const size_t before = measured_candidates.size();
-      const std::optional<bool> out_of_budget =
-          Round(ctx, parts, current, current_score, measured_candidates);
-      if (out_of_budget) return *out_of_budget;
-      if (measured_candidates.size() == before) break;  // the model has nothing new to propose
+    for (int64_t cycle = 0; cycles_ == 0 || cycle < cycles_; ++cycle) {
+      const size_t cycle_start = measured_candidates.size();
+      if (cycle > 0) {  // again from the best measured, with what the problem has learned since
+        current = ctx.best();
+        current_score = ctx.best_score();
+      }
+      for (int64_t round = 0; rounds_ == 0 || round < rounds_; ++round) {
+        const size_t before = measured_candidates.size();
+        const std::optional<bool> out_of_budget =
+            Round(ctx, parts, current, current_score, measured_candidates);
+        if (out_of_budget) return *out_of_budget;
+        if (measured_candidates.size() == before) break;  // the model has nothing new to propose
+      }
+      if (refine_ == 1 && internal::HillClimb(ctx, current, current_score)) return true;
+      if (refine_ == 2 &&
+          ModelOrderedClimb(ctx, parts, current, current_score, measured_candidates)) {
+        return true;
+      }
+      if (failed()) return false;
+      if (measured_candidates.size() == cycle_start) break;  // nothing new this cycle
     }
-    if (refine_ == 1) return internal::HillClimb(ctx, current, current_score);
-    if (refine_ == 2)
-      return ModelOrderedClimb(ctx, parts, current, current_score, measured_candidates);
     return false;
   }
 
@@ -337,6 +349,7 @@ class ModelTopKSearch : public Strategy {
 
   int64_t k_, pool_, generations_, rounds_, refine_;
   bool rerank_;
+  int64_t cycles_;
 };
 
 }  // namespace
@@ -347,7 +360,7 @@ StrategyParams FusionModelTopKParams() {
 
 absl::StatusOr<std::unique_ptr<Strategy>> CreateModelTopK(const StrategyParams& params) {
   absl::Status s = internal::CheckParams(
-      params, kModelTopK, {"k", "pool", "generations", "rounds", "refine", "rerank"});
+      params, kModelTopK, {"k", "pool", "generations", "rounds", "refine", "rerank", "cycles"});
   if (!s.ok()) return s;
   const double k = internal::Param(params, "k", 5);
   const double pool = internal::Param(params, "pool", 256);
@@ -355,6 +368,7 @@ absl::StatusOr<std::unique_ptr<Strategy>> CreateModelTopK(const StrategyParams& 
   const double rounds = internal::Param(params, "rounds", 1);
   const double refine = internal::Param(params, "refine", 0);
   const double rerank = internal::Param(params, "rerank", 0);
+  const double cycles = internal::Param(params, "cycles", 1);
   if (!(k >= 1 && k <= 1e6) || !(pool >= 1 && pool <= 1e6)) {
     return absl::InvalidArgumentError("model-topk: k and pool must be between 1 and 1000000");
   }
@@ -375,9 +389,14 @@ absl::StatusOr<std::unique_ptr<Strategy>> CreateModelTopK(const StrategyParams& 
         "model-topk: rerank is 0 (the k best of one ranking) or 1 (ranked again after each "
         "measurement)");
   }
+  if (!(cycles >= 0 && cycles <= 1e6)) {
+    return absl::InvalidArgumentError(
+        "model-topk: cycles must be between 0 (until the budget runs out) and 1000000");
+  }
   return std::make_unique<ModelTopKSearch>(
       static_cast<int64_t>(k), static_cast<int64_t>(pool), static_cast<int64_t>(generations),
-      static_cast<int64_t>(rounds), static_cast<int64_t>(refine), rerank == 1);
+      static_cast<int64_t>(rounds), static_cast<int64_t>(refine), rerank == 1,
+      static_cast<int64_t>(cycles));
 }
 
 }  // namespace mltune::opt

@@ -171,6 +171,9 @@ class SearchContext {
   // Fraction of the budget used, the larger of steps and time, in [0, 1] (for schedules).
   double Progress() const;
   double best_score() const { return best_score_; }
+  // The candidate that scored best_score() (for sequence problems, the effective actions); empty
+  // before anything was evaluated.
+  const Candidate& best() const { return best_; }
   double initial_score() const { return initial_score_; }
 
   // The starting state (free); nullptr without states.
@@ -235,6 +238,7 @@ class Strategy {
   // returns the error instead of a result.
   virtual bool Run(SearchContext& context) = 0;
   void Fail(absl::Status status) { failure_ = std::move(status); }
+  bool failed() const { return !failure_.ok(); }
 
  private:
   absl::Status failure_;

@@ -253,6 +253,25 @@ TEST(ModelTopKTest, RerankRanksAgainAfterEachMeasurement) {
   EXPECT_EQ(r2.best_score, 0);
 }
 
+TEST(ModelTopKTest, CyclesStartAgainFromTheBestWithWhatTheModelLearned) {
+  // One cycle: the model's first pick (x0 = 3) is bad; nothing else is measured.
+  LearningProblem one;
+  const Result r1 = MustSearch(one, {{"k", 1}, {"cycles", 1}});
+  EXPECT_EQ(one.evaluations, 1 + 1);
+  EXPECT_EQ(r1.best_score, 3);
+  // A second cycle ranks again with what that measurement taught: the target.
+  LearningProblem two;
+  const Result r2 = MustSearch(two, {{"k", 1}, {"cycles", 2}});
+  EXPECT_EQ(two.evaluations, 1 + 2);
+  EXPECT_EQ(r2.best, (Candidate{1, 2}));
+  // cycles 0: until a cycle measures nothing new (here: every one of the 16 settings, once).
+  LearningProblem all;
+  const Result r0 = MustSearch(all, {{"k", 1}, {"cycles", 0}});
+  EXPECT_EQ(r0.best_score, 0);
+  EXPECT_EQ(all.evaluations, 16);
+  EXPECT_FALSE(r0.budget_exhausted);
+}
+
 TEST(ModelTopKTest, RejectsBadParameters) {
   EXPECT_EQ(CreateModelTopK({{"k", 0}}).status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(CreateModelTopK({{"topk", 3}}).status().code(), absl::StatusCode::kInvalidArgument);
@@ -262,6 +281,7 @@ TEST(ModelTopKTest, RejectsBadParameters) {
   EXPECT_EQ(CreateModelTopK({{"generations", -1}}).status().code(),
             absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(CreateModelTopK({{"rerank", 2}}).status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(CreateModelTopK({{"cycles", -1}}).status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_TRUE(CreateModelTopK(FusionModelTopKParams()).ok());
 }
 
