@@ -32,9 +32,10 @@ absl::StatusOr<std::unique_ptr<Strategy>> CreateModelTopK(const StrategyParams& 
 
 // Model-topk's parameters for whole fusion plans (one part with a setting per producer): the
 // model explores plans for 8 generations of 256 and the 10 best ranked are measured, the
-// paper's top 10 at graph level; then first-improvement hill climbing from the best of them,
-// neighbours measured in the model's order (refine 2), until a local optimum or the end of the
-// budget (the model misjudges plans where fusion matters most).
+// paper's top 10 at graph level; a second round explores again from the best measured plan,
+// with the model corrected by the first 10 plans' kernel times (CpuFusionRanker), and measures
+// its 10 best; then first-improvement hill climbing from the best of them, neighbours measured
+// in the model's order (refine 2), until a local optimum or the end of the budget.
 StrategyParams FusionModelTopKParams();
 
 }  // namespace mltune::opt

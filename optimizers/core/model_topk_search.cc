@@ -355,7 +355,7 @@ class ModelTopKSearch : public Strategy {
 }  // namespace
 
 StrategyParams FusionModelTopKParams() {
-  return {{"k", 10}, {"pool", 256}, {"generations", 8}, {"rounds", 1}, {"refine", 2}};
+  return {{"k", 10}, {"pool", 256}, {"generations", 8}, {"rounds", 2}, {"refine", 2}};
 }
 
 absl::StatusOr<std::unique_ptr<Strategy>> CreateModelTopK(const StrategyParams& params) {
