@@ -80,6 +80,8 @@ struct RunCommand {
   // A store holding cost-model/fusion-cpu: also print the model's predicted time of the default
   // fusion's kernels next to the measured one.
   std::string model_db;
+  // Also time each kernel inside the module's run (the profiled entry) and list them.
+  bool kernel_times = false;
 };
 // `mltune run`: compiles the module for the CPU (generated kernels), runs it, optionally checks it
 // against the evaluator, and prints its latency (median and spread).
@@ -199,6 +201,12 @@ struct TrainCostModelCommand {
   double holdout = 0.25;
   // Leave out kernels whose fastest measurement is under this (timer noise dominates them).
   double min_seconds = 0;
+  // fusion: kernels the daemon's fusion searches timed inside their modules (task
+  // fusion-kernel-in-module) and no collect timed alone train too, when their time is at least
+  // this: under a microsecond a kernel's time in its module is mostly the timer's and its
+  // neighbours' (docs/cost_models.md). Never tested.
+  double in_module_min_seconds = 1e-6;
+  bool no_in_module = false;
   // tile: the guarded pick leaves the default configuration only where the absolute head
   // predicts at least this relative gain (learned::GuardDefaultPick).
   double pick_margin = 0.1;

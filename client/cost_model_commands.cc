@@ -25,6 +25,7 @@
 #include "costmodels/learned/learned_model.h"
 #include "costmodels/synthetic/synthetic_programs.h"
 #include "nlohmann/json.hpp"
+#include "optimizers/fusion/cpu_fusion_problem.h"
 #include "optimizers/tiling/cpu_tile_problem.h"
 #include "storage/store.h"
 
@@ -53,16 +54,27 @@ struct Data {
   // Per kernel: from a synthetic program (mltune synthesize). Those always train: the metrics are
   // about real programs.
   std::vector<bool> synthetic;
+  // Per kernel: known only from the daemon's fusion runs, timed inside its module
+  // (opt::fusion::kFusionKernelInModuleTask), with no row of its own time alone. Those train but
+  // are never tested: the metrics are about kernels timed alone.
+  std::vector<bool> in_module;
   std::vector<Row> rows;
-  int64_t skipped = 0;   // rows whose configuration or graph could not be read
-  int64_t too_fast = 0;  // kernels left out by --min-seconds
+  int64_t skipped = 0;             // rows whose configuration or graph could not be read
+  int64_t too_fast = 0;            // kernels left out by --min-seconds
+  int64_t in_module_too_fast = 0;  // in-module kernels left out by --in-module-min-seconds
 };
+
+// How a kernel of `data` takes part in cross-validation: a real program's kernel timed alone is
+// tested once; the others only train.
+bool Testable(const Data& data, size_t k) { return !data.synthetic[k] && !data.in_module[k]; }
 
 // The measurement log's task of a train-cost-model task.
 std::string LogTask(const std::string& task) { return task + "-kernel"; }
 
+// `in_module_min_seconds` < 0: no in-module rows.
 absl::StatusOr<Data> ReadData(storage::Store& store, const std::string& task,
-                              const std::string& target, double min_seconds, std::ostream& err) {
+                              const std::string& target, double min_seconds,
+                              double in_module_min_seconds, std::ostream& err) {
   storage::MeasurementFilter filter;
   filter.task = LogTask(task);
   filter.target = target;
@@ -94,6 +106,41 @@ absl::StatusOr<Data> ReadData(storage::Store& store, const std::string& task,
     if (!fresh) it->second = std::min(it->second, m.value);
   }
   for (const auto& [key, seconds] : fastest) data.too_fast += seconds < min_seconds ? 1 : 0;
+  // Reads `key`'s stored graph and, when readable, adds the kernel to `data` (nullopt otherwise).
+  auto add_kernel = [&](const std::string& key,
+                        bool in_module) -> absl::StatusOr<std::optional<features::KernelGraph>> {
+    absl::StatusOr<std::optional<storage::KernelGraphRecord>> rec = store.GetKernelGraph(key);
+    if (!rec.ok()) return rec.status();
+    if (!rec->has_value()) return std::nullopt;
+    absl::StatusOr<features::KernelGraph> kg = features::ParseKernelGraph((*rec)->graph);
+    if (!kg.ok()) {
+      if (++unreadable <= kUnreadableNamed) {
+        err << "warning: kernel " << key.substr(0, 12)
+            << ": stored graph unreadable: " << kg.status().message() << "\n";
+      }
+      return std::nullopt;
+    }
+    index[key] = static_cast<int32_t>(data.kernels.size());
+    data.kernels.push_back(key);
+    data.programs.push_back((*rec)->module_fingerprint.empty() ? (*rec)->module
+                                                               : (*rec)->module_fingerprint);
+    data.synthetic.push_back((*rec)->module.starts_with(costmodels::synthetic::kModulePrefix));
+    data.in_module.push_back(in_module);
+    return std::optional<features::KernelGraph>(*std::move(kg));
+  };
+  // Sets the row's graph to `graph` with `configuration` applied and returns the configuration;
+  // nullopt (counted skipped) when either cannot be read.
+  auto configured = [&](const std::optional<features::KernelGraph>& graph,
+                        const std::string& configuration,
+                        Row& row) -> std::optional<features::Configuration> {
+    absl::StatusOr<features::Configuration> config = features::ParseConfiguration(configuration);
+    if (graph.has_value() && config.ok()) {
+      row.graph = *graph;
+      if (features::SetConfiguration(*config, &row.graph).ok()) return *std::move(config);
+    }
+    ++data.skipped;
+    return std::nullopt;
+  };
   for (const storage::MeasurementRecord& m : *logged) {
     if (!(m.value > 0) || !std::isfinite(m.value)) {
       ++data.skipped;
@@ -102,39 +149,16 @@ absl::StatusOr<Data> ReadData(storage::Store& store, const std::string& task,
     if (fastest.at(m.graph_key) < min_seconds) continue;
     auto g = graphs.find(m.graph_key);
     if (g == graphs.end()) {
-      std::optional<features::KernelGraph> parsed;
-      absl::StatusOr<std::optional<storage::KernelGraphRecord>> rec =
-          store.GetKernelGraph(m.graph_key);
-      if (!rec.ok()) return rec.status();
-      if (rec->has_value()) {
-        absl::StatusOr<features::KernelGraph> kg = features::ParseKernelGraph((*rec)->graph);
-        if (kg.ok()) {
-          parsed = *std::move(kg);
-          index[m.graph_key] = static_cast<int32_t>(data.kernels.size());
-          data.kernels.push_back(m.graph_key);
-          data.programs.push_back((*rec)->module_fingerprint.empty() ? (*rec)->module
-                                                                     : (*rec)->module_fingerprint);
-          data.synthetic.push_back(
-              (*rec)->module.starts_with(costmodels::synthetic::kModulePrefix));
-        } else if (++unreadable <= kUnreadableNamed) {
-          err << "warning: kernel " << m.graph_key.substr(0, 12)
-              << ": stored graph unreadable: " << kg.status().message() << "\n";
-        }
-      }
-      g = graphs.emplace(m.graph_key, std::move(parsed)).first;
+      absl::StatusOr<std::optional<features::KernelGraph>> parsed =
+          add_kernel(m.graph_key, /*in_module=*/false);
+      if (!parsed.ok()) return parsed.status();
+      g = graphs.emplace(m.graph_key, *std::move(parsed)).first;
       defaults.emplace(m.graph_key, m.configuration);
     }
-    if (!g->second.has_value()) {
-      ++data.skipped;
-      continue;
-    }
-    absl::StatusOr<features::Configuration> config = features::ParseConfiguration(m.configuration);
     Row row;
-    row.graph = *g->second;
-    if (!config.ok() || !features::SetConfiguration(*config, &row.graph).ok()) {
-      ++data.skipped;
-      continue;
-    }
+    const std::optional<features::Configuration> config =
+        configured(g->second, m.configuration, row);
+    if (!config.has_value()) continue;
     row.kernel = index.at(m.graph_key);
     row.seconds = m.value;
     row.configuration = m.configuration;
@@ -151,6 +175,44 @@ absl::StatusOr<Data> ReadData(storage::Store& store, const std::string& task,
     }
     data.rows.push_back(std::move(row));
   }
+  if (task == "fusion" && in_module_min_seconds >= 0) {
+    // Kernels the daemon's fusion searches timed inside their modules, where no time alone was
+    // logged: one row each, at the geometric mean of its times (one configuration, the default).
+    filter.task = opt::fusion::kFusionKernelInModuleTask;
+    absl::StatusOr<std::vector<storage::MeasurementRecord>> in_module =
+        store.QueryMeasurements(filter);
+    if (!in_module.ok()) return in_module.status();
+    std::map<std::string, std::pair<double, int>> log_sum;  // key -> (sum of logs, count)
+    std::map<std::string, std::string> configuration;
+    for (const storage::MeasurementRecord& m : *in_module) {
+      if (fastest.contains(m.graph_key)) continue;  // timed alone: that is its label
+      if (!(m.value > 0) || !std::isfinite(m.value)) {
+        ++data.skipped;
+        continue;
+      }
+      auto& [sum, n] = log_sum[m.graph_key];
+      sum += std::log(m.value);
+      ++n;
+      configuration.emplace(m.graph_key, m.configuration);
+    }
+    for (const auto& [key, sum_n] : log_sum) {
+      const double seconds = std::exp(sum_n.first / sum_n.second);
+      if (seconds < std::max(min_seconds, in_module_min_seconds)) {
+        ++data.in_module_too_fast;
+        continue;
+      }
+      absl::StatusOr<std::optional<features::KernelGraph>> graph = add_kernel(key, true);
+      if (!graph.ok()) return graph.status();
+      Row row;
+      if (!configured(*graph, configuration.at(key), row).has_value()) continue;
+      row.kernel = index.at(key);
+      row.seconds = seconds;
+      row.configuration = configuration.at(key);
+      row.is_default = true;
+      if (cpu_roofline) row.analytical = CpuRooflineSeconds(row.graph);
+      data.rows.push_back(std::move(row));
+    }
+  }
   if (unreadable > 0) {
     err << "warning: " << unreadable << " kernel(s) with a stored graph this build cannot read "
         << "left out (" << std::min(unreadable, kUnreadableNamed) << " named above); mltune "
@@ -163,14 +225,15 @@ absl::StatusOr<Data> ReadData(storage::Store& store, const std::string& task,
 // Cross-validation folds: per kernel its fold in [0, folds), or -1 for a synthetic program's
 // kernel (always trained on). Real kernels are dealt to folds at random, one by one or (by_program)
 // a whole program at a time, so each is tested exactly once by a model that never saw it (or its
-// program).
+// program). An in-module kernel is never tested; by program it takes its program's fold, so it
+// does not train the model that tests its program's other kernels.
 std::vector<int> Folds(const Data& data, bool by_program, int folds, uint64_t seed) {
   std::mt19937_64 rng(seed);
   std::vector<int> fold(data.kernels.size(), -1);
   if (by_program) {
     std::vector<std::string> programs;
     for (size_t k = 0; k < data.kernels.size(); ++k) {
-      if (!data.synthetic[k]) programs.push_back(data.programs[k]);
+      if (Testable(data, k)) programs.push_back(data.programs[k]);
     }
     std::sort(programs.begin(), programs.end());
     programs.erase(std::unique(programs.begin(), programs.end()), programs.end());
@@ -180,12 +243,14 @@ std::vector<int> Folds(const Data& data, bool by_program, int folds, uint64_t se
       program_fold[programs[i]] = static_cast<int>(i % static_cast<size_t>(folds));
     }
     for (size_t k = 0; k < fold.size(); ++k) {
-      if (!data.synthetic[k]) fold[k] = program_fold.at(data.programs[k]);
+      if (data.synthetic[k]) continue;
+      auto f = program_fold.find(data.programs[k]);
+      if (f != program_fold.end()) fold[k] = f->second;
     }
   } else {
     std::vector<size_t> order;
     for (size_t k = 0; k < data.kernels.size(); ++k) {
-      if (!data.synthetic[k]) order.push_back(k);
+      if (Testable(data, k)) order.push_back(k);
     }
     std::shuffle(order.begin(), order.end(), rng);
     for (size_t i = 0; i < order.size(); ++i) {
@@ -304,7 +369,7 @@ absl::StatusOr<SplitMetrics> Evaluate(const Data& data, const std::string& name,
   std::set<std::string> programs;
   int64_t real_kernels = 0;
   for (size_t k = 0; k < data.kernels.size(); ++k) {
-    if (data.synthetic[k]) continue;
+    if (!Testable(data, k)) continue;
     programs.insert(data.programs[k]);
     ++real_kernels;
   }
@@ -334,7 +399,7 @@ absl::StatusOr<SplitMetrics> Evaluate(const Data& data, const std::string& name,
     for (size_t r = 0; r < data.rows.size(); ++r) {
       const int32_t k = data.rows[r].kernel;
       if (fold[static_cast<size_t>(k)] == f) {
-        test.push_back(r);
+        if (Testable(data, static_cast<size_t>(k))) test.push_back(r);
       } else {
         train.push_back(r);
         train_k.insert(k);
@@ -625,6 +690,10 @@ int RunTrainCostModel(const TrainCostModelCommand& cmd, std::ostream& out, std::
     err << "error: --min-seconds must be >= 0\n";
     return 1;
   }
+  if (!(cmd.in_module_min_seconds >= 0)) {
+    err << "error: --in-module-min-seconds must be >= 0\n";
+    return 1;
+  }
   // fusion logs one configuration per kernel: only the absolute head has anything to learn.
   const std::string loss_name = !cmd.loss.empty() ? cmd.loss : tile ? "both" : "mse-log";
   absl::StatusOr<learned::Loss> loss = learned::ParseLoss(loss_name);
@@ -667,7 +736,8 @@ int RunTrainCostModel(const TrainCostModelCommand& cmd, std::ostream& out, std::
     err << "error: cannot open the store " << cmd.db << ": " << store.status().message() << "\n";
     return 1;
   }
-  absl::StatusOr<Data> data = ReadData(**store, cmd.task, target, cmd.min_seconds, err);
+  absl::StatusOr<Data> data = ReadData(**store, cmd.task, target, cmd.min_seconds,
+                                       cmd.no_in_module ? -1.0 : cmd.in_module_min_seconds, err);
   if (!data.ok()) {
     err << "error: reading " << cmd.db << ": " << data.status().message() << "\n";
     return 1;
@@ -680,7 +750,11 @@ int RunTrainCostModel(const TrainCostModelCommand& cmd, std::ostream& out, std::
   if (data->rows.empty()) {
     err << "error: " << cmd.db << " holds no " << LogTask(cmd.task) << " measurements for target "
         << target << " with their kernel graphs (run mltune collect --target " << cmd.target
-        << " --task " << cmd.task << " --db " << cmd.db << " FILES first)\n";
+        << " --task " << cmd.task << " --db " << cmd.db << " FILES first"
+        << (cmd.task == "fusion" && target == "cpu" && !cmd.no_in_module
+                ? ", or let mltuned search fusion with this store: it logs each plan's kernel times"
+                : "")
+        << ")\n";
     return 1;
   }
   out << absl::StrFormat("%d measurements of %d kernels from %d programs (%d unreadable skipped)",
@@ -701,6 +775,18 @@ int RunTrainCostModel(const TrainCostModelCommand& cmd, std::ostream& out, std::
         "%d of the kernels come from %d synthetic programs (mltune synthesize): they always "
         "train, test kernels come from the other programs\n",
         synthetic, synthetic_programs.size());
+  }
+  if (const int64_t in_module = std::count(data->in_module.begin(), data->in_module.end(), true);
+      in_module > 0 || data->in_module_too_fast > 0) {
+    out << absl::StrFormat(
+        "%d of the kernels were timed only inside the daemon's fusion runs (%s): they train, "
+        "tests are of kernels timed alone",
+        in_module, opt::fusion::kFusionKernelInModuleTask);
+    if (data->in_module_too_fast > 0) {
+      out << absl::StrFormat("; %d more under --in-module-min-seconds %g left out",
+                             data->in_module_too_fast, cmd.in_module_min_seconds);
+    }
+    out << "\n";
   }
   learned::ModelOptions options;
   options.vocabulary_size = features::OpcodeVocabularySize();

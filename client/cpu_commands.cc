@@ -2,6 +2,7 @@
 // backend offline. The module goes through XLA's default CPU pipeline, is lowered to generated
 // kernels, compiled (cached on disk) and run in the runner child; --check compares the results
 // with the reference evaluator on the module as given.
+#include <algorithm>
 #include <cmath>
 #include <fstream>
 #include <map>
@@ -25,6 +26,7 @@
 #include "optimizers/guided/rankers.h"
 #include "optimizers/guided/stored_cost_models.h"
 #include "optimizers/tiling/confirm_tuned_kernels.h"
+#include "optimizers/tiling/cpu_kernel_graph.h"
 #include "optimizers/tiling/cpu_tile_problem.h"
 
 namespace mltune::client {
@@ -49,6 +51,52 @@ std::string KernelCounts(const cpu::LoweredModule& lowered) {
   std::vector<std::string> parts;
   for (const auto& [kind, n] : counts) parts.push_back(absl::StrCat(kind, " ", n));
   return absl::StrJoin(parts, ", ");
+}
+
+// Each kernel's time inside the module's run, slowest first, with its share of their sum, its key
+// (the graph_key of the kernel's rows in a cost-model store) and, when given (one per kernel),
+// what the fusion cost model predicts for it alone.
+json PrintKernelTimes(const cpu::LoweredModule& lowered, const std::vector<double>& seconds,
+                      const std::vector<double>& predicted, std::ostream& out) {
+  json kernels = json::array();
+  if (seconds.size() != lowered.kernels.size()) {
+    out << "kernel times: none came back (" << seconds.size() << " for " << lowered.kernels.size()
+        << " kernels)\n";
+    return kernels;
+  }
+  double total = 0;
+  for (double s : seconds) total += s;
+  std::vector<size_t> order(seconds.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(),
+                   [&](size_t a, size_t b) { return seconds[a] > seconds[b]; });
+  out << "kernel times inside the module's run (median; their sum " << Ms(total) << "):\n";
+  const bool with_model = predicted.size() == seconds.size();
+  out << absl::StrFormat("  %-28s %-10s %4s %12s %6s %s %s\n", "kernel", "kind", "ops", "time",
+                         "share", with_model ? "   predicted" : "", "key");
+  for (size_t i : order) {
+    const cpu::Kernel& k = lowered.kernels[i];
+    absl::StatusOr<opt::tiling::CpuKernelFeatures> features =
+        opt::tiling::CpuKernelFeaturesOf(lowered, k.id);
+    const std::string key = features.ok() ? features->key : "";
+    const bool has_prediction = with_model && std::isfinite(predicted[i]);
+    const std::string prediction = !with_model ? ""
+                                   : has_prediction
+                                       ? absl::StrFormat(" %9.3f us", predicted[i] * 1e6)
+                                       : absl::StrFormat(" %12s", "-");
+    out << absl::StrFormat("  %-28s %-10s %4d %9.3f us %5.1f%%%s  %s\n", k.name,
+                           cpu::KernelKindName(k.kind), k.members.size(), seconds[i] * 1e6,
+                           total > 0 ? 100 * seconds[i] / total : 0.0, prediction,
+                           key.empty() ? "-" : key.substr(0, 16));
+    json entry = {{"kernel", k.name},
+                  {"kind", cpu::KernelKindName(k.kind)},
+                  {"ops", k.members.size()},
+                  {"seconds", seconds[i]},
+                  {"key", key}};
+    if (has_prediction) entry["predicted_s"] = predicted[i];
+    kernels.push_back(std::move(entry));
+  }
+  return kernels;
 }
 
 // Loads, verifies and runs the cpu pipeline; nullptr after printing the error.
@@ -219,7 +267,9 @@ int RunRun(const RunCommand& cmd, std::ostream& out, std::ostream& err) {
     }
   }
   auto report = [&](const char* label, const cpu::CompiledModule& m) -> absl::StatusOr<double> {
-    absl::StatusOr<cpu::Timing> t = cpu::Measure(m.object, m.program, cmd.seed, timing_options);
+    cpu::MeasureOptions options = timing_options;
+    options.kernel_times = cmd.kernel_times;
+    absl::StatusOr<cpu::Timing> t = cpu::Measure(m.object, m.program, cmd.seed, options);
     if (!t.ok()) return t.status();
     out << "latency (" << label << "): median " << Ms(t->median_s) << ", p25-p75 " << Ms(t->p25_s)
         << " - " << Ms(t->p75_s) << " (spread " << absl::StrFormat("%.1f%%", t->spread * 100)
@@ -230,6 +280,16 @@ int RunRun(const RunCommand& cmd, std::ostream& out, std::ostream& err) {
                 {"p75_s", t->p75_s},
                 {"spread", t->spread},
                 {"samples", t->samples}};
+    if (cmd.kernel_times) {
+      std::vector<double> predicted;
+      if (stored) {
+        absl::StatusOr<std::vector<double>> p =
+            opt::guided::CpuFusionKernelSeconds(*stored->model, m.lowered);
+        if (!p.ok()) return p.status();
+        predicted = *std::move(p);
+      }
+      j[label]["kernels"] = PrintKernelTimes(m.lowered, t->kernel_s, predicted, out);
+    }
     return t->median_s;
   };
   absl::StatusOr<double> base = report("default kernels", *compiled);

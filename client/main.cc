@@ -107,6 +107,8 @@ int main(int argc, char** argv) {
   run_cmd->add_flag("--json", run.json, "Also print the figures as JSON");
   run_cmd->add_option("--emit-source", run.emit_source,
                       "Write the generated C++ source of the module to this file");
+  run_cmd->add_flag("--kernel-times", run.kernel_times,
+                    "Also time each kernel inside the module's run and list them, slowest first");
   run_cmd->add_option("--model-db", run.model_db,
                       "Store holding cost-model/fusion-cpu (mltune train-cost-model --task "
                       "fusion): also print its predicted time of the default fusion's kernels");
@@ -294,6 +296,13 @@ int main(int argc, char** argv) {
       ->add_option("--min-seconds", train_cost.min_seconds,
                    "Leave out kernels whose fastest measurement is under this (timer noise)")
       ->default_val(0);
+  train_cost_cmd
+      ->add_option("--in-module-min-seconds", train_cost.in_module_min_seconds,
+                   "fusion: kernels the daemon timed only inside its modules' runs train when "
+                   "their time is at least this")
+      ->default_val(1e-6);
+  train_cost_cmd->add_flag("--no-in-module", train_cost.no_in_module,
+                           "fusion: train on kernels timed alone (collect) only");
   train_cost_cmd
       ->add_option("--pick-margin", train_cost.pick_margin,
                    "tile: the guarded pick leaves the default configuration only where the "

@@ -4,11 +4,14 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "backends/cpu/cpu_backend.h"
 #include "daemon/learned_cost_models.h"
+#include "ir/fingerprint.h"
 #include "nlohmann/json.hpp"
 #include "optimizers/core/model_topk.h"
 #include "optimizers/fusion/cpu_fusion_problem.h"
@@ -45,6 +48,55 @@ absl::StatusOr<double> ModuleSeconds(const ir::Module& module,
   return t->median_s;
 }
 
+// A job's kernel-level rows, the learned cost models' training data: each kernel's structural key
+// (costmodels/features) and graph, stored once, then (key, parameters, seconds) rows. Graphs name
+// the module after the cpu pipeline by its fingerprint, as `mltune collect` does, so that the
+// daemon's kernels and collect's of one program are one program to train-cost-model's split.
+class KernelLog {
+ public:
+  KernelLog(const TaskRequest& request, const ir::Module& prepared)
+      : request_(request), fingerprint_(ir::Fingerprint(prepared)) {}
+
+  bool recording() const { return static_cast<bool>(request_.record_measurement); }
+
+  // Kernel `k`'s key, its graph recorded the first time this job sees it; "" when the features
+  // cannot describe the kernel (it is measured, not logged).
+  std::string Key(const cpu::LoweredModule& lowered, int32_t k) {
+    absl::StatusOr<opt::tiling::CpuKernelFeatures> features =
+        opt::tiling::CpuKernelFeaturesOf(lowered, k);
+    if (!features.ok()) return "";
+    if (request_.record_kernel_graph && graphs_.insert(features->key).second) {
+      storage::KernelGraphRecord g;
+      g.kernel_key = features->key;
+      g.graph = costmodels::features::SerializeKernelGraph(features->graph);
+      g.target = "cpu";
+      g.module = request_.module->name();
+      g.module_fingerprint = fingerprint_;
+      g.kernel = lowered.kernels[static_cast<size_t>(k)].name;
+      request_.record_kernel_graph(std::move(g));
+    }
+    return features->key;
+  }
+
+  void Record(std::string_view task, const std::string& key, const cpu::Kernel& kernel,
+              const cpu::KernelConfig& config, double seconds) {
+    if (!recording()) return;
+    storage::MeasurementRecord m;
+    m.graph_key = key;
+    m.task = std::string(task);
+    m.target = "cpu";
+    m.configuration = opt::tiling::CpuConfigText(kernel, config);
+    m.value = seconds;
+    m.worker = request_.worker;
+    request_.record_measurement(std::move(m));
+  }
+
+ private:
+  const TaskRequest& request_;
+  const std::string fingerprint_;
+  std::unordered_set<std::string> graphs_;
+};
+
 }  // namespace
 
 absl::StatusOr<TaskOutcome> SearchCpuTiles(const TaskRequest& request,
@@ -55,27 +107,14 @@ absl::StatusOr<TaskOutcome> SearchCpuTiles(const TaskRequest& request,
   if (!lowered.ok()) return absl::FailedPreconditionError(lowered.status().message());
   const cpu::CompilerOptions compiler;
   const cpu::MeasureOptions measure = opt::tiling::KernelTuningMeasureOptions();
-  // Kernel-level rows are the learned cost model's training data: each kernel's structural key
-  // (costmodels/features) and graph, stored once, then (key, parameters, measured seconds) rows.
+  KernelLog log(request, **module);
   std::vector<std::string> kernel_keys(lowered->kernels.size());
+  std::vector<bool> keyed(lowered->kernels.size(), false);
   auto kernel_key = [&](int32_t k) -> const std::string& {
-    std::string& key = kernel_keys[static_cast<size_t>(k)];
-    if (!key.empty()) return key;
-    absl::StatusOr<opt::tiling::CpuKernelFeatures> features =
-        opt::tiling::CpuKernelFeaturesOf(*lowered, k);
-    if (!features.ok()) return key;  // no key: the kernel is measured but not logged
-    key = features->key;
-    if (request.record_kernel_graph) {
-      storage::KernelGraphRecord g;
-      g.kernel_key = key;
-      g.graph = costmodels::features::SerializeKernelGraph(features->graph);
-      g.target = "cpu";
-      g.module = request.module->name();
-      g.module_fingerprint = request.fingerprint;
-      g.kernel = lowered->kernels[static_cast<size_t>(k)].name;
-      request.record_kernel_graph(std::move(g));
-    }
-    return key;
+    const size_t i = static_cast<size_t>(k);
+    if (!keyed[i]) kernel_keys[i] = log.Key(*lowered, k);
+    keyed[i] = true;
+    return kernel_keys[i];
   };
   // `task` "tile-kernel" rows are the training data; the confirmation's re-measurements are kept
   // apart ("tile-kernel-confirm"), as a second row of one configuration would pair it with itself.
@@ -84,16 +123,9 @@ absl::StatusOr<TaskOutcome> SearchCpuTiles(const TaskRequest& request,
     absl::StatusOr<cpu::Timing> t =
         cpu::MeasureKernel(*lowered, k, config, compiler, measure, options.seed);
     if (!t.ok()) return t.status();
-    if (request.record_measurement && !kernel_key(k).empty()) {
-      storage::MeasurementRecord m;
-      m.graph_key = kernel_key(k);
-      m.task = std::string(task);
-      m.target = "cpu";
-      m.configuration =
-          opt::tiling::CpuConfigText(lowered->kernels[static_cast<size_t>(k)], config);
-      m.value = t->median_s;
-      m.worker = request.worker;
-      request.record_measurement(std::move(m));
+    if (log.recording() && !kernel_key(k).empty()) {
+      log.Record(task, kernel_key(k), lowered->kernels[static_cast<size_t>(k)], config,
+                 t->median_s);
     }
     return t->median_s;
   };
@@ -165,15 +197,34 @@ absl::StatusOr<TaskOutcome> SearchCpuFusion(const TaskRequest& request,
                                             const ConfigTaskOptions& options) {
   absl::StatusOr<std::unique_ptr<ir::Module>> module = PrepareModule(*request.module, options);
   if (!module.ok()) return module.status();
-  // model-topk learns from each measured plan's kernel times (CpuFusionRanker's observe).
+  // Every plan's kernels are timed inside its run as well: model-topk's ranker learns from them
+  // within the job (CpuFusionRanker's observe), and the log keeps them as training data.
   cpu::MeasureOptions plan_timing = opt::tiling::ModuleTuningMeasureOptions();
-  plan_timing.kernel_times = request.strategy == opt::kModelTopK;
+  plan_timing.kernel_times = true;
+  KernelLog log(request, **module);
+  // Plans of one search share most of their kernels: each is logged a few times per job, not once
+  // per plan that holds it.
+  constexpr int kRowsPerKernel = 3;
+  std::unordered_map<std::string, int> rows_of;
   opt::fusion::CpuFusionProblem problem(
       costmodels::BuildOpGraph(**module),
       [&](const costmodels::FusionPlan& plan) -> absl::StatusOr<opt::fusion::PlanTiming> {
+        absl::StatusOr<cpu::CompiledModule> compiled = cpu::CompileModule(**module, {}, &plan);
+        if (!compiled.ok()) return compiled.status();
         absl::StatusOr<cpu::Timing> t =
-            cpu::MeasureModule(**module, {}, &plan, plan_timing, options.seed);
+            cpu::Measure(compiled->object, compiled->program, options.seed, plan_timing);
         if (!t.ok()) return t.status();
+        const cpu::LoweredModule& lowered = compiled->lowered;
+        if (log.recording() && t->kernel_s.size() == lowered.kernels.size()) {
+          for (const cpu::Kernel& k : lowered.kernels) {
+            const double seconds = t->kernel_s[static_cast<size_t>(k.id)];
+            if (!(seconds > 0)) continue;  // under the timer's resolution
+            const std::string key = log.Key(lowered, k.id);
+            if (key.empty() || ++rows_of[key] > kRowsPerKernel) continue;
+            log.Record(opt::fusion::kFusionKernelInModuleTask, key, k,
+                       compiled->configs[static_cast<size_t>(k.id)], seconds);
+          }
+        }
         return opt::fusion::PlanTiming{t->median_s, t->kernel_s};
       });
   if (request.strategy == opt::kModelTopK) {

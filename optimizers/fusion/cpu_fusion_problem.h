@@ -29,6 +29,12 @@ struct PlanTiming {
   std::vector<double> kernel_seconds;
 };
 
+// The measurement log's task of those kernel times (the daemon's fusion task logs them; `mltune
+// train-cost-model --task fusion` trains on them next to collect's "fusion-kernel" rows, which
+// time each kernel alone). Kept apart because a kernel inside its module starts from the cache
+// its producers left, not from its own previous run.
+inline constexpr char kFusionKernelInModuleTask[] = "fusion-kernel-in-module";
+
 class CpuFusionProblem : public ConfigProblem {
  public:
   using MeasureFn = std::function<absl::StatusOr<PlanTiming>(const costmodels::FusionPlan&)>;

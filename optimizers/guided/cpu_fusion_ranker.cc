@@ -1,3 +1,4 @@
+#include <cmath>
 #include <memory>
 #include <utility>
 #include <vector>
@@ -11,6 +12,40 @@ namespace mltune::opt::guided {
 namespace cpu = backends::cpu;
 namespace features = costmodels::features;
 
+namespace {
+
+// As `mltune collect --task fusion` measures a kernel: its default configuration.
+features::Configuration FusionDataConfiguration(const cpu::Kernel& k) {
+  return tiling::CpuKernelConfiguration(k, cpu::DefaultConfig(k));
+}
+
+}  // namespace
+
+absl::StatusOr<std::vector<double>> CpuFusionKernelSeconds(
+    const costmodels::learned::LearnedModel& model, const cpu::LoweredModule& module) {
+  std::vector<features::KernelGraph> graphs;
+  std::vector<size_t> described;  // kernel index of each graph
+  for (const cpu::Kernel& k : module.kernels) {
+    absl::StatusOr<tiling::CpuKernelFeatures> f = tiling::CpuKernelFeaturesOf(module, k.id);
+    if (!f.ok()) continue;
+    if (absl::Status s = features::SetConfiguration(FusionDataConfiguration(k), &f->graph);
+        !s.ok()) {
+      return s;
+    }
+    graphs.push_back(std::move(f->graph));
+    described.push_back(static_cast<size_t>(k.id));
+  }
+  std::vector<double> seconds(module.kernels.size(), std::nan(""));
+  if (graphs.empty()) return seconds;
+  std::vector<const features::KernelGraph*> pointers;
+  for (const features::KernelGraph& g : graphs) pointers.push_back(&g);
+  absl::StatusOr<std::vector<double>> log_seconds =
+      model.Predict(pointers, costmodels::learned::Head::kAbsolute);
+  if (!log_seconds.ok()) return log_seconds.status();
+  for (size_t i = 0; i < described.size(); ++i) seconds[described[i]] = std::exp((*log_seconds)[i]);
+  return seconds;
+}
+
 fusion::CpuFusionProblem::Ranker CpuFusionRanker(
     std::shared_ptr<const costmodels::learned::LearnedModel> model, const ir::Module& module) {
   auto seconds = std::make_shared<PlanSeconds>(
@@ -23,10 +58,8 @@ fusion::CpuFusionProblem::Ranker CpuFusionRanker(
         for (const cpu::Kernel& k : lowered->kernels) {
           absl::StatusOr<tiling::CpuKernelFeatures> f = tiling::CpuKernelFeaturesOf(*lowered, k.id);
           if (!f.ok()) continue;
-          // As `mltune collect --task fusion` measures it: the kernel's default configuration.
           auto graph = std::make_shared<features::KernelGraph>(std::move(f->graph));
-          const features::Configuration config =
-              tiling::CpuKernelConfiguration(k, cpu::DefaultConfig(k));
+          const features::Configuration config = FusionDataConfiguration(k);
           std::vector<std::string> ops;
           for (const ir::Instruction* m : k.members) ops.push_back(m->name());
           kernels.push_back({f->key,

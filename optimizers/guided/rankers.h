@@ -5,6 +5,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "backends/cpu/lowering.h"
 #include "costmodels/learned/learned_model.h"
@@ -38,6 +39,12 @@ tiling::CpuTileProblem::RankFn CpuTileRanker(
 // Keeps `model` alive and refers to `module`, which must outlive it. Thread-compatible.
 fusion::CpuFusionProblem::Ranker CpuFusionRanker(
     std::shared_ptr<const costmodels::learned::LearnedModel> model, const ir::Module& module);
+
+// Each kernel of `module` predicted alone by a cpu fusion model's absolute head, at its default
+// configuration (as `mltune collect --task fusion` measures it and CpuFusionRanker sums them):
+// seconds in module.kernels' order, NaN for a kernel the features cannot describe.
+absl::StatusOr<std::vector<double>> CpuFusionKernelSeconds(
+    const costmodels::learned::LearnedModel& model, const backends::cpu::LoweredModule& module);
 
 // Ranks tiles of the tpu-sim kernels of `plan` (the fusion plan over `graph` =
 // costmodels::BuildOpGraph(module) whose kernels a TpuTileProblem tunes, kernel i =

@@ -209,6 +209,34 @@ TEST_F(TrainCostModelTest, FusionReportsRuntimeMapeNextToTheRoofline) {
       << run.out;
   EXPECT_NE(run.out.find("the measured median)"), std::string::npos) << run.out;
   EXPECT_NE(run.out.find("\"predicted_s\""), std::string::npos) << run.out;
+  // --kernel-times lists each kernel's time inside the module's run, with the key its rows in the
+  // store have (the default fusion's kernels are among those collect measured) and the model's
+  // prediction for it, which add up to the plan's.
+  Result profiled =
+      Cli(absl::StrCat("run ", first, " --repeat 3 --json --kernel-times --model-db ", Db()));
+  ASSERT_EQ(profiled.exit_code, 0) << profiled.err;
+  EXPECT_NE(profiled.out.find("kernel times inside the module's run"), std::string::npos)
+      << profiled.out;
+  const nlohmann::json profile =
+      nlohmann::json::parse(profiled.out.substr(profiled.out.find("\n{") + 1));
+  const nlohmann::json& timed = profile.at("default kernels").at("kernels");
+  ASSERT_EQ(timed.size(), profile.at("kernels").get<size_t>()) << profile;
+  {
+    absl::StatusOr<std::unique_ptr<storage::Store>> store = storage::Store::Open(Db());
+    ASSERT_TRUE(store.ok()) << store.status();
+    double predicted = 0;
+    for (const nlohmann::json& k : timed) {
+      EXPECT_GE(k.at("seconds").get<double>(), 0.0) << k;
+      EXPECT_GT(k.at("predicted_s").get<double>(), 0.0) << k;
+      predicted += k.at("predicted_s").get<double>();
+      absl::StatusOr<std::optional<storage::KernelGraphRecord>> g =
+          (*store)->GetKernelGraph(k.at("key").get<std::string>());
+      ASSERT_TRUE(g.ok() && g->has_value()) << k;
+      EXPECT_EQ((*g)->module, "first");
+    }
+    const double plan = profile.at("cost_model").at("predicted_s").get<double>();
+    EXPECT_NEAR(predicted, plan, 1e-6 * plan);
+  }
   Result no_model = Cli(absl::StrCat("run ", first, " --model-db ", (dir_ / "none.db").string()));
   EXPECT_EQ(no_model.exit_code, 1);
   EXPECT_NE(no_model.err.find("no such store file"), std::string::npos) << no_model.err;
@@ -326,6 +354,100 @@ TEST_F(TrainCostModelTest, SyntheticProgramsAlwaysTrainAndPredictionsListTheReal
   }
   // The table counts the same kernels.
   EXPECT_NE(r.out.find(absl::StrCat("| ", kernels.size(), " |")), std::string::npos) << r.out;
+}
+
+// Kernels the daemon's fusion searches timed only inside their modules (fusion-kernel-in-module)
+// train next to collect's kernels timed alone, one row per kernel whatever its number of
+// measurements, and are never tested; a kernel timed alone keeps that label.
+TEST_F(TrainCostModelTest, KernelsTimedOnlyInsideTheirModulesTrainButAreNotTested) {
+  Result collect = Cli(
+      absl::StrCat("collect ", Graphs(), " --db ", Db(), " --task fusion --per-module 2 --seed 3"));
+  ASSERT_EQ(collect.exit_code, 0) << collect.err;
+  auto sql = [&](const std::string& statement) {
+    sqlite3* db = nullptr;
+    ASSERT_EQ(sqlite3_open(Db().c_str(), &db), SQLITE_OK);
+    char* error = nullptr;
+    EXPECT_EQ(sqlite3_exec(db, statement.c_str(), nullptr, nullptr, &error), SQLITE_OK)
+        << (error != nullptr ? error : "");
+    sqlite3_free(error);
+    sqlite3_close(db);
+  };
+  auto count = [&](const std::string& query) {
+    sqlite3* db = nullptr;
+    EXPECT_EQ(sqlite3_open(Db().c_str(), &db), SQLITE_OK);
+    sqlite3_stmt* stmt = nullptr;
+    EXPECT_EQ(sqlite3_prepare_v2(db, query.c_str(), -1, &stmt, nullptr), SQLITE_OK);
+    int64_t n = -1;
+    if (sqlite3_step(stmt) == SQLITE_ROW) n = sqlite3_column_int64(stmt, 0);
+    sqlite3_finalize(stmt);
+    sqlite3_close(db);
+    return n;
+  };
+  const std::string second_keys = "(SELECT kernel_key FROM kernel_graphs WHERE module = 'second')";
+  const int64_t kernels = count("SELECT COUNT(DISTINCT graph_key) FROM measurements");
+  const int64_t second = count("SELECT COUNT(*) FROM kernel_graphs WHERE module = 'second'");
+  ASSERT_GE(second, 1);
+  // second's kernels become known only from inside module runs, each timed twice; one of first's
+  // kernels is also timed inside a module, which its time alone overrides.
+  sql("UPDATE measurements SET task = 'fusion-kernel-in-module' WHERE graph_key IN " + second_keys);
+  sql("INSERT INTO measurements (graph_key, task, target, configuration, value, worker, time_ms) "
+      "SELECT graph_key, task, target, configuration, 4 * value, worker, time_ms FROM "
+      "measurements WHERE task = 'fusion-kernel-in-module'");
+  sql("INSERT INTO measurements (graph_key, task, target, configuration, value, worker, time_ms) "
+      "SELECT graph_key, 'fusion-kernel-in-module', target, configuration, value, worker, time_ms "
+      "FROM measurements WHERE task = 'fusion-kernel' LIMIT 1");
+  const std::string csv = (dir_ / "predictions.csv").string();
+  const std::string train = absl::StrCat("train-cost-model --task fusion --db ", Db(),
+                                         " --epochs 2 --hidden 16 --layers 1 --no-store "
+                                         "--splits random --predictions ",
+                                         csv);
+  Result r = Cli(train + " --in-module-min-seconds 0");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const int64_t alone = kernels - second;
+  const int64_t rows = count("SELECT COUNT(*) FROM measurements WHERE task = 'fusion-kernel'");
+  EXPECT_NE(r.out.find(absl::StrCat(rows + second, " measurements of ", kernels, " kernels")),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find(absl::StrCat(second,
+                                    " of the kernels were timed only inside the daemon's "
+                                    "fusion runs (fusion-kernel-in-module)")),
+            std::string::npos)
+      << r.out;
+  // The test rows: first's kernels, each once.
+  std::ifstream in(csv);
+  std::string line;
+  ASSERT_TRUE(std::getline(in, line));
+  std::set<std::string> tested;
+  while (std::getline(in, line)) tested.insert(line.substr(line.find(',') + 1, 64));
+  EXPECT_EQ(static_cast<int64_t>(tested.size()), alone);
+  absl::StatusOr<std::unique_ptr<storage::Store>> store = storage::Store::Open(Db());
+  ASSERT_TRUE(store.ok()) << store.status();
+  for (const std::string& key : tested) {
+    absl::StatusOr<std::optional<storage::KernelGraphRecord>> g = (*store)->GetKernelGraph(key);
+    ASSERT_TRUE(g.ok() && g->has_value()) << key;
+    EXPECT_EQ((*g)->module, "first");
+  }
+  // Under the floor, or switched off, they do not train.
+  Result floor = Cli(train + " --in-module-min-seconds 60");
+  ASSERT_EQ(floor.exit_code, 0) << floor.err;
+  EXPECT_NE(floor.out.find(absl::StrCat(rows, " measurements of ", alone, " kernels")),
+            std::string::npos)
+      << floor.out;
+  EXPECT_NE(floor.out.find(absl::StrCat("0 of the kernels were timed only inside the daemon's "
+                                        "fusion runs (fusion-kernel-in-module): they train, tests "
+                                        "are of kernels timed alone; ",
+                                        second, " more under --in-module-min-seconds 60 left out")),
+            std::string::npos)
+      << floor.out;
+  Result off = Cli(train + " --no-in-module");
+  ASSERT_EQ(off.exit_code, 0) << off.err;
+  EXPECT_NE(off.out.find(absl::StrCat(rows, " measurements of ", alone, " kernels")),
+            std::string::npos)
+      << off.out;
+  EXPECT_EQ(off.out.find("fusion-kernel-in-module"), std::string::npos) << off.out;
+  Result bad = Cli(train + " --in-module-min-seconds=-1");
+  EXPECT_EQ(bad.exit_code, 1);
+  EXPECT_NE(bad.err.find("--in-module-min-seconds must be >= 0"), std::string::npos) << bad.err;
 }
 
 // A store from before a feature change: its graphs are named unreadable and left out, and a

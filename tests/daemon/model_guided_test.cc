@@ -251,9 +251,10 @@ TEST_F(ModelGuidedTest, TheTileTaskRanksWithTheNewestModelAndMeasuresOnlyTheTopK
   EXPECT_GT(measured, static_cast<int64_t>(kernels.size()));
 }
 
-// The cpu fusion task's "model-topk": the newest cost-model/fusion-cpu predicts each fusion plan
-// as the sum of its kernels' predicted times, the model explores plans, and only the 10 best
-// ranked plans are measured (each a whole-module measurement, logged under task "fusion").
+// The cpu fusion task's "model-topk": the newest cost-model/fusion-cpu (trained here on what an
+// earlier fusion job logged) predicts each fusion plan as the sum of its kernels' predicted times,
+// the model explores plans, and only the 10 best ranked plans are measured (each a whole-module
+// measurement, logged under task "fusion").
 TEST_F(ModelGuidedTest, TheFusionTaskMeasuresTheModelsTopPlansThenClimbsWithinTheBudget) {
   SubmitRequest fusion = Request("model-topk", 40);
   fusion.tasks = {"fusion"};
@@ -263,9 +264,22 @@ TEST_F(ModelGuidedTest, TheFusionTaskMeasuresTheModelsTopPlansThenClimbsWithinTh
   EXPECT_NE(refused.status().message().find("cost-model/fusion-cpu"), std::string::npos)
       << refused.status();
 
-  // Kernel graphs and times from a short tile job stand in for `mltune collect --task fusion`.
-  MustFinish(Request("random", 4));
-  TrainAndStore(daemon_->store_path(), 2, "cost-model/fusion-cpu", learned::Loss::kMseLog);
+  // The daemon's own fusion searches are training data: each measured plan's kernels, timed inside
+  // its run, are logged with their graphs (a few rows per kernel: plans share most kernels).
+  SubmitRequest random = Request("random", 6);
+  random.tasks = {"fusion"};
+  MustFinish(random);
+  const std::vector<storage::MeasurementRecord> in_module =
+      testing::LoggedMeasurements(daemon_->store_path(), "fusion-kernel-in-module", "cpu");
+  ASSERT_FALSE(in_module.empty());
+  std::map<std::string, int> rows_of;
+  for (const storage::MeasurementRecord& m : in_module) {
+    EXPECT_GT(m.value, 0);
+    ++rows_of[m.graph_key];
+  }
+  for (const auto& [key, rows] : rows_of) EXPECT_LE(rows, 3) << key;
+  TrainAndStore(daemon_->store_path(), 2, "cost-model/fusion-cpu", learned::Loss::kMseLog, "cpu",
+                "fusion-kernel-in-module");
   const size_t before = testing::LoggedMeasurements(daemon_->store_path(), "fusion", "cpu").size();
   const JobInfo job = MustFinish(fusion);
   ASSERT_EQ(job.results.size(), 1u);
