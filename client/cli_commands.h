@@ -217,6 +217,9 @@ struct TrainCostModelCommand {
   // lets the two run side by side, one process per core.
   std::string splits = "both";
   std::string predictions;  // CSV of every test row's measured and predicted runtimes ("": none)
+  // A second store whose measurements of the task (kernels timed alone) test the model trained on
+  // all of `db`: programs the training store knows only from elsewhere, or not at all.
+  std::string test_db;
 };
 // `mltune train-cost-model`: trains the learned cost model on the store's <task>-kernel
 // measurements and kernel graphs, prints the paper's metrics on a random split of kernels and on

@@ -632,6 +632,56 @@ absl::StatusOr<json> EvaluateSplits(const Data& data, const TrainCostModelComman
 
 }  // namespace
 
+// The stored model's runtime error on every measurement of `test` (another store's kernels timed
+// alone), next to the analytical model's: over all its kernels, and over those `train` does not
+// hold (a kernel the training store holds trained the model, timed alone or inside a module).
+// With `predictions`, each test row goes there too (split "test store").
+absl::Status TestOnStore(const learned::LearnedModel& model, const Data& train, const Data& test,
+                         const std::string& test_db, std::ostream& out, std::ostream* predictions) {
+  const std::set<std::string> trained(train.kernels.begin(), train.kernels.end());
+  std::vector<const features::KernelGraph*> graphs;
+  for (const Row& row : test.rows) graphs.push_back(&row.graph);
+  absl::StatusOr<std::vector<double>> log_seconds = model.Predict(graphs, learned::Head::kAbsolute);
+  if (!log_seconds.ok()) return log_seconds.status();
+  if (predictions != nullptr) {
+    std::vector<size_t> rows(test.rows.size());
+    std::iota(rows.begin(), rows.end(), 0);
+    WritePredictions(test, "test store", rows, *log_seconds, {}, {}, {}, *predictions);
+    if (!predictions->flush()) return absl::InternalError("writing --predictions failed");
+  }
+  out << "\nTested on " << test_db << " (the model trained on all of the training store):\n\n"
+      << "| test kernels | programs | rows | MAPE (learned) | APE median (learned) | MAPE "
+         "(analytical) |\n|---|---:|---:|---:|---:|---:|\n";
+  for (const bool unseen_only : {false, true}) {
+    std::vector<double> truth, learned_s, analytical_s;
+    std::set<int32_t> kernels;
+    std::set<std::string> programs;
+    bool has_analytical = true;
+    for (size_t r = 0; r < test.rows.size(); ++r) {
+      const Row& row = test.rows[r];
+      const size_t k = static_cast<size_t>(row.kernel);
+      if (unseen_only && trained.contains(test.kernels[k])) continue;
+      kernels.insert(row.kernel);
+      programs.insert(test.programs[k]);
+      truth.push_back(row.seconds);
+      learned_s.push_back(std::exp((*log_seconds)[r]));
+      has_analytical = has_analytical && row.analytical.has_value();
+      analytical_s.push_back(row.analytical.value_or(0));
+    }
+    const std::string label = unseen_only ? "not in the training store" : "all (timed alone)";
+    if (truth.empty()) {
+      out << "| " << label << " | 0 | 0 | 0 | - | - | - |\n";
+      continue;
+    }
+    out << absl::StrFormat(
+        "| %s | %d | %d | %d | %.1f%% | %.1f%% | %s |\n", label, kernels.size(), programs.size(),
+        truth.size(), 100 * learned::Mape(truth, learned_s),
+        100 * learned::MedianApe(truth, learned_s),
+        has_analytical ? absl::StrFormat("%.1f%%", 100 * learned::Mape(truth, analytical_s)) : "-");
+  }
+  return absl::OkStatus();
+}
+
 int RunTrainCostModel(const TrainCostModelCommand& cmd, std::ostream& out, std::ostream& err) {
   const bool tile = cmd.task == "tile";
   if (!tile && cmd.task != "fusion") {
@@ -677,9 +727,10 @@ int RunTrainCostModel(const TrainCostModelCommand& cmd, std::ostream& out, std::
     err << "error: --readout " << cmd.readout << ": mean-max-sum or mean-max\n";
     return 1;
   }
-  if (cmd.no_eval && (cmd.no_store || !cmd.predictions.empty())) {
+  // Without the cross-validations, only a test store has anything to report.
+  if (cmd.no_eval && cmd.test_db.empty() && (cmd.no_store || !cmd.predictions.empty())) {
     err << "error: --no-eval trains and stores only: it takes neither --no-store nor "
-           "--predictions\n";
+           "--predictions (unless --test-db)\n";
     return 1;
   }
   if (cmd.splits != "both" && cmd.splits != "random" && cmd.splits != "programs") {
@@ -807,6 +858,28 @@ int RunTrainCostModel(const TrainCostModelCommand& cmd, std::ostream& out, std::
   options.seed = cmd.seed;
   options.loss = *loss;
 
+  // A test store is read before the cross-validations and training, so a bad one fails at once.
+  std::optional<Data> test_data;
+  if (!cmd.test_db.empty()) {
+    absl::StatusOr<std::unique_ptr<storage::Store>> test_store =
+        storage::Store::Open(cmd.test_db, storage::StoreOptions{.must_exist = true});
+    if (!test_store.ok()) {
+      err << "error: --test-db: " << test_store.status().message() << "\n";
+      return 1;
+    }
+    absl::StatusOr<Data> read = ReadData(**test_store, cmd.task, target, cmd.min_seconds,
+                                         /*in_module_min_seconds=*/-1, err);
+    if (!read.ok()) {
+      err << "error: reading --test-db " << cmd.test_db << ": " << read.status().message() << "\n";
+      return 1;
+    }
+    if (read->rows.empty()) {
+      err << "error: --test-db " << cmd.test_db << " holds no " << LogTask(cmd.task)
+          << " measurements for target " << target << " with their kernel graphs\n";
+      return 1;
+    }
+    test_data = *std::move(read);
+  }
   json metrics = json::array();
   if (!cmd.no_eval) {
     absl::StatusOr<json> evaluated =
@@ -827,7 +900,7 @@ int RunTrainCostModel(const TrainCostModelCommand& cmd, std::ostream& out, std::
     out << "per-kernel predictions of the cross-validations' test kernels written to "
         << cmd.predictions << "\n";
   }
-  if (cmd.no_store) return 0;
+  if (cmd.no_store && !test_data.has_value()) return 0;
   // The runtime spread model the relative-error point uses, fitted where an unseen program's
   // kernels were predicted (the held-out split), else on random kernels.
   for (const char* split : {"held-out programs", "random kernels"}) {
@@ -852,6 +925,15 @@ int RunTrainCostModel(const TrainCostModelCommand& cmd, std::ostream& out, std::
     err << "error: training: " << r.status().message() << "\n";
     return 1;
   }
+  if (test_data.has_value()) {
+    if (absl::Status s =
+            TestOnStore(**model, *data, *test_data, cmd.test_db, out, predictions.get());
+        !s.ok()) {
+      err << "error: testing on " << cmd.test_db << ": " << s.message() << "\n";
+      return 1;
+    }
+  }
+  if (cmd.no_store) return 0;
   const std::string name = absl::StrCat("cost-model/", cmd.task, "-", target);
   json meta = {{"task", cmd.task},
                {"target", target},

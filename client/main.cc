@@ -320,6 +320,10 @@ int main(int argc, char** argv) {
   train_cost_cmd->add_option(
       "--predictions", train_cost.predictions,
       "Write a CSV of each test row's measured, learned and analytical runtime (both splits)");
+  train_cost_cmd->add_option(
+      "--test-db", train_cost.test_db,
+      "Also test the model trained on all of --db on this store's measurements of the task "
+      "(e.g. programs --db knows only from the daemon's in-module times)");
 #endif
 
 #ifdef MLTUNE_WITH_RL

@@ -383,6 +383,11 @@ TEST_F(TrainCostModelTest, KernelsTimedOnlyInsideTheirModulesTrainButAreNotTeste
     sqlite3_close(db);
     return n;
   };
+  // second's kernels timed alone, in a store of their own: a test store.
+  const std::string test_db = (dir_ / "test.db").string();
+  Result alone_collect = Cli(absl::StrCat("collect ", Graph("second.hlo"), " --db ", test_db,
+                                          " --task fusion --per-module 2 --seed 3"));
+  ASSERT_EQ(alone_collect.exit_code, 0) << alone_collect.err;
   const std::string second_keys = "(SELECT kernel_key FROM kernel_graphs WHERE module = 'second')";
   const int64_t kernels = count("SELECT COUNT(DISTINCT graph_key) FROM measurements");
   const int64_t second = count("SELECT COUNT(*) FROM kernel_graphs WHERE module = 'second'");
@@ -427,6 +432,30 @@ TEST_F(TrainCostModelTest, KernelsTimedOnlyInsideTheirModulesTrainButAreNotTeste
     ASSERT_TRUE(g.ok() && g->has_value()) << key;
     EXPECT_EQ((*g)->module, "first");
   }
+  // --test-db tests the model trained on all of the store on another store's kernels timed alone;
+  // second's kernels trained it, timed inside their module.
+  Result tested_on = Cli(train + " --in-module-min-seconds 0 --test-db " + test_db);
+  ASSERT_EQ(tested_on.exit_code, 0) << tested_on.err;
+  EXPECT_NE(tested_on.out.find("Tested on " + test_db), std::string::npos) << tested_on.out;
+  EXPECT_NE(tested_on.out.find(absl::StrCat("| all (timed alone) | ", second, " | 1 | ")),
+            std::string::npos)
+      << tested_on.out;
+  EXPECT_NE(tested_on.out.find("| not in the training store | 0 | 0 | 0 |"), std::string::npos)
+      << tested_on.out;
+  {
+    std::ifstream rows(csv);
+    int64_t test_store_rows = 0;
+    while (std::getline(rows, line)) test_store_rows += line.starts_with("test store,") ? 1 : 0;
+    EXPECT_EQ(test_store_rows, second);
+  }
+  Result untrained = Cli(train + " --no-in-module --test-db " + test_db);
+  ASSERT_EQ(untrained.exit_code, 0) << untrained.err;
+  EXPECT_NE(untrained.out.find(absl::StrCat("| not in the training store | ", second, " | 1 | ")),
+            std::string::npos)
+      << untrained.out;
+  Result no_test_store = Cli(train + " --test-db " + (dir_ / "none.db").string());
+  EXPECT_EQ(no_test_store.exit_code, 1);
+  EXPECT_NE(no_test_store.err.find("--test-db"), std::string::npos) << no_test_store.err;
   // Under the floor, or switched off, they do not train.
   Result floor = Cli(train + " --in-module-min-seconds 60");
   ASSERT_EQ(floor.exit_code, 0) << floor.err;
