@@ -650,8 +650,8 @@ absl::Status TestOnStore(const learned::LearnedModel& model, const Data& train, 
     if (!predictions->flush()) return absl::InternalError("writing --predictions failed");
   }
   out << "\nTested on " << test_db << " (the model trained on all of the training store):\n\n"
-      << "| test kernels | programs | rows | MAPE (learned) | APE median (learned) | MAPE "
-         "(analytical) |\n|---|---:|---:|---:|---:|---:|\n";
+      << "| test kernels | kernels | programs | rows | MAPE (learned) | APE median (learned) | "
+         "MAPE (analytical) |\n|---|---:|---:|---:|---:|---:|---:|\n";
   for (const bool unseen_only : {false, true}) {
     std::vector<double> truth, learned_s, analytical_s;
     std::set<int32_t> kernels;
@@ -897,8 +897,9 @@ int RunTrainCostModel(const TrainCostModelCommand& cmd, std::ostream& out, std::
       err << "error: writing --predictions " << cmd.predictions << " failed\n";
       return 1;
     }
-    out << "per-kernel predictions of the cross-validations' test kernels written to "
-        << cmd.predictions << "\n";
+    out << "per-kernel predictions of the cross-validations' test kernels"
+        << (test_data.has_value() ? " (and of the test store's, after training)" : "")
+        << " written to " << cmd.predictions << "\n";
   }
   if (cmd.no_store && !test_data.has_value()) return 0;
   // The runtime spread model the relative-error point uses, fitted where an unseen program's
