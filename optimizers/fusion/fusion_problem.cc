@@ -65,7 +65,10 @@ absl::StatusOr<std::vector<double>> TpuFusionProblem::RankSettings(
 }
 
 double TpuFusionProblem::Evaluate(const Candidate& candidate) {
-  const backends::tpu::TpuResult r = Simulate(candidate);
+  const costmodels::FusionPlan plan = Plan(candidate);
+  const std::vector<costmodels::KernelSummary> kernels = costmodels::SummarizeKernels(graph_, plan);
+  const backends::tpu::TpuResult r = sim_.Simulate(kernels);
+  if (observe_) observe_(plan, kernels, r);
   return r.valid ? r.seconds : std::numeric_limits<double>::infinity();
 }
 

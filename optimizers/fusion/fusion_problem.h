@@ -33,8 +33,15 @@ class TpuFusionProblem : public ConfigProblem {
  public:
   using RankFn = PlanRankFn;
 
+  // Told every simulated plan: its kernels and the simulator's result per kernel (each at its
+  // default tile): the daemon logs them as training data.
+  using ObserveFn = std::function<void(const costmodels::FusionPlan&,
+                                       const std::vector<costmodels::KernelSummary>&,
+                                       const backends::tpu::TpuResult&)>;
+
   TpuFusionProblem(costmodels::OpGraph graph, backends::tpu::TpuSimulator sim);
   void SetRanker(RankFn rank) { rank_ = std::move(rank); }
+  void SetObserver(ObserveFn observe) { observe_ = std::move(observe); }
 
   std::string name() const override { return "fusion"; }
   SearchSpace space() const override { return space_; }
@@ -56,6 +63,7 @@ class TpuFusionProblem : public ConfigProblem {
   std::vector<int32_t> producers_;
   SearchSpace space_;
   RankFn rank_;
+  ObserveFn observe_;
 };
 
 }  // namespace mltune::opt::fusion

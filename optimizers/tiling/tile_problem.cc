@@ -187,7 +187,9 @@ backends::tpu::TpuResult TpuTileProblem::Simulate(const Candidate& candidate) {
 }
 
 double TpuTileProblem::Evaluate(const Candidate& candidate) {
-  const backends::tpu::TpuResult r = Simulate(candidate);
+  const std::vector<TileConfig> tiles = Decode(candidate);
+  const backends::tpu::TpuResult r = sim_.Simulate(kernels_, tiles);
+  if (observe_) observe_(tiles, r);
   return r.valid ? r.seconds : std::numeric_limits<double>::infinity();
 }
 

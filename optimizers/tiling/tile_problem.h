@@ -29,9 +29,15 @@ class TpuTileProblem : public ConfigProblem {
   using RankFn = std::function<absl::StatusOr<std::vector<double>>(
       int32_t kernel, const std::vector<backends::tpu::TileConfig>&)>;
 
+  // Told every simulated candidate: its tiles (Decode's) and the simulator's result, per kernel of
+  // kernels(): the daemon logs them as training data.
+  using ObserveFn = std::function<void(const std::vector<backends::tpu::TileConfig>&,
+                                       const backends::tpu::TpuResult&)>;
+
   // Kernels from a fusion plan; the simulator is owned (its noise state is the problem's).
   TpuTileProblem(std::vector<costmodels::KernelSummary> kernels, backends::tpu::TpuSimulator sim);
   void SetRanker(RankFn rank) { rank_ = std::move(rank); }
+  void SetObserver(ObserveFn observe) { observe_ = std::move(observe); }
 
   std::string name() const override { return "tile"; }
   SearchSpace space() const override { return space_; }
@@ -66,6 +72,7 @@ class TpuTileProblem : public ConfigProblem {
   std::vector<std::vector<int64_t>> values_;  // per slot
   SearchSpace space_;
   RankFn rank_;
+  ObserveFn observe_;
   std::vector<std::vector<int64_t>> parts_;  // slowest kernel first
   std::vector<int32_t> part_kernel_;         // per part
 };

@@ -1,26 +1,20 @@
 // Model-guided tuning through a real mltuned: the cpu tile task's "model-topk" strategy loads the
 // newest cost-model/tile-cpu from the daemon's store, ranks each kernel's configurations with it
-// and measures only the best ranked.
+// and measures only the best ranked; likewise for fusion and on a simulated TPU. Each model is
+// trained on what an earlier job of the daemon logged, as `mltune train-cost-model` would.
 #include <map>
 #include <memory>
 #include <optional>
-#include <random>
 #include <set>
 #include <string>
 #include <vector>
 
-#include "backends/spec/target_spec.h"
-#include "backends/tpu_sim/tpu_sim.h"
 #include "client/rpc_client.h"
-#include "costmodels/analytical/kernels.h"
-#include "costmodels/analytical/op_graph.h"
 #include "costmodels/features/kernel_graph.h"
 #include "costmodels/learned/learned_model.h"
 #include "daemon/learned_cost_models.h"
 #include "gtest/gtest.h"
-#include "ir/hlo_parser.h"
 #include "nlohmann/json.hpp"
-#include "optimizers/tiling/tile_problem.h"
 #include "storage/store.h"
 #include "tests/daemon/daemon_test_util.h"
 
@@ -86,80 +80,6 @@ void TrainAndStore(const std::string& store_path, uint64_t seed,
   ASSERT_TRUE(model.ok()) << model.status();
   ASSERT_TRUE((*model)->Train(samples).ok());
   ASSERT_TRUE((*store)->PutModelNextVersion(name, (*model)->Save(), "{}").ok());
-}
-
-// Logs simulated measurements of `hlo`'s kernels on `spec` into the store, as `mltune collect
-// --target SPEC --task tile|fusion` does. tile: each tileable kernel of the default fusion and
-// `count` random valid tiles of it; fusion: the kernels of `count` random fusion plans (a random
-// half of the producers fused), each at its default tile. The simulator is noise-free.
-void CollectSimulated(const std::string& store_path, const std::string& hlo,
-                      const std::string& spec_name, const std::string& task, int count) {
-  absl::StatusOr<std::unique_ptr<ir::Module>> module = ir::ParseHloText(hlo);
-  ASSERT_TRUE(module.ok()) << module.status();
-  const backends::TargetSpec* spec = backends::TargetRegistry::Global().Find(spec_name);
-  ASSERT_NE(spec, nullptr);
-  absl::StatusOr<backends::tpu::TpuSimulator> sim = backends::tpu::TpuSimulator::Create(*spec);
-  ASSERT_TRUE(sim.ok()) << sim.status();
-  absl::StatusOr<std::unique_ptr<storage::Store>> store = storage::Store::Open(store_path);
-  ASSERT_TRUE(store.ok()) << store.status();
-  const costmodels::OpGraph graph = costmodels::BuildOpGraph(**module);
-  std::mt19937_64 rng(7);
-  std::vector<storage::MeasurementRecord> rows;
-  std::set<std::string> logged;
-  auto log = [&](const std::string& key, const backends::tpu::TileConfig& t, double seconds) {
-    storage::MeasurementRecord m;
-    m.graph_key = key;
-    m.task = task + "-kernel";
-    m.target = spec_name;
-    m.configuration = opt::tiling::TpuTileConfigText(t);
-    m.value = seconds;
-    m.worker = "test";
-    rows.push_back(std::move(m));
-  };
-  const int plans = task == "fusion" ? count : 1;
-  for (int p = 0; p < plans; ++p) {
-    std::vector<uint8_t> allow(costmodels::FusibleProducers(graph).size(), 1);
-    if (p > 0) {
-      for (uint8_t& a : allow) a = rng() % 2;
-    }
-    const costmodels::FusionPlan plan = costmodels::PlanFusion(graph, allow);
-    const std::vector<costmodels::KernelSummary> kernels =
-        costmodels::SummarizeKernels(graph, plan);
-    for (size_t k = 0; k < kernels.size(); ++k) {
-      if (kernels[k].opaque) continue;
-      absl::StatusOr<std::string> key = features::KernelKey(graph, **module, plan.kernels[k]);
-      absl::StatusOr<features::KernelGraph> g =
-          features::BuildKernelGraph(graph, **module, plan.kernels[k], {});
-      ASSERT_TRUE(key.ok() && g.ok());
-      if (!logged.insert(*key).second) continue;
-      storage::KernelGraphRecord record;
-      record.kernel_key = *key;
-      record.graph = features::SerializeKernelGraph(*g);
-      record.target = spec_name;
-      record.module = (*module)->name();
-      record.module_fingerprint = "test";
-      record.kernel = kernels[k].name;
-      ASSERT_TRUE((*store)->PutKernelGraph(record).ok());
-      if (task == "fusion") {
-        const backends::tpu::TileConfig t = sim->DefaultTile(kernels[k]);
-        log(*key, t, sim->SimulateKernel(kernels[k], t).seconds);
-        continue;
-      }
-      std::vector<int64_t> choices[3];
-      for (int d = 0; d < 3; ++d) choices[d] = sim->TileChoices(kernels[k], d);
-      for (int tries = 0, n = 0; n < count && tries < 20 * count; ++tries) {
-        backends::tpu::TileConfig t;
-        int64_t* dims[3] = {&t.m, &t.n, &t.k};
-        for (int d = 0; d < 3; ++d) *dims[d] = choices[d][rng() % choices[d].size()];
-        t.double_buffer = rng() % 2 == 0;
-        const backends::tpu::KernelTiming timing = sim->SimulateKernel(kernels[k], t);
-        if (!timing.valid) continue;
-        log(*key, t, timing.seconds);
-        ++n;
-      }
-    }
-  }
-  ASSERT_TRUE((*store)->AppendMeasurements(rows).ok());
 }
 
 class ModelGuidedTest : public ::testing::Test {
@@ -308,9 +228,28 @@ TEST_F(ModelGuidedTest, TheTpuTileTaskRanksWithItsTargetsModel) {
   EXPECT_NE(refused.status().message().find("--target tpu-v4-core"), std::string::npos)
       << refused.status();
 
-  CollectSimulated(daemon_->store_path(), ExampleHlo(), "tpu-v4-core", "tile", 24);
+  // The daemon's own simulated measurements are the training data: a random tile job logs every
+  // kernel's tiles (tile-kernel) with the analytical model's prediction beside each.
+  SubmitRequest random = Request("random", 60);
+  random.target = "tpu-sim";
+  MustFinish(random);
+  const std::vector<storage::MeasurementRecord> rows =
+      testing::LoggedMeasurements(daemon_->store_path(), "tile-kernel", "tpu-v4-core");
+  ASSERT_FALSE(rows.empty());
+  std::set<std::string> pairs;
+  for (const storage::MeasurementRecord& m : rows) {
+    EXPECT_GT(m.value, 0);
+    EXPECT_TRUE(pairs.insert(m.graph_key + "\n" + m.configuration).second)
+        << "logged twice: " << m.configuration;
+  }
+  EXPECT_EQ(
+      testing::LoggedMeasurements(daemon_->store_path(), "tile-kernel-analytical", "tpu-v4-core")
+          .size(),
+      rows.size());
   TrainAndStore(daemon_->store_path(), 3, "cost-model/tile-tpu-v4-core", learned::Loss::kBoth,
                 "tpu-v4-core");
+  const size_t before =
+      testing::LoggedMeasurements(daemon_->store_path(), "tile", "tpu-v4-core").size();
   absl::StatusOr<client::StrategyList> list = client_->ListStrategies();
   ASSERT_TRUE(list.ok()) << list.status();
   bool served = false;
@@ -332,7 +271,7 @@ TEST_F(ModelGuidedTest, TheTpuTileTaskRanksWithItsTargetsModel) {
   ASSERT_GT(tiled, 0u);
   // The default, then at most 5 tiles per kernel: far below the budget of 1000.
   const size_t measured =
-      testing::LoggedMeasurements(daemon_->store_path(), "tile", "tpu-v4-core").size();
+      testing::LoggedMeasurements(daemon_->store_path(), "tile", "tpu-v4-core").size() - before;
   EXPECT_LE(measured, 1 + 5 * tiled);
   EXPECT_GT(measured, 1u);
 }
@@ -349,9 +288,19 @@ TEST_F(ModelGuidedTest, TheTpuFusionTaskRanksPlansWithItsTargetsModel) {
   EXPECT_NE(refused.status().message().find("cost-model/fusion-tpu-v4-core"), std::string::npos)
       << refused.status();
 
-  CollectSimulated(daemon_->store_path(), ExampleHlo(), "tpu-v4-core", "fusion", 16);
+  // A random fusion job's simulated plans log their kernels (fusion-kernel, each at its default
+  // tile): the training data.
+  SubmitRequest random = Request("random", 16);
+  random.target = "tpu-sim";
+  random.tasks = {"fusion"};
+  MustFinish(random);
+  EXPECT_FALSE(
+      testing::LoggedMeasurements(daemon_->store_path(), "fusion-kernel-analytical", "tpu-v4-core")
+          .empty());
   TrainAndStore(daemon_->store_path(), 5, "cost-model/fusion-tpu-v4-core", learned::Loss::kMseLog,
                 "tpu-v4-core", "fusion-kernel");
+  const size_t before =
+      testing::LoggedMeasurements(daemon_->store_path(), "fusion", "tpu-v4-core").size();
   const JobInfo job = MustFinish(fusion);
   ASSERT_EQ(job.results.size(), 1u);
   const client::TaskResult& r = job.results[0];
@@ -360,7 +309,7 @@ TEST_F(ModelGuidedTest, TheTpuFusionTaskRanksPlansWithItsTargetsModel) {
   EXPECT_FALSE(nlohmann::json::parse(r.artifacts.at("kernels")).empty());
   // The default plan, the model's 10 best, then the climb: within the budget of 40.
   const size_t measured =
-      testing::LoggedMeasurements(daemon_->store_path(), "fusion", "tpu-v4-core").size();
+      testing::LoggedMeasurements(daemon_->store_path(), "fusion", "tpu-v4-core").size() - before;
   EXPECT_GT(measured, 1u + 10u) << "no climb after the model's top 10";
   EXPECT_LE(measured, 40u);
 }
