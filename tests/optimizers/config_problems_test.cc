@@ -200,6 +200,54 @@ TEST(ConfigProblemsTest, FusionProblemRanksPlansAndRepeatedPlansLast) {
   EXPECT_FALSE(problem.RankSettings(0, {Candidate(fused.size(), 2)}).ok());
 }
 
+// The observers see what each evaluation simulated (the daemon logs it as training data): the
+// tiles Decode gives, or the plan Plan gives and its kernels, with per-kernel times that add up to
+// the score.
+TEST(ConfigProblemsTest, ObserversSeeEverySimulatedCandidatesKernels) {
+  const costmodels::OpGraph g = Graph();
+  tiling::TpuTileProblem tiles(costmodels::SummarizeKernels(g, costmodels::PlanFusion(g)),
+                               *backends::tpu::TpuSimulator::Create(Spec("tpu-v3-core")));
+  int tile_calls = 0;
+  double tile_sum = 0;
+  std::vector<backends::tpu::TileConfig> seen_tiles;
+  tiles.SetObserver(
+      [&](const std::vector<backends::tpu::TileConfig>& t, const backends::tpu::TpuResult& r) {
+        ++tile_calls;
+        seen_tiles = t;
+        tile_sum = 0;
+        for (const backends::tpu::KernelTiming& k : r.kernels) tile_sum += k.seconds;
+        EXPECT_EQ(r.kernels.size(), tiles.kernels().size());
+      });
+  const Candidate seed = tiles.DefaultCandidate();
+  const double score = tiles.Evaluate(seed);
+  EXPECT_EQ(tile_calls, 1);
+  EXPECT_NEAR(tile_sum, score, 1e-9 * score);
+  const std::vector<backends::tpu::TileConfig> decoded = tiles.Decode(seed);
+  ASSERT_EQ(seen_tiles.size(), decoded.size());
+  for (size_t k = 0; k < decoded.size(); ++k) {
+    EXPECT_EQ(backends::tpu::TileName(seen_tiles[k]), backends::tpu::TileName(decoded[k]));
+  }
+  // An overflowing candidate is observed too (its kernels say which are invalid).
+  EXPECT_TRUE(std::isinf(tiles.Evaluate(Candidate(seed.size(), 0))));
+  EXPECT_EQ(tile_calls, 2);
+
+  fusion::TpuFusionProblem plans(g, *backends::tpu::TpuSimulator::Create(Spec("tpu-v4-core")));
+  int plan_calls = 0;
+  plans.SetObserver([&](const costmodels::FusionPlan& plan,
+                        const std::vector<costmodels::KernelSummary>& kernels,
+                        const backends::tpu::TpuResult& r) {
+    ++plan_calls;
+    const Candidate unfused(plans.DefaultCandidate().size(), 0);
+    EXPECT_EQ(plan.kernel_of, plans.Plan(unfused).kernel_of);
+    EXPECT_EQ(kernels.size(), plan.kernels.size());
+    double sum = 0;
+    for (const backends::tpu::KernelTiming& k : r.kernels) sum += k.seconds;
+    EXPECT_NEAR(sum, r.seconds, 1e-9 * r.seconds);
+  });
+  plans.Evaluate(Candidate(plans.DefaultCandidate().size(), 0));
+  EXPECT_EQ(plan_calls, 1);
+}
+
 TEST(ConfigProblemsTest, McmEncodingRoundTripsAndSearchKeepsValidity) {
   const costmodels::OpGraph g = Graph();
   mcm::McmPartitionProblem problem(g, *backends::mcm::McmSimulator::Create(Spec("mcm-36")));
