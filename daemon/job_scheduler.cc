@@ -4,6 +4,7 @@
 #include <cmath>
 #include <iostream>
 #include <limits>
+#include <map>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -373,6 +374,13 @@ std::optional<storage::JobState> JobScheduler::RunTask(int worker,
   auto flush = [&] {
     if (batch.empty() || !log_status.ok()) return;
     log_status = store_.AppendMeasurements(batch);
+    if (log_status.ok()) {
+      std::map<std::pair<std::string, std::string>, int64_t> logged;  // by task and target
+      for (const storage::MeasurementRecord& m : batch) ++logged[{m.task, m.target}];
+      for (const auto& [task_target, n] : logged) {
+        metrics_.MeasurementsLogged(task_target.first, task_target.second, n);
+      }
+    }
     batch.clear();
   };
   request.record_measurement = [&](storage::MeasurementRecord m) {

@@ -127,6 +127,11 @@ struct Metrics::Impl {
           .Name("mltune_winners_reverted_total")
           .Help("Search winners set back to the defaults when measured again, by task.")
           .Register(*registry);
+  prometheus::Family<prometheus::Counter>& measurements_logged =
+      prometheus::BuildCounter()
+          .Name("mltune_measurements_logged_total")
+          .Help("Rows appended to the measurement log (training data), by log task and target.")
+          .Register(*registry);
   prometheus::Family<prometheus::Gauge>& build_info =
       prometheus::BuildGauge()
           .Name("mltune_build_info")
@@ -149,6 +154,7 @@ struct Metrics::Impl {
   std::unordered_map<std::string, prometheus::Counter*> candidate_counters;
   std::unordered_map<std::string, prometheus::Counter*> checked_counters;
   std::unordered_map<std::string, prometheus::Counter*> reverted_counters;
+  std::unordered_map<std::string, prometheus::Counter*> logged_counters;
 
   // Declared last, so destroyed first: no scrape can run while the families go away.
   std::unique_ptr<prometheus::Exposer> exposer;
@@ -259,6 +265,14 @@ void Metrics::WinnersConfirmed(std::string_view task, int64_t checked, int64_t r
       .Increment(static_cast<double>(std::max<int64_t>(0, checked)));
   impl_->Series(impl_->reverted_counters, impl_->winners_reverted, key, labels)
       .Increment(static_cast<double>(std::max<int64_t>(0, reverted)));
+}
+
+void Metrics::MeasurementsLogged(std::string_view task, std::string_view target, int64_t count) {
+  if (count <= 0) return;
+  impl_
+      ->Series(impl_->logged_counters, impl_->measurements_logged, CacheKey({task, target}),
+               {{"task", std::string(task)}, {"target", std::string(target)}})
+      .Increment(static_cast<double>(count));
 }
 
 std::string Metrics::Serialize() const {

@@ -45,6 +45,10 @@ class Metrics {
   // measured again against the defaults, and those set back (a rising share says the machine's
   // timings are noisy, or the search chases noise).
   void WinnersConfirmed(std::string_view task, int64_t checked, int64_t reverted);
+  // mltune_measurements_logged_total{task,target}: rows appended to the measurement log, by its
+  // task ("tile", "tile-kernel", "fusion-kernel-in-module", ...): the cost models' training data
+  // as it accumulates.
+  void MeasurementsLogged(std::string_view task, std::string_view target, int64_t count);
 
   // The text exposition format of every metric (what GET /metrics returns).
   std::string Serialize() const;

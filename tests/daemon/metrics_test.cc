@@ -185,6 +185,21 @@ TEST(MetricsTest, WinnersCheckedAndRevertedAddUpPerTask) {
   EXPECT_THAT(text, Not(HasSubstr("task=\"fusion\"")));
 }
 
+TEST(MetricsTest, LoggedMeasurementsAddUpPerTaskAndTarget) {
+  auto metrics = Unserved();
+  metrics->MeasurementsLogged("fusion-kernel-in-module", "cpu", 30);
+  metrics->MeasurementsLogged("fusion-kernel-in-module", "cpu", 12);
+  metrics->MeasurementsLogged("tile-kernel", "tpu-v4-core", 5);
+  metrics->MeasurementsLogged("fusion", "cpu", 0);  // nothing logged: no series
+  const std::string text = metrics->Serialize();
+  EXPECT_THAT(text, HasSubstr("# TYPE mltune_measurements_logged_total counter\n"));
+  EXPECT_THAT(text, HasSubstr("mltune_measurements_logged_total{target=\"cpu\","
+                              "task=\"fusion-kernel-in-module\"} 42\n"));
+  EXPECT_THAT(text, HasSubstr("mltune_measurements_logged_total{target=\"tpu-v4-core\","
+                              "task=\"tile-kernel\"} 5\n"));
+  EXPECT_THAT(text, Not(HasSubstr("task=\"fusion\"")));
+}
+
 TEST(MetricsTest, LabelValuesAreEscapedAndKeptApart) {
   auto metrics = Unserved();
   // Label sets that would collide if the per-label cache joined values naively.
