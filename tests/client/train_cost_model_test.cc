@@ -479,6 +479,31 @@ TEST_F(TrainCostModelTest, KernelsTimedOnlyInsideTheirModulesTrainButAreNotTeste
   EXPECT_NE(bad.err.find("--in-module-min-seconds must be >= 0"), std::string::npos) << bad.err;
 }
 
+// --test-db on the tile task: the model trained on one program's kernels picks the configurations
+// of another's, scored as the cross-validations score them (APE of the first-ranked, top 5, per
+// program), next to the default configuration and the analytical model.
+TEST_F(TrainCostModelTest, ATestStoreScoresTilePicksOfKernelsNeverTrainedOn) {
+  Result train_collect = Cli(absl::StrCat("collect ", Graph("first.hlo"), " --db ", Db(),
+                                          " --per-kernel 3 --rounds 1 --seed 3"));
+  ASSERT_EQ(train_collect.exit_code, 0) << train_collect.err;
+  const std::string test_db = (dir_ / "test.db").string();
+  Result test_collect = Cli(absl::StrCat("collect ", Graph("second.hlo"), " --db ", test_db,
+                                         " --per-kernel 3 --rounds 1 --seed 3"));
+  ASSERT_EQ(test_collect.exit_code, 0) << test_collect.err;
+  Result r = Cli(absl::StrCat("train-cost-model --db ", Db(), " --test-db ", test_db,
+                              " --no-eval --no-store --epochs 2 --hidden 16 --layers 1"));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("| test kernels | kernels | programs | APE mean (learned) | top-5 APE mean "
+                       "(learned) | program APE mean (learned) | APE mean (default config) | APE "
+                       "mean (analytical) |"),
+            std::string::npos)
+      << r.out;
+  // second's one kernel, in both rows: the training store never saw it.
+  EXPECT_NE(r.out.find("| all (timed alone) | 1 | 1 | "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("| not in the training store | 1 | 1 | "), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("stored cost-model"), std::string::npos) << r.out;
+}
+
 // A store from before a feature change: its graphs are named unreadable and left out, and a
 // collect over the same files replaces them without measuring, after which training works.
 TEST_F(TrainCostModelTest, GraphsOfAnOlderFeatureSetAreLeftOutUntilCollectRefreshesThem) {
