@@ -45,6 +45,10 @@ absl::Status ValidateConfig(const DaemonConfig& c) {
     if (absl::Status s = positive(flag, value); !s.ok()) return s;
   }
   if (c.drain_seconds < 0) return absl::InvalidArgumentError("--drain-seconds must be >= 0");
+  if (c.retrain_rows < 0) return absl::InvalidArgumentError("--retrain-rows must be >= 0");
+  if (!(c.retrain_idle_seconds >= 0)) {
+    return absl::InvalidArgumentError("--retrain-idle-seconds must be >= 0");
+  }
   if (c.default_budget_steps > c.max_budget_steps) {
     return absl::InvalidArgumentError("--default-budget-steps exceeds --max-budget-steps");
   }
@@ -97,6 +101,17 @@ std::optional<int> ParseDaemonFlags(int argc, char** argv, DaemonConfig* config,
   app.add_option("--max-attempts", c.max_attempts,
                  "A job running at this many crashes fails instead of resuming")
       ->capture_default_str();
+  app.add_option("--retrain-rows", c.retrain_rows,
+                 "Retrain a cost model once this many measurements were logged for it since its "
+                 "newest version (0: never)")
+      ->capture_default_str();
+  app.add_option("--retrain-idle-seconds", c.retrain_idle_seconds,
+                 "Retrain only after this long without jobs; a job stops the trainer")
+      ->capture_default_str();
+  app.add_option("--trainer", c.trainer,
+                 "The mltune CLI that retrains (default: mltune beside mltuned)");
+  app.add_option("--trainer-args", c.trainer_args,
+                 "More train-cost-model flags for retraining, e.g. \"--epochs 30\"");
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp&) {

@@ -34,6 +34,13 @@ struct DaemonConfig {
   // best so far cached, the job queued again for the next start).
   double drain_seconds = 10;
   int max_attempts = 3;  // a job that was running at a crash this often fails instead of resuming
+  // The daemon retrains a cost model (cost-model/<task>-<target>) by itself once this many
+  // measurements were logged for it since its newest version (daemon/model_refresher.h); 0 never.
+  int64_t retrain_rows = 1000;
+  // ... and only after this long without a queued or running job; a job stops the trainer.
+  double retrain_idle_seconds = 60;
+  std::string trainer;       // the mltune CLI that trains; "" = DefaultTrainerPath()
+  std::string trainer_args;  // more train-cost-model flags, space-separated ("--epochs 30")
 };
 
 // Checks ranges and the addresses' HOST:PORT form; InvalidArgument naming the flag.

@@ -1,13 +1,16 @@
 #include "daemon/daemon.h"
 
 #include <filesystem>
+#include <iostream>
 #include <mutex>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "backends/spec/target_spec.h"
 #include "daemon/compile_service.h"
 #include "daemon/job_scheduler.h"
 #include "daemon/metrics/metrics.h"
+#include "daemon/model_refresher.h"
 #include "daemon/version.h"
 #include "grpcpp/ext/proto_server_reflection_plugin.h"
 #include "grpcpp/grpcpp.h"
@@ -21,6 +24,7 @@ struct Daemon::Impl {
   std::unique_ptr<storage::Store> store;
   std::unique_ptr<Metrics> metrics;
   std::unique_ptr<JobScheduler> scheduler;
+  std::unique_ptr<ModelRefresher> refresher;  // after the scheduler: it asks it whether it is busy
   std::unique_ptr<CompileServiceImpl> service;
   std::unique_ptr<grpc::Server> server;
   std::string address;
@@ -28,6 +32,35 @@ struct Daemon::Impl {
   std::mutex shutdown_mu;
   bool shut_down = false;
 };
+
+namespace {
+
+// The cost models the daemon's jobs log training data for: cpu and every simulated TPU.
+std::unique_ptr<ModelRefresher> MakeRefresher(const DaemonConfig& config, storage::Store& store,
+                                              Metrics& metrics, JobScheduler& scheduler) {
+  RefresherOptions options;
+  options.min_new_rows = config.retrain_rows;
+  options.idle_seconds = config.retrain_idle_seconds;
+  options.trainer = config.trainer.empty() ? DefaultTrainerPath() : config.trainer;
+  options.trainer_args = absl::StrSplit(config.trainer_args, ' ', absl::SkipWhitespace());
+  options.store_path = store.path();
+  options.log_path = (std::filesystem::path(config.data_dir) / "trainer.log").string();
+  options.targets = {"cpu"};
+  for (const backends::TargetSpec* spec : backends::TargetRegistry::Global().OfKind("tpu")) {
+    options.targets.push_back(spec->name);
+  }
+  if (options.min_new_rows > 0 && options.trainer.empty()) {
+    std::cerr << "mltuned: warning: no mltune CLI found beside mltuned (set --trainer, or "
+                 "MLTUNE_CLI): the daemon will not retrain its cost models\n";
+    options.min_new_rows = 0;
+  }
+  return std::make_unique<ModelRefresher>(
+      store, metrics,
+      [&scheduler] { return scheduler.running() > 0 || scheduler.queue_depth() > 0; },
+      std::move(options));
+}
+
+}  // namespace
 
 absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(const DaemonConfig& config) {
   if (absl::Status s = ValidateConfig(config); !s.ok()) return s;
@@ -86,6 +119,8 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(const DaemonConfig& config
     impl->server->Shutdown();
     return s;
   }
+  impl->refresher = MakeRefresher(impl->config, *impl->store, *impl->metrics, *impl->scheduler);
+  impl->refresher->Start();
   return std::unique_ptr<Daemon>(new Daemon(std::move(impl)));
 }
 
@@ -106,7 +141,9 @@ void Daemon::Shutdown() {
   if (grpc::HealthCheckServiceInterface* health = impl_->server->GetHealthCheckService()) {
     health->SetServingStatus(false);
   }
-  // Jobs first: watchers keep streaming while running jobs drain, and see the final states.
+  // The trainer first: it must not outlive the store, and draining jobs need the cores.
+  if (impl_->refresher != nullptr) impl_->refresher->Shutdown();
+  // Jobs next: watchers keep streaming while running jobs drain, and see the final states.
   impl_->scheduler->Shutdown(impl_->config.drain_seconds);
   impl_->server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
   impl_->server->Wait();

@@ -23,13 +23,14 @@ absl::Status ValidateMeasurement(const MeasurementRecord& m, size_t index) {
   return RequireFinite(m.value, what, "value");
 }
 
-// " WHERE ..." for the set fields of `filter` (parameters ?1..?4), or "".
+// " WHERE ..." for the set fields of `filter` (parameters ?1..?4 and ?6; ?5 is the limit), or "".
 std::string WhereClause(const MeasurementFilter& filter) {
   std::vector<std::string> conditions;
   if (filter.graph_key) conditions.push_back("graph_key = ?1");
   if (filter.task) conditions.push_back("task = ?2");
   if (filter.target) conditions.push_back("target = ?3");
   if (filter.worker) conditions.push_back("worker = ?4");
+  if (filter.after_ms) conditions.push_back("time_ms > ?6");
   if (conditions.empty()) return "";
   return absl::StrCat(" WHERE ", absl::StrJoin(conditions, " AND "));
 }
@@ -39,6 +40,7 @@ void BindFilter(const MeasurementFilter& filter, Statement& stmt) {
   if (filter.task) stmt.BindText(2, *filter.task);
   if (filter.target) stmt.BindText(3, *filter.target);
   if (filter.worker) stmt.BindText(4, *filter.worker);
+  if (filter.after_ms) stmt.BindInt(6, *filter.after_ms);
 }
 
 }  // namespace

@@ -104,7 +104,8 @@ struct MeasurementFilter {
   std::optional<std::string> task;
   std::optional<std::string> target;
   std::optional<std::string> worker;
-  int64_t limit = 0;  // 0 = no limit (QueryMeasurements only)
+  std::optional<int64_t> after_ms;  // rows appended (time_ms) after this unix ms
+  int64_t limit = 0;                // 0 = no limit (QueryMeasurements only)
 };
 
 // A kernel's graph for the learned cost model (costmodels/features: the serialized KernelGraph),

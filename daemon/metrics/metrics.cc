@@ -132,6 +132,21 @@ struct Metrics::Impl {
           .Name("mltune_measurements_logged_total")
           .Help("Rows appended to the measurement log (training data), by log task and target.")
           .Register(*registry);
+  prometheus::Family<prometheus::Counter>& trainings =
+      prometheus::BuildCounter()
+          .Name("mltune_cost_model_trainings_total")
+          .Help("Cost model retrainings the daemon ran, by model and outcome.")
+          .Register(*registry);
+  prometheus::Family<prometheus::Counter>& training_seconds =
+      prometheus::BuildCounter()
+          .Name("mltune_cost_model_training_seconds_total")
+          .Help("Time the daemon's cost model trainers ran, by model.")
+          .Register(*registry);
+  prometheus::Family<prometheus::Gauge>& trainer_running_family =
+      prometheus::BuildGauge()
+          .Name("mltune_cost_model_trainer_running")
+          .Help("1 while the daemon retrains a cost model, else 0.")
+          .Register(*registry);
   prometheus::Family<prometheus::Gauge>& build_info =
       prometheus::BuildGauge()
           .Name("mltune_build_info")
@@ -141,6 +156,7 @@ struct Metrics::Impl {
   // Unlabelled gauges: created once so they are exported (as 0) before the first update.
   prometheus::Gauge& queue_depth = queue_depth_family.Add({});
   prometheus::Gauge& jobs_running = jobs_running_family.Add({});
+  prometheus::Gauge& trainer_running = trainer_running_family.Add({});
 
   // Family::Add hashes the label map under the family's lock and, for histograms, allocates a
   // fresh bucket vector even when the series exists; these caches make the hot path one
@@ -155,6 +171,8 @@ struct Metrics::Impl {
   std::unordered_map<std::string, prometheus::Counter*> checked_counters;
   std::unordered_map<std::string, prometheus::Counter*> reverted_counters;
   std::unordered_map<std::string, prometheus::Counter*> logged_counters;
+  std::unordered_map<std::string, prometheus::Counter*> training_counters;
+  std::unordered_map<std::string, prometheus::Counter*> training_second_counters;
 
   // Declared last, so destroyed first: no scrape can run while the families go away.
   std::unique_ptr<prometheus::Exposer> exposer;
@@ -273,6 +291,21 @@ void Metrics::MeasurementsLogged(std::string_view task, std::string_view target,
       ->Series(impl_->logged_counters, impl_->measurements_logged, CacheKey({task, target}),
                {{"task", std::string(task)}, {"target", std::string(target)}})
       .Increment(static_cast<double>(count));
+}
+
+void Metrics::CostModelTrained(std::string_view model, std::string_view outcome, double seconds) {
+  impl_
+      ->Series(impl_->training_counters, impl_->trainings, CacheKey({model, outcome}),
+               {{"model", std::string(model)}, {"outcome", std::string(outcome)}})
+      .Increment();
+  impl_
+      ->Series(impl_->training_second_counters, impl_->training_seconds, CacheKey({model}),
+               {{"model", std::string(model)}})
+      .Increment(std::max(0.0, seconds));
+}
+
+void Metrics::SetCostModelTrainerRunning(bool running) {
+  impl_->trainer_running.Set(running ? 1 : 0);
 }
 
 std::string Metrics::Serialize() const {

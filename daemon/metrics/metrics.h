@@ -49,6 +49,13 @@ class Metrics {
   // task ("tile", "tile-kernel", "fusion-kernel-in-module", ...): the cost models' training data
   // as it accumulates.
   void MeasurementsLogged(std::string_view task, std::string_view target, int64_t count);
+  // mltune_cost_model_trainings_total{model,outcome} and
+  // mltune_cost_model_training_seconds_total{model}: the daemon's own retraining of a cost model
+  // (daemon/model_refresher.h); outcome "stored", "failed", "preempted" (a job arrived) or
+  // "stopped" (shutdown).
+  void CostModelTrained(std::string_view model, std::string_view outcome, double seconds);
+  // mltune_cost_model_trainer_running: 1 while a trainer child runs.
+  void SetCostModelTrainerRunning(bool running);
 
   // The text exposition format of every metric (what GET /metrics returns).
   std::string Serialize() const;

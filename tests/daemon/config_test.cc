@@ -40,6 +40,19 @@ TEST(DaemonConfigTest, DefaultsAreTheDocumentedOnes) {
   EXPECT_GE(p.config.worker_threads, 1);  // 0 resolves to the core count
   EXPECT_EQ(p.config.queue_size, 64);
   EXPECT_EQ(p.config.default_strategy, "beam");
+  EXPECT_EQ(p.config.retrain_rows, 1000);
+  EXPECT_EQ(p.config.retrain_idle_seconds, 60);
+  EXPECT_EQ(p.config.trainer, "");
+}
+
+TEST(DaemonConfigTest, RetrainingFlags) {
+  Parsed p = Parse({"--retrain-rows", "0", "--retrain-idle-seconds", "2.5", "--trainer",
+                    "/opt/mltune/bin/mltune", "--trainer-args", "--epochs 30 --ensemble 1"});
+  ASSERT_FALSE(p.exit_code.has_value()) << p.err;
+  EXPECT_EQ(p.config.retrain_rows, 0);
+  EXPECT_EQ(p.config.retrain_idle_seconds, 2.5);
+  EXPECT_EQ(p.config.trainer, "/opt/mltune/bin/mltune");
+  EXPECT_EQ(p.config.trainer_args, "--epochs 30 --ensemble 1");
 }
 
 TEST(DaemonConfigTest, AConfigFileSetsFlagsAndTheCommandLineWins) {
@@ -68,6 +81,8 @@ TEST(DaemonConfigTest, BadValuesExitWithCode2AndNameTheFlag) {
            {{"--max-graph-bytes", "4000000000"}, "--max-graph-bytes"},
            {{"--default-budget-steps", "10", "--max-budget-steps", "5"}, "--default-budget-steps"},
            {{"--no-such-flag"}, "--no-such-flag"},
+           {{"--retrain-rows", "-1"}, "--retrain-rows"},
+           {{"--retrain-idle-seconds", "-3"}, "--retrain-idle-seconds"},
            {{"--config", "/no/such/file.toml"}, "file.toml"},
        }) {
     Parsed p = Parse(c.args);

@@ -317,6 +317,29 @@ int Promtool(const std::string& text, std::string* lint) {
 
 // promtool (Debian's `prometheus` package) parses the exposition the way the server does and
 // lints names, units and help texts.
+TEST(MetricsTest, CostModelTrainingsCountByModelAndOutcomeWithTheirTime) {
+  auto metrics = Unserved();
+  EXPECT_THAT(metrics->Serialize(), HasSubstr("mltune_cost_model_trainer_running 0\n"));
+  metrics->SetCostModelTrainerRunning(true);
+  EXPECT_THAT(metrics->Serialize(), HasSubstr("mltune_cost_model_trainer_running 1\n"));
+  metrics->SetCostModelTrainerRunning(false);
+  metrics->CostModelTrained("cost-model/tile-cpu", "stored", 30);
+  metrics->CostModelTrained("cost-model/tile-cpu", "preempted", 2.5);
+  metrics->CostModelTrained("cost-model/tile-cpu", "stored", 10);
+  metrics->CostModelTrained("cost-model/fusion-cpu", "failed", 1);
+  const std::string text = metrics->Serialize();
+  EXPECT_THAT(text, HasSubstr("mltune_cost_model_trainer_running 0\n"));
+  EXPECT_THAT(text, HasSubstr("# TYPE mltune_cost_model_trainings_total counter\n"));
+  EXPECT_THAT(text, HasSubstr("mltune_cost_model_trainings_total{model=\"cost-model/tile-cpu\","
+                              "outcome=\"stored\"} 2\n"));
+  EXPECT_THAT(text, HasSubstr("mltune_cost_model_trainings_total{model=\"cost-model/tile-cpu\","
+                              "outcome=\"preempted\"} 1\n"));
+  EXPECT_THAT(text, HasSubstr("mltune_cost_model_trainings_total{model=\"cost-model/fusion-cpu\","
+                              "outcome=\"failed\"} 1\n"));
+  EXPECT_THAT(text, HasSubstr("mltune_cost_model_training_seconds_total{model=\"cost-model/"
+                              "tile-cpu\"} 42.5\n"));
+}
+
 TEST(MetricsTest, PromtoolAcceptsTheExposition) {
   if (std::system("command -v promtool >/dev/null 2>&1") != 0) {
     GTEST_SKIP() << "promtool is not on PATH (Debian package `prometheus`); exposition not linted";
@@ -329,6 +352,7 @@ TEST(MetricsTest, PromtoolAcceptsTheExposition) {
   metrics->CacheHit("pass_order");
   metrics->CacheMiss("pass_order");
   metrics->CandidatesEvaluated("pass_order", "beam", "local-0", 10);
+  metrics->CostModelTrained("cost-model/tile-cpu", "stored", 12);
 
   std::string lint;
   // Lint findings make promtool exit non-zero, so an empty report is required too.

@@ -499,6 +499,20 @@ TEST_F(StoreTest, MeasurementsAppendInBatchesAndQueryByFilter) {
   EXPECT_EQ(store->QueryMeasurements(q)->size(), 7u);
   EXPECT_EQ(store->QueryMeasurements({})->size(), 300u);
 
+  // Rows appended after a time (strictly): 1000 + i for i > 289, and row 7, stamped now.
+  MeasurementFilter recent;
+  recent.after_ms = 1289;
+  EXPECT_EQ(*store->CountMeasurements(recent), 11);
+  recent.task = "tiling";
+  EXPECT_EQ(*store->CountMeasurements(recent), 6);  // odd i: 291 .. 299, and 7
+  absl::StatusOr<std::vector<MeasurementRecord>> after = store->QueryMeasurements(recent);
+  ASSERT_TRUE(after.ok()) << after.status();
+  ASSERT_EQ(after->size(), 6u);
+  EXPECT_EQ((*after)[0].value, 7);
+  EXPECT_EQ((*after)[1].value, 291);
+  recent.limit = 2;
+  EXPECT_EQ(store->QueryMeasurements(recent)->size(), 2u);
+
   // time_ms 0 means "now".
   MeasurementFilter all;
   absl::StatusOr<std::vector<MeasurementRecord>> everything = store->QueryMeasurements(all);
