@@ -734,6 +734,42 @@ absl::Status TestOnStore(const learned::LearnedModel& model, const Data& train, 
   return absl::OkStatus();
 }
 
+// The flags of `cmd` that shape the stored model (opt::guided::kTrainingRecipeFlags), with the
+// loss resolved: the checkpoint's metadata keeps them, and the daemon retrains with them.
+std::vector<std::string> TrainingRecipe(const TrainCostModelCommand& cmd, const std::string& loss) {
+  std::vector<std::string> recipe;
+  auto add = [&recipe](const char* flag, std::string value) {
+    recipe.push_back(flag);
+    recipe.push_back(std::move(value));
+  };
+  add("--loss", loss);
+  add("--epochs", absl::StrCat(cmd.epochs));
+  add("--hidden", absl::StrCat(cmd.hidden));
+  add("--layers", absl::StrCat(cmd.layers));
+  add("--readout", cmd.readout);
+  add("--absolute-skip", cmd.absolute_skip);
+  add("--absolute-head", cmd.absolute_head);
+  add("--transformer-layers", absl::StrCat(cmd.transformer_layers));
+  add("--mape-weight", absl::StrCat(cmd.mape_weight));
+  add("--real-weight", absl::StrCat(cmd.real_weight));
+  add("--ensemble", absl::StrCat(cmd.ensemble));
+  add("--min-pair-ratio", absl::StrCat(cmd.min_pair_ratio));
+  add("--listwise-temperature", absl::StrCat(cmd.listwise_temperature));
+  add("--pair-weights", cmd.pair_weights);
+  add("--kernel-weights", cmd.kernel_weights);
+  add("--min-seconds", absl::StrCat(cmd.min_seconds));
+  add("--seed", absl::StrCat(cmd.seed));
+  // 0 reads every column: a retraining then reads the features added since.
+  if (cmd.node_features > 0) add("--node-features", absl::StrCat(cmd.node_features));
+  if (cmd.kernel_features > 0) add("--kernel-features", absl::StrCat(cmd.kernel_features));
+  if (cmd.no_in_module) {
+    recipe.push_back("--no-in-module");
+  } else {
+    add("--in-module-min-seconds", absl::StrCat(cmd.in_module_min_seconds));
+  }
+  return recipe;
+}
+
 int RunTrainCostModel(const TrainCostModelCommand& cmd, std::ostream& out, std::ostream& err) {
   const bool tile = cmd.task == "tile";
   if (!tile && cmd.task != "fusion") {
@@ -1003,6 +1039,7 @@ int RunTrainCostModel(const TrainCostModelCommand& cmd, std::ostream& out, std::
                {"kernel_weights", cmd.kernel_weights},
                {"epochs", options.epochs},
                {"min_seconds", cmd.min_seconds},
+               {"recipe", TrainingRecipe(cmd, loss_name)},
                {"metrics", metrics}};
   const std::string checkpoint = (*model)->Save();
   absl::StatusOr<int64_t> version = (*store)->PutModelNextVersion(name, checkpoint, meta.dump());

@@ -13,9 +13,11 @@
 #include <filesystem>
 #include <iostream>
 #include <optional>
+#include <set>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "nlohmann/json.hpp"
 #include "optimizers/fusion/cpu_fusion_problem.h"
 #include "optimizers/guided/stored_cost_models.h"
 
@@ -65,6 +67,45 @@ absl::StatusOr<pid_t> Spawn(const std::vector<std::string>& argv, const std::str
   return pid;
 }
 
+// "--epochs" of "--epochs=30".
+std::string FlagName(const std::string& token) { return token.substr(0, token.find('=')); }
+
+// A flag and the values after it, up to the next flag; tokens before the first flag stand alone.
+std::vector<std::vector<std::string>> FlagGroups(const std::vector<std::string>& args) {
+  std::vector<std::vector<std::string>> groups;
+  for (const std::string& a : args) {
+    if (a.starts_with("--") || groups.empty()) {
+      groups.push_back({a});
+    } else {
+      groups.back().push_back(a);
+    }
+  }
+  return groups;
+}
+
+// The metadata's "recipe", keeping only kTrainingRecipeFlags and their values: the store is the
+// daemon's own, but a recipe must not point the trainer at other files (--predictions, --db).
+std::vector<std::string> RecipeOf(const std::string& metadata_json) {
+  const nlohmann::json meta =
+      nlohmann::json::parse(metadata_json, nullptr, /*allow_exceptions=*/false);
+  if (!meta.is_object() || !meta.contains("recipe") || !meta["recipe"].is_array()) return {};
+  std::vector<std::string> tokens;
+  for (const nlohmann::json& t : meta["recipe"]) {
+    if (!t.is_string()) return {};
+    tokens.push_back(t.get<std::string>());
+  }
+  std::vector<std::string> recipe;
+  for (const std::vector<std::string>& group : FlagGroups(tokens)) {
+    const std::string name = FlagName(group.front());
+    if (std::find(std::begin(opt::guided::kTrainingRecipeFlags),
+                  std::end(opt::guided::kTrainingRecipeFlags),
+                  name) != std::end(opt::guided::kTrainingRecipeFlags)) {
+      recipe.insert(recipe.end(), group.begin(), group.end());
+    }
+  }
+  return recipe;
+}
+
 }  // namespace
 
 std::vector<std::string> TrainingLogTasks(std::string_view task) {
@@ -74,16 +115,23 @@ std::vector<std::string> TrainingLogTasks(std::string_view task) {
   return {std::string(task) + "-kernel"};
 }
 
-absl::StatusOr<std::vector<StaleModel>> StaleModels(
-    storage::Store& store, const std::vector<std::string>& targets, int64_t min_new_rows,
+absl::StatusOr<std::vector<StaleModel>> NewRowsPerModel(
+    storage::Store& store, const std::vector<std::string>& targets,
     const std::map<std::string, int64_t>& not_before_ms) {
-  std::vector<StaleModel> stale;
+  // Metadata only: the checkpoints' bytes are not needed to decide.
+  absl::StatusOr<std::vector<storage::ModelRecord>> models = store.ListModels();
+  if (!models.ok()) return models.status();
+  std::map<std::string, const storage::ModelRecord*> newest;  // by name; ListModels sorts
+  for (const storage::ModelRecord& m : *models) newest[m.name] = &m;
+  std::vector<StaleModel> all;
   for (const std::string& target : targets) {
     for (const char* task : {"tile", "fusion"}) {
       const std::string name = opt::guided::CostModelName(task, target);
-      absl::StatusOr<std::optional<storage::ModelRecord>> newest = store.LatestModel(name);
-      if (!newest.ok()) return newest.status();
-      StaleModel model{task, target, 0, newest->has_value() ? (*newest)->created_ms : 0};
+      StaleModel model{task, target, 0, 0, {}};
+      if (auto it = newest.find(name); it != newest.end()) {
+        model.since_ms = it->second->created_ms;
+        model.recipe = RecipeOf(it->second->metadata_json);
+      }
       if (auto it = not_before_ms.find(name); it != not_before_ms.end()) {
         model.since_ms = std::max(model.since_ms, it->second);
       }
@@ -96,13 +144,39 @@ absl::StatusOr<std::vector<StaleModel>> StaleModels(
         if (!count.ok()) return count.status();
         model.new_rows += *count;
       }
-      if (model.new_rows >= std::max<int64_t>(1, min_new_rows)) stale.push_back(std::move(model));
+      all.push_back(std::move(model));
     }
   }
-  std::stable_sort(stale.begin(), stale.end(), [](const StaleModel& a, const StaleModel& b) {
+  std::stable_sort(all.begin(), all.end(), [](const StaleModel& a, const StaleModel& b) {
     return a.new_rows > b.new_rows;
   });
-  return stale;
+  return all;
+}
+
+absl::StatusOr<std::vector<StaleModel>> StaleModels(
+    storage::Store& store, const std::vector<std::string>& targets, int64_t min_new_rows,
+    const std::map<std::string, int64_t>& not_before_ms) {
+  absl::StatusOr<std::vector<StaleModel>> all = NewRowsPerModel(store, targets, not_before_ms);
+  if (!all.ok()) return all.status();
+  std::erase_if(
+      *all, [&](const StaleModel& m) { return m.new_rows < std::max<int64_t>(1, min_new_rows); });
+  return all;
+}
+
+std::vector<std::string> TrainerFlags(const std::vector<std::string>& recipe,
+                                      const std::vector<std::string>& overrides) {
+  std::set<std::string> overridden;
+  for (const std::vector<std::string>& group : FlagGroups(overrides)) {
+    overridden.insert(FlagName(group.front()));
+  }
+  std::vector<std::string> flags;
+  for (const std::vector<std::string>& group : FlagGroups(recipe)) {
+    if (!overridden.contains(FlagName(group.front()))) {
+      flags.insert(flags.end(), group.begin(), group.end());
+    }
+  }
+  flags.insert(flags.end(), overrides.begin(), overrides.end());
+  return flags;
 }
 
 std::string DefaultTrainerPath() {
@@ -159,27 +233,42 @@ bool ModelRefresher::WaitFor(double seconds) {
 
 void ModelRefresher::Loop() {
   using Clock = std::chrono::steady_clock;
+  auto seconds_since = [](Clock::time_point t) {
+    return std::chrono::duration<double>(Clock::now() - t).count();
+  };
   Clock::time_point idle_since = Clock::now();
+  // The log grows with jobs: it is counted again after each, and otherwise only every
+  // recount_seconds (another process may write into the store).
+  bool job_since_count = true;
+  Clock::time_point counted = Clock::now();
   while (WaitFor(options_.poll_seconds)) {
     if (busy_()) {
       idle_since = Clock::now();
+      job_since_count = true;
       continue;
     }
-    if (std::chrono::duration<double>(Clock::now() - idle_since).count() < options_.idle_seconds) {
+    if (seconds_since(idle_since) < options_.idle_seconds) continue;
+    if (!job_since_count && seconds_since(counted) < options_.recount_seconds) continue;
+    job_since_count = false;
+    counted = Clock::now();
+    absl::StatusOr<std::vector<StaleModel>> models =
+        NewRowsPerModel(store_, options_.targets, not_before_ms_);
+    if (!models.ok()) {
+      // The store may be busy with another process: counted again after recount_seconds.
+      std::cerr << "mltuned: model refresh: " << models.status() << "\n";
       continue;
     }
-    absl::StatusOr<std::vector<StaleModel>> stale =
-        StaleModels(store_, options_.targets, options_.min_new_rows, not_before_ms_);
-    if (!stale.ok()) {
-      std::cerr << "mltuned: model refresh: " << stale.status() << "\n";
-      idle_since = Clock::now();  // the store may be busy with another process; try again later
+    for (const StaleModel& m : *models) {
+      metrics_.SetCostModelNewRows(opt::guided::CostModelName(m.task, m.target), m.new_rows);
+    }
+    // Most new rows first.
+    if (models->empty() || models->front().new_rows < std::max<int64_t>(1, options_.min_new_rows)) {
       continue;
     }
-    if (stale->empty()) continue;
-    const Outcome outcome = Train(stale->front());
+    const Outcome outcome = Train(models->front());
     if (outcome == Outcome::kStopped) return;
-    // Preempted: a job runs now; the loop waits for the next idle spell.
-    if (outcome == Outcome::kPreempted) idle_since = Clock::now();
+    // Another model may be due too (after a preemption, once the job has run).
+    job_since_count = true;
   }
 }
 
@@ -188,7 +277,8 @@ ModelRefresher::Outcome ModelRefresher::Train(const StaleModel& model) {
   std::vector<std::string> argv = {options_.trainer,    "train-cost-model", "--db",
                                    options_.store_path, "--task",           model.task,
                                    "--target",          model.target,       "--no-eval"};
-  argv.insert(argv.end(), options_.trainer_args.begin(), options_.trainer_args.end());
+  const std::vector<std::string> flags = TrainerFlags(model.recipe, options_.trainer_args);
+  argv.insert(argv.end(), flags.begin(), flags.end());
   const int64_t start_ms = NowMs();
   {
     // A header per run, so the log says which output belongs to which model.

@@ -32,6 +32,9 @@ struct StaleModel {
   std::string target;  // "cpu", "tpu-v4-core", ...
   int64_t new_rows = 0;
   int64_t since_ms = 0;  // its newest version's creation (0 when it has none)
+  // The train-cost-model flags its newest version was trained with (its metadata's "recipe",
+  // only opt::guided::kTrainingRecipeFlags); empty for none, or one from before recipes.
+  std::vector<std::string> recipe;
 };
 
 // The measurement log's tasks that train the `task` model: what train-cost-model reads.
@@ -39,10 +42,20 @@ std::vector<std::string> TrainingLogTasks(std::string_view task);
 
 // For each task ("tile", "fusion") on each of `targets`: the rows logged for it after its newest
 // version was stored, or after not_before_ms[name] when later (a failed training waits for new
-// data, not for the clock). Only models with at least `min_new_rows` new rows, most first.
+// data, not for the clock). Every model, most new rows first.
+absl::StatusOr<std::vector<StaleModel>> NewRowsPerModel(
+    storage::Store& store, const std::vector<std::string>& targets,
+    const std::map<std::string, int64_t>& not_before_ms = {});
+
+// Those of NewRowsPerModel with at least `min_new_rows` (and at least 1) new rows.
 absl::StatusOr<std::vector<StaleModel>> StaleModels(
     storage::Store& store, const std::vector<std::string>& targets, int64_t min_new_rows,
     const std::map<std::string, int64_t>& not_before_ms = {});
+
+// The flags a retraining passes to train-cost-model: `recipe`, with each flag that `overrides`
+// (--trainer-args) also sets replaced by the override's ("--epochs 30" and "--epochs=30" alike).
+std::vector<std::string> TrainerFlags(const std::vector<std::string>& recipe,
+                                      const std::vector<std::string>& overrides);
 
 struct RefresherOptions {
   int64_t min_new_rows = 1000;  // 0: never retrain
@@ -52,7 +65,10 @@ struct RefresherOptions {
   std::string store_path;
   std::string log_path;  // the trainer's output, appended
   std::vector<std::string> targets;
-  double poll_seconds = 0.1;
+  double poll_seconds = 0.1;  // how often a running trainer is checked against new jobs
+  // While idle, how often the log is counted again with no job run since the last count (rows
+  // that another process, such as `mltune collect`, writes into the store).
+  double recount_seconds = 60;
 };
 
 // The mltune CLI the daemon trains with when --trainer is not given: MLTUNE_CLI, else `mltune`

@@ -147,6 +147,11 @@ struct Metrics::Impl {
           .Name("mltune_cost_model_trainer_running")
           .Help("1 while the daemon retrains a cost model, else 0.")
           .Register(*registry);
+  prometheus::Family<prometheus::Gauge>& new_rows =
+      prometheus::BuildGauge()
+          .Name("mltune_cost_model_new_rows")
+          .Help("Training rows logged for a cost model since its newest version, as last counted.")
+          .Register(*registry);
   prometheus::Family<prometheus::Gauge>& build_info =
       prometheus::BuildGauge()
           .Name("mltune_build_info")
@@ -173,6 +178,7 @@ struct Metrics::Impl {
   std::unordered_map<std::string, prometheus::Counter*> logged_counters;
   std::unordered_map<std::string, prometheus::Counter*> training_counters;
   std::unordered_map<std::string, prometheus::Counter*> training_second_counters;
+  std::unordered_map<std::string, prometheus::Gauge*> new_row_gauges;
 
   // Declared last, so destroyed first: no scrape can run while the families go away.
   std::unique_ptr<prometheus::Exposer> exposer;
@@ -306,6 +312,13 @@ void Metrics::CostModelTrained(std::string_view model, std::string_view outcome,
 
 void Metrics::SetCostModelTrainerRunning(bool running) {
   impl_->trainer_running.Set(running ? 1 : 0);
+}
+
+void Metrics::SetCostModelNewRows(std::string_view model, int64_t rows) {
+  impl_
+      ->Series(impl_->new_row_gauges, impl_->new_rows, CacheKey({model}),
+               {{"model", std::string(model)}})
+      .Set(static_cast<double>(rows));
 }
 
 std::string Metrics::Serialize() const {

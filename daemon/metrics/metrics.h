@@ -56,6 +56,9 @@ class Metrics {
   void CostModelTrained(std::string_view model, std::string_view outcome, double seconds);
   // mltune_cost_model_trainer_running: 1 while a trainer child runs.
   void SetCostModelTrainerRunning(bool running);
+  // mltune_cost_model_new_rows{model}: training rows logged for a model since its newest version,
+  // as the daemon last counted them (retraining starts at --retrain-rows).
+  void SetCostModelNewRows(std::string_view model, int64_t rows);
 
   // The text exposition format of every metric (what GET /metrics returns).
   std::string Serialize() const;

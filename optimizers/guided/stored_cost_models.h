@@ -19,6 +19,32 @@ namespace mltune::opt::guided {
 // `mltune train-cost-model` stores under it and the daemon loads its newest version.
 std::string CostModelName(std::string_view task, std::string_view target);
 
+// The train-cost-model flags that shape a stored model: its training recipe. train-cost-model
+// records them in each checkpoint's metadata ("recipe": the flags with their values), and the
+// daemon retrains a model with its newest version's recipe (daemon/model_refresher.h), so a
+// model trained by hand with other options keeps them. Only these flags are taken from a recipe.
+inline constexpr std::string_view kTrainingRecipeFlags[] = {"--loss",
+                                                            "--epochs",
+                                                            "--hidden",
+                                                            "--layers",
+                                                            "--readout",
+                                                            "--absolute-skip",
+                                                            "--absolute-head",
+                                                            "--transformer-layers",
+                                                            "--mape-weight",
+                                                            "--real-weight",
+                                                            "--node-features",
+                                                            "--kernel-features",
+                                                            "--ensemble",
+                                                            "--min-pair-ratio",
+                                                            "--listwise-temperature",
+                                                            "--pair-weights",
+                                                            "--kernel-weights",
+                                                            "--min-seconds",
+                                                            "--in-module-min-seconds",
+                                                            "--no-in-module",
+                                                            "--seed"};
+
 // A store's newest checkpoint of a name, or nullopt (storage::Store::LatestModel, or the daemon's
 // hook to it).
 using LatestModelFn =

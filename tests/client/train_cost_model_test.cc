@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 #include <sqlite3.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -11,11 +12,14 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "costmodels/learned/learned_model.h"
 #include "costmodels/synthetic/synthetic_programs.h"
 #include "nlohmann/json.hpp"
+#include "optimizers/guided/stored_cost_models.h"
 #include "storage/store.h"
 #include "tests/support/cli_store_fixture.h"
 
@@ -151,6 +155,43 @@ TEST_F(TrainCostModelTest, EvaluatesBothSplitsAndStoresVersions) {
   ASSERT_TRUE(narrow_model.ok()) << narrow_model.status();
   EXPECT_EQ((*narrow_model)->options().node_features, 20);
   EXPECT_EQ((*narrow_model)->options().kernel_features, 14);
+
+  // The checkpoint records its training recipe, the flags that shaped it, and they train the same
+  // kind of model again: what the daemon's own retraining passes (daemon/model_refresher.h).
+  const nlohmann::json recipe = nlohmann::json::parse(narrow_record->metadata_json)["recipe"];
+  ASSERT_TRUE(recipe.is_array()) << narrow_record->metadata_json;
+  const std::vector<std::string> flags = recipe.get<std::vector<std::string>>();
+  std::map<std::string, std::string> value_of;
+  for (size_t i = 0; i < flags.size(); ++i) {
+    if (!flags[i].starts_with("--")) continue;
+    EXPECT_NE(std::find(std::begin(opt::guided::kTrainingRecipeFlags),
+                        std::end(opt::guided::kTrainingRecipeFlags), flags[i]),
+              std::end(opt::guided::kTrainingRecipeFlags))
+        << flags[i] << " is not a recipe flag";
+    value_of[flags[i]] =
+        i + 1 < flags.size() && !flags[i + 1].starts_with("--") ? flags[i + 1] : "";
+  }
+  EXPECT_EQ(value_of["--node-features"], "20");
+  EXPECT_EQ(value_of["--kernel-features"], "14");
+  EXPECT_EQ(value_of["--epochs"], "3");
+  EXPECT_EQ(value_of["--hidden"], "16");
+  EXPECT_EQ(value_of["--layers"], "1");
+  EXPECT_EQ(value_of["--loss"], "both");
+  EXPECT_EQ(value_of["--ensemble"], "3");
+  EXPECT_FALSE(value_of.contains("--db"));
+  Result replay =
+      Cli(absl::StrCat("train-cost-model --db ", Db(), " --no-eval ", absl::StrJoin(flags, " ")));
+  ASSERT_EQ(replay.exit_code, 0) << replay.err;
+  std::optional<storage::ModelRecord> replayed = Latest("cost-model/tile-cpu");
+  ASSERT_TRUE(replayed.has_value());
+  EXPECT_EQ(replayed->version, 6);
+  EXPECT_EQ(nlohmann::json::parse(replayed->metadata_json)["recipe"], recipe);
+  absl::StatusOr<std::unique_ptr<costmodels::learned::LearnedModel>> replayed_model =
+      costmodels::learned::LearnedModel::Load(replayed->data);
+  ASSERT_TRUE(replayed_model.ok()) << replayed_model.status();
+  EXPECT_EQ((*replayed_model)->options().node_features, 20);
+  EXPECT_EQ((*replayed_model)->options().hidden_dim, 16);
+  EXPECT_EQ((*replayed_model)->options().sage_layers, 1);
   Result both = Cli(train + " --no-eval --no-store");
   EXPECT_EQ(both.exit_code, 1);
   EXPECT_NE(both.err.find("--no-eval trains and stores only"), std::string::npos) << both.err;

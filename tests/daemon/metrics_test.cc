@@ -338,6 +338,10 @@ TEST(MetricsTest, CostModelTrainingsCountByModelAndOutcomeWithTheirTime) {
                               "outcome=\"failed\"} 1\n"));
   EXPECT_THAT(text, HasSubstr("mltune_cost_model_training_seconds_total{model=\"cost-model/"
                               "tile-cpu\"} 42.5\n"));
+  metrics->SetCostModelNewRows("cost-model/tile-cpu", 700);
+  metrics->SetCostModelNewRows("cost-model/tile-cpu", 12);  // a new version: counted again
+  EXPECT_THAT(metrics->Serialize(),
+              HasSubstr("mltune_cost_model_new_rows{model=\"cost-model/tile-cpu\"} 12\n"));
 }
 
 TEST(MetricsTest, PromtoolAcceptsTheExposition) {

@@ -31,6 +31,7 @@ namespace mltune::daemon {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::Not;
 using testing::TempDir;
 
 int64_t NowMs() {
@@ -129,6 +130,45 @@ TEST(StaleModelsTest, CountsTheTrainingRowsLoggedSinceEachModelsNewestVersion) {
   EXPECT_EQ((*stale)[0].task, "tile");
 }
 
+TEST(StaleModelsTest, ANewestVersionsRecipeKeepsOnlyTrainingFlags) {
+  TempDir dir;
+  std::unique_ptr<storage::Store> store = OpenStore(dir.path() / "mltune.db");
+  ASSERT_NE(store, nullptr);
+  ASSERT_TRUE(store
+                  ->PutModelNextVersion("cost-model/tile-cpu", "v1",
+                                        R"({"recipe": ["--epochs", "5", "--hidden", "8"]})")
+                  .ok());
+  // A recipe may not point the trainer at other files or stores.
+  ASSERT_TRUE(store
+                  ->PutModelNextVersion("cost-model/tile-cpu", "v2",
+                                        R"({"recipe": ["--epochs", "9", "--predictions",
+                                            "/tmp/x.csv", "--db", "other.db", "--no-in-module",
+                                            "--min-pair-ratio=1.15"]})")
+                  .ok());
+  ASSERT_TRUE(
+      store->PutModelNextVersion("cost-model/fusion-cpu", "v1", R"({"recipe": "--epochs 3"})")
+          .ok());
+  Log(*store, "tile-kernel", "cpu", 2, NowMs() + 60'000);
+  Log(*store, "fusion-kernel", "cpu", 1, NowMs() + 60'000);
+  absl::StatusOr<std::vector<StaleModel>> stale = StaleModels(*store, {"cpu"}, 1);
+  ASSERT_TRUE(stale.ok()) << stale.status();
+  ASSERT_EQ(stale->size(), 2u);
+  EXPECT_EQ((*stale)[0].task, "tile");
+  EXPECT_EQ((*stale)[0].recipe,
+            (std::vector<std::string>{"--epochs", "9", "--no-in-module", "--min-pair-ratio=1.15"}));
+  EXPECT_TRUE((*stale)[1].recipe.empty());  // not a list of flags: no recipe
+}
+
+TEST(TrainerFlagsTest, TrainerArgsOverrideTheRecipesFlags) {
+  const std::vector<std::string> recipe = {"--loss", "both",           "--epochs", "60", "--hidden",
+                                           "64",     "--no-in-module", "--seed",   "0"};
+  EXPECT_EQ(TrainerFlags(recipe, {}), recipe);
+  EXPECT_EQ(TrainerFlags({}, {"--epochs", "5"}), (std::vector<std::string>{"--epochs", "5"}));
+  EXPECT_EQ(TrainerFlags(recipe, {"--epochs=30", "--ensemble", "1", "--seed", "4"}),
+            (std::vector<std::string>{"--loss", "both", "--hidden", "64", "--no-in-module",
+                                      "--epochs=30", "--ensemble", "1", "--seed", "4"}));
+}
+
 // A stand-in trainer (a shell script) and a ModelRefresher over a store with rows to train on.
 class RefresherTest : public ::testing::Test {
  protected:
@@ -161,6 +201,7 @@ class RefresherTest : public ::testing::Test {
     options.log_path = (dir_.path() / "trainer.log").string();
     options.targets = {"cpu"};
     options.poll_seconds = 0.02;
+    options.recount_seconds = 0.05;
     refresher_ = std::make_unique<ModelRefresher>(
         *store_, *metrics_, [this] { return busy_.load(); }, options);
     refresher_->Start();
@@ -194,6 +235,11 @@ TEST_F(RefresherTest, TrainsOnlyWhenIdleStopsForAJobAndComesBackAfterIt) {
   const std::string first = Pids()[0];
   EXPECT_TRUE(Alive(first));
   EXPECT_THAT(metrics_->Serialize(), HasSubstr("mltune_cost_model_trainer_running 1"));
+  // What the refresher counted for each model on its targets.
+  EXPECT_THAT(metrics_->Serialize(),
+              HasSubstr("mltune_cost_model_new_rows{model=\"cost-model/tile-cpu\"} 3"));
+  EXPECT_THAT(metrics_->Serialize(),
+              HasSubstr("mltune_cost_model_new_rows{model=\"cost-model/fusion-cpu\"} 0"));
 
   // A job arrives: the trainer goes at once, and no new one starts while the job runs.
   busy_ = true;
@@ -218,6 +264,22 @@ TEST_F(RefresherTest, TrainsOnlyWhenIdleStopsForAJobAndComesBackAfterIt) {
                         "outcome=\"stopped\"} 1"));
   const std::string log = testing::ReadFile(dir_.path() / "trainer.log");
   EXPECT_THAT(log, HasSubstr("cost-model/tile-cpu: 3 new rows"));
+}
+
+TEST_F(RefresherTest, RetrainsWithTheNewestVersionsRecipe) {
+  ASSERT_TRUE(store_
+                  ->PutModelNextVersion("cost-model/tile-cpu", "checkpoint",
+                                        R"({"recipe": ["--hidden", "16", "--epochs", "2"]})")
+                  .ok());
+  Log(*store_, "tile-kernel", "cpu", 1, NowMs() + 60'000);
+  WriteTrainer("exit 1");
+  StartRefresher(1);
+  ASSERT_TRUE(Eventually([&] { return Lines(dir_.path() / "args").size() == 1; }, 10));
+  // --trainer-args' --epochs 7 wins over the recipe's.
+  EXPECT_EQ(Lines(dir_.path() / "args")[0],
+            absl::StrCat("train-cost-model --db ", store_->path(),
+                         " --task tile --target cpu --no-eval --hidden 16 --epochs 7"));
+  refresher_->Shutdown();
 }
 
 TEST_F(RefresherTest, AFailedTrainingWaitsForNewRows) {
@@ -269,6 +331,7 @@ TEST_F(RefresherTest, ZeroRowsTurnsItOff) {
   StartRefresher(0);
   std::this_thread::sleep_for(std::chrono::milliseconds(500));
   EXPECT_TRUE(Pids().empty());
+  EXPECT_THAT(metrics_->Serialize(), Not(HasSubstr("mltune_cost_model_new_rows{")));
 }
 
 // End to end: a real mltuned retrains cost-model/tile-tpu-v4-core from what its own random tile
