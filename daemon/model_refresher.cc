@@ -43,6 +43,9 @@ absl::StatusOr<pid_t> Spawn(const std::vector<std::string>& argv, const std::str
                                    0640);
   posix_spawn_file_actions_adddup2(&actions, 1, 2);
   posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
+  // Not the daemon's sockets and store handles: a trainer outliving a killed daemon must not
+  // hold its ports.
+  posix_spawn_file_actions_addclosefrom_np(&actions, 3);
   posix_spawnattr_t attr;
   posix_spawnattr_init(&attr);
   // The daemon blocks SIGTERM and SIGINT in every thread (main.cc); the child gets them back.
@@ -55,7 +58,8 @@ absl::StatusOr<pid_t> Spawn(const std::vector<std::string>& argv, const std::str
   for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
   args.push_back(nullptr);
   pid_t pid = 0;
-  const int rc = posix_spawn(&pid, args[0], &actions, &attr, args.data(), environ);
+  // posix_spawnp: --trainer may name a program on PATH.
+  const int rc = posix_spawnp(&pid, args[0], &actions, &attr, args.data(), environ);
   posix_spawn_file_actions_destroy(&actions);
   posix_spawnattr_destroy(&attr);
   if (rc != 0) {
