@@ -140,6 +140,13 @@ struct WorkerInfo {
   int64_t candidates_evaluated = 0;
 };
 
+struct CostModelInfo {
+  std::string name;      // cost-model/<task>-<target>
+  int64_t version = 0;   // 0: none stored yet
+  int64_t new_rows = 0;  // training rows logged since that version
+  bool training = false;
+};
+
 struct ServerStats {
   std::string version;
   std::string search_version;
@@ -156,6 +163,10 @@ struct ServerStats {
   std::string data_dir;
   std::string store_path;
   std::string metrics_address;
+  int64_t retrain_rows = 0;  // the daemon retrains a model at this many new rows; 0: never
+  double retrain_idle_seconds = 0;
+  std::vector<CostModelInfo> cost_models;
+  int64_t cost_models_counted_ms = 0;  // 0: not counted yet
 };
 
 struct ClientOptions {

@@ -543,6 +543,13 @@ int RunStats(const ServerCommand& cmd, std::ostream& out, std::ostream& err) {
   absl::StatusOr<ServerStats> s = client->GetStats();
   if (!s.ok()) return Fail(s.status(), err);
   if (cmd.json) {
+    Json cost_models = Json::array();
+    for (const CostModelInfo& m : s->cost_models) {
+      cost_models.push_back({{"name", m.name},
+                             {"version", m.version},
+                             {"new_rows", m.new_rows},
+                             {"training", m.training}});
+    }
     PrintJson(Json{{"version", s->version},
                    {"search_version", s->search_version},
                    {"uptime_seconds", s->uptime_seconds},
@@ -557,7 +564,11 @@ int RunStats(const ServerCommand& cmd, std::ostream& out, std::ostream& err) {
                    {"measurements", s->measurements},
                    {"data_dir", s->data_dir},
                    {"store_path", s->store_path},
-                   {"metrics_address", s->metrics_address}},
+                   {"metrics_address", s->metrics_address},
+                   {"retrain_rows", s->retrain_rows},
+                   {"retrain_idle_seconds", s->retrain_idle_seconds},
+                   {"cost_models", cost_models},
+                   {"cost_models_counted_ms", s->cost_models_counted_ms}},
               out);
     return kExitOk;
   }
@@ -583,6 +594,26 @@ int RunStats(const ServerCommand& cmd, std::ostream& out, std::ostream& err) {
                          s->metrics_address.empty()
                              ? "(not served)"
                              : absl::StrCat("http://", s->metrics_address, "/metrics"));
+  if (s->retrain_rows <= 0) {
+    out << "cost models    retraining off (mltuned --retrain-rows 0, or no mltune CLI found)\n";
+    return kExitOk;
+  }
+  out << absl::StrFormat(
+      "cost models    retrained at %d new training rows, after %g s without jobs\n",
+      s->retrain_rows, s->retrain_idle_seconds);
+  // Models with neither a version nor rows (a spec no job has used) would only be noise.
+  bool any = false;
+  for (const CostModelInfo& m : s->cost_models) {
+    if (m.version == 0 && m.new_rows == 0 && !m.training) continue;
+    any = true;
+    out << absl::StrFormat("  %-30s %-5s %d new rows%s\n", m.name,
+                           m.version > 0 ? absl::StrCat("v", m.version) : "-", m.new_rows,
+                           m.training ? ", training now" : "");
+  }
+  if (!any) {
+    out << (s->cost_models_counted_ms == 0 ? "  (not counted yet)\n"
+                                           : "  (no model and no training rows yet)\n");
+  }
   return kExitOk;
 }
 

@@ -15,6 +15,7 @@
 #include "daemon/task.h"
 #include "daemon/version.h"
 #include "optimizers/core/search.h"
+#include "optimizers/guided/stored_cost_models.h"
 
 namespace mltune::daemon {
 namespace {
@@ -79,11 +80,12 @@ absl::Status CheckJobId(const std::string& id) {
 
 CompileServiceImpl::CompileServiceImpl(const DaemonConfig& config, storage::Store& store,
                                        Metrics& metrics, JobScheduler& scheduler,
-                                       std::string metrics_address)
+                                       const ModelRefresher& refresher, std::string metrics_address)
     : config_(config),
       store_(store),
       metrics_(metrics),
       scheduler_(scheduler),
+      refresher_(refresher),
       metrics_address_(std::move(metrics_address)),
       start_(Clock::now()) {}
 
@@ -545,6 +547,17 @@ grpc::Status CompileServiceImpl::DoGetStats(v1::GetStatsResponse* response) {
   response->set_data_dir(config_.data_dir);
   response->set_store_path(store_.path());
   response->set_metrics_address(metrics_address_);
+  const RefresherStatus retraining = refresher_.Status();
+  response->set_retrain_rows(retraining.min_new_rows);
+  response->set_retrain_idle_seconds(retraining.idle_seconds);
+  response->set_cost_models_counted_ms(retraining.counted_ms);
+  for (const ModelNewRows& m : retraining.models) {
+    v1::CostModelStatus* model = response->add_cost_models();
+    model->set_name(opt::guided::CostModelName(m.task, m.target));
+    model->set_version(m.version);
+    model->set_new_rows(m.new_rows);
+    model->set_training(model->name() == retraining.training);
+  }
   return scope.Done(absl::OkStatus());
 }
 

@@ -12,6 +12,7 @@
 #include "daemon/graph_input.h"
 #include "daemon/job_scheduler.h"
 #include "daemon/metrics/metrics.h"
+#include "daemon/model_refresher.h"
 #include "mltune/v1/compile_service.grpc.pb.h"
 #include "storage/store.h"
 
@@ -31,8 +32,10 @@ using CompileServiceBase = mltune::v1::CompileService::WithCallbackMethod_Lookup
 
 class CompileServiceImpl final : public CompileServiceBase {
  public:
+  // `refresher` (the daemon's cost model retraining) is what GetStats reports of it.
   CompileServiceImpl(const DaemonConfig& config, storage::Store& store, Metrics& metrics,
-                     JobScheduler& scheduler, std::string metrics_address);
+                     JobScheduler& scheduler, const ModelRefresher& refresher,
+                     std::string metrics_address);
 
   grpc::Status SubmitCompile(grpc::ServerContext* context,
                              const mltune::v1::SubmitCompileRequest* request,
@@ -90,6 +93,7 @@ class CompileServiceImpl final : public CompileServiceBase {
   storage::Store& store_;
   Metrics& metrics_;
   JobScheduler& scheduler_;
+  const ModelRefresher& refresher_;
   std::string metrics_address_;
   std::chrono::steady_clock::time_point start_;
   mutable FingerprintCache fingerprints_;

@@ -91,8 +91,10 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(const DaemonConfig& config
   impl->scheduler = std::make_unique<JobScheduler>(
       *impl->store, *impl->metrics, options,
       [raw](const storage::JobRecord& record) { return raw->service->DecodeStoredJob(record); });
+  impl->refresher = MakeRefresher(impl->config, *impl->store, *impl->metrics, *impl->scheduler);
   impl->service = std::make_unique<CompileServiceImpl>(impl->config, *impl->store, *impl->metrics,
-                                                       *impl->scheduler, impl->metrics->address());
+                                                       *impl->scheduler, *impl->refresher,
+                                                       impl->metrics->address());
 
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
@@ -119,7 +121,6 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(const DaemonConfig& config
     impl->server->Shutdown();
     return s;
   }
-  impl->refresher = MakeRefresher(impl->config, *impl->store, *impl->metrics, *impl->scheduler);
   impl->refresher->Start();
   return std::unique_ptr<Daemon>(new Daemon(std::move(impl)));
 }

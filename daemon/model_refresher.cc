@@ -119,7 +119,7 @@ std::vector<std::string> TrainingLogTasks(std::string_view task) {
   return {std::string(task) + "-kernel"};
 }
 
-absl::StatusOr<std::vector<StaleModel>> NewRowsPerModel(
+absl::StatusOr<std::vector<ModelNewRows>> NewRowsPerModel(
     storage::Store& store, const std::vector<std::string>& targets,
     const std::map<std::string, int64_t>& not_before_ms) {
   // Metadata only: the checkpoints' bytes are not needed to decide.
@@ -127,13 +127,14 @@ absl::StatusOr<std::vector<StaleModel>> NewRowsPerModel(
   if (!models.ok()) return models.status();
   std::map<std::string, const storage::ModelRecord*> newest;  // by name; ListModels sorts
   for (const storage::ModelRecord& m : *models) newest[m.name] = &m;
-  std::vector<StaleModel> all;
+  std::vector<ModelNewRows> all;
   for (const std::string& target : targets) {
     for (const char* task : {"tile", "fusion"}) {
       const std::string name = opt::guided::CostModelName(task, target);
-      StaleModel model{task, target, 0, 0, {}};
+      ModelNewRows model{task, target, 0, 0, 0, {}};
       if (auto it = newest.find(name); it != newest.end()) {
         model.since_ms = it->second->created_ms;
+        model.version = it->second->version;
         model.recipe = RecipeOf(it->second->metadata_json);
       }
       if (auto it = not_before_ms.find(name); it != not_before_ms.end()) {
@@ -151,19 +152,19 @@ absl::StatusOr<std::vector<StaleModel>> NewRowsPerModel(
       all.push_back(std::move(model));
     }
   }
-  std::stable_sort(all.begin(), all.end(), [](const StaleModel& a, const StaleModel& b) {
+  std::stable_sort(all.begin(), all.end(), [](const ModelNewRows& a, const ModelNewRows& b) {
     return a.new_rows > b.new_rows;
   });
   return all;
 }
 
-absl::StatusOr<std::vector<StaleModel>> StaleModels(
+absl::StatusOr<std::vector<ModelNewRows>> StaleModels(
     storage::Store& store, const std::vector<std::string>& targets, int64_t min_new_rows,
     const std::map<std::string, int64_t>& not_before_ms) {
-  absl::StatusOr<std::vector<StaleModel>> all = NewRowsPerModel(store, targets, not_before_ms);
+  absl::StatusOr<std::vector<ModelNewRows>> all = NewRowsPerModel(store, targets, not_before_ms);
   if (!all.ok()) return all.status();
   std::erase_if(
-      *all, [&](const StaleModel& m) { return m.new_rows < std::max<int64_t>(1, min_new_rows); });
+      *all, [&](const ModelNewRows& m) { return m.new_rows < std::max<int64_t>(1, min_new_rows); });
   return all;
 }
 
@@ -211,7 +212,15 @@ std::string_view ModelRefresher::OutcomeName(Outcome outcome) {
 
 ModelRefresher::ModelRefresher(storage::Store& store, Metrics& metrics, std::function<bool()> busy,
                                RefresherOptions options)
-    : store_(store), metrics_(metrics), busy_(std::move(busy)), options_(std::move(options)) {}
+    : store_(store), metrics_(metrics), busy_(std::move(busy)), options_(std::move(options)) {
+  status_.min_new_rows = options_.min_new_rows;
+  status_.idle_seconds = options_.idle_seconds;
+}
+
+RefresherStatus ModelRefresher::Status() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return status_;
+}
 
 ModelRefresher::~ModelRefresher() { Shutdown(); }
 
@@ -243,6 +252,9 @@ void ModelRefresher::Loop() {
   Clock::time_point idle_since = Clock::now();
   // The log grows with jobs: it is counted again after each, and otherwise only every
   // recount_seconds (another process may write into the store).
+  // The first count is at once, so Status() shows the models from the start; training still
+  // waits for an idle spell.
+  bool first = true;
   bool job_since_count = true;
   Clock::time_point counted = Clock::now();
   while (WaitFor(options_.poll_seconds)) {
@@ -251,22 +263,30 @@ void ModelRefresher::Loop() {
       job_since_count = true;
       continue;
     }
-    if (seconds_since(idle_since) < options_.idle_seconds) continue;
-    if (!job_since_count && seconds_since(counted) < options_.recount_seconds) continue;
-    job_since_count = false;
+    const bool idle_long = seconds_since(idle_since) >= options_.idle_seconds;
+    if (!first && !idle_long) continue;
+    if (!first && !job_since_count && seconds_since(counted) < options_.recount_seconds) continue;
+    first = false;
+    job_since_count = !idle_long;  // counted too early to train: count again once idle
     counted = Clock::now();
-    absl::StatusOr<std::vector<StaleModel>> models =
+    absl::StatusOr<std::vector<ModelNewRows>> models =
         NewRowsPerModel(store_, options_.targets, not_before_ms_);
     if (!models.ok()) {
       // The store may be busy with another process: counted again after recount_seconds.
       std::cerr << "mltuned: model refresh: " << models.status() << "\n";
       continue;
     }
-    for (const StaleModel& m : *models) {
+    for (const ModelNewRows& m : *models) {
       metrics_.SetCostModelNewRows(opt::guided::CostModelName(m.task, m.target), m.new_rows);
     }
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      status_.models = *models;
+      status_.counted_ms = NowMs();
+    }
     // Most new rows first.
-    if (models->empty() || models->front().new_rows < std::max<int64_t>(1, options_.min_new_rows)) {
+    if (!idle_long || models->empty() ||
+        models->front().new_rows < std::max<int64_t>(1, options_.min_new_rows)) {
       continue;
     }
     const Outcome outcome = Train(models->front());
@@ -276,7 +296,7 @@ void ModelRefresher::Loop() {
   }
 }
 
-ModelRefresher::Outcome ModelRefresher::Train(const StaleModel& model) {
+ModelRefresher::Outcome ModelRefresher::Train(const ModelNewRows& model) {
   const std::string name = opt::guided::CostModelName(model.task, model.target);
   std::vector<std::string> argv = {options_.trainer,    "train-cost-model", "--db",
                                    options_.store_path, "--task",           model.task,
@@ -302,11 +322,19 @@ ModelRefresher::Outcome ModelRefresher::Train(const StaleModel& model) {
         std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
     metrics_.CostModelTrained(name, OutcomeName(outcome), seconds);
     metrics_.SetCostModelTrainerRunning(false);
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      status_.training.clear();
+    }
     std::cerr << "mltuned: training " << name << ": " << OutcomeName(outcome) << " after "
               << static_cast<int64_t>(seconds) << " s" << detail << "\n";
     return outcome;
   };
   metrics_.SetCostModelTrainerRunning(true);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    status_.training = name;
+  }
   absl::StatusOr<pid_t> pid = Spawn(argv, options_.log_path);
   if (!pid.ok()) {
     not_before_ms_[name] = start_ms;

@@ -27,11 +27,12 @@
 namespace mltune::daemon {
 
 // A cost model (cost-model/<task>-<target>) and the rows logged for it since `since_ms`.
-struct StaleModel {
+struct ModelNewRows {
   std::string task;    // "tile" or "fusion"
   std::string target;  // "cpu", "tpu-v4-core", ...
   int64_t new_rows = 0;
   int64_t since_ms = 0;  // its newest version's creation (0 when it has none)
+  int64_t version = 0;   // its newest version; 0 when it has none
   // The train-cost-model flags its newest version was trained with (its metadata's "recipe",
   // only opt::guided::kTrainingRecipeFlags); empty for none, or one from before recipes.
   std::vector<std::string> recipe;
@@ -43,12 +44,12 @@ std::vector<std::string> TrainingLogTasks(std::string_view task);
 // For each task ("tile", "fusion") on each of `targets`: the rows logged for it after its newest
 // version was stored, or after not_before_ms[name] when later (a failed training waits for new
 // data, not for the clock). Every model, most new rows first.
-absl::StatusOr<std::vector<StaleModel>> NewRowsPerModel(
+absl::StatusOr<std::vector<ModelNewRows>> NewRowsPerModel(
     storage::Store& store, const std::vector<std::string>& targets,
     const std::map<std::string, int64_t>& not_before_ms = {});
 
 // Those of NewRowsPerModel with at least `min_new_rows` (and at least 1) new rows.
-absl::StatusOr<std::vector<StaleModel>> StaleModels(
+absl::StatusOr<std::vector<ModelNewRows>> StaleModels(
     storage::Store& store, const std::vector<std::string>& targets, int64_t min_new_rows,
     const std::map<std::string, int64_t>& not_before_ms = {});
 
@@ -71,6 +72,15 @@ struct RefresherOptions {
   double recount_seconds = 60;
 };
 
+// What GetStats reports of the refresher.
+struct RefresherStatus {
+  int64_t min_new_rows = 0;  // 0: retraining is off
+  double idle_seconds = 0;
+  int64_t counted_ms = 0;            // when `models` was counted (unix ms); 0: not yet
+  std::vector<ModelNewRows> models;  // every model on the targets, as last counted
+  std::string training;              // the model a trainer runs for now; "" when none
+};
+
 // The mltune CLI the daemon trains with when --trainer is not given: MLTUNE_CLI, else `mltune`
 // beside this executable, else the build tree's; "" when none is executable.
 std::string DefaultTrainerPath();
@@ -87,13 +97,14 @@ class ModelRefresher {
   void Start();  // no-op when min_new_rows is 0
   // Kills a running trainer and joins. Idempotent.
   void Shutdown();
+  RefresherStatus Status() const;  // thread-safe
 
  private:
   enum class Outcome { kStored, kFailed, kPreempted, kStopped };
   static std::string_view OutcomeName(Outcome outcome);  // the metrics' label
   void Loop();
   // Runs the trainer for `model` until it exits, a job arrives or Shutdown.
-  Outcome Train(const StaleModel& model);
+  Outcome Train(const ModelNewRows& model);
   bool WaitFor(double seconds);  // false once stopping
 
   storage::Store& store_;
@@ -102,9 +113,10 @@ class ModelRefresher {
   RefresherOptions options_;
   std::map<std::string, int64_t> not_before_ms_;  // by model name: the last failed start
 
-  std::mutex mu_;
+  mutable std::mutex mu_;
   std::condition_variable cv_;
   bool stopping_ = false;
+  RefresherStatus status_;  // under mu_
   std::thread thread_;
 };
 

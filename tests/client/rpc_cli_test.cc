@@ -231,6 +231,20 @@ TEST_F(RpcCliTest, SubmitWatchThenCacheResultAndLookup) {
   nlohmann::json stats = nlohmann::json::parse(r.out);
   EXPECT_GE(stats["cache_hits"].get<int64_t>(), 1) << r.out;
   EXPECT_GE(stats["cached_results"].get<int64_t>(), 1) << r.out;
+  // The daemon's own cost model retraining, on by default: every model of cpu and the tpu specs,
+  // none stored yet.
+  EXPECT_EQ(stats["retrain_rows"].get<int64_t>(), 1000) << r.out;
+  ASSERT_TRUE(stats["cost_models"].is_array()) << r.out;
+  std::set<std::string> models;
+  for (const nlohmann::json& m : stats["cost_models"]) {
+    models.insert(m["name"].get<std::string>());
+    EXPECT_EQ(m["version"].get<int64_t>(), 0) << r.out;
+    EXPECT_FALSE(m["training"].get<bool>()) << r.out;
+  }
+  if (stats["cost_models_counted_ms"].get<int64_t>() > 0) {
+    EXPECT_TRUE(models.contains("cost-model/tile-cpu")) << r.out;
+    EXPECT_TRUE(models.contains("cost-model/fusion-tpu-v4-core")) << r.out;
+  }
 }
 
 TEST_F(RpcCliTest, LookupMissExits3) {
@@ -260,6 +274,10 @@ TEST_F(RpcCliTest, WorkersStrategiesAndStats) {
   EXPECT_NE(r.out.find("mltuned "), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("queue"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find(daemon_->store_path()), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("cost models    retrained at 1000 new training rows, after 60 s without "
+                       "jobs"),
+            std::string::npos)
+      << r.out;
 }
 
 TEST_F(RpcCliTest, EnvironmentSelectsTheServer) {

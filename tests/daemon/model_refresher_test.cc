@@ -90,7 +90,7 @@ TEST(StaleModelsTest, CountsTheTrainingRowsLoggedSinceEachModelsNewestVersion) {
   Log(*store, "tile", "cpu", 50, 1000);  // job-level rows: not a cost model's training data
   Log(*store, "tile-kernel", "tpu-v3-core", 9, 1000);  // a target not asked about
 
-  absl::StatusOr<std::vector<StaleModel>> stale = StaleModels(*store, {"cpu", "tpu-v4-core"}, 1);
+  absl::StatusOr<std::vector<ModelNewRows>> stale = StaleModels(*store, {"cpu", "tpu-v4-core"}, 1);
   ASSERT_TRUE(stale.ok()) << stale.status();
   ASSERT_EQ(stale->size(), 3u);
   // Most new rows first; fusion counts both its logs.
@@ -150,7 +150,7 @@ TEST(StaleModelsTest, ANewestVersionsRecipeKeepsOnlyTrainingFlags) {
           .ok());
   Log(*store, "tile-kernel", "cpu", 2, NowMs() + 60'000);
   Log(*store, "fusion-kernel", "cpu", 1, NowMs() + 60'000);
-  absl::StatusOr<std::vector<StaleModel>> stale = StaleModels(*store, {"cpu"}, 1);
+  absl::StatusOr<std::vector<ModelNewRows>> stale = StaleModels(*store, {"cpu"}, 1);
   ASSERT_TRUE(stale.ok()) << stale.status();
   ASSERT_EQ(stale->size(), 2u);
   EXPECT_EQ((*stale)[0].task, "tile");
@@ -235,6 +235,7 @@ TEST_F(RefresherTest, TrainsOnlyWhenIdleStopsForAJobAndComesBackAfterIt) {
   const std::string first = Pids()[0];
   EXPECT_TRUE(Alive(first));
   EXPECT_THAT(metrics_->Serialize(), HasSubstr("mltune_cost_model_trainer_running 1"));
+  EXPECT_EQ(refresher_->Status().training, "cost-model/tile-cpu");
   // What the refresher counted for each model on its targets.
   EXPECT_THAT(metrics_->Serialize(),
               HasSubstr("mltune_cost_model_new_rows{model=\"cost-model/tile-cpu\"} 3"));
@@ -248,6 +249,14 @@ TEST_F(RefresherTest, TrainsOnlyWhenIdleStopsForAJobAndComesBackAfterIt) {
               HasSubstr("mltune_cost_model_trainings_total{model=\"cost-model/tile-cpu\","
                         "outcome=\"preempted\"} 1"));
   EXPECT_THAT(metrics_->Serialize(), HasSubstr("mltune_cost_model_trainer_running 0"));
+  EXPECT_EQ(refresher_->Status().training, "");
+  const RefresherStatus status = refresher_->Status();
+  EXPECT_EQ(status.min_new_rows, 3);
+  EXPECT_GT(status.counted_ms, 0);
+  ASSERT_EQ(status.models.size(), 2u);  // tile and fusion on cpu, most new rows first
+  EXPECT_EQ(status.models[0].task, "tile");
+  EXPECT_EQ(status.models[0].new_rows, 3);
+  EXPECT_EQ(status.models[0].version, 0);
   std::this_thread::sleep_for(std::chrono::milliseconds(400));
   EXPECT_EQ(Pids().size(), 1u);
 
@@ -364,6 +373,23 @@ TEST(DaemonRetrainingTest, ADaemonsOwnMeasurementsTrainTheModelItsNextJobUses) {
     return job->state == client::JobState::kDone ? absl::OkStatus()
                                                  : absl::InternalError(job->error);
   };
+  // GetStats reports the retraining and, once counted (at start), every model, none stored.
+  ASSERT_TRUE(Eventually(
+      [&] {
+        absl::StatusOr<client::ServerStats> stats = client.GetStats();
+        return stats.ok() && stats->cost_models_counted_ms > 0;
+      },
+      10));
+  absl::StatusOr<client::ServerStats> stats = client.GetStats();
+  ASSERT_TRUE(stats.ok()) << stats.status();
+  EXPECT_EQ(stats->retrain_rows, 1);
+  EXPECT_EQ(stats->retrain_idle_seconds, 0.2);
+  // cpu, tpu-v3-core and tpu-v4-core, tile and fusion each.
+  EXPECT_EQ(stats->cost_models.size(), 6u);
+  for (const client::CostModelInfo& m : stats->cost_models) {
+    EXPECT_EQ(m.version, 0) << m.name;
+    EXPECT_EQ(m.new_rows, 0) << m.name;
+  }
   EXPECT_EQ(run("model-topk").code(), absl::StatusCode::kFailedPrecondition);
   ASSERT_TRUE(run("random").ok());
 
@@ -385,6 +411,17 @@ TEST(DaemonRetrainingTest, ADaemonsOwnMeasurementsTrainTheModelItsNextJobUses) {
       << "no model trained; trainer log:\n"
       << log();
   EXPECT_EQ(newest(), 1);
+  ASSERT_TRUE(Eventually(
+      [&] {
+        absl::StatusOr<client::ServerStats> s = client.GetStats();
+        if (!s.ok()) return false;
+        for (const client::CostModelInfo& m : s->cost_models) {
+          if (m.name == "cost-model/tile-tpu-v4-core") return m.version == 1 && !m.training;
+        }
+        return false;
+      },
+      10))
+      << "GetStats does not show the new version";
   EXPECT_THAT(log(), HasSubstr("--epochs 3 --ensemble 1"));
   absl::StatusOr<std::optional<storage::ModelRecord>> model =
       store->LatestModel("cost-model/tile-tpu-v4-core");
