@@ -1,15 +1,37 @@
 // `mltune`: the command-line client. Offline subcommands work on HLO files directly; the RPC
 // subcommands (submit, watch, result, lookup, cancel, workers, strategies, stats) talk to mltuned.
+#include <signal.h>
+#include <sys/prctl.h>
 #include <unistd.h>
 
+#include <cstdlib>
 #include <iostream>
+#include <string>
 
 #include "CLI/CLI.hpp"
 #include "client/cli_commands.h"
 #include "client/rpc_commands.h"
 #include "costmodels/features/kernel_graph.h"
 
+namespace {
+
+// A trainer mltuned starts (daemon/model_refresher.cc) names it in MLTUNE_PARENT_PID and dies
+// with it: after a daemon crash an orphan would keep training on a core beside the restarted
+// daemon's kernel measurements.
+void DieWithTheDaemon() {
+  const char* parent = std::getenv("MLTUNE_PARENT_PID");
+  if (parent == nullptr) return;
+  const std::string pid = parent;
+  unsetenv("MLTUNE_PARENT_PID");  // not for what this process starts
+  prctl(PR_SET_PDEATHSIG, SIGKILL);
+  // The daemon may have died before prctl: then this process is already someone else's child.
+  if (std::to_string(getppid()) != pid) _exit(1);
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
+  DieWithTheDaemon();
   using namespace mltune::client;
   CLI::App app{
       "mltune: ML-compiler autotuning client. Offline subcommands read XLA HLO text; the others "

@@ -58,8 +58,17 @@ absl::StatusOr<pid_t> Spawn(const std::vector<std::string>& argv, const std::str
   for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
   args.push_back(nullptr);
   pid_t pid = 0;
+  // The CLI links its life to the daemon's through MLTUNE_PARENT_PID (PR_SET_PDEATHSIG).
+  std::vector<std::string> env_strings;
+  for (char** e = environ; *e != nullptr; ++e) {
+    if (!std::string_view(*e).starts_with("MLTUNE_PARENT_PID=")) env_strings.emplace_back(*e);
+  }
+  env_strings.push_back(absl::StrCat("MLTUNE_PARENT_PID=", getpid()));
+  std::vector<char*> envp;
+  for (std::string& e : env_strings) envp.push_back(e.data());
+  envp.push_back(nullptr);
   // posix_spawnp: --trainer may name a program on PATH.
-  const int rc = posix_spawnp(&pid, args[0], &actions, &attr, args.data(), environ);
+  const int rc = posix_spawnp(&pid, args[0], &actions, &attr, args.data(), envp.data());
   posix_spawn_file_actions_destroy(&actions);
   posix_spawnattr_destroy(&attr);
   if (rc != 0) {

@@ -1,13 +1,16 @@
 // mltuned killed with SIGKILL in the middle of a job, then started again on the same data
 // directory: the store opens and passes its integrity check, no row is corrupt, and the job is
-// resumed (or failed once it has used up --max-attempts). The daemon runs as a real child process.
+// resumed (or failed once it has used up --max-attempts); a cost model trainer it started dies with
+// it. The daemon runs as a real child process.
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
+#include <fstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -193,6 +196,77 @@ TEST(DaemonCrashTest, AJobThatKeepsCrashingTheDaemonFailsAfterMaxAttempts) {
   EXPECT_EQ(job->state, JobState::kFailed);
   EXPECT_NE(job->error.find("daemon stopped"), std::string::npos) << job->error;
   EXPECT_NE(ReadFile(daemon->log()).find(id), std::string::npos);
+}
+
+}  // namespace
+}  // namespace mltune::daemon
+
+namespace mltune::daemon {
+namespace {
+
+// The pid of a running `train-cost-model` on the store in `data_dir`, or 0.
+pid_t TrainerOf(const fs::path& data_dir) {
+  const std::string store = (data_dir / "mltune.db").string();
+  for (const fs::directory_entry& e : fs::directory_iterator("/proc")) {
+    const std::string name = e.path().filename().string();
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::string cmdline = ReadFile(e.path() / "cmdline");
+    std::replace(cmdline.begin(), cmdline.end(), '\0', ' ');
+    if (cmdline.find("train-cost-model") != std::string::npos &&
+        cmdline.find(store) != std::string::npos) {
+      return static_cast<pid_t>(std::stol(name));
+    }
+  }
+  return 0;
+}
+
+// Gone, or a zombie nobody has reaped yet: either way it runs no more.
+bool Running(pid_t pid) {
+  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+  std::string line;
+  if (!std::getline(stat, line)) return false;
+  const size_t paren = line.rfind(')');
+  return paren != std::string::npos && paren + 2 < line.size() && line[paren + 2] != 'Z';
+}
+
+TEST(DaemonCrashTest, ACostModelTrainerDiesWithAKilledDaemon) {
+  TempDir dir;
+  // A long training: it is still running when the daemon is killed.
+  std::unique_ptr<Child> daemon =
+      Child::Start(dir.path(), {"--retrain-rows", "1", "--retrain-idle-seconds", "0.2", "--trainer",
+                                MLTUNE_CLI_PATH, "--trainer-args",
+                                "--epochs 1000000 --ensemble 1 --hidden 16 --layers 1"});
+  ASSERT_NE(daemon, nullptr);
+  std::unique_ptr<Client> client = Client::Connect(daemon->address());
+  client::SubmitRequest request;
+  request.graph = testing::ExampleHlo();
+  request.graph_name = "mlp.hlo";
+  request.target = "tpu-sim";
+  request.tasks = {"tile"};
+  request.strategy = "random";
+  request.budget.steps = 60;
+  absl::StatusOr<client::SubmitResponse> submitted = client->Submit(request);
+  ASSERT_TRUE(submitted.ok()) << submitted.status();
+  absl::StatusOr<JobInfo> job = client->Watch(submitted->job_id);
+  ASSERT_TRUE(job.ok() && job->state == JobState::kDone) << ReadFile(daemon->log());
+
+  pid_t trainer = 0;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (trainer == 0 && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    trainer = TrainerOf(dir.path());
+  }
+  ASSERT_NE(trainer, 0) << "no trainer started:\n" << ReadFile(daemon->log());
+  // Past the CLI's start, where it links its life to the daemon's.
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  ASSERT_TRUE(Running(trainer));
+  daemon->Signal(SIGKILL);
+  const auto gone = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  while (Running(trainer) && std::chrono::steady_clock::now() < gone) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  EXPECT_FALSE(Running(trainer)) << "the trainer outlived the killed daemon";
+  if (Running(trainer)) kill(trainer, SIGKILL);
 }
 
 }  // namespace
