@@ -259,10 +259,9 @@ void ModelRefresher::Loop() {
     return std::chrono::duration<double>(Clock::now() - t).count();
   };
   Clock::time_point idle_since = Clock::now();
-  // The log grows with jobs: it is counted again after each, and otherwise only every
-  // recount_seconds (another process may write into the store).
-  // The first count is at once, so Status() shows the models from the start; training still
-  // waits for an idle spell.
+  // The log grows with jobs: it is counted again once idle after each, and otherwise only every
+  // recount_seconds (another process may write into the store). The first count is at once, so
+  // Status() shows the models from the start; training still waits for an idle spell.
   bool first = true;
   bool job_since_count = true;
   Clock::time_point counted = Clock::now();
