@@ -167,13 +167,16 @@ absl::StatusOr<std::vector<ModelNewRows>> NewRowsPerModel(
   return all;
 }
 
+bool IsDue(const ModelNewRows& model, int64_t min_new_rows) {
+  return model.new_rows >= std::max<int64_t>(1, min_new_rows);
+}
+
 absl::StatusOr<std::vector<ModelNewRows>> StaleModels(
     storage::Store& store, const std::vector<std::string>& targets, int64_t min_new_rows,
     const std::map<std::string, int64_t>& not_before_ms) {
   absl::StatusOr<std::vector<ModelNewRows>> all = NewRowsPerModel(store, targets, not_before_ms);
   if (!all.ok()) return all.status();
-  std::erase_if(
-      *all, [&](const ModelNewRows& m) { return m.new_rows < std::max<int64_t>(1, min_new_rows); });
+  std::erase_if(*all, [&](const ModelNewRows& m) { return !IsDue(m, min_new_rows); });
   return all;
 }
 
@@ -293,8 +296,7 @@ void ModelRefresher::Loop() {
       status_.counted_ms = NowMs();
     }
     // Most new rows first.
-    if (!idle_long || models->empty() ||
-        models->front().new_rows < std::max<int64_t>(1, options_.min_new_rows)) {
+    if (!idle_long || models->empty() || !IsDue(models->front(), options_.min_new_rows)) {
       continue;
     }
     const Outcome outcome = Train(models->front());

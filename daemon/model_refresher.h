@@ -48,7 +48,10 @@ absl::StatusOr<std::vector<ModelNewRows>> NewRowsPerModel(
     storage::Store& store, const std::vector<std::string>& targets,
     const std::map<std::string, int64_t>& not_before_ms = {});
 
-// Those of NewRowsPerModel with at least `min_new_rows` (and at least 1) new rows.
+// Whether `model` has enough new rows to be retrained: at least `min_new_rows`, and at least 1.
+bool IsDue(const ModelNewRows& model, int64_t min_new_rows);
+
+// Those of NewRowsPerModel that are due (IsDue).
 absl::StatusOr<std::vector<ModelNewRows>> StaleModels(
     storage::Store& store, const std::vector<std::string>& targets, int64_t min_new_rows,
     const std::map<std::string, int64_t>& not_before_ms = {});
