@@ -220,6 +220,12 @@ struct TrainCostModelCommand {
   // A second store whose measurements of the task (kernels timed alone) test the model trained on
   // all of `db`: programs the training store knows only from elsewhere, or not at all.
   std::string test_db;
+  // Store only a model that does at least about as well as the newest stored version on kernels
+  // logged since it and held out of training (client/cost_model_gate.h); exit
+  // opt::guided::kGateRejectedExitCode otherwise.
+  bool gate = false;
+  double gate_share = 0.25;  // of the new kernels' programs held out
+  double gate_margin = 0.1;  // how much worse (relative) the new model may be
 };
 // `mltune train-cost-model`: trains the learned cost model on the store's <task>-kernel
 // measurements and kernel graphs, prints the paper's metrics on a random split of kernels and on

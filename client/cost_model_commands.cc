@@ -20,12 +20,14 @@
 #include "absl/strings/str_join.h"
 #include "client/cli_commands.h"
 #include "client/cost_model_baselines.h"
+#include "client/cost_model_gate.h"
 #include "client/sim_targets.h"
 #include "costmodels/features/kernel_graph.h"
 #include "costmodels/learned/learned_model.h"
 #include "costmodels/synthetic/synthetic_programs.h"
 #include "nlohmann/json.hpp"
 #include "optimizers/fusion/cpu_fusion_problem.h"
+#include "optimizers/guided/stored_cost_models.h"
 #include "optimizers/tiling/cpu_tile_problem.h"
 #include "storage/store.h"
 
@@ -58,6 +60,7 @@ struct Data {
   // (opt::fusion::kFusionKernelInModuleTask), with no row of its own time alone. Those train but
   // are never tested: the metrics are about kernels timed alone.
   std::vector<bool> in_module;
+  std::vector<int64_t> first_logged_ms;  // per kernel: its earliest measurement (unix ms)
   std::vector<Row> rows;
   int64_t skipped = 0;             // rows whose configuration or graph could not be read
   int64_t too_fast = 0;            // kernels left out by --min-seconds
@@ -101,9 +104,15 @@ absl::StatusOr<Data> ReadData(storage::Store& store, const std::string& task,
   // Kernels whose fastest measurement is under min_seconds go whole (dropping only their fast
   // configurations would bias the tile ranking).
   std::map<std::string, double> fastest;
+  std::map<std::string, int64_t> first_logged;  // by kernel key, over every row read
+  auto note_time = [&first_logged](const storage::MeasurementRecord& m) {
+    auto [it, fresh] = first_logged.emplace(m.graph_key, m.time_ms);
+    if (!fresh) it->second = std::min(it->second, m.time_ms);
+  };
   for (const storage::MeasurementRecord& m : *logged) {
     auto [it, fresh] = fastest.emplace(m.graph_key, m.value);
     if (!fresh) it->second = std::min(it->second, m.value);
+    note_time(m);
   }
   for (const auto& [key, seconds] : fastest) data.too_fast += seconds < min_seconds ? 1 : 0;
   // Reads `key`'s stored graph and, when readable, adds the kernel to `data` (nullopt otherwise).
@@ -185,6 +194,8 @@ absl::StatusOr<Data> ReadData(storage::Store& store, const std::string& task,
     std::map<std::string, std::pair<double, int>> log_sum;  // key -> (sum of logs, count)
     std::map<std::string, std::string> configuration;
     for (const storage::MeasurementRecord& m : *in_module) {
+      // A model that trained on its time in a module has seen the kernel, timed alone since.
+      note_time(m);
       if (fastest.contains(m.graph_key)) continue;  // timed alone: that is its label
       if (!(m.value > 0) || !std::isfinite(m.value)) {
         ++data.skipped;
@@ -213,6 +224,7 @@ absl::StatusOr<Data> ReadData(storage::Store& store, const std::string& task,
       data.rows.push_back(std::move(row));
     }
   }
+  for (const std::string& key : data.kernels) data.first_logged_ms.push_back(first_logged.at(key));
   if (unreadable > 0) {
     err << "warning: " << unreadable << " kernel(s) with a stored graph this build cannot read "
         << "left out (" << std::min(unreadable, kUnreadableNamed) << " named above); mltune "
@@ -734,6 +746,124 @@ absl::Status TestOnStore(const learned::LearnedModel& model, const Data& train, 
   return absl::OkStatus();
 }
 
+namespace {
+
+// A model's error on `rows` of `data` by the task's metric: tile, the per-kernel APE of its
+// ranking (relative head where trained, as the daemon ranks); fusion, the runtime MAPE of its
+// absolute head. nullopt when the rows have nothing to score (no kernel with two configurations).
+absl::StatusOr<std::optional<double>> GateError(const learned::LearnedModel& model,
+                                                const Data& data, const std::vector<size_t>& rows,
+                                                bool tile) {
+  std::vector<const features::KernelGraph*> graphs;
+  std::vector<int64_t> group;
+  std::vector<double> truth;
+  for (size_t r : rows) {
+    graphs.push_back(&data.rows[r].graph);
+    group.push_back(data.rows[r].kernel);
+    truth.push_back(data.rows[r].seconds);
+  }
+  const learned::Head head = tile && model.HasHead(learned::Head::kRelative)
+                                 ? learned::Head::kRelative
+                                 : learned::Head::kAbsolute;
+  absl::StatusOr<std::vector<double>> predicted = model.Predict(graphs, head);
+  if (!predicted.ok()) return predicted.status();
+  if (tile) {
+    const learned::RankMetrics m = learned::EvaluateRanking(group, truth, *predicted);
+    if (m.groups == 0) return std::nullopt;
+    return m.ape_mean;
+  }
+  std::vector<double> seconds;
+  for (double v : *predicted) seconds.push_back(std::exp(v));
+  return learned::Mape(truth, seconds);
+}
+
+// --gate: trains a candidate without the kernels logged since the newest stored version of
+// `name` (a share of them, client/cost_model_gate.h) and scores it and that version there.
+// Returns what the checkpoint's metadata records: "passed" false when the candidate loses,
+// "skipped" (and passed) when there is nothing to compare.
+absl::StatusOr<json> RunGate(storage::Store& store, const Data& data,
+                             const TrainCostModelCommand& cmd, const learned::ModelOptions& options,
+                             const std::string& name, std::ostream& out) {
+  const bool tile = cmd.task == "tile";
+  json gate = {{"margin", cmd.gate_margin}, {"share", cmd.gate_share}, {"passed", true}};
+  auto skip = [&](const std::string& why) {
+    gate["skipped"] = why;
+    out << "gate: skipped, " << why << "\n";
+    return gate;
+  };
+  absl::StatusOr<std::optional<storage::ModelRecord>> incumbent = store.LatestModel(name);
+  if (!incumbent.ok()) return incumbent.status();
+  if (!incumbent->has_value()) return skip(absl::StrCat("no stored ", name, " to compare with"));
+  const storage::ModelRecord& record = **incumbent;
+  gate["incumbent_version"] = record.version;
+  std::vector<GateKernel> kernels;
+  for (size_t k = 0; k < data.kernels.size(); ++k) {
+    kernels.push_back({data.programs[k], data.first_logged_ms[k], !data.synthetic[k]});
+  }
+  const std::vector<bool> holdout =
+      GateHoldout(kernels, record.created_ms, cmd.gate_share, cmd.seed);
+  std::vector<size_t> train, test;
+  std::set<int32_t> test_kernels;
+  std::set<std::string> test_programs;
+  for (size_t r = 0; r < data.rows.size(); ++r) {
+    const int32_t k = data.rows[r].kernel;
+    if (holdout[static_cast<size_t>(k)]) {
+      test.push_back(r);
+      test_kernels.insert(k);
+      test_programs.insert(data.programs[static_cast<size_t>(k)]);
+    } else {
+      train.push_back(r);
+    }
+  }
+  if (test.empty()) {
+    return skip(absl::StrCat("no kernel of a real program logged since version ", record.version));
+  }
+  if (train.empty()) return skip("holding out the new kernels leaves nothing to train on");
+  gate["holdout_kernels"] = test_kernels.size();
+  gate["holdout_programs"] = test_programs.size();
+  gate["holdout_rows"] = test.size();
+  // A version this build cannot load or feed cannot serve either: the candidate replaces it.
+  absl::StatusOr<std::shared_ptr<const learned::LearnedModel>> old =
+      opt::guided::LoadCostModel(record);
+  if (!old.ok()) return skip(std::string(old.status().message()));
+  absl::StatusOr<std::optional<double>> old_error = GateError(**old, data, test, tile);
+  if (!old_error.ok()) {
+    return skip(
+        absl::StrCat("version ", record.version,
+                     " cannot score this build's kernel graphs: ", old_error.status().message()));
+  }
+  if (!old_error->has_value()) {
+    return skip(absl::StrCat("none of the ", test_kernels.size(),
+                             " held-out kernels has two configurations to rank"));
+  }
+  absl::StatusOr<std::unique_ptr<learned::LearnedModel>> candidate =
+      learned::LearnedModel::Create(options);
+  if (!candidate.ok()) return candidate.status();
+  if (absl::StatusOr<learned::TrainReport> r = (*candidate)->Train(Samples(data, train, cmd));
+      !r.ok()) {
+    return r.status();
+  }
+  absl::StatusOr<std::optional<double>> new_error = GateError(**candidate, data, test, tile);
+  if (!new_error.ok()) return new_error.status();
+  const bool passed = GatePasses(**new_error, **old_error, cmd.gate_margin);
+  gate["metric"] = tile ? "tile APE" : "fusion MAPE";
+  gate["candidate"] = **new_error;
+  gate["incumbent"] = **old_error;
+  gate["passed"] = passed;
+  out << absl::StrFormat(
+      "gate: %d kernels of %d programs logged since version %d held out (%d rows); %s: "
+      "retrained %s, version %d %s: %s\n",
+      test_kernels.size(), test_programs.size(), record.version, test.size(),
+      tile ? "tile APE" : "fusion MAPE", Percent(**new_error), record.version, Percent(**old_error),
+      passed ? "passed"
+             : absl::StrFormat("rejected (at most %s allowed: --gate-margin %g, plus %s)",
+                               Percent(GateBound(**old_error, cmd.gate_margin)), cmd.gate_margin,
+                               Percent(kGateNoiseFloor)));
+  return gate;
+}
+
+}  // namespace
+
 // The flags of `cmd` that shape the stored model (opt::guided::kTrainingRecipeFlags), with the
 // loss resolved: the checkpoint's metadata keeps them, and the daemon retrains with them.
 std::vector<std::string> TrainingRecipe(const TrainCostModelCommand& cmd, const std::string& loss) {
@@ -816,13 +946,22 @@ int RunTrainCostModel(const TrainCostModelCommand& cmd, std::ostream& out, std::
     return 1;
   }
   // Without the cross-validations, only a test store has anything to report.
-  if (cmd.no_eval && cmd.test_db.empty() && (cmd.no_store || !cmd.predictions.empty())) {
+  if (cmd.no_eval && cmd.test_db.empty() && (cmd.no_store || !cmd.predictions.empty()) &&
+      !(cmd.gate && cmd.predictions.empty())) {
     err << "error: --no-eval trains and stores only: it takes neither --no-store nor "
-           "--predictions (unless --test-db)\n";
+           "--predictions (unless --test-db, or --gate without --predictions)\n";
     return 1;
   }
   if (cmd.splits != "both" && cmd.splits != "random" && cmd.splits != "programs") {
     err << "error: --splits " << cmd.splits << ": both, random or programs\n";
+    return 1;
+  }
+  if (!(cmd.gate_share > 0 && cmd.gate_share <= 1)) {
+    err << "error: --gate-share must be in (0, 1]\n";
+    return 1;
+  }
+  if (!(cmd.gate_margin > -1) || !std::isfinite(cmd.gate_margin)) {
+    err << "error: --gate-margin must be a finite number > -1\n";
     return 1;
   }
   if (!(cmd.min_seconds >= 0)) {
@@ -989,6 +1128,20 @@ int RunTrainCostModel(const TrainCostModelCommand& cmd, std::ostream& out, std::
         << (test_data.has_value() ? " (and of the test store's, after training)" : "")
         << " written to " << cmd.predictions << "\n";
   }
+  const std::string name = opt::guided::CostModelName(cmd.task, target);
+  json gate;  // null without --gate
+  if (cmd.gate) {
+    absl::StatusOr<json> verdict = RunGate(**store, *data, cmd, options, name, out);
+    if (!verdict.ok()) {
+      err << "error: --gate: " << verdict.status().message() << "\n";
+      return 1;
+    }
+    gate = *std::move(verdict);
+    if (!gate["passed"].get<bool>()) {
+      out << name << " not stored: the retrained model lost to the stored one\n";
+      return opt::guided::kGateRejectedExitCode;
+    }
+  }
   if (cmd.no_store && !test_data.has_value()) return 0;
   // The runtime spread model the relative-error point uses, fitted where an unseen program's
   // kernels were predicted (the held-out split), else on random kernels.
@@ -1001,7 +1154,8 @@ int RunTrainCostModel(const TrainCostModelCommand& cmd, std::ostream& out, std::
     options.spread_scale = (*m)["spread_scale"].get<double>();
     break;
   }
-  // The stored model learns from every measurement.
+  // The stored model learns from every measurement, the gate's held-out kernels too: the gate
+  // judged the recipe and the data, not these weights.
   std::vector<size_t> all(data->rows.size());
   std::iota(all.begin(), all.end(), 0);
   absl::StatusOr<std::unique_ptr<learned::LearnedModel>> model =
@@ -1023,7 +1177,6 @@ int RunTrainCostModel(const TrainCostModelCommand& cmd, std::ostream& out, std::
     }
   }
   if (cmd.no_store) return 0;
-  const std::string name = absl::StrCat("cost-model/", cmd.task, "-", target);
   json meta = {{"task", cmd.task},
                {"target", target},
                {"measurements", data->rows.size()},
@@ -1041,6 +1194,7 @@ int RunTrainCostModel(const TrainCostModelCommand& cmd, std::ostream& out, std::
                {"min_seconds", cmd.min_seconds},
                {"recipe", TrainingRecipe(cmd, loss_name)},
                {"metrics", metrics}};
+  if (!gate.is_null()) meta["gate"] = gate;
   const std::string checkpoint = (*model)->Save();
   absl::StatusOr<int64_t> version = (*store)->PutModelNextVersion(name, checkpoint, meta.dump());
   if (!version.ok()) {

@@ -342,6 +342,19 @@ int main(int argc, char** argv) {
   train_cost_cmd->add_option(
       "--predictions", train_cost.predictions,
       "Write a CSV of each test row's measured, learned and analytical runtime (both splits)");
+  train_cost_cmd->add_flag(
+      "--gate", train_cost.gate,
+      "Store only if the model does about as well as the newest stored version on kernels logged "
+      "since it, held out of training (exit 3 otherwise; mltuned's retraining passes it)");
+  train_cost_cmd
+      ->add_option("--gate-share", train_cost.gate_share,
+                   "--gate: share of the new kernels' programs held out")
+      ->default_val(0.25);
+  train_cost_cmd
+      ->add_option("--gate-margin", train_cost.gate_margin,
+                   "--gate: how much worse the new model may do (0.1 = 10%, plus 1 point of "
+                   "noise); negative demands an improvement")
+      ->default_val(0.1);
   train_cost_cmd->add_option(
       "--test-db", train_cost.test_db,
       "Also test the model trained on all of --db on this store's measurements of the task "

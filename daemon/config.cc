@@ -108,6 +108,9 @@ std::optional<int> ParseDaemonFlags(int argc, char** argv, DaemonConfig* config,
   app.add_option("--retrain-idle-seconds", c.retrain_idle_seconds,
                  "Retrain only after this long without jobs; a job stops the trainer")
       ->capture_default_str();
+  app.add_flag("!--no-retrain-gate", c.retrain_gate,
+               "Store a retrained cost model even when it does worse than the version it "
+               "replaces on the kernels logged since (train-cost-model without --gate)");
   app.add_option("--trainer", c.trainer,
                  "The mltune CLI that retrains (default: mltune beside mltuned)");
   app.add_option("--trainer-args", c.trainer_args,

@@ -39,6 +39,9 @@ struct DaemonConfig {
   int64_t retrain_rows = 1000;
   // ... and only after this long without a queued or running job; a job stops the trainer.
   double retrain_idle_seconds = 60;
+  // A retrained model is stored only when it does about as well as the version it replaces on
+  // kernels logged since that version (train-cost-model --gate).
+  bool retrain_gate = true;
   std::string trainer;       // the mltune CLI that trains; "" = DefaultTrainerPath()
   std::string trainer_args;  // more train-cost-model flags, space-separated ("--epochs 30")
 };

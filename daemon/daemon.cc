@@ -41,6 +41,7 @@ std::unique_ptr<ModelRefresher> MakeRefresher(const DaemonConfig& config, storag
   RefresherOptions options;
   options.min_new_rows = config.retrain_rows;
   options.idle_seconds = config.retrain_idle_seconds;
+  options.gate = config.retrain_gate;
   options.trainer = config.trainer.empty() ? DefaultTrainerPath() : config.trainer;
   options.trainer_args = absl::StrSplit(config.trainer_args, ' ', absl::SkipWhitespace());
   options.store_path = store.path();

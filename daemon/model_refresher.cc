@@ -212,6 +212,8 @@ std::string_view ModelRefresher::OutcomeName(Outcome outcome) {
   switch (outcome) {
     case Outcome::kStored:
       return "stored";
+    case Outcome::kRejected:
+      return "rejected";
     case Outcome::kFailed:
       return "failed";
     case Outcome::kPreempted:
@@ -311,6 +313,7 @@ ModelRefresher::Outcome ModelRefresher::Train(const ModelNewRows& model) {
   std::vector<std::string> argv = {options_.trainer,    "train-cost-model", "--db",
                                    options_.store_path, "--task",           model.task,
                                    "--target",          model.target,       "--no-eval"};
+  if (options_.gate) argv.push_back("--gate");
   const std::vector<std::string> flags = TrainerFlags(model.recipe, options_.trainer_args);
   argv.insert(argv.end(), flags.begin(), flags.end());
   const int64_t start_ms = NowMs();
@@ -365,6 +368,9 @@ ModelRefresher::Outcome ModelRefresher::Train(const ModelNewRows& model) {
           return finish(Outcome::kStored, absl::StrCat(": version ", (*stored)->version));
         }
         return finish(Outcome::kFailed, ": the trainer exited 0 but stored no new version");
+      }
+      if (WIFEXITED(status) && WEXITSTATUS(status) == opt::guided::kGateRejectedExitCode) {
+        return finish(Outcome::kRejected, ": it did worse than the stored version (see the log)");
       }
       return finish(Outcome::kFailed,
                     WIFEXITED(status)

@@ -66,6 +66,9 @@ struct RefresherOptions {
   double idle_seconds = 60;     // no job queued or running for this long before training starts
   std::string trainer;          // the mltune CLI
   std::vector<std::string> trainer_args;  // added to train-cost-model's command line
+  // Passes --gate: a retrained model that loses to the version it would replace is not stored
+  // (outcome "rejected"), and the model waits for min_new_rows more rows.
+  bool gate = true;
   std::string store_path;
   std::string log_path;  // the trainer's output, appended
   std::vector<std::string> targets;
@@ -103,7 +106,7 @@ class ModelRefresher {
   RefresherStatus Status() const;  // thread-safe
 
  private:
-  enum class Outcome { kStored, kFailed, kPreempted, kStopped };
+  enum class Outcome { kStored, kRejected, kFailed, kPreempted, kStopped };
   static std::string_view OutcomeName(Outcome outcome);  // the metrics' label
   void Loop();
   // Runs the trainer for `model` until it exits, a job arrives or Shutdown.

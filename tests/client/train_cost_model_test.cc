@@ -580,6 +580,73 @@ TEST_F(TrainCostModelTest, GraphsOfAnOlderFeatureSetAreLeftOutUntilCollectRefres
   EXPECT_EQ(trained.err.find("cannot read"), std::string::npos) << trained.err;
 }
 
+// --gate (what mltuned's retraining passes): a retrained model is stored only when it does about
+// as well as the newest stored version on kernels logged since that version, held out of its
+// training. tpu-sim's simulated times make both models' errors repeatable.
+TEST_F(TrainCostModelTest, TheGateStoresARetrainedModelOnlyWhenItHoldsUpOnNewKernels) {
+  for (const char* task : {"tile", "fusion"}) {
+    SCOPED_TRACE(task);
+    const std::string name = absl::StrCat("cost-model/", task, "-tpu-v4-core");
+    const std::string collect = absl::StrCat("collect --db ", Db(), " --target tpu-sim --task ",
+                                             task, " --per-kernel 6 --per-module 4 --seed 3 ");
+    const std::string train =
+        absl::StrCat("train-cost-model --db ", Db(), " --target tpu-sim --task ", task,
+                     " --no-eval --epochs 3 --hidden 16 --layers 1 --ensemble 1 --gate");
+    Result first = Cli(collect + Graph("first.hlo"));
+    ASSERT_EQ(first.exit_code, 0) << first.err;
+    // No stored version: nothing to compare with.
+    Result v1 = Cli(train);
+    ASSERT_EQ(v1.exit_code, 0) << v1.err;
+    EXPECT_NE(v1.out.find("gate: skipped, no stored " + name + " to compare with"),
+              std::string::npos)
+        << v1.out;
+    EXPECT_NE(v1.out.find("stored " + name + " version 1"), std::string::npos) << v1.out;
+    // Nothing logged since version 1: nothing to hold out.
+    Result v2 = Cli(train);
+    ASSERT_EQ(v2.exit_code, 0) << v2.err;
+    EXPECT_NE(v2.out.find("gate: skipped, no kernel of a real program logged since version 1"),
+              std::string::npos)
+        << v2.out;
+    std::optional<storage::ModelRecord> stored = Latest(name);
+    ASSERT_TRUE(stored.has_value());
+    ASSERT_EQ(stored->version, 2);
+    EXPECT_TRUE(nlohmann::json::parse(stored->metadata_json)["gate"].contains("skipped"))
+        << stored->metadata_json;
+
+    // second's dot is new since version 2: held out, the candidate trains on first's kernels
+    // alone, as version 2 did, and so predicts as version 2 does.
+    Result second = Cli(collect + Graph("second.hlo"));
+    ASSERT_EQ(second.exit_code, 0) << second.err;
+    if (std::string(task) == "fusion") {
+      // Demanding a 99% improvement over an equal model rejects it: exit 3, nothing stored.
+      // (Tile APE can be 0 for both on one held-out kernel, which no margin rejects.)
+      Result rejected = Cli(train + " --gate-margin -0.99");
+      EXPECT_EQ(rejected.exit_code, opt::guided::kGateRejectedExitCode) << rejected.err;
+      EXPECT_NE(rejected.out.find("logged since version 2 held out"), std::string::npos)
+          << rejected.out;
+      EXPECT_NE(rejected.out.find("rejected (at most "), std::string::npos) << rejected.out;
+      EXPECT_NE(rejected.out.find("allowed: --gate-margin -0.99, plus 1.0%)"), std::string::npos)
+          << rejected.out;
+      EXPECT_NE(rejected.out.find(name + " not stored"), std::string::npos) << rejected.out;
+      EXPECT_EQ(Latest(name)->version, 2);
+    }
+    // The default margin lets an equal model through; the metadata says what was compared.
+    Result passed = Cli(train);
+    ASSERT_EQ(passed.exit_code, 0) << passed.err;
+    EXPECT_NE(passed.out.find(": passed"), std::string::npos) << passed.out;
+    stored = Latest(name);
+    ASSERT_TRUE(stored.has_value());
+    EXPECT_EQ(stored->version, 3);
+    const nlohmann::json gate = nlohmann::json::parse(stored->metadata_json)["gate"];
+    EXPECT_EQ(gate.value("incumbent_version", 0), 2) << gate;
+    EXPECT_EQ(gate.value("holdout_programs", 0), 1) << gate;
+    EXPECT_GE(gate.value("holdout_kernels", 0), 1) << gate;
+    EXPECT_TRUE(gate.value("passed", false)) << gate;
+    EXPECT_EQ(gate.value("metric", ""), std::string(task) == "tile" ? "tile APE" : "fusion MAPE");
+    EXPECT_NEAR(gate.value("candidate", -1.0), gate.value("incumbent", -2.0), 1e-9) << gate;
+  }
+}
+
 TEST_F(TrainCostModelTest, ClearErrors) {
   // A store that does not exist is named, not created empty.
   Result missing = Cli(absl::StrCat("train-cost-model --db ", Db()));
@@ -595,6 +662,8 @@ TEST_F(TrainCostModelTest, ClearErrors) {
       {"--task placement", "--task placement"},
       {"--task fusion --loss both", "use mse-log"},
       {"--holdout 1.5", "--holdout"},
+      {"--gate --gate-share 0", "--gate-share must be in (0, 1]"},
+      {"--gate --gate-margin -1", "--gate-margin must be a finite number > -1"},
       {"--pair-weights squared", "--pair-weights squared: gap or none"},
       {"--readout sum", "--readout sum"},
       {"--absolute-skip mlp", "--absolute-skip mlp: linear or none"},

@@ -42,17 +42,20 @@ TEST(DaemonConfigTest, DefaultsAreTheDocumentedOnes) {
   EXPECT_EQ(p.config.default_strategy, "beam");
   EXPECT_EQ(p.config.retrain_rows, 1000);
   EXPECT_EQ(p.config.retrain_idle_seconds, 60);
+  EXPECT_TRUE(p.config.retrain_gate);
   EXPECT_EQ(p.config.trainer, "");
 }
 
 TEST(DaemonConfigTest, RetrainingFlags) {
   Parsed p = Parse({"--retrain-rows", "0", "--retrain-idle-seconds", "2.5", "--trainer",
-                    "/opt/mltune/bin/mltune", "--trainer-args", "--epochs 30 --ensemble 1"});
+                    "/opt/mltune/bin/mltune", "--trainer-args", "--epochs 30 --ensemble 1",
+                    "--no-retrain-gate"});
   ASSERT_FALSE(p.exit_code.has_value()) << p.err;
   EXPECT_EQ(p.config.retrain_rows, 0);
   EXPECT_EQ(p.config.retrain_idle_seconds, 2.5);
   EXPECT_EQ(p.config.trainer, "/opt/mltune/bin/mltune");
   EXPECT_EQ(p.config.trainer_args, "--epochs 30 --ensemble 1");
+  EXPECT_FALSE(p.config.retrain_gate);
 }
 
 TEST(DaemonConfigTest, AConfigFileSetsFlagsAndTheCommandLineWins) {

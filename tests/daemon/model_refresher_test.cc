@@ -191,9 +191,10 @@ class RefresherTest : public ::testing::Test {
     ASSERT_EQ(chmod(trainer_.c_str(), 0755), 0);
   }
 
-  void StartRefresher(int64_t min_new_rows) {
+  void StartRefresher(int64_t min_new_rows, bool gate = true) {
     RefresherOptions options;
     options.min_new_rows = min_new_rows;
+    options.gate = gate;
     options.idle_seconds = 0.2;
     options.trainer = trainer_.string();
     options.trainer_args = {"--epochs", "7"};
@@ -231,7 +232,7 @@ TEST_F(RefresherTest, TrainsOnlyWhenIdleStopsForAJobAndComesBackAfterIt) {
   const std::vector<std::string> args = Lines(dir_.path() / "args");
   ASSERT_EQ(args.size(), 1u);
   EXPECT_EQ(args[0], absl::StrCat("train-cost-model --db ", store_->path(),
-                                  " --task tile --target cpu --no-eval --epochs 7"));
+                                  " --task tile --target cpu --no-eval --gate --epochs 7"));
   const std::string first = Pids()[0];
   EXPECT_TRUE(Alive(first));
   EXPECT_THAT(metrics_->Serialize(), HasSubstr("mltune_cost_model_trainer_running 1"));
@@ -287,13 +288,13 @@ TEST_F(RefresherTest, RetrainsWithTheNewestVersionsRecipe) {
   // --trainer-args' --epochs 7 wins over the recipe's.
   EXPECT_EQ(Lines(dir_.path() / "args")[0],
             absl::StrCat("train-cost-model --db ", store_->path(),
-                         " --task tile --target cpu --no-eval --hidden 16 --epochs 7"));
+                         " --task tile --target cpu --no-eval --gate --hidden 16 --epochs 7"));
   refresher_->Shutdown();
 }
 
 TEST_F(RefresherTest, AFailedTrainingWaitsForNewRows) {
   Log(*store_, "fusion-kernel-in-module", "cpu", 2, 1000);
-  WriteTrainer("echo 'error: something the log should keep' >&2; exit 3");
+  WriteTrainer("echo 'error: something the log should keep' >&2; exit 2");
   StartRefresher(2);
   ASSERT_TRUE(Eventually([&] { return Pids().size() == 1; }, 10));
   ASSERT_TRUE(Eventually(
@@ -308,6 +309,36 @@ TEST_F(RefresherTest, AFailedTrainingWaitsForNewRows) {
   // Enough new rows: it tries again.
   Log(*store_, "fusion-kernel", "cpu", 2, NowMs() + 60'000);
   ASSERT_TRUE(Eventually([&] { return Pids().size() == 2; }, 10));
+  refresher_->Shutdown();
+}
+
+// train-cost-model --gate exits 3 when the retrained model loses to the stored one: counted as
+// rejected, not failed, and like a failure it waits for new rows.
+TEST_F(RefresherTest, ARejectedModelWaitsForNewRows) {
+  Log(*store_, "tile-kernel", "cpu", 2, 1000);
+  WriteTrainer("echo 'gate: ... rejected' ; exit 3");
+  StartRefresher(2);
+  ASSERT_TRUE(Eventually(
+      [&] {
+        return metrics_->Serialize().find(
+                   "{model=\"cost-model/tile-cpu\",outcome=\"rejected\"} 1") != std::string::npos;
+      },
+      10));
+  EXPECT_EQ(metrics_->Serialize().find("outcome=\"failed\""), std::string::npos);
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  EXPECT_EQ(Pids().size(), 1u);
+  Log(*store_, "tile-kernel", "cpu", 2, NowMs() + 60'000);
+  ASSERT_TRUE(Eventually([&] { return Pids().size() == 2; }, 10));
+  refresher_->Shutdown();
+}
+
+// mltuned --no-retrain-gate: the trainer stores whatever it trains.
+TEST_F(RefresherTest, WithoutTheGateTheTrainerIsNotAskedToCompare) {
+  Log(*store_, "tile-kernel", "cpu", 1, 1000);
+  WriteTrainer("exit 1");
+  StartRefresher(1, /*gate=*/false);
+  ASSERT_TRUE(Eventually([&] { return Lines(dir_.path() / "args").size() == 1; }, 10));
+  EXPECT_THAT(Lines(dir_.path() / "args")[0], Not(HasSubstr("--gate")));
   refresher_->Shutdown();
 }
 
@@ -423,6 +454,8 @@ TEST(DaemonRetrainingTest, ADaemonsOwnMeasurementsTrainTheModelItsNextJobUses) {
       10))
       << "GetStats does not show the new version";
   EXPECT_THAT(log(), HasSubstr("--epochs 3 --ensemble 1"));
+  // The daemon asks for the gate; with no version before, there was nothing to compare.
+  EXPECT_THAT(log(), HasSubstr("gate: skipped, no stored cost-model/tile-tpu-v4-core"));
   absl::StatusOr<std::optional<storage::ModelRecord>> model =
       store->LatestModel("cost-model/tile-tpu-v4-core");
   ASSERT_TRUE(model.ok() && model->has_value());

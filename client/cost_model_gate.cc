@@ -1,0 +1,55 @@
+#include "client/cost_model_gate.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <random>
+
+namespace mltune::client {
+namespace {
+
+// `share` of `n` items, at least one (n > 0).
+size_t ShareOf(size_t n, double share) {
+  const auto count = static_cast<size_t>(std::lround(share * static_cast<double>(n)));
+  return std::clamp<size_t>(count, 1, n);
+}
+
+}  // namespace
+
+std::vector<bool> GateHoldout(std::span<const GateKernel> kernels, int64_t incumbent_ms,
+                              double share, uint64_t seed) {
+  std::vector<bool> holdout(kernels.size(), false);
+  std::vector<size_t> fresh;
+  std::map<std::string, std::vector<size_t>> by_program;  // sorted: the draw depends on seed only
+  for (size_t k = 0; k < kernels.size(); ++k) {
+    if (!kernels[k].eligible || kernels[k].first_logged_ms <= incumbent_ms) continue;
+    fresh.push_back(k);
+    by_program[kernels[k].program].push_back(k);
+  }
+  if (fresh.empty()) return holdout;
+  std::mt19937_64 rng(seed);
+  if (by_program.size() == 1) {
+    std::shuffle(fresh.begin(), fresh.end(), rng);
+    fresh.resize(ShareOf(fresh.size(), share));
+    for (size_t k : fresh) holdout[k] = true;
+    return holdout;
+  }
+  std::vector<const std::vector<size_t>*> programs;
+  for (const auto& [program, members] : by_program) programs.push_back(&members);
+  std::shuffle(programs.begin(), programs.end(), rng);
+  programs.resize(ShareOf(programs.size(), share));
+  for (const std::vector<size_t>* members : programs) {
+    for (size_t k : *members) holdout[k] = true;
+  }
+  return holdout;
+}
+
+double GateBound(double incumbent_error, double margin) {
+  return incumbent_error * (1 + margin) + kGateNoiseFloor;
+}
+
+bool GatePasses(double candidate_error, double incumbent_error, double margin) {
+  return candidate_error <= GateBound(incumbent_error, margin);
+}
+
+}  // namespace mltune::client
