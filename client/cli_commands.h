@@ -226,6 +226,7 @@ struct TrainCostModelCommand {
   bool gate = false;
   double gate_share = 0.25;  // of the new kernels' programs held out
   double gate_margin = 0.1;  // how much worse (relative) the new model may be
+  int gate_min_kernels = 5;  // fewer held-out kernels to score: the gate is skipped
 };
 // `mltune train-cost-model`: trains the learned cost model on the store's <task>-kernel
 // measurements and kernel graphs, prints the paper's metrics on a random split of kernels and on

@@ -748,12 +748,16 @@ absl::Status TestOnStore(const learned::LearnedModel& model, const Data& train, 
 
 namespace {
 
-// A model's error on `rows` of `data` by the task's metric: tile, the per-kernel APE of its
-// ranking (relative head where trained, as the daemon ranks); fusion, the runtime MAPE of its
-// absolute head. nullopt when the rows have nothing to score (no kernel with two configurations).
-absl::StatusOr<std::optional<double>> GateError(const learned::LearnedModel& model,
-                                                const Data& data, const std::vector<size_t>& rows,
-                                                bool tile) {
+// A model's error on `rows` of `data` by the task's metric, as the daemon uses the model: tile,
+// the per-kernel top-5 APE of its ranking (model-topk measures the 5 best ranked; relative head
+// where trained); fusion, the runtime MAPE of its absolute head. `kernels` counts the kernels
+// scored: for tile, those with two configurations or more.
+struct GateScore {
+  double error = 0;
+  int64_t kernels = 0;
+};
+absl::StatusOr<GateScore> GateError(const learned::LearnedModel& model, const Data& data,
+                                    const std::vector<size_t>& rows, bool tile) {
   std::vector<const features::KernelGraph*> graphs;
   std::vector<int64_t> group;
   std::vector<double> truth;
@@ -769,12 +773,12 @@ absl::StatusOr<std::optional<double>> GateError(const learned::LearnedModel& mod
   if (!predicted.ok()) return predicted.status();
   if (tile) {
     const learned::RankMetrics m = learned::EvaluateRanking(group, truth, *predicted);
-    if (m.groups == 0) return std::nullopt;
-    return m.ape_mean;
+    return GateScore{m.ape_top5_mean, m.groups};
   }
   std::vector<double> seconds;
   for (double v : *predicted) seconds.push_back(std::exp(v));
-  return learned::Mape(truth, seconds);
+  return GateScore{learned::Mape(truth, seconds),
+                   static_cast<int64_t>(std::set<int64_t>(group.begin(), group.end()).size())};
 }
 
 // --gate: trains a candidate without the kernels logged since the newest stored version of
@@ -826,15 +830,17 @@ absl::StatusOr<json> RunGate(storage::Store& store, const Data& data,
   absl::StatusOr<std::shared_ptr<const learned::LearnedModel>> old =
       opt::guided::LoadCostModel(record);
   if (!old.ok()) return skip(std::string(old.status().message()));
-  absl::StatusOr<std::optional<double>> old_error = GateError(**old, data, test, tile);
-  if (!old_error.ok()) {
+  absl::StatusOr<GateScore> old_score = GateError(**old, data, test, tile);
+  if (!old_score.ok()) {
     return skip(
         absl::StrCat("version ", record.version,
-                     " cannot score this build's kernel graphs: ", old_error.status().message()));
+                     " cannot score this build's kernel graphs: ", old_score.status().message()));
   }
-  if (!old_error->has_value()) {
-    return skip(absl::StrCat("none of the ", test_kernels.size(),
-                             " held-out kernels has two configurations to rank"));
+  // A handful of kernels decides by chance (one bad pick of two is 50 points of APE).
+  if (old_score->kernels < cmd.gate_min_kernels) {
+    return skip(absl::StrCat(old_score->kernels, " of the ", test_kernels.size(),
+                             " held-out kernels can be scored", tile ? " (two configurations)" : "",
+                             ", fewer than --gate-min-kernels ", cmd.gate_min_kernels));
   }
   absl::StatusOr<std::unique_ptr<learned::LearnedModel>> candidate =
       learned::LearnedModel::Create(options);
@@ -843,21 +849,24 @@ absl::StatusOr<json> RunGate(storage::Store& store, const Data& data,
       !r.ok()) {
     return r.status();
   }
-  absl::StatusOr<std::optional<double>> new_error = GateError(**candidate, data, test, tile);
-  if (!new_error.ok()) return new_error.status();
-  const bool passed = GatePasses(**new_error, **old_error, cmd.gate_margin);
-  gate["metric"] = tile ? "tile APE" : "fusion MAPE";
-  gate["candidate"] = **new_error;
-  gate["incumbent"] = **old_error;
+  absl::StatusOr<GateScore> new_score = GateError(**candidate, data, test, tile);
+  if (!new_score.ok()) return new_score.status();
+  const double new_error = new_score->error, old_error = old_score->error;
+  const bool passed = GatePasses(new_error, old_error, cmd.gate_margin);
+  const char* metric = tile ? "tile top-5 APE" : "fusion MAPE";
+  gate["metric"] = metric;
+  gate["scored_kernels"] = old_score->kernels;
+  gate["candidate"] = new_error;
+  gate["incumbent"] = old_error;
   gate["passed"] = passed;
   out << absl::StrFormat(
       "gate: %d kernels of %d programs logged since version %d held out (%d rows); %s: "
       "retrained %s, version %d %s: %s\n",
-      test_kernels.size(), test_programs.size(), record.version, test.size(),
-      tile ? "tile APE" : "fusion MAPE", Percent(**new_error), record.version, Percent(**old_error),
+      test_kernels.size(), test_programs.size(), record.version, test.size(), metric,
+      Percent(new_error), record.version, Percent(old_error),
       passed ? "passed"
              : absl::StrFormat("rejected (at most %s allowed: --gate-margin %g, plus %s)",
-                               Percent(GateBound(**old_error, cmd.gate_margin)), cmd.gate_margin,
+                               Percent(GateBound(old_error, cmd.gate_margin)), cmd.gate_margin,
                                Percent(kGateNoiseFloor)));
   return gate;
 }
@@ -958,6 +967,10 @@ int RunTrainCostModel(const TrainCostModelCommand& cmd, std::ostream& out, std::
   }
   if (!(cmd.gate_share > 0 && cmd.gate_share <= 1)) {
     err << "error: --gate-share must be in (0, 1]\n";
+    return 1;
+  }
+  if (cmd.gate_min_kernels < 1) {
+    err << "error: --gate-min-kernels must be >= 1\n";
     return 1;
   }
   if (!(cmd.gate_margin > -1) || !std::isfinite(cmd.gate_margin)) {

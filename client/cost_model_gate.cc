@@ -37,9 +37,13 @@ std::vector<bool> GateHoldout(std::span<const GateKernel> kernels, int64_t incum
   std::vector<const std::vector<size_t>*> programs;
   for (const auto& [program, members] : by_program) programs.push_back(&members);
   std::shuffle(programs.begin(), programs.end(), rng);
-  programs.resize(ShareOf(programs.size(), share));
+  // Programs differ in size: counting kernels keeps the held-out set near its share.
+  const size_t wanted = ShareOf(fresh.size(), share);
+  size_t held = 0;
   for (const std::vector<size_t>* members : programs) {
     for (size_t k : *members) holdout[k] = true;
+    held += members->size();
+    if (held >= wanted) break;
   }
   return holdout;
 }

@@ -22,9 +22,10 @@ struct GateKernel {
 };
 
 // Which kernels the gate holds out: among the eligible ones first logged after `incumbent_ms`,
-// `share` of their programs (at least one) picked at random by `seed`, or, when they all come
-// from one program, `share` of its kernels (at least one). Returns a flag per kernel; none set
-// when no eligible kernel is newer than the incumbent.
+// whole programs drawn at random by `seed` until they hold `share` of those kernels (at least one
+// program), or, when the kernels all come from one program, `share` of them (at least one).
+// Whole programs, because the daemon meets programs it has never seen. Returns a flag per kernel;
+// none set when no eligible kernel is newer than the incumbent.
 std::vector<bool> GateHoldout(std::span<const GateKernel> kernels, int64_t incumbent_ms,
                               double share, uint64_t seed);
 

@@ -36,7 +36,8 @@ int main(int argc, char** argv) {
   CLI::App app{
       "mltune: ML-compiler autotuning client. Offline subcommands read XLA HLO text; the others "
       "talk to mltuned (--server HOST:PORT, else $MLTUNE_SERVER, else 127.0.0.1:8470). Exit codes: "
-      "0 ok, 1 error, 2 mltuned unreachable, 3 no result (lookup miss, job not finished)."};
+      "0 ok, 1 error, 2 mltuned unreachable, 3 no result (lookup miss, job not finished; "
+      "train-cost-model --gate: the new model lost to the stored one)."};
   app.require_subcommand(1);
   app.set_version_flag("--version", "mltune 0.1.0");
 
@@ -355,6 +356,10 @@ int main(int argc, char** argv) {
                    "--gate: how much worse the new model may do (0.1 = 10%, plus 1 point of "
                    "noise); negative demands an improvement")
       ->default_val(0.1);
+  train_cost_cmd
+      ->add_option("--gate-min-kernels", train_cost.gate_min_kernels,
+                   "--gate: with fewer held-out kernels to score, store without comparing")
+      ->default_val(5);
   train_cost_cmd->add_option(
       "--test-db", train_cost.test_db,
       "Also test the model trained on all of --db on this store's measurements of the task "

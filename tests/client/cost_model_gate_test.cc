@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <map>
 #include <set>
 #include <string>
 #include <vector>
@@ -51,6 +52,34 @@ TEST(GateHoldoutTest, HoldsOutWholeProgramsAmongTheKernelsNewerThanTheStoredMode
     differs = GateHoldout(kernels, kIncumbentMs, 0.25, seed) != holdout;
   }
   EXPECT_TRUE(differs);
+}
+
+TEST(GateHoldoutTest, ProgramsAreDrawnUntilTheyHoldTheShareOfTheNewKernels) {
+  // One program of 10 new kernels and five of one each: a quarter of 15 is 4 kernels.
+  std::vector<GateKernel> kernels;
+  for (int i = 0; i < 10; ++i) kernels.push_back({"big", kIncumbentMs + 1, true});
+  for (int p = 0; p < 5; ++p)
+    kernels.push_back({"small" + std::to_string(p), kIncumbentMs + 1, true});
+  std::set<std::string> drawn_first;
+  for (uint64_t seed = 0; seed < 30; ++seed) {
+    const std::vector<bool> holdout = GateHoldout(kernels, kIncumbentMs, 0.25, seed);
+    const std::set<std::string> programs = HeldOutPrograms(kernels, holdout);
+    std::map<std::string, int> size;
+    int held = 0;
+    for (size_t k = 0; k < kernels.size(); ++k) {
+      if (!programs.contains(kernels[k].program)) continue;
+      EXPECT_TRUE(holdout[k]) << "program " << kernels[k].program << " held out in part";
+      ++size[kernels[k].program];
+      ++held;
+    }
+    EXPECT_GE(held, 4) << seed;
+    // Drawing stopped at the program that reached the share: without some one of them, short.
+    bool last_needed = false;
+    for (const auto& [program, n] : size) last_needed = last_needed || held - n < 4;
+    EXPECT_TRUE(last_needed) << seed << ": " << held << " kernels held out";
+    drawn_first.insert(programs.contains("big") ? "big" : "small");
+  }
+  EXPECT_EQ(drawn_first.size(), 2u) << "the big program was always or never drawn";
 }
 
 TEST(GateHoldoutTest, ASingleNewProgramGivesUpAShareOfItsKernels) {

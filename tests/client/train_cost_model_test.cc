@@ -617,10 +617,17 @@ TEST_F(TrainCostModelTest, TheGateStoresARetrainedModelOnlyWhenItHoldsUpOnNewKer
     // alone, as version 2 did, and so predicts as version 2 does.
     Result second = Cli(collect + Graph("second.hlo"));
     ASSERT_EQ(second.exit_code, 0) << second.err;
+    // By default one held-out kernel is too few to judge by: the gate stands aside.
+    Result few = Cli(train + " --no-store");
+    ASSERT_EQ(few.exit_code, 0) << few.err;
+    EXPECT_NE(few.out.find("gate: skipped, 1 of the 1 held-out kernels can be scored"),
+              std::string::npos)
+        << few.out;
+    EXPECT_NE(few.out.find("fewer than --gate-min-kernels 5"), std::string::npos) << few.out;
     if (std::string(task) == "fusion") {
       // Demanding a 99% improvement over an equal model rejects it: exit 3, nothing stored.
       // (Tile APE can be 0 for both on one held-out kernel, which no margin rejects.)
-      Result rejected = Cli(train + " --gate-margin -0.99");
+      Result rejected = Cli(train + " --gate-margin -0.99 --gate-min-kernels 1");
       EXPECT_EQ(rejected.exit_code, opt::guided::kGateRejectedExitCode) << rejected.err;
       EXPECT_NE(rejected.out.find("logged since version 2 held out"), std::string::npos)
           << rejected.out;
@@ -631,7 +638,7 @@ TEST_F(TrainCostModelTest, TheGateStoresARetrainedModelOnlyWhenItHoldsUpOnNewKer
       EXPECT_EQ(Latest(name)->version, 2);
     }
     // The default margin lets an equal model through; the metadata says what was compared.
-    Result passed = Cli(train);
+    Result passed = Cli(train + " --gate-min-kernels 1");
     ASSERT_EQ(passed.exit_code, 0) << passed.err;
     EXPECT_NE(passed.out.find(": passed"), std::string::npos) << passed.out;
     stored = Latest(name);
@@ -642,7 +649,9 @@ TEST_F(TrainCostModelTest, TheGateStoresARetrainedModelOnlyWhenItHoldsUpOnNewKer
     EXPECT_EQ(gate.value("holdout_programs", 0), 1) << gate;
     EXPECT_GE(gate.value("holdout_kernels", 0), 1) << gate;
     EXPECT_TRUE(gate.value("passed", false)) << gate;
-    EXPECT_EQ(gate.value("metric", ""), std::string(task) == "tile" ? "tile APE" : "fusion MAPE");
+    EXPECT_EQ(gate.value("metric", ""),
+              std::string(task) == "tile" ? "tile top-5 APE" : "fusion MAPE");
+    EXPECT_EQ(gate.value("scored_kernels", 0), 1) << gate;
     EXPECT_NEAR(gate.value("candidate", -1.0), gate.value("incumbent", -2.0), 1e-9) << gate;
   }
 }
@@ -664,6 +673,7 @@ TEST_F(TrainCostModelTest, ClearErrors) {
       {"--holdout 1.5", "--holdout"},
       {"--gate --gate-share 0", "--gate-share must be in (0, 1]"},
       {"--gate --gate-margin -1", "--gate-margin must be a finite number > -1"},
+      {"--gate --gate-min-kernels 0", "--gate-min-kernels must be >= 1"},
       {"--pair-weights squared", "--pair-weights squared: gap or none"},
       {"--readout sum", "--readout sum"},
       {"--absolute-skip mlp", "--absolute-skip mlp: linear or none"},
