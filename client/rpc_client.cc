@@ -116,7 +116,8 @@ ServerStats FromProto(const pb::GetStatsResponse& s) {
   out.retrain_rows = s.retrain_rows();
   out.retrain_idle_seconds = s.retrain_idle_seconds();
   for (const pb::CostModelStatus& m : s.cost_models()) {
-    out.cost_models.push_back({m.name(), m.version(), m.new_rows(), m.training()});
+    out.cost_models.push_back(
+        {m.name(), m.version(), m.new_rows(), m.training(), m.last_outcome(), m.last_outcome_ms()});
   }
   out.cost_models_counted_ms = s.cost_models_counted_ms();
   return out;

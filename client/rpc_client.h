@@ -145,6 +145,10 @@ struct CostModelInfo {
   int64_t version = 0;   // 0: none stored yet
   int64_t new_rows = 0;  // training rows logged since that version
   bool training = false;
+  // How its last retraining since the daemon started ended ("stored", "rejected", "failed",
+  // "preempted"); "" when none has.
+  std::string last_outcome;
+  int64_t last_outcome_ms = 0;
 };
 
 struct ServerStats {

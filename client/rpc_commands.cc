@@ -548,7 +548,9 @@ int RunStats(const ServerCommand& cmd, std::ostream& out, std::ostream& err) {
       cost_models.push_back({{"name", m.name},
                              {"version", m.version},
                              {"new_rows", m.new_rows},
-                             {"training", m.training}});
+                             {"training", m.training},
+                             {"last_outcome", m.last_outcome},
+                             {"last_outcome_ms", m.last_outcome_ms}});
     }
     PrintJson(Json{{"version", s->version},
                    {"search_version", s->search_version},
@@ -606,9 +608,10 @@ int RunStats(const ServerCommand& cmd, std::ostream& out, std::ostream& err) {
   for (const CostModelInfo& m : s->cost_models) {
     if (m.version == 0 && m.new_rows == 0 && !m.training) continue;
     any = true;
-    out << absl::StrFormat("  %-30s %-5s %d new rows%s\n", m.name,
+    out << absl::StrFormat("  %-30s %-5s %d new rows%s%s\n", m.name,
                            m.version > 0 ? absl::StrCat("v", m.version) : "-", m.new_rows,
-                           m.training ? ", training now" : "");
+                           m.training ? ", training now" : "",
+                           m.last_outcome.empty() ? "" : ", last retraining " + m.last_outcome);
   }
   if (!any) {
     out << (s->cost_models_counted_ms == 0 ? "  (not counted yet)\n"

@@ -557,6 +557,10 @@ grpc::Status CompileServiceImpl::DoGetStats(v1::GetStatsResponse* response) {
     model->set_version(m.version);
     model->set_new_rows(m.new_rows);
     model->set_training(model->name() == retraining.training);
+    if (auto last = retraining.last.find(model->name()); last != retraining.last.end()) {
+      model->set_last_outcome(last->second.outcome);
+      model->set_last_outcome_ms(last->second.ended_ms);
+    }
   }
   return scope.Done(absl::OkStatus());
 }

@@ -338,6 +338,7 @@ ModelRefresher::Outcome ModelRefresher::Train(const ModelNewRows& model) {
     {
       std::lock_guard<std::mutex> lock(mu_);
       status_.training.clear();
+      status_.last[name] = {std::string(OutcomeName(outcome)), NowMs()};
     }
     std::cerr << "mltuned: training " << name << ": " << OutcomeName(outcome) << " after "
               << static_cast<int64_t>(seconds) << " s" << detail << "\n";

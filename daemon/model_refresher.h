@@ -78,13 +78,20 @@ struct RefresherOptions {
   double recount_seconds = 60;
 };
 
+// How a model's last retraining ended.
+struct LastTraining {
+  std::string outcome;  // the metrics' label: "stored", "rejected", "failed", ...
+  int64_t ended_ms = 0;
+};
+
 // What GetStats reports of the refresher.
 struct RefresherStatus {
   int64_t min_new_rows = 0;  // 0: retraining is off
   double idle_seconds = 0;
-  int64_t counted_ms = 0;            // when `models` was counted (unix ms); 0: not yet
-  std::vector<ModelNewRows> models;  // every model on the targets, as last counted
-  std::string training;              // the model a trainer runs for now; "" when none
+  int64_t counted_ms = 0;                    // when `models` was counted (unix ms); 0: not yet
+  std::vector<ModelNewRows> models;          // every model on the targets, as last counted
+  std::string training;                      // the model a trainer runs for now; "" when none
+  std::map<std::string, LastTraining> last;  // by model name, since the daemon started
 };
 
 // The mltune CLI the daemon trains with when --trainer is not given: MLTUNE_CLI, else `mltune`

@@ -240,6 +240,7 @@ TEST_F(RpcCliTest, SubmitWatchThenCacheResultAndLookup) {
     models.insert(m["name"].get<std::string>());
     EXPECT_EQ(m["version"].get<int64_t>(), 0) << r.out;
     EXPECT_FALSE(m["training"].get<bool>()) << r.out;
+    EXPECT_EQ(m["last_outcome"].get<std::string>(), "") << r.out;  // none ran yet
   }
   if (stats["cost_models_counted_ms"].get<int64_t>() > 0) {
     EXPECT_TRUE(models.contains("cost-model/tile-cpu")) << r.out;

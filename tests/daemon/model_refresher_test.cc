@@ -325,6 +325,11 @@ TEST_F(RefresherTest, ARejectedModelWaitsForNewRows) {
       },
       10));
   EXPECT_EQ(metrics_->Serialize().find("outcome=\"failed\""), std::string::npos);
+  // GetStats reports it too.
+  const RefresherStatus status = refresher_->Status();
+  ASSERT_TRUE(status.last.contains("cost-model/tile-cpu"));
+  EXPECT_EQ(status.last.at("cost-model/tile-cpu").outcome, "rejected");
+  EXPECT_GT(status.last.at("cost-model/tile-cpu").ended_ms, 0);
   std::this_thread::sleep_for(std::chrono::milliseconds(500));
   EXPECT_EQ(Pids().size(), 1u);
   Log(*store_, "tile-kernel", "cpu", 2, NowMs() + 60'000);
@@ -447,7 +452,10 @@ TEST(DaemonRetrainingTest, ADaemonsOwnMeasurementsTrainTheModelItsNextJobUses) {
         absl::StatusOr<client::ServerStats> s = client.GetStats();
         if (!s.ok()) return false;
         for (const client::CostModelInfo& m : s->cost_models) {
-          if (m.name == "cost-model/tile-tpu-v4-core") return m.version == 1 && !m.training;
+          if (m.name == "cost-model/tile-tpu-v4-core") {
+            return m.version == 1 && !m.training && m.last_outcome == "stored" &&
+                   m.last_outcome_ms > 0;
+          }
         }
         return false;
       },
