@@ -250,6 +250,11 @@ double Mape(std::span<const double> truth_seconds, std::span<const double> predi
 // The median of the same relative errors: MAPE's robust twin, which a few noisy nanosecond kernels
 // do not move.
 double MedianApe(std::span<const double> truth_seconds, std::span<const double> predicted_seconds);
+// The error of summed times: sum |predicted - measured| over sum measured (rows with a positive
+// measured time). A fusion plan's predicted time is its kernels' sum, so this is how far the model
+// moves plan times; a 2 ns kernel predicted 10x off counts for its 2 ns, as in the plan.
+double TimeWeightedApe(std::span<const double> truth_seconds,
+                       std::span<const double> predicted_seconds);
 // Rank-loss weights that mirror the per-program tile APE: per group (kernel), its best time's
 // share of its program's summed best times, times the program's group count, so a program's
 // groups average 1 and each program weighs the same in total. The APE charges a pick by the time

@@ -169,6 +169,17 @@ double MedianApe(std::span<const double> truth_seconds, std::span<const double> 
   return Median(RelativeErrors(truth_seconds, predicted_seconds));
 }
 
+double TimeWeightedApe(std::span<const double> truth_seconds,
+                       std::span<const double> predicted_seconds) {
+  double error = 0, total = 0;
+  for (size_t i = 0; i < truth_seconds.size() && i < predicted_seconds.size(); ++i) {
+    if (!(truth_seconds[i] > 0)) continue;
+    error += std::abs(predicted_seconds[i] - truth_seconds[i]);
+    total += truth_seconds[i];
+  }
+  return total > 0 ? error / total : 0.0;
+}
+
 std::vector<double> RelativeErrorSeconds(std::span<const double> log_mean,
                                          std::span<const double> spread, RuntimeSpread fit) {
   std::vector<double> out;

@@ -153,6 +153,19 @@ TEST(LearnedMedianApe, MiddleRelativeErrorIgnoringOneWildKernel) {
   EXPECT_DOUBLE_EQ(MedianApe(std::vector<double>{}, std::vector<double>{}), 0.0);
 }
 
+TEST(LearnedTimeWeightedApe, ErrorOfTheSummedTimes) {
+  // |1.5 - 1| + |1 - 2| + |4 - 4| + |100 - 1000| over 1 + 2 + 4 + 1000: the slow kernel decides,
+  // and a tiny kernel 10x off (0.001 -> 0.01) barely moves it.
+  EXPECT_DOUBLE_EQ(
+      TimeWeightedApe(std::vector<double>{1, 2, 4, 1000}, std::vector<double>{1.5, 1, 4, 100}),
+      (0.5 + 1 + 0 + 900) / 1007);
+  EXPECT_NEAR(TimeWeightedApe(std::vector<double>{1000, 0.001}, std::vector<double>{1000, 0.01}),
+              0.009 / 1000.001, 1e-12);
+  // Rows without a positive measured time are left out; nothing at all is 0.
+  EXPECT_DOUBLE_EQ(TimeWeightedApe(std::vector<double>{2, 0}, std::vector<double>{3, 5}), 0.5);
+  EXPECT_DOUBLE_EQ(TimeWeightedApe(std::vector<double>{}, std::vector<double>{}), 0.0);
+}
+
 // Kernels whose true log runtime is normal around the prediction with variance 0.05 + 2 * spread^2:
 // the MAPE-optimal point of a log-normal is exp(mean - variance), so the fit finds about that
 // floor and scale, and its point beats the median on relative error.
