@@ -1,8 +1,9 @@
 // The retraining gate of `mltune train-cost-model --gate`: before a retrained cost model replaces
 // the newest stored version (the incumbent), both are scored on kernels neither has trained on,
 // and the new one is stored only when it is not clearly worse. The held-out kernels are those
-// logged since the incumbent was stored (it cannot have seen them), a share of their programs
-// (or of the kernels, when they come from one program); the candidate trains without them. A
+// logged since the incumbent was stored (it cannot have seen them), whole programs holding a share
+// of them (or a share of the kernels, when they come from one program); the candidate trains
+// without them. A
 // recipe change, drifting data or a bad batch of measurements then cannot silently replace a
 // model the daemon serves (daemon/model_refresher.h passes --gate).
 #pragma once
@@ -29,8 +30,8 @@ struct GateKernel {
 std::vector<bool> GateHoldout(std::span<const GateKernel> kernels, int64_t incumbent_ms,
                               double share, uint64_t seed);
 
-// Errors (tile APE or fusion MAPE, as fractions) under this much are timer noise: no candidate is
-// rejected for losing to the incumbent by less.
+// Errors (tile top-5 APE or fusion time-weighted APE, as fractions) under this much are timer
+// noise: no candidate is rejected for losing to the incumbent by less.
 inline constexpr double kGateNoiseFloor = 0.01;
 
 // The largest error a candidate may have on the held-out kernels where the incumbent has
