@@ -37,13 +37,20 @@ std::vector<bool> GateHoldout(std::span<const GateKernel> kernels, int64_t incum
   std::vector<const std::vector<size_t>*> programs;
   for (const auto& [program, members] : by_program) programs.push_back(&members);
   std::shuffle(programs.begin(), programs.end(), rng);
-  // Programs differ in size: counting kernels keeps the held-out set near its share.
+  // Programs differ in size: counting kernels keeps the held-out set near its share, and a
+  // program that would take it past twice the share is passed over (one large new program would
+  // otherwise leave the candidate few new kernels to learn from), unless no other was taken.
   const size_t wanted = ShareOf(fresh.size(), share);
   size_t held = 0;
+  const std::vector<size_t>* smallest = programs.front();
   for (const std::vector<size_t>* members : programs) {
+    if (members->size() < smallest->size()) smallest = members;
+    if (held >= wanted || held + members->size() > 2 * wanted) continue;
     for (size_t k : *members) holdout[k] = true;
     held += members->size();
-    if (held >= wanted) break;
+  }
+  if (held == 0) {
+    for (size_t k : *smallest) holdout[k] = true;
   }
   return holdout;
 }

@@ -23,15 +23,17 @@ struct GateKernel {
 };
 
 // Which kernels the gate holds out: among the eligible ones first logged after `incumbent_ms`,
-// whole programs drawn at random by `seed` until they hold `share` of those kernels (at least one
-// program), or, when the kernels all come from one program, `share` of them (at least one).
+// whole programs drawn at random by `seed` until they hold `share` of those kernels, passing over
+// any that would take them past twice the share (at least one program: the smallest, when every
+// program is that large), or, when the kernels all come from one program, `share` of them (at
+// least one).
 // Whole programs, because the daemon meets programs it has never seen. Returns a flag per kernel;
 // none set when no eligible kernel is newer than the incumbent.
 std::vector<bool> GateHoldout(std::span<const GateKernel> kernels, int64_t incumbent_ms,
                               double share, uint64_t seed);
 
-// Errors (tile top-5 APE or fusion time-weighted APE, as fractions) under this much are timer
-// noise: no candidate is rejected for losing to the incumbent by less.
+// Errors (the share of tile configuration pairs misordered, or the fusion time-weighted APE, as
+// fractions) under this much are noise: no candidate is rejected for losing by less.
 inline constexpr double kGateNoiseFloor = 0.01;
 
 // The largest error a candidate may have on the held-out kernels where the incumbent has

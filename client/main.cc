@@ -353,9 +353,9 @@ int main(int argc, char** argv) {
       ->default_val(0.25);
   train_cost_cmd
       ->add_option("--gate-margin", train_cost.gate_margin,
-                   "--gate: how much worse the new model may do (0.25 = 25%, plus 1 point of "
+                   "--gate: how much worse the new model may do (0.15 = 15%, plus 1 point of "
                    "noise); negative demands an improvement")
-      ->default_val(0.25);
+      ->default_val(0.15);
   train_cost_cmd
       ->add_option("--gate-min-kernels", train_cost.gate_min_kernels,
                    "--gate: with fewer held-out kernels to score, store without comparing")
