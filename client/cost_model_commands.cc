@@ -841,7 +841,7 @@ absl::StatusOr<json> RunGate(storage::Store& store, const Data& data,
         absl::StrCat("version ", record.version,
                      " cannot score this build's kernel graphs: ", old_score.status().message()));
   }
-  // A handful of kernels decides by chance (one bad pick of two is 50 points of APE).
+  // A handful of kernels decides by chance: with two, one kernel's ordering is half the error.
   if (old_score->kernels < cmd.gate_min_kernels) {
     return skip(absl::StrCat(old_score->kernels, " of the ", test_kernels.size(),
                              " held-out kernels can be scored", tile ? " (two configurations)" : "",
@@ -960,8 +960,8 @@ int RunTrainCostModel(const TrainCostModelCommand& cmd, std::ostream& out, std::
     return 1;
   }
   // Without the cross-validations, only a test store has anything to report.
-  if (cmd.no_eval && cmd.test_db.empty() && (cmd.no_store || !cmd.predictions.empty()) &&
-      !(cmd.gate && cmd.predictions.empty())) {
+  if (cmd.no_eval && cmd.test_db.empty() &&
+      (!cmd.predictions.empty() || (cmd.no_store && !cmd.gate))) {
     err << "error: --no-eval trains and stores only: it takes neither --no-store nor "
            "--predictions (unless --test-db, or --gate without --predictions)\n";
     return 1;
