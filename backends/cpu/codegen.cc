@@ -13,6 +13,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "backends/cpu/gemm_shape.h"
+#include "backends/cpu/onednn_conv.h"
 #include "backends/cpu/row_fusion.h"
 
 namespace mltune::backends::cpu {
@@ -381,7 +382,6 @@ class KernelEmitter {
   absl::Status EmitMatmul();
   // The convolution `mm` on oneDNN's primitive (impl 2 and 3), then the epilogue.
   absl::Status EmitConvPrimitive(const std::string& src, const std::string& weights,
-                                 const std::vector<ir::WindowDim>& win,
                                  const std::vector<const Instruction*>& others);
   // GEMM over packed A [batch][m][k], B [batch][k][n] into C [batch][m][n].
   void EmitGemm(const std::string& a, const std::string& b, const std::string& c, int64_t batch,
@@ -1321,7 +1321,7 @@ absl::Status KernelEmitter::EmitMatmul() {
       };
       const std::string src = operand(lhs);
       const std::string weights = operand(rhs);
-      return EmitConvPrimitive(src, weights, win, others);
+      return EmitConvPrimitive(src, weights, others);
     }
     const int64_t groups = mm->feature_group_count;
     const int64_t nb = ld[static_cast<size_t>(dn.input_batch_dimension)];
@@ -1414,50 +1414,11 @@ absl::Status KernelEmitter::EmitMatmul() {
 }
 
 absl::Status KernelEmitter::EmitConvPrimitive(const std::string& src, const std::string& weights,
-                                              const std::vector<ir::WindowDim>& win,
                                               const std::vector<const Instruction*>& others) {
   const Instruction* mm = k_.root;
-  const ir::ConvolutionDimensionNumbers& dn = *mm->conv_dnums;
-  const std::vector<int64_t>& ld = mm->operand(0)->shape().dimensions();
-  const std::vector<int64_t>& rd = mm->operand(1)->shape().dimensions();
   const std::vector<int64_t>& od = mm->shape().dimensions();
-  const std::vector<int64_t> ls = ir::RowMajorStrides(ld), rs = ir::RowMajorStrides(rd),
-                             os = ir::RowMajorStrides(od);
-  const size_t ns = dn.input_spatial_dimensions.size();
-  const int64_t groups = mm->feature_group_count;
-  // oneDNN's logical dimensions over the HLO buffers' row-major strides: any dimension order is
-  // a strided memory descriptor, with no packing. Grouped weights split O into G x O/G.
-  auto at = [](const std::vector<int64_t>& v, int64_t d) { return v[static_cast<size_t>(d)]; };
-  std::vector<int64_t> sdims = {at(ld, dn.input_batch_dimension),
-                                at(ld, dn.input_feature_dimension)};
-  std::vector<int64_t> sstr = {at(ls, dn.input_batch_dimension),
-                               at(ls, dn.input_feature_dimension)};
-  std::vector<int64_t> wdims, wstr;
-  const int64_t of = dn.kernel_output_feature_dimension, inf = dn.kernel_input_feature_dimension;
-  if (groups > 1) {
-    wdims = {groups, at(rd, of) / groups, at(rd, inf)};
-    wstr = {at(rs, of) * (at(rd, of) / groups), at(rs, of), at(rs, inf)};
-  } else {
-    wdims = {at(rd, of), at(rd, inf)};
-    wstr = {at(rs, of), at(rs, inf)};
-  }
-  std::vector<int64_t> ddims = {at(od, dn.output_batch_dimension),
-                                at(od, dn.output_feature_dimension)};
-  std::vector<int64_t> dstr = {at(os, dn.output_batch_dimension),
-                               at(os, dn.output_feature_dimension)};
-  std::vector<int64_t> wins, dil, pl, pr;
-  for (size_t d = 0; d < ns; ++d) {
-    sdims.push_back(at(ld, dn.input_spatial_dimensions[d]));
-    sstr.push_back(at(ls, dn.input_spatial_dimensions[d]));
-    wdims.push_back(at(rd, dn.kernel_spatial_dimensions[d]));
-    wstr.push_back(at(rs, dn.kernel_spatial_dimensions[d]));
-    ddims.push_back(at(od, dn.output_spatial_dimensions[d]));
-    dstr.push_back(at(os, dn.output_spatial_dimensions[d]));
-    wins.push_back(win[d].stride);
-    dil.push_back(win[d].window_dilation - 1);
-    pl.push_back(win[d].padding_low);
-    pr.push_back(win[d].padding_high);
-  }
+  // oneDNN's logical dimensions over the HLO buffers' row-major strides: no packing.
+  const OneDnnConvShape shape = OneDnnConvShapeOf(*mm);
   // The destination: the kernel's output buffer when the convolution is one (the epilogue then
   // reads it there), else scratch in the convolution's row-major layout.
   std::string dst;
@@ -1473,15 +1434,18 @@ absl::Status KernelEmitter::EmitConvPrimitive(const std::string& src, const std:
   };
   const std::string state = NewName("conv");
   Open(absl::StrCat("static mt_conv* const ", state, " = [] {"));
-  Line(absl::StrCat("const int64_t sd[] = ", list(sdims), ", ss[] = ", list(sstr),
-                    ", wd[] = ", list(wdims), ", wst[] = ", list(wstr), ", dd[] = ", list(ddims),
-                    ", ds[] = ", list(dstr), ";"));
-  Line(absl::StrCat("const int64_t st[] = ", list(wins), ", dl[] = ", list(dil),
-                    ", pl[] = ", list(pl), ", pr[] = ", list(pr), ";"));
+  Line(absl::StrCat("const int64_t sd[] = ", list(shape.src_dims),
+                    ", ss[] = ", list(shape.src_strides), ", wd[] = ", list(shape.weight_dims),
+                    ", wst[] = ", list(shape.weight_strides), ", dd[] = ", list(shape.dst_dims),
+                    ", ds[] = ", list(shape.dst_strides), ";"));
+  Line(absl::StrCat("const int64_t st[] = ", list(shape.window_strides),
+                    ", dl[] = ", list(shape.dilations), ", pl[] = ", list(shape.pad_low),
+                    ", pr[] = ", list(shape.pad_high), ";"));
   Line("const int64_t* const dims[3] = {sd, wd, dd};");
   Line("const int64_t* const strides[3] = {ss, wst, ds};");
-  Line(absl::StrCat("return mt_conv_create(", ns, ", ", groups, ", dims, strides, st, dl, pl, pr, ",
-                    Param("impl") == 3 ? "true" : "false", ");"));
+  Line(absl::StrCat("return mt_conv_create(", shape.spatial, ", ", shape.groups,
+                    ", dims, strides, st, dl, pl, pr, ", Param("impl") == 3 ? "true" : "false",
+                    ");"));
   indent_.resize(indent_.size() - 2);
   Line("}();");
   Line(absl::StrCat("mt_conv_run(", state, ", ", src, ", ", weights, ", ", dst, ");"));

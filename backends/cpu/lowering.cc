@@ -5,6 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "backends/cpu/gemm_shape.h"
 #include "backends/cpu/onednn.h"
+#include "backends/cpu/onednn_conv.h"
 #include "backends/cpu/row_fusion.h"
 
 namespace mltune::backends::cpu {
@@ -272,7 +273,9 @@ std::vector<KernelParam> KindParams(const Kernel& kernel) {
       if (OneDnnAvailable()) {
         impls.push_back(1);
         if (kernel.kind == KernelKind::kConvolution && OneDnnConvolutionFits(root)) {
-          impls.push_back(2);
+          // Plain layouts only where oneDNN has a kernel for them: elsewhere it runs its
+          // reference loops, 100-300x slower, a choice that only costs the tuner measurements.
+          if (OneDnnRunsPlainLayoutsNatively(OneDnnConvShapeOf(root))) impls.push_back(2);
           impls.push_back(3);
         }
       }
