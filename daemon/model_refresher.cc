@@ -17,6 +17,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/strip.h"
 #include "nlohmann/json.hpp"
 #include "optimizers/fusion/cpu_fusion_problem.h"
 #include "optimizers/guided/stored_cost_models.h"
@@ -258,6 +259,22 @@ bool ModelRefresher::WaitFor(double seconds) {
   return !stopping_;
 }
 
+void ModelRefresher::RestoreLastTrainings() {
+  absl::StatusOr<std::vector<storage::ModelTrainingRecord>> latest = store_.LatestModelTrainings();
+  if (!latest.ok()) {
+    std::cerr << "mltuned: model refresh: earlier trainings unreadable: " << latest.status()
+              << "\n";
+    return;
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  for (const storage::ModelTrainingRecord& r : *latest) {
+    status_.last[r.name] = {r.outcome, r.ended_ms};
+    // As Train does: the same rows would fail or lose the same way (a stored version since
+    // then is newer, and NewRowsPerModel counts from the later of the two).
+    if (r.outcome == "rejected" || r.outcome == "failed") not_before_ms_[r.name] = r.started_ms;
+  }
+}
+
 void ModelRefresher::Loop() {
   using Clock = std::chrono::steady_clock;
   auto seconds_since = [](Clock::time_point t) {
@@ -270,6 +287,7 @@ void ModelRefresher::Loop() {
   bool first = true;
   bool job_since_count = true;
   Clock::time_point counted = Clock::now();
+  RestoreLastTrainings();
   while (WaitFor(options_.poll_seconds)) {
     if (busy_()) {
       idle_since = Clock::now();
@@ -335,10 +353,19 @@ ModelRefresher::Outcome ModelRefresher::Train(const ModelNewRows& model) {
         std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
     metrics_.CostModelTrained(name, OutcomeName(outcome), seconds);
     metrics_.SetCostModelTrainerRunning(false);
+    const int64_t ended_ms = NowMs();
     {
       std::lock_guard<std::mutex> lock(mu_);
       status_.training.clear();
-      status_.last[name] = {std::string(OutcomeName(outcome)), NowMs()};
+      status_.last[name] = {std::string(OutcomeName(outcome)), ended_ms};
+    }
+    // Kept in the store so a restarted daemon waits for new rows after a rejection too.
+    const storage::ModelTrainingRecord record{
+        name,           std::string(OutcomeName(outcome)),
+        start_ms,       std::max(start_ms, ended_ms),
+        model.new_rows, std::string(absl::StripPrefix(detail, ": "))};
+    if (absl::Status s = store_.RecordModelTraining(record); !s.ok()) {
+      std::cerr << "mltuned: training " << name << ": not recorded in the store: " << s << "\n";
     }
     std::cerr << "mltuned: training " << name << ": " << OutcomeName(outcome) << " after "
               << static_cast<int64_t>(seconds) << " s" << detail << "\n";

@@ -91,7 +91,7 @@ struct RefresherStatus {
   int64_t counted_ms = 0;                    // when `models` was counted (unix ms); 0: not yet
   std::vector<ModelNewRows> models;          // every model on the targets, as last counted
   std::string training;                      // the model a trainer runs for now; "" when none
-  std::map<std::string, LastTraining> last;  // by model name, since the daemon started
+  std::map<std::string, LastTraining> last;  // by model name, also runs before a restart
 };
 
 // The mltune CLI the daemon trains with when --trainer is not given: MLTUNE_CLI, else `mltune`
@@ -118,6 +118,9 @@ class ModelRefresher {
   void Loop();
   // Runs the trainer for `model` until it exits, a job arrives or Shutdown.
   Outcome Train(const ModelNewRows& model);
+  // Reads each model's last retraining from the store: its outcome for Status(), and after a
+  // rejection or failure the wait for new rows, as if this process had run it.
+  void RestoreLastTrainings();
   bool WaitFor(double seconds);  // false once stopping
 
   storage::Store& store_;

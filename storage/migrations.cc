@@ -107,6 +107,21 @@ CREATE TABLE kernel_graphs (
   created_ms INTEGER NOT NULL
 ) STRICT;
 )sql"},
+    // Each retraining the daemon ran and how it ended, so a restarted daemon neither forgets a
+    // rejected or failed model (and trains it again on the same rows) nor its last outcome.
+    {4, "model_trainings", R"sql(
+CREATE TABLE model_trainings (
+  id INTEGER PRIMARY KEY,
+  name TEXT NOT NULL CHECK (length(name) > 0),
+  outcome TEXT NOT NULL
+    CHECK (outcome IN ('stored', 'rejected', 'failed', 'preempted', 'stopped')),
+  started_ms INTEGER NOT NULL,
+  ended_ms INTEGER NOT NULL CHECK (ended_ms >= started_ms),
+  new_rows INTEGER NOT NULL CHECK (new_rows >= 0),
+  detail TEXT NOT NULL
+) STRICT;
+CREATE INDEX model_trainings_by_name ON model_trainings (name, ended_ms);
+)sql"},
 };
 
 absl::StatusOr<int> UserVersion(Database& db) {

@@ -164,6 +164,16 @@ struct ModelRecord {
   int64_t created_ms = 0;
 };
 
+// One retraining of a learned model by the daemon (model_refresher.h) and how it ended.
+struct ModelTrainingRecord {
+  std::string name;     // the model, e.g. "cost-model/tile-cpu"
+  std::string outcome;  // "stored", "rejected", "failed", "preempted" or "stopped"
+  int64_t started_ms = 0;
+  int64_t ended_ms = 0;
+  int64_t new_rows = 0;  // measurements logged since the version it was to replace
+  std::string detail;    // e.g. "version 3", "exit 1 (see the log)"
+};
+
 // Thread-safe: one Store serves every thread of the daemon. Every method returns a clear error
 // (InvalidArgument for bad input, NotFound, FailedPrecondition for an illegal job transition,
 // Unavailable when another process holds the write lock past the busy timeout, DataLoss for a
@@ -171,7 +181,7 @@ struct ModelRecord {
 class Store {
  public:
   // The schema version this code writes (PRAGMA user_version).
-  static constexpr int kSchemaVersion = 3;
+  static constexpr int kSchemaVersion = 4;
 
   // Opens or creates the store at `path` (its parent folders are created), or an in-memory store
   // for ":memory:" (one connection: reads wait for writes there). With options.must_exist, a
@@ -252,6 +262,12 @@ class Store {
   absl::StatusOr<std::optional<ModelRecord>> LatestModel(const std::string& name);
   // Every checkpoint without its bytes (size_bytes set), by name then version.
   absl::StatusOr<std::vector<ModelRecord>> ListModels();
+
+  // --- The daemon's retrainings. InvalidArgument for an empty name, an unknown outcome, negative
+  // rows or an end before the start.
+  absl::Status RecordModelTraining(const ModelTrainingRecord& record);
+  // Each model's most recent retraining (latest end), by name.
+  absl::StatusOr<std::vector<ModelTrainingRecord>> LatestModelTrainings();
 
  private:
   Store(std::string path, StoreOptions options, std::unique_ptr<Database> writer);

@@ -337,6 +337,40 @@ TEST_F(RefresherTest, ARejectedModelWaitsForNewRows) {
   refresher_->Shutdown();
 }
 
+// The store keeps each retraining, so a restarted daemon neither trains a rejected model again on
+// the rows it lost on nor forgets the outcome GetStats reports.
+TEST_F(RefresherTest, ARestartedRefresherRemembersARejection) {
+  Log(*store_, "tile-kernel", "cpu", 2, 1000);
+  WriteTrainer("exit 3");
+  StartRefresher(2);
+  ASSERT_TRUE(Eventually(
+      [&] { return metrics_->Serialize().find("outcome=\"rejected\"} 1") != std::string::npos; },
+      10));
+  refresher_->Shutdown();
+  absl::StatusOr<std::vector<storage::ModelTrainingRecord>> runs = store_->LatestModelTrainings();
+  ASSERT_TRUE(runs.ok()) << runs.status();
+  ASSERT_EQ(runs->size(), 1u);
+  EXPECT_EQ((*runs)[0].name, "cost-model/tile-cpu");
+  EXPECT_EQ((*runs)[0].outcome, "rejected");
+  EXPECT_EQ((*runs)[0].new_rows, 2);
+  EXPECT_THAT((*runs)[0].detail, HasSubstr("did worse than the stored version"));
+
+  refresher_.reset();
+  StartRefresher(2);
+  ASSERT_TRUE(Eventually([&] { return refresher_->Status().counted_ms > 0; }, 5));
+  const RefresherStatus status = refresher_->Status();
+  ASSERT_TRUE(status.last.contains("cost-model/tile-cpu"));
+  EXPECT_EQ(status.last.at("cost-model/tile-cpu").outcome, "rejected");
+  EXPECT_EQ(status.last.at("cost-model/tile-cpu").ended_ms, (*runs)[0].ended_ms);
+  ASSERT_EQ(status.models.size(), 2u);
+  EXPECT_EQ(status.models[0].new_rows, 0);  // counted from the rejected run's start
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  EXPECT_EQ(Pids().size(), 1u) << "the restarted refresher trained on the rows it lost on";
+  Log(*store_, "tile-kernel", "cpu", 2, NowMs() + 60'000);
+  ASSERT_TRUE(Eventually([&] { return Pids().size() == 2; }, 10));
+  refresher_->Shutdown();
+}
+
 // mltuned --no-retrain-gate: the trainer stores whatever it trains.
 TEST_F(RefresherTest, WithoutTheGateTheTrainerIsNotAskedToCompare) {
   Log(*store_, "tile-kernel", "cpu", 1, 1000);
