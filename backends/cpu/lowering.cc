@@ -207,10 +207,14 @@ bool RowsReduceWindow(const Instruction& r) {
 }
 
 // Partial accumulator counts for a reduction whose innermost reduced dimension has n elements:
-// two AVX-512 vectors hide the add latency on long rows; short rows would leave them idle.
+// two AVX-512 vectors hide the add latency on long rows; short rows would leave them idle. Counts
+// above n are not offered: the generated code folds such a row with one accumulator (codegen's
+// LanesFor), so they would only repeat lanes=1 under another name.
 std::vector<int64_t> Lanes(int64_t n) {
-  if (n >= 128) return {32, 16, 64, 8, 1};
-  return {8, 1, 16, 32};
+  std::vector<int64_t> lanes =
+      n >= 128 ? std::vector<int64_t>{32, 16, 64, 8, 1} : std::vector<int64_t>{8, 1, 16, 32};
+  std::erase_if(lanes, [n](int64_t l) { return l > 1 && l > n; });
+  return lanes;
 }
 
 // A kernel's parameters by kind; ParamsOf drops those that change nothing.
@@ -235,8 +239,12 @@ std::vector<KernelParam> KindParams(const Kernel& kernel) {
       const bool minor_kept =
           !xd.empty() && std::find(root.dimensions.begin(), root.dimensions.end(),
                                    static_cast<int64_t>(xd.size()) - 1) == root.dimensions.end();
-      std::vector<KernelParam> params = {{"lanes", Lanes(xd.empty() ? 1 : xd.back())},
-                                         {"parallel", {0, 1}}};
+      // `lanes` splits the innermost reduced dimension (order 0).
+      const int64_t innermost_reduced =
+          root.dimensions.empty()
+              ? 1
+              : xd[*std::max_element(root.dimensions.begin(), root.dimensions.end())];
+      std::vector<KernelParam> params = {{"lanes", Lanes(innermost_reduced)}, {"parallel", {0, 1}}};
       if (minor_kept) params.insert(params.begin(), {"order", {1, 0}});
       return params;
     }
