@@ -734,21 +734,31 @@ void KernelEmitter::LoopNest(const std::vector<int64_t>& dims, const LoopOptions
     if (dims[d] != 1) loops.push_back(d);
   }
   Open("{");
-  if (opts.block > 0 && loops.size() >= 2) {
+  // A tile as wide as the minor dimension or wider walks as block=0 does, only behind bounds
+  // the compiler cannot see; so blocking applies only to dimensions longer than the block.
+  if (opts.block > 0 && loops.size() >= 2 && opts.block < dims[loops.back()]) {
     const size_t a = loops[loops.size() - 2], b = loops.back();
+    const bool block_a = opts.block < dims[a];
     for (size_t j = 0; j + 2 < loops.size(); ++j) {
       open_loop(loops[j], "0", absl::StrCat(dims[loops[j]]), false);
     }
     const std::string ab = absl::StrCat(idx[a], "b"), bb = absl::StrCat(idx[b], "b");
     if (opened == 0 && opts.parallel) Line("#pragma omp parallel for schedule(static)");
-    Open(absl::StrCat("for (int64_t ", ab, " = 0; ", ab, " < ", dims[a], "; ", ab,
-                      " += ", opts.block, ") {"));
-    ++opened;
+    if (block_a) {
+      Open(absl::StrCat("for (int64_t ", ab, " = 0; ", ab, " < ", dims[a], "; ", ab,
+                        " += ", opts.block, ") {"));
+      ++opened;
+    }
     Open(absl::StrCat("for (int64_t ", bb, " = 0; ", bb, " < ", dims[b], "; ", bb,
                       " += ", opts.block, ") {"));
     ++opened;
-    open_loop(a, ab, absl::StrCat("std::min<int64_t>(", ab, " + ", opts.block, ", ", dims[a], ")"),
-              false);
+    if (block_a) {
+      open_loop(a, ab,
+                absl::StrCat("std::min<int64_t>(", ab, " + ", opts.block, ", ", dims[a], ")"),
+                false);
+    } else {
+      open_loop(a, "0", absl::StrCat(dims[a]), false);
+    }
     open_loop(b, bb, absl::StrCat("std::min<int64_t>(", bb, " + ", opts.block, ", ", dims[b], ")"),
               true);
   } else {

@@ -314,6 +314,24 @@ std::vector<KernelParam> ParamsOf(const Kernel& kernel) {
   if (no_loop) {
     std::erase_if(params, [](const KernelParam& p) { return p.name == "parallel"; });
   }
+  if (kernel.kind == KernelKind::kLoop) {
+    // `block` tiles the two innermost dimensions longer than 1, and codegen blocks only where
+    // the innermost one is longer than the tile: larger tiles, or any on a nest with one such
+    // dimension, would measure block=0's walk again under another name.
+    int64_t widest_minor = 0;
+    for (const Instruction* o : kernel.outputs) {
+      if (!o->shape().IsArray()) continue;
+      std::vector<int64_t> loops;
+      for (int64_t d : o->shape().dimensions()) {
+        if (d != 1) loops.push_back(d);
+      }
+      if (loops.size() >= 2) widest_minor = std::max(widest_minor, loops.back());
+    }
+    for (KernelParam& p : params) {
+      if (p.name != "block") continue;
+      std::erase_if(p.choices, [&](int64_t b) { return b > 0 && b >= widest_minor; });
+    }
+  }
   return params;
 }
 

@@ -523,6 +523,75 @@ ENTRY e {
   EXPECT_EQ(with_32->source, with_one->source);
 }
 
+// `block` tiles the two innermost dimensions longer than 1, and only dimensions longer than the
+// tile: a tile covering the minor dimension walks as block=0 does but behind bounds the compiler
+// cannot see, so such tiles are not offered, and where a configuration still asks for one (an
+// older store's) the code is block=0's.
+TEST(CpuOpsLoopTest, BlockTilesOnlyDimensionsLongerThanTheTile) {
+  absl::StatusOr<std::unique_ptr<ir::Module>> module = ir::ParseHloText(R"(
+HloModule m
+ENTRY e {
+  p0 = f32[2048,20,4] parameter(0)
+  narrow = f32[2048,20,4] negate(p0)
+  p1 = f32[8,40] parameter(1)
+  strip = f32[8,40] negate(p1)
+  p2 = f32[64,100] parameter(2)
+  wide = f32[64,100] negate(p2)
+  p3 = f32[1,1000] parameter(3)
+  flat = f32[1,1000] negate(p3)
+  ROOT t = (f32[2048,20,4], f32[8,40], f32[64,100], f32[1,1000]) tuple(narrow, strip, wide, flat)
+})");
+  ASSERT_TRUE(module.ok()) << module.status();
+  absl::StatusOr<LoweredModule> lowered = Lower(**module);
+  ASSERT_TRUE(lowered.ok()) << lowered.status();
+  auto kernel_of = [&](const std::string& name) -> int32_t {
+    for (size_t i = 0; i < lowered->kernels.size(); ++i) {
+      if (lowered->kernels[i].name == name) return static_cast<int32_t>(i);
+    }
+    return -1;
+  };
+  auto block_of = [&](const std::string& name) -> KernelParam* {
+    const int32_t k = kernel_of(name);
+    if (k < 0) return nullptr;
+    for (KernelParam& p : lowered->kernels[static_cast<size_t>(k)].params) {
+      if (p.name == "block") return &p;
+    }
+    return nullptr;
+  };
+  for (const char* name : {"narrow", "strip", "wide", "flat"}) {
+    ASSERT_NE(block_of(name), nullptr) << name;
+  }
+  EXPECT_EQ(block_of("narrow")->choices, (std::vector<int64_t>{0}));
+  EXPECT_EQ(block_of("strip")->choices, (std::vector<int64_t>{0, 16, 32}));
+  EXPECT_EQ(block_of("wide")->choices, (std::vector<int64_t>{0, 16, 32, 64}));
+  EXPECT_EQ(block_of("flat")->choices, (std::vector<int64_t>{0}));
+
+  // block=32 on the 4-wide kernel, as a stored configuration from before may ask.
+  block_of("narrow")->choices = {0, 32};
+  const int32_t narrow = kernel_of("narrow");
+  const std::vector<KernelParam>& params = lowered->kernels[static_cast<size_t>(narrow)].params;
+  KernelConfig unblocked(params.size(), 0), tiled(params.size(), 0);
+  for (size_t p = 0; p < params.size(); ++p) {
+    unblocked[p] = tiled[p] = params[p].choices.front();
+    if (params[p].name == "block") tiled[p] = 32;
+  }
+  absl::StatusOr<Program> with_0 = GenerateKernel(*lowered, narrow, unblocked);
+  absl::StatusOr<Program> with_32 = GenerateKernel(*lowered, narrow, tiled);
+  ASSERT_TRUE(with_0.ok()) << with_0.status();
+  ASSERT_TRUE(with_32.ok()) << with_32.status();
+  EXPECT_EQ(with_32->source, with_0->source);
+  // No bound behind std::min beyond the prelude's own.
+  auto mins = [](const std::string& text) {
+    int64_t n = 0;
+    for (size_t at = text.find("std::min<int64_t>("); at != std::string::npos;
+         at = text.find("std::min<int64_t>(", at + 1)) {
+      ++n;
+    }
+    return n;
+  };
+  EXPECT_EQ(mins(with_0->source), mins(Prelude())) << with_0->source;
+}
+
 // Which convolutions get oneDNN's primitive: impl 3 (oneDNN's layouts) for every conv case above,
 // impl 2 (the buffers as they are) only where oneDNN has a kernel for those layouts, and neither
 // for a convolution with base (lhs) dilation, which oneDNN's forward convolution does not have.
