@@ -706,7 +706,9 @@ void KernelEmitter::LoopNest(const std::vector<int64_t>& dims, const LoopOptions
   for (size_t d = 0; d < rank; ++d) idx[d] = dims[d] == 1 ? "0" : absl::StrCat(p, "_", d);
   int opened = 0;
   std::vector<HoistLevel> levels;  // the loops opened so far, when hoisting
-  auto open_loop = [&](size_t d, const std::string& from, const std::string& to, bool inner) {
+  // `trips`: the loop's constant trip count, or 0 where its bound is only known at run time.
+  auto open_loop = [&](size_t d, const std::string& from, const std::string& to, bool inner,
+                       int64_t trips) {
     // GCC takes no loop pragma between `omp parallel for` and its loop: a loop that is both the
     // parallel and the inner one is only split across threads.
     const size_t before = code_.size();
@@ -715,7 +717,11 @@ void KernelEmitter::LoopNest(const std::vector<int64_t>& dims, const LoopOptions
       Line("#pragma omp parallel for schedule(static)");
     } else {
       if (inner && opts.simd) Line("#pragma GCC ivdep");
-      if (inner && opts.unroll > 1) Line(absl::StrCat("#pragma GCC unroll ", opts.unroll));
+      // A short constant inner loop is left to GCC (kShortInnerLoop), whatever `unroll` asks.
+      const bool short_loop = trips > 0 && trips <= kShortInnerLoop;
+      if (inner && opts.unroll > 1 && !short_loop) {
+        Line(absl::StrCat("#pragma GCC unroll ", opts.unroll));
+      }
     }
     Open(absl::StrCat("for (int64_t ", idx[d], " = ", from, "; ", idx[d], " < ", to, "; ++", idx[d],
                       ") {"));
@@ -740,7 +746,7 @@ void KernelEmitter::LoopNest(const std::vector<int64_t>& dims, const LoopOptions
     const size_t a = loops[loops.size() - 2], b = loops.back();
     const bool block_a = opts.block < dims[a];
     for (size_t j = 0; j + 2 < loops.size(); ++j) {
-      open_loop(loops[j], "0", absl::StrCat(dims[loops[j]]), false);
+      open_loop(loops[j], "0", absl::StrCat(dims[loops[j]]), false, dims[loops[j]]);
     }
     const std::string ab = absl::StrCat(idx[a], "b"), bb = absl::StrCat(idx[b], "b");
     if (opened == 0 && opts.parallel) Line("#pragma omp parallel for schedule(static)");
@@ -755,15 +761,15 @@ void KernelEmitter::LoopNest(const std::vector<int64_t>& dims, const LoopOptions
     if (block_a) {
       open_loop(a, ab,
                 absl::StrCat("std::min<int64_t>(", ab, " + ", opts.block, ", ", dims[a], ")"),
-                false);
+                false, 0);
     } else {
-      open_loop(a, "0", absl::StrCat(dims[a]), false);
+      open_loop(a, "0", absl::StrCat(dims[a]), false, dims[a]);
     }
     open_loop(b, bb, absl::StrCat("std::min<int64_t>(", bb, " + ", opts.block, ", ", dims[b], ")"),
-              true);
+              true, 0);
   } else {
     for (size_t j = 0; j < loops.size(); ++j) {
-      open_loop(loops[j], "0", absl::StrCat(dims[loops[j]]), j + 1 == loops.size());
+      open_loop(loops[j], "0", absl::StrCat(dims[loops[j]]), j + 1 == loops.size(), dims[loops[j]]);
     }
   }
   PushScope();

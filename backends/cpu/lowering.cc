@@ -318,7 +318,8 @@ std::vector<KernelParam> ParamsOf(const Kernel& kernel) {
     // `block` tiles the two innermost dimensions longer than 1, and codegen blocks only where
     // the innermost one is longer than the tile: larger tiles, or any on a nest with one such
     // dimension, would measure block=0's walk again under another name.
-    int64_t widest_minor = 0;
+    // `unroll` is offered only where some nest's inner loop is longer than kShortInnerLoop.
+    int64_t widest_minor = 0, longest_inner = 0;
     for (const Instruction* o : kernel.outputs) {
       if (!o->shape().IsArray()) continue;
       std::vector<int64_t> loops;
@@ -326,10 +327,14 @@ std::vector<KernelParam> ParamsOf(const Kernel& kernel) {
         if (d != 1) loops.push_back(d);
       }
       if (loops.size() >= 2) widest_minor = std::max(widest_minor, loops.back());
+      if (!loops.empty()) longest_inner = std::max(longest_inner, loops.back());
     }
     for (KernelParam& p : params) {
-      if (p.name != "block") continue;
-      std::erase_if(p.choices, [&](int64_t b) { return b > 0 && b >= widest_minor; });
+      if (p.name == "block") {
+        std::erase_if(p.choices, [&](int64_t b) { return b > 0 && b >= widest_minor; });
+      } else if (p.name == "unroll" && longest_inner <= kShortInnerLoop) {
+        p.choices = {1};
+      }
     }
   }
   return params;

@@ -49,6 +49,12 @@ struct Kernel {
   bool Contains(const ir::Instruction* i) const { return member_set.count(i) != 0; }
 };
 
+// The longest inner loop (a constant trip count) that `unroll` leaves alone. GCC unrolls and
+// vectorizes such loops by itself; `#pragma GCC unroll u` with u below the trip count stops that
+// (measured: a [2048,20,4] compare ran 75-108 us with unroll 2 against 12-19 us without), and no
+// factor beat no pragma on inner loops of 4-64 iterations.
+inline constexpr int64_t kShortInnerLoop = 64;
+
 // A kernel configuration: one value (not index) per KernelParam.
 using KernelConfig = std::vector<int64_t>;
 KernelConfig DefaultConfig(const Kernel& kernel);
