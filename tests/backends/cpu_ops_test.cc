@@ -451,6 +451,42 @@ TEST(CpuOpsReduceTest, ParallelNeverSplitsAReducedLoop) {
   EXPECT_TRUE(check.ok()) << check;
 }
 
+// Kernel `name` of `lowered`, or -1.
+int32_t KernelNamed(const LoweredModule& lowered, const std::string& name) {
+  for (size_t i = 0; i < lowered.kernels.size(); ++i) {
+    if (lowered.kernels[i].name == name) return static_cast<int32_t>(i);
+  }
+  return -1;
+}
+
+// Kernel `name`'s parameter `param`, or nullptr.
+KernelParam* ParamOf(LoweredModule& lowered, const std::string& name, const std::string& param) {
+  const int32_t k = KernelNamed(lowered, name);
+  if (k < 0) return nullptr;
+  for (KernelParam& p : lowered.kernels[static_cast<size_t>(k)].params) {
+    if (p.name == param) return &p;
+  }
+  return nullptr;
+}
+
+// Kernel `name`'s code under its defaults but `param` = `value`, a value its choices may no
+// longer hold (as a configuration stored before they narrowed would ask).
+absl::StatusOr<Program> KernelWith(LoweredModule& lowered, const std::string& name,
+                                   const std::string& param, int64_t value) {
+  const int32_t k = KernelNamed(lowered, name);
+  if (k < 0) return absl::NotFoundError(name);
+  std::vector<KernelParam>& params = lowered.kernels[static_cast<size_t>(k)].params;
+  KernelConfig config;
+  for (KernelParam& p : params) {
+    if (p.name == param &&
+        std::find(p.choices.begin(), p.choices.end(), value) == p.choices.end()) {
+      p.choices.push_back(value);
+    }
+    config.push_back(p.name == param ? value : p.choices.front());
+  }
+  return GenerateKernel(lowered, k, config);
+}
+
 // `lanes` (partial accumulators on the innermost reduced dimension) is offered up to that
 // dimension's length: more lanes than elements never run the vector loop, and an unused
 // accumulator array of 32 made a reduce over 4 elements 14x slower than one accumulator. Where
@@ -486,38 +522,19 @@ ENTRY e {
   ASSERT_TRUE(module.ok()) << module.status();
   absl::StatusOr<LoweredModule> lowered = Lower(**module);
   ASSERT_TRUE(lowered.ok()) << lowered.status();
-  auto lanes_of = [&](const std::string& name) -> KernelParam* {
-    for (Kernel& k : lowered->kernels) {
-      if (k.name != name) continue;
-      for (KernelParam& p : k.params) {
-        if (p.name == "lanes") return &p;
-      }
-    }
-    return nullptr;
-  };
   for (const char* name : {"any4", "sum20", "cols4", "sum200"}) {
-    ASSERT_NE(lanes_of(name), nullptr) << name;
+    ASSERT_NE(ParamOf(*lowered, name, "lanes"), nullptr) << name;
   }
-  EXPECT_EQ(lanes_of("any4")->choices, (std::vector<int64_t>{1}));
-  EXPECT_EQ(lanes_of("sum20")->choices, (std::vector<int64_t>{8, 1, 16}));
+  EXPECT_EQ(ParamOf(*lowered, "any4", "lanes")->choices, (std::vector<int64_t>{1}));
+  EXPECT_EQ(ParamOf(*lowered, "sum20", "lanes")->choices, (std::vector<int64_t>{8, 1, 16}));
   // A column reduction: its lanes split the reduced leading dimension (4), not the kept 64.
-  EXPECT_EQ(lanes_of("cols4")->choices, (std::vector<int64_t>{1}));
-  EXPECT_EQ(lanes_of("sum200")->choices, (std::vector<int64_t>{32, 16, 64, 8, 1}));
+  EXPECT_EQ(ParamOf(*lowered, "cols4", "lanes")->choices, (std::vector<int64_t>{1}));
+  EXPECT_EQ(ParamOf(*lowered, "sum200", "lanes")->choices,
+            (std::vector<int64_t>{32, 16, 64, 8, 1}));
 
-  // lanes=32 on the 4-element reduce, as a stored configuration from before may ask.
-  lanes_of("any4")->choices = {1, 32};
-  int32_t any4 = -1;
-  for (size_t i = 0; i < lowered->kernels.size(); ++i) {
-    if (lowered->kernels[i].name == "any4") any4 = static_cast<int32_t>(i);
-  }
-  const std::vector<KernelParam>& params = lowered->kernels[static_cast<size_t>(any4)].params;
-  KernelConfig one(params.size(), 0), thirty_two(params.size(), 0);
-  for (size_t p = 0; p < params.size(); ++p) {
-    one[p] = thirty_two[p] = params[p].choices.front();
-    if (params[p].name == "lanes") thirty_two[p] = 32;
-  }
-  absl::StatusOr<Program> with_one = GenerateKernel(*lowered, any4, one);
-  absl::StatusOr<Program> with_32 = GenerateKernel(*lowered, any4, thirty_two);
+  // lanes=32 on the 4-element reduce gets lanes=1's code.
+  absl::StatusOr<Program> with_one = KernelWith(*lowered, "any4", "lanes", 1);
+  absl::StatusOr<Program> with_32 = KernelWith(*lowered, "any4", "lanes", 32);
   ASSERT_TRUE(with_one.ok()) << with_one.status();
   ASSERT_TRUE(with_32.ok()) << with_32.status();
   EXPECT_EQ(with_32->source, with_one->source);
@@ -548,39 +565,17 @@ TEST(CpuOpsLoopTest, BlockTilesOnlyDimensionsLongerThanTheTile) {
   ASSERT_TRUE(module.ok()) << module.status();
   absl::StatusOr<LoweredModule> lowered = Lower(**module);
   ASSERT_TRUE(lowered.ok()) << lowered.status();
-  auto kernel_of = [&](const std::string& name) -> int32_t {
-    for (size_t i = 0; i < lowered->kernels.size(); ++i) {
-      if (lowered->kernels[i].name == name) return static_cast<int32_t>(i);
-    }
-    return -1;
-  };
-  auto block_of = [&](const std::string& name) -> KernelParam* {
-    const int32_t k = kernel_of(name);
-    if (k < 0) return nullptr;
-    for (KernelParam& p : lowered->kernels[static_cast<size_t>(k)].params) {
-      if (p.name == "block") return &p;
-    }
-    return nullptr;
-  };
   for (const char* name : {"narrow", "strip", "wide", "flat"}) {
-    ASSERT_NE(block_of(name), nullptr) << name;
+    ASSERT_NE(ParamOf(*lowered, name, "block"), nullptr) << name;
   }
-  EXPECT_EQ(block_of("narrow")->choices, (std::vector<int64_t>{0}));
-  EXPECT_EQ(block_of("strip")->choices, (std::vector<int64_t>{0, 16, 32}));
-  EXPECT_EQ(block_of("wide")->choices, (std::vector<int64_t>{0, 16, 32, 64}));
-  EXPECT_EQ(block_of("flat")->choices, (std::vector<int64_t>{0}));
+  EXPECT_EQ(ParamOf(*lowered, "narrow", "block")->choices, (std::vector<int64_t>{0}));
+  EXPECT_EQ(ParamOf(*lowered, "strip", "block")->choices, (std::vector<int64_t>{0, 16, 32}));
+  EXPECT_EQ(ParamOf(*lowered, "wide", "block")->choices, (std::vector<int64_t>{0, 16, 32, 64}));
+  EXPECT_EQ(ParamOf(*lowered, "flat", "block")->choices, (std::vector<int64_t>{0}));
 
-  // block=32 on the 4-wide kernel, as a stored configuration from before may ask.
-  block_of("narrow")->choices = {0, 32};
-  const int32_t narrow = kernel_of("narrow");
-  const std::vector<KernelParam>& params = lowered->kernels[static_cast<size_t>(narrow)].params;
-  KernelConfig unblocked(params.size(), 0), tiled(params.size(), 0);
-  for (size_t p = 0; p < params.size(); ++p) {
-    unblocked[p] = tiled[p] = params[p].choices.front();
-    if (params[p].name == "block") tiled[p] = 32;
-  }
-  absl::StatusOr<Program> with_0 = GenerateKernel(*lowered, narrow, unblocked);
-  absl::StatusOr<Program> with_32 = GenerateKernel(*lowered, narrow, tiled);
+  // block=32 on the 4-wide kernel gets block=0's code.
+  absl::StatusOr<Program> with_0 = KernelWith(*lowered, "narrow", "block", 0);
+  absl::StatusOr<Program> with_32 = KernelWith(*lowered, "narrow", "block", 32);
   ASSERT_TRUE(with_0.ok()) << with_0.status();
   ASSERT_TRUE(with_32.ok()) << with_32.status();
   EXPECT_EQ(with_32->source, with_0->source);
@@ -605,49 +600,21 @@ TEST(CpuOpsLoopTest, UnrollIsOfferedOnlyForLongInnerLoops) {
   ASSERT_TRUE(module.ok()) << module.status();
   absl::StatusOr<LoweredModule> lowered = Lower(**module);
   ASSERT_TRUE(lowered.ok()) << lowered.status();
-  auto kernel_of = [&](const std::string& name) -> int32_t {
-    for (size_t i = 0; i < lowered->kernels.size(); ++i) {
-      if (lowered->kernels[i].name == name) return static_cast<int32_t>(i);
-    }
-    return -1;
-  };
-  auto unroll_of = [&](const std::string& name) -> KernelParam* {
-    const int32_t k = kernel_of(name);
-    if (k < 0) return nullptr;
-    for (KernelParam& p : lowered->kernels[static_cast<size_t>(k)].params) {
-      if (p.name == "unroll") return &p;
-    }
-    return nullptr;
-  };
   for (const char* name : {"narrow", "strip", "wide", "flat"}) {
-    ASSERT_NE(unroll_of(name), nullptr) << name;
+    ASSERT_NE(ParamOf(*lowered, name, "unroll"), nullptr) << name;
   }
-  EXPECT_EQ(unroll_of("narrow")->choices, (std::vector<int64_t>{1}));
-  EXPECT_EQ(unroll_of("strip")->choices, (std::vector<int64_t>{1}));
-  EXPECT_EQ(unroll_of("wide")->choices, (std::vector<int64_t>{1, 2, 4, 8}));
-  EXPECT_EQ(unroll_of("flat")->choices, (std::vector<int64_t>{1, 2, 4, 8}));
+  EXPECT_EQ(ParamOf(*lowered, "narrow", "unroll")->choices, (std::vector<int64_t>{1}));
+  EXPECT_EQ(ParamOf(*lowered, "strip", "unroll")->choices, (std::vector<int64_t>{1}));
+  EXPECT_EQ(ParamOf(*lowered, "wide", "unroll")->choices, (std::vector<int64_t>{1, 2, 4, 8}));
+  EXPECT_EQ(ParamOf(*lowered, "flat", "unroll")->choices, (std::vector<int64_t>{1, 2, 4, 8}));
 
-  unroll_of("narrow")->choices = {1, 2};
-  const int32_t narrow = kernel_of("narrow");
-  const std::vector<KernelParam>& params = lowered->kernels[static_cast<size_t>(narrow)].params;
-  KernelConfig one(params.size(), 0), two(params.size(), 0);
-  for (size_t p = 0; p < params.size(); ++p) {
-    one[p] = two[p] = params[p].choices.front();
-    if (params[p].name == "unroll") two[p] = 2;
-  }
-  absl::StatusOr<Program> with_1 = GenerateKernel(*lowered, narrow, one);
-  absl::StatusOr<Program> with_2 = GenerateKernel(*lowered, narrow, two);
+  absl::StatusOr<Program> with_1 = KernelWith(*lowered, "narrow", "unroll", 1);
+  absl::StatusOr<Program> with_2 = KernelWith(*lowered, "narrow", "unroll", 2);
   ASSERT_TRUE(with_1.ok()) << with_1.status();
   ASSERT_TRUE(with_2.ok()) << with_2.status();
   EXPECT_EQ(with_2->source, with_1->source);
   // On the long row the factor reaches the code.
-  const int32_t flat = kernel_of("flat");
-  const std::vector<KernelParam>& flat_params = lowered->kernels[static_cast<size_t>(flat)].params;
-  KernelConfig flat_four(flat_params.size(), 0);
-  for (size_t p = 0; p < flat_params.size(); ++p) {
-    flat_four[p] = flat_params[p].name == "unroll" ? 4 : flat_params[p].choices.front();
-  }
-  absl::StatusOr<Program> flat_4 = GenerateKernel(*lowered, flat, flat_four);
+  absl::StatusOr<Program> flat_4 = KernelWith(*lowered, "flat", "unroll", 4);
   ASSERT_TRUE(flat_4.ok()) << flat_4.status();
   EXPECT_NE(flat_4->source.find("#pragma GCC unroll 4"), std::string::npos) << flat_4->source;
 }
