@@ -272,6 +272,11 @@ std::vector<int> Folds(const Data& data, bool by_program, int folds, uint64_t se
   return fold;
 }
 
+// The fusion tables' runtime bands: under 10 ns a kernel is little more than its call, under
+// 1 us it is too short to time inside a module (--in-module-min-seconds), and from 100 us on it
+// is what a program's time is made of.
+constexpr double kRuntimeBandEdges[] = {1e-8, 1e-6, 1e-4};
+
 struct SplitMetrics {
   std::string name;
   int folds = 0;
@@ -289,7 +294,9 @@ struct SplitMetrics {
   double point_mape = 0, point_ape_median = 0;
   std::optional<learned::RuntimeSpread> spread_fit;
   double analytical_mape = 0, analytical_ape_median = 0;  // the baseline's
-  std::string skipped;                                    // why the split was not evaluated
+  // fusion: the same MAPEs by measured runtime (kRuntimeBandEdges); empty where not computed.
+  std::vector<learned::RuntimeBand> bands, point_bands, analytical_bands;
+  std::string skipped;  // why the split was not evaluated
 };
 
 // Training samples of `rows`; a real program's rows `real_weight` times each. With
@@ -466,6 +473,7 @@ absl::StatusOr<SplitMetrics> Evaluate(const Data& data, const std::string& name,
     s.analytical = learned::EvaluateRanking(group, truth, analytical, program);
     s.analytical_mape = learned::Mape(truth, analytical);
     s.analytical_ape_median = learned::MedianApe(truth, analytical);
+    s.analytical_bands = learned::MapeByRuntime(truth, analytical, kRuntimeBandEdges);
   }
   if (!relative.empty()) s.relative = learned::EvaluateRanking(group, truth, relative, program);
   if (!relative.empty() && !log_seconds.empty()) {
@@ -480,6 +488,7 @@ absl::StatusOr<SplitMetrics> Evaluate(const Data& data, const std::string& name,
     for (double v : log_seconds) seconds.push_back(std::exp(v));
     s.mape = learned::Mape(truth, seconds);
     s.ape_median = learned::MedianApe(truth, seconds);
+    s.bands = learned::MapeByRuntime(truth, seconds, kRuntimeBandEdges);
   }
   std::vector<double> point_seconds;
   if (!log_seconds.empty() && log_spread.size() == log_seconds.size()) {
@@ -487,6 +496,7 @@ absl::StatusOr<SplitMetrics> Evaluate(const Data& data, const std::string& name,
     point_seconds = FoldCalibratedPoint(truth, log_seconds, log_spread, row_fold, folds);
     s.point_mape = learned::Mape(truth, point_seconds);
     s.point_ape_median = learned::MedianApe(truth, point_seconds);
+    s.point_bands = learned::MapeByRuntime(truth, point_seconds, kRuntimeBandEdges);
   }
   if (predictions != nullptr) {
     WritePredictions(data, name, test_rows, log_seconds, relative, log_spread, point_seconds,
@@ -497,6 +507,18 @@ absl::StatusOr<SplitMetrics> Evaluate(const Data& data, const std::string& name,
 
 std::string Percent(double v) { return absl::StrFormat("%.1f%%", 100 * v); }
 
+// "under 10 ns", "10 ns to 1 µs", "100 µs and more": a runtime band's row label.
+std::string BandLabel(const learned::RuntimeBand& band) {
+  auto time = [](double s) {
+    if (s < 1e-6) return absl::StrFormat("%g ns", s * 1e9);
+    if (s < 1e-3) return absl::StrFormat("%g µs", s * 1e6);
+    return absl::StrFormat("%g ms", s * 1e3);
+  };
+  if (band.lower_seconds == 0) return "under " + time(band.upper_seconds);
+  if (band.upper_seconds == 0) return time(band.lower_seconds) + " and more";
+  return time(band.lower_seconds) + " to " + time(band.upper_seconds);
+}
+
 // Both cross-validations, as a table on `out`; returns the metrics stored with the checkpoint.
 absl::StatusOr<json> EvaluateSplits(const Data& data, const TrainCostModelCommand& cmd,
                                     const learned::ModelOptions& options, const std::string& target,
@@ -505,6 +527,7 @@ absl::StatusOr<json> EvaluateSplits(const Data& data, const TrainCostModelComman
   json metrics = json::array();
   std::vector<std::string> program_table;  // tile: the per-program APE, a second table
   std::vector<std::string> spread_fits;    // each split's variance model over all its folds
+  std::vector<std::string> band_table;     // fusion: MAPE by measured runtime, a second table
   if (tile) {
     out << "\n| split | folds | train kernels per fold | test kernels | test configs | "
            "APE mean (relative head) | APE median | Kendall tau | APE mean (absolute head) | MAPE "
@@ -560,6 +583,14 @@ absl::StatusOr<json> EvaluateSplits(const Data& data, const TrainCostModelComman
           s->test_kernels, Percent(s->mape), Percent(s->ape_median),
           point ? Percent(s->point_mape) : "-", point ? Percent(s->point_ape_median) : "-",
           an ? Percent(s->analytical_mape) : "-", an ? Percent(s->analytical_ape_median) : "-");
+      for (size_t b = 0; b < s->bands.size(); ++b) {
+        band_table.push_back(absl::StrFormat(
+            "| %s | %s | %d | %s | %s | %s | %s |\n", name, BandLabel(s->bands[b]),
+            s->bands[b].rows, Percent(s->bands[b].mape),
+            point ? Percent(s->point_bands[b].mape) : "-",
+            point ? Percent(s->point_bands[b].error_share) : Percent(s->bands[b].error_share),
+            an ? Percent(s->analytical_bands[b].mape) : "-"));
+      }
     }
     json m = {{"split", name},
               {"folds", s->folds},
@@ -606,6 +637,12 @@ absl::StatusOr<json> EvaluateSplits(const Data& data, const TrainCostModelComman
       m["analytical_ape_median"] = s->analytical_ape_median;
     }
     metrics.push_back(std::move(m));
+  }
+  if (!band_table.empty()) {
+    out << "\n| split | measured runtime | test kernels | MAPE (learned) | MAPE (relative-error "
+           "point) | share of the learned error (same) | MAPE (analytical) |\n"
+           "|---|---|---:|---:|---:|---:|---:|\n";
+    for (const std::string& row : band_table) out << row;
   }
   if (!program_table.empty()) {
     out << "\n| split | test programs | program APE mean (median): relative head | guarded pick "

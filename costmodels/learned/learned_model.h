@@ -255,6 +255,20 @@ double MedianApe(std::span<const double> truth_seconds, std::span<const double> 
 // moves plan times; a 2 ns kernel predicted 10x off counts for its 2 ns, as in the plan.
 double TimeWeightedApe(std::span<const double> truth_seconds,
                        std::span<const double> predicted_seconds);
+// MAPE by the measured runtime: rows with a positive measured time fall into bands [edges[i],
+// edges[i + 1]) (the first band from 0, the last without an upper end; `edges` ascending and
+// positive), so a figure over thousands of kernels shows whether the error sits in nanosecond
+// kernels at the call's floor or in the long ones that make up a program's time. Each band gives
+// its row count, its MAPE and its share of the summed relative errors (0 for an empty band).
+struct RuntimeBand {
+  double lower_seconds = 0, upper_seconds = 0;  // upper 0: no upper end
+  int64_t rows = 0;
+  double mape = 0;
+  double error_share = 0;
+};
+std::vector<RuntimeBand> MapeByRuntime(std::span<const double> truth_seconds,
+                                       std::span<const double> predicted_seconds,
+                                       std::span<const double> edges);
 // Rank-loss weights that mirror the per-program tile APE: per group (kernel), its best time's
 // share of its program's summed best times, times the program's group count, so a program's
 // groups average 1 and each program weighs the same in total. The APE charges a pick by the time

@@ -169,6 +169,31 @@ double MedianApe(std::span<const double> truth_seconds, std::span<const double> 
   return Median(RelativeErrors(truth_seconds, predicted_seconds));
 }
 
+std::vector<RuntimeBand> MapeByRuntime(std::span<const double> truth_seconds,
+                                       std::span<const double> predicted_seconds,
+                                       std::span<const double> edges) {
+  std::vector<RuntimeBand> bands(edges.size() + 1);
+  for (size_t b = 0; b < bands.size(); ++b) {
+    bands[b].lower_seconds = b == 0 ? 0.0 : edges[b - 1];
+    bands[b].upper_seconds = b < edges.size() ? edges[b] : 0.0;
+  }
+  double total = 0;
+  for (size_t i = 0; i < truth_seconds.size() && i < predicted_seconds.size(); ++i) {
+    if (!(truth_seconds[i] > 0)) continue;
+    const size_t b = static_cast<size_t>(
+        std::upper_bound(edges.begin(), edges.end(), truth_seconds[i]) - edges.begin());
+    const double error = std::abs(predicted_seconds[i] - truth_seconds[i]) / truth_seconds[i];
+    ++bands[b].rows;
+    bands[b].mape += error;
+    total += error;
+  }
+  for (RuntimeBand& band : bands) {
+    band.error_share = total > 0 ? band.mape / total : 0.0;
+    band.mape = band.rows > 0 ? band.mape / static_cast<double>(band.rows) : 0.0;
+  }
+  return bands;
+}
+
 double TimeWeightedApe(std::span<const double> truth_seconds,
                        std::span<const double> predicted_seconds) {
   double error = 0, total = 0;

@@ -166,6 +166,34 @@ TEST(LearnedTimeWeightedApe, ErrorOfTheSummedTimes) {
   EXPECT_DOUBLE_EQ(TimeWeightedApe(std::vector<double>{}, std::vector<double>{}), 0.0);
 }
 
+TEST(LearnedMapeByRuntime, BandsByMeasuredTimeWithTheirShareOfTheError) {
+  // Bands [0, 1e-8), [1e-8, 1e-6), [1e-6, inf): a 2 ns kernel 100% off, a 5 ns one exact, a
+  // 1e-8 one (an edge opens the band above) 50% off, a 1 ms one 10% off; a 0 s row is left out.
+  const std::vector<double> edges = {1e-8, 1e-6};
+  const std::vector<RuntimeBand> bands =
+      MapeByRuntime(std::vector<double>{2e-9, 5e-9, 1e-8, 1e-3, 0},
+                    std::vector<double>{4e-9, 5e-9, 1.5e-8, 0.9e-3, 7}, edges);
+  ASSERT_EQ(bands.size(), 3u);
+  EXPECT_EQ(bands[0].lower_seconds, 0);
+  EXPECT_EQ(bands[0].upper_seconds, 1e-8);
+  EXPECT_EQ(bands[0].rows, 2);
+  EXPECT_NEAR(bands[0].mape, 0.5, 1e-12);
+  EXPECT_EQ(bands[1].rows, 1);  // 1e-8 itself, not the 0 s row (left out)
+  EXPECT_NEAR(bands[1].mape, 0.5, 1e-12);
+  EXPECT_EQ(bands[2].upper_seconds, 0);  // no upper end
+  EXPECT_EQ(bands[2].rows, 1);
+  EXPECT_NEAR(bands[2].mape, 0.1, 1e-12);
+  EXPECT_NEAR(bands[0].error_share, 1.0 / 1.6, 1e-12);
+  EXPECT_NEAR(bands[1].error_share, 0.5 / 1.6, 1e-12);
+  EXPECT_NEAR(bands[2].error_share, 0.1 / 1.6, 1e-12);
+  // An empty band reads 0, not NaN.
+  const std::vector<RuntimeBand> none =
+      MapeByRuntime(std::vector<double>{1e-3}, std::vector<double>{1e-3}, edges);
+  EXPECT_EQ(none[0].rows, 0);
+  EXPECT_EQ(none[0].mape, 0);
+  EXPECT_EQ(none[0].error_share, 0);
+}
+
 // Kernels whose true log runtime is normal around the prediction with variance 0.05 + 2 * spread^2:
 // the MAPE-optimal point of a log-normal is exp(mean - variance), so the fit finds about that
 // floor and scale, and its point beats the median on relative error.
