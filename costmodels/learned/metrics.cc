@@ -146,13 +146,19 @@ std::vector<double> ProgramShareWeights(std::span<const int64_t> group,
 
 namespace {
 
-// |predicted - truth| / truth per row with a positive truth: what Mape and MedianApe summarise.
+// |predicted - truth| / truth: one row's relative error, for a positive truth (callers skip the
+// rest), so the banded MAPE and the overall one agree by construction.
+double RelativeError(double truth_seconds, double predicted_seconds) {
+  return std::abs(predicted_seconds - truth_seconds) / truth_seconds;
+}
+
+// RelativeError per row with a positive truth: what Mape and MedianApe summarise.
 std::vector<double> RelativeErrors(std::span<const double> truth_seconds,
                                    std::span<const double> predicted_seconds) {
   std::vector<double> errors;
   for (size_t i = 0; i < truth_seconds.size() && i < predicted_seconds.size(); ++i) {
     if (truth_seconds[i] > 0) {
-      errors.push_back(std::abs(predicted_seconds[i] - truth_seconds[i]) / truth_seconds[i]);
+      errors.push_back(RelativeError(truth_seconds[i], predicted_seconds[i]));
     }
   }
   return errors;
@@ -182,7 +188,7 @@ std::vector<RuntimeBand> MapeByRuntime(std::span<const double> truth_seconds,
     if (!(truth_seconds[i] > 0)) continue;
     const size_t b = static_cast<size_t>(
         std::upper_bound(edges.begin(), edges.end(), truth_seconds[i]) - edges.begin());
-    const double error = std::abs(predicted_seconds[i] - truth_seconds[i]) / truth_seconds[i];
+    const double error = RelativeError(truth_seconds[i], predicted_seconds[i]);
     ++bands[b].rows;
     bands[b].mape += error;
     total += error;
