@@ -144,9 +144,9 @@ TEST_F(DaemonTest, SubmitWatchResultGivesAVerifiedEquivalentGraph) {
 
 TEST_F(DaemonTest, TheCacheAnswersAfterARestartAndALargerBudgetContinues) {
   Start();
-  ASSERT_TRUE(client_->Submit(Request(SlowHlo(200), 300)).ok());
   absl::StatusOr<client::SubmitResponse> first = client_->Submit(Request(SlowHlo(200), 300));
-  ASSERT_TRUE(first.ok());
+  ASSERT_TRUE(first.ok()) << first.status();
+  ASSERT_FALSE(first->cached);
   const JobInfo done = WaitUntilFinal(*client_, first->job_id);
   ASSERT_EQ(done.state, JobState::kDone) << done.error;
   const double tuned = done.results.at(0).tuned_score;
