@@ -296,10 +296,21 @@ std::vector<KernelParam> KindParams(const Kernel& kernel) {
   return {};
 }
 
-// KindParams less the parameters that cannot change the generated code: `parallel` splits the
-// kernel's outer output loop, and a loop, reduction or window kernel with one output element has
-// none. Such a choice would cost the tuner measurements that only sample the timer's noise, and
-// would teach the cost model that threads are free (they cost about 1.4 us elsewhere).
+// Bytes of the array values in `values`.
+int64_t ArrayBytes(const std::vector<const Instruction*>& values) {
+  int64_t bytes = 0;
+  for (const Instruction* v : values) {
+    if (v->shape().IsArray()) bytes += v->shape().ByteSize();
+  }
+  return bytes;
+}
+
+// KindParams less the parameters that cannot change the generated code or cannot pay: `parallel`
+// splits the kernel's outer output loop, and a loop, reduction or window kernel with one output
+// element has none. Such a choice would cost the tuner measurements that only sample the timer's
+// noise, and would teach the cost model that threads are free (they cost about 1.4 us
+// elsewhere). Nor is it offered on non-GEMM kernels below kParallelMinBytes of work: a loop's
+// work is what it writes, a reduction's, window's or row kernel's what it reads.
 std::vector<KernelParam> ParamsOf(const Kernel& kernel) {
   std::vector<KernelParam> params = KindParams(kernel);
   auto one_element = [](const Instruction* i) {
@@ -311,7 +322,10 @@ std::vector<KernelParam> ParamsOf(const Kernel& kernel) {
           ? std::all_of(kernel.outputs.begin(), kernel.outputs.end(), one_element)
           : (kernel.kind == KernelKind::kReduce || kernel.kind == KernelKind::kReduceWindow) &&
                 one_element(kernel.root);
-  if (no_loop) {
+  const bool gemm = kernel.kind == KernelKind::kDot || kernel.kind == KernelKind::kConvolution;
+  const int64_t work_bytes =
+      ArrayBytes(kernel.kind == KernelKind::kLoop ? kernel.outputs : kernel.inputs);
+  if (no_loop || (!gemm && work_bytes < kParallelMinBytes)) {
     std::erase_if(params, [](const KernelParam& p) { return p.name == "parallel"; });
   }
   if (kernel.kind == KernelKind::kLoop) {

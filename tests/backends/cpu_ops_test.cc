@@ -161,7 +161,7 @@ add {
   ROOT adr = f32[] add(ad0, ad1)
 }
 ENTRY e {
-  a = f32[1,512,24] parameter(0)
+  a = f32[1,2048,24] parameter(0)
   b = f32[1,4096] parameter(1)
   z = f32[] constant(0)
   cols = f32[1,24] reduce(a, z), dimensions={1}, to_apply=add
@@ -356,6 +356,55 @@ ENTRY e {
   w = f32[3,2,2] constant({{{1, -2}, {0.5, 3}}, {{-1, 0}, {2, 1}}, {{0.25, -0.5}, {1, -3}}})
   ROOT c = f32[3,11,2] convolution(xs, w), window={size=3 pad=2_1 rhs_dilate=2}, dim_labels=b0f_0io->b0f
 })"},
+    // Kernels large enough for `parallel` to be offered (kParallelMinBytes), one of each kind
+    // but the GEMMs (the cases above offer them `parallel` at any size): a transposing loop, row
+    // and column reductions, a softmax row kernel and a max pool.
+    {"threaded_loop_and_pool", R"(
+HloModule m
+max {
+  mx0 = f32[] parameter(0)
+  mx1 = f32[] parameter(1)
+  ROOT mxr = f32[] maximum(mx0, mx1)
+}
+ENTRY e {
+  a = f32[400,97] parameter(0)
+  b = f32[97,400] parameter(1)
+  t = f32[97,400] transpose(a), dimensions={1,0}
+  s = f32[97,400] add(t, b)
+  x = f32[2,8,66,66] parameter(2)
+  ninf = f32[] constant(-inf)
+  pool = f32[2,8,33,33] reduce-window(x, ninf), window={size=1x1x2x2 stride=1x1x2x2}, to_apply=max
+  ROOT r = (f32[97,400], f32[2,8,33,33]) tuple(s, pool)
+})"},
+    {"threaded_reductions", R"(
+HloModule m
+add {
+  ad0 = f32[] parameter(0)
+  ad1 = f32[] parameter(1)
+  ROOT adr = f32[] add(ad0, ad1)
+}
+max {
+  mx0 = f32[] parameter(0)
+  mx1 = f32[] parameter(1)
+  ROOT mxr = f32[] maximum(mx0, mx1)
+}
+ENTRY e {
+  a = f32[301,130] parameter(0)
+  z = f32[] constant(0)
+  ninf = f32[] constant(-inf)
+  sq = f32[301,130] multiply(a, a)
+  rows = f32[301] reduce(sq, z), dimensions={1}, to_apply=add
+  cols = f32[130] reduce(a, ninf), dimensions={0}, to_apply=max
+  c = f32[301,130] parameter(1)
+  m = f32[301] reduce(c, ninf), dimensions={1}, to_apply=max
+  mb = f32[301,130] broadcast(m), dimensions={0}
+  d = f32[301,130] subtract(c, mb)
+  ex = f32[301,130] exponential(d)
+  es = f32[301] reduce(ex, z), dimensions={1}, to_apply=add
+  eb = f32[301,130] broadcast(es), dimensions={0}
+  sm = f32[301,130] divide(ex, eb)
+  ROOT t = (f32[301], f32[130], f32[301,130]) tuple(rows, cols, sm)
+})"},
     {"multi_output_and_passthrough", R"(
 HloModule m
 ENTRY e {
@@ -467,6 +516,56 @@ KernelParam* ParamOf(LoweredModule& lowered, const std::string& name, const std:
     if (p.name == param) return &p;
   }
   return nullptr;
+}
+
+// `parallel` is offered from kParallelMinBytes of work up (a loop's output, another kernel's
+// input), on GEMMs at any size, and on every kernel of the threaded cases.
+TEST(CpuOpsParallelTest, IsOfferedFromPyTorchsGrainUp) {
+  absl::StatusOr<std::unique_ptr<ir::Module>> module = ir::ParseHloText(R"(
+HloModule m
+add {
+  ad0 = f32[] parameter(0)
+  ad1 = f32[] parameter(1)
+  ROOT adr = f32[] add(ad0, ad1)
+}
+ENTRY e {
+  p0 = f32[32767] parameter(0)
+  loop_below = f32[32767] negate(p0)
+  p1 = f32[32768] parameter(1)
+  loop_at = f32[32768] negate(p1)
+  p2 = f32[256,127] parameter(2)
+  z = f32[] constant(0)
+  reduce_below = f32[256] reduce(p2, z), dimensions={1}, to_apply=add
+  p3 = f32[256,128] parameter(3)
+  reduce_at = f32[256] reduce(p3, z), dimensions={1}, to_apply=add
+  p4 = f32[4,4] parameter(4)
+  dot_small = f32[4,4] dot(p4, p4), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+  ROOT t = (f32[32767], f32[32768], f32[256], f32[256], f32[4,4]) tuple(loop_below, loop_at, reduce_below, reduce_at, dot_small)
+})");
+  ASSERT_TRUE(module.ok()) << module.status();
+  absl::StatusOr<LoweredModule> lowered = Lower(**module);
+  ASSERT_TRUE(lowered.ok()) << lowered.status();
+  for (const char* name : {"loop_below", "loop_at", "reduce_below", "reduce_at", "dot_small"}) {
+    ASSERT_GE(KernelNamed(*lowered, name), 0) << name;
+  }
+  EXPECT_EQ(ParamOf(*lowered, "loop_below", "parallel"), nullptr);
+  EXPECT_EQ(ParamOf(*lowered, "reduce_below", "parallel"), nullptr);
+  for (const char* name : {"loop_at", "reduce_at", "dot_small"}) {
+    const KernelParam* parallel = ParamOf(*lowered, name, "parallel");
+    ASSERT_NE(parallel, nullptr) << name;
+    EXPECT_EQ(parallel->choices, (std::vector<int64_t>{0, 1})) << name;
+  }
+  for (const char* threaded : {"threaded_loop_and_pool", "threaded_reductions"}) {
+    absl::StatusOr<std::unique_ptr<ir::Module>> m = ir::ParseHloText(Find(threaded).hlo);
+    ASSERT_TRUE(m.ok()) << m.status();
+    absl::StatusOr<LoweredModule> l = Lower(**m);
+    ASSERT_TRUE(l.ok()) << l.status();
+    for (const Kernel& k : l->kernels) {
+      const bool has = std::any_of(k.params.begin(), k.params.end(),
+                                   [](const KernelParam& p) { return p.name == "parallel"; });
+      EXPECT_TRUE(has) << threaded << ": " << k.name << " (" << KernelKindName(k.kind) << ")";
+    }
+  }
 }
 
 // Kernel `name`'s code under its defaults but `param` = `value`, a value its choices may no
