@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstdlib>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -555,16 +556,23 @@ ENTRY e {
     ASSERT_NE(parallel, nullptr) << name;
     EXPECT_EQ(parallel->choices, (std::vector<int64_t>{0, 1})) << name;
   }
+  std::set<std::string> kinds;
   for (const char* threaded : {"threaded_loop_and_pool", "threaded_reductions"}) {
     absl::StatusOr<std::unique_ptr<ir::Module>> m = ir::ParseHloText(Find(threaded).hlo);
     ASSERT_TRUE(m.ok()) << m.status();
     absl::StatusOr<LoweredModule> l = Lower(**m);
     ASSERT_TRUE(l.ok()) << l.status();
     for (const Kernel& k : l->kernels) {
+      kinds.insert(KernelKindName(k.kind));
       const bool has = std::any_of(k.params.begin(), k.params.end(),
                                    [](const KernelParam& p) { return p.name == "parallel"; });
       EXPECT_TRUE(has) << threaded << ": " << k.name << " (" << KernelKindName(k.kind) << ")";
     }
+  }
+  // Every non-GEMM kind is covered, so the exhaustive check runs each one's threaded code.
+  for (KernelKind kind :
+       {KernelKind::kLoop, KernelKind::kReduce, KernelKind::kReduceWindow, KernelKind::kRow}) {
+    EXPECT_EQ(kinds.count(KernelKindName(kind)), 1u) << KernelKindName(kind);
   }
 }
 
