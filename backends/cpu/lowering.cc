@@ -305,6 +305,26 @@ int64_t ArrayBytes(const std::vector<const Instruction*>& values) {
   return bytes;
 }
 
+// Bytes `kernel` reads through transposes that move their operand's minor dimension (the
+// innermost one longer than 1): its output's inner loop then strides across the operand's rows.
+int64_t StridedTransposeBytes(const Kernel& kernel) {
+  int64_t bytes = 0;
+  for (const Instruction* m : kernel.members) {
+    if (m->opcode() != Opcode::kTranspose || !m->shape().IsArray()) continue;
+    const std::vector<int64_t>& out = m->shape().dimensions();
+    const std::vector<int64_t>& in = m->operand(0)->shape().dimensions();
+    int64_t inner = static_cast<int64_t>(out.size()) - 1;
+    while (inner >= 0 && out[static_cast<size_t>(inner)] == 1) --inner;
+    if (inner < 0) continue;
+    // Output dimension j reads operand dimension dimensions[j].
+    const int64_t source = m->dimensions[static_cast<size_t>(inner)];
+    const bool strided =
+        std::any_of(in.begin() + source + 1, in.end(), [](int64_t d) { return d != 1; });
+    if (strided) bytes += m->operand(0)->shape().ByteSize();
+  }
+  return bytes;
+}
+
 // KindParams less the parameters that cannot change the generated code or cannot pay: `parallel`
 // splits the kernel's outer output loop, and a loop, reduction or window kernel with one output
 // element has none. Such a choice would cost the tuner measurements that only sample the timer's
@@ -346,6 +366,11 @@ std::vector<KernelParam> ParamsOf(const Kernel& kernel) {
     for (KernelParam& p : params) {
       if (p.name == "block") {
         std::erase_if(p.choices, [&](int64_t b) { return b > 0 && b >= widest_minor; });
+        // Large strided transposes are tiled by default (kBlockTransposeMinBytes).
+        auto b32 = std::find(p.choices.begin(), p.choices.end(), 32);
+        if (b32 != p.choices.end() && StridedTransposeBytes(kernel) >= kBlockTransposeMinBytes) {
+          std::rotate(p.choices.begin(), b32, b32 + 1);
+        }
       } else if (p.name == "unroll" && longest_inner <= kShortInnerLoop) {
         p.choices = {1};
       }

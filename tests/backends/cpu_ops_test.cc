@@ -698,6 +698,46 @@ TEST(CpuOpsLoopTest, BlockTilesOnlyDimensionsLongerThanTheTile) {
   EXPECT_EQ(mins(with_0->source), mins(Prelude())) << with_0->source;
 }
 
+// A loop kernel reading kBlockTransposeMinBytes or more through a transpose of its operand's minor
+// dimension is tiled by default (block=32); smaller ones, and transposes that keep the minor
+// dimension in place, walk untiled (block=0) by default. Every choice stays offered.
+TEST(CpuOpsLoopTest, LargeStridedTransposesAreTiledByDefault) {
+  absl::StatusOr<std::unique_ptr<ir::Module>> module = ir::ParseHloText(R"(
+HloModule m
+ENTRY e {
+  p0 = f32[1024,512] parameter(0)
+  big = f32[512,1024] transpose(p0), dimensions={1,0}
+  p1 = f32[64,100] parameter(1)
+  small = f32[100,64] transpose(p1), dimensions={1,0}
+  p2 = f32[512,256,4] parameter(2)
+  keeps_minor = f32[256,512,4] transpose(p2), dimensions={1,0,2}
+  p3 = f32[2,1024,512,1] parameter(3)
+  unit_minor = f32[2,512,1024,1] transpose(p3), dimensions={0,2,1,3}
+  ROOT t = (f32[512,1024], f32[100,64], f32[256,512,4], f32[2,512,1024,1]) tuple(big, small, keeps_minor, unit_minor)
+})");
+  ASSERT_TRUE(module.ok()) << module.status();
+  absl::StatusOr<LoweredModule> lowered = Lower(**module);
+  ASSERT_TRUE(lowered.ok()) << lowered.status();
+  for (const char* name : {"big", "small", "keeps_minor", "unit_minor"}) {
+    ASSERT_NE(ParamOf(*lowered, name, "block"), nullptr) << name;
+  }
+  EXPECT_EQ(ParamOf(*lowered, "big", "block")->choices, (std::vector<int64_t>{32, 0, 16, 64}));
+  // A unit minor dimension does not count: the operand's innermost longer one (512) moves.
+  EXPECT_EQ(ParamOf(*lowered, "unit_minor", "block")->choices,
+            (std::vector<int64_t>{32, 0, 16, 64}));
+  EXPECT_EQ(ParamOf(*lowered, "small", "block")->choices, (std::vector<int64_t>{0, 16, 32}));
+  EXPECT_EQ(ParamOf(*lowered, "keeps_minor", "block")->choices.front(), 0);
+  for (const Kernel& k : lowered->kernels) {
+    if (k.name != "big") continue;
+    const KernelConfig defaults = DefaultConfig(k);
+    for (size_t i = 0; i < k.params.size(); ++i) {
+      if (k.params[i].name == "block") {
+        EXPECT_EQ(defaults[i], 32);
+      }
+    }
+  }
+}
+
 // `unroll` only where an inner loop is longer than kShortInnerLoop: on shorter constant loops GCC
 // unrolls and vectorizes by itself, and a partial unroll stopped that (a [2048,20,4] compare ran
 // 75-108 us with unroll 2 against 12-19 us). A stored configuration asking for it there gets
