@@ -220,6 +220,16 @@ OpCase Gemv(const std::string& name, int64_t m, int64_t n, int64_t k) {
   return op;
 }
 
+// A materialised 2-D transpose (a layout change, as jit__cholesky.12 ends with): every read of
+// the untiled walk strides across rows, which is what `block` is for.
+OpCase Transpose(const std::string& name, int64_t rows, int64_t cols) {
+  return {name, DimsText({rows, cols}),
+          absl::StrCat("HloModule ", name, "\nENTRY e {\n  x = ", F32({rows, cols}),
+                       " parameter(0)\n  ROOT t = ", F32({cols, rows}),
+                       " transpose(x), dimensions={1,0}\n}\n"),
+          json{{"kind", "transpose"}, {"shape", {rows, cols}}}};
+}
+
 // NCHW conv2d, batch 1, square input and kernel, no bias.
 OpCase Conv(const std::string& name, int64_t c, int64_t hw, int64_t k, int64_t r, int64_t stride,
             int64_t pad) {
@@ -253,7 +263,9 @@ std::vector<OpCase> AllOps() {
                              Gelu({4096, 1024}), Reduce("reduce_sum", "reduce_sum", 4096, 1024, 1),
                              Reduce("reduce_max", "reduce_max", 4096, 1024, 0),
                              // Along rows: the fold by maximum that a scalar loop would branch.
-                             Reduce("reduce_max_rows", "reduce_max", 4096, 1024, 1)};
+                             Reduce("reduce_max_rows", "reduce_max", 4096, 1024, 1),
+                             Transpose("transpose_1000", 1000, 1000),
+                             Transpose("transpose_2048", 2048, 2048)};
   for (int64_t n : {256, 512, 1024, 2048}) ops.push_back(Matmul(n));
   ops.push_back(Gemv("gemv_matrix_vector", 4096, 1, 4096));
   ops.push_back(Gemv("gemv_vector_matrix", 1, 4096, 4096));

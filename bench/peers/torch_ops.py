@@ -82,7 +82,7 @@ MIN_REPS = 5
 MAX_REPS = 2000
 EPS = 1e-5
 KINDS = ("mul", "add_relu", "softmax", "layernorm", "batchnorm", "gelu", "reduce_sum",
-         "reduce_max", "matmul", "conv2d", "mlp")
+         "reduce_max", "transpose", "matmul", "conv2d", "mlp")
 
 
 class SpecError(Exception):
@@ -173,6 +173,11 @@ def build(spec):
         if kind == "reduce_sum":
             return (lambda: x.sum(dim=dim)), (lambda: torch.sum(x, dim=dim, out=o))
         return (lambda: x.amax(dim=dim)), (lambda: torch.amax(x, dim=dim, out=o))
+    if kind == "transpose":
+        shape = _dims(spec, "shape", 2)
+        x = _rand(*shape)
+        o = torch.empty(shape[1], shape[0])
+        return (lambda: x.t().contiguous()), (lambda: o.copy_(x.t()))
     if kind == "matmul":
         m, n, k = _ints(spec, ("m", "n", "k"))
         if min(m, n, k) == 0:
@@ -259,6 +264,7 @@ SELF_TEST_SPECS = [
     {"name": "reduce_sum", "kind": "reduce_sum", "shape": [16, 32]},
     {"name": "reduce_max", "kind": "reduce_max", "shape": [16, 32]},
     {"name": "reduce_max_rows", "kind": "reduce_max", "shape": [16, 32], "dim": 1},
+    {"name": "transpose", "kind": "transpose", "shape": [16, 32]},
     {"name": "matmul", "kind": "matmul", "m": 32, "n": 16, "k": 8},
     {"name": "conv2d", "kind": "conv2d", "n": 1, "c": 3, "h": 16, "w": 16, "k": 8, "r": 3,
      "s": 3, "stride": 1, "pad": 1},
