@@ -66,10 +66,11 @@ inline constexpr int64_t kParallelMinBytes = 128 * 1024;
 
 // The fewest bytes a loop kernel must read through a transpose that moves its operand's minor
 // dimension for `block=32` to be its default: such a read gathers one element per cache line,
-// and past about half this CPU's L2 (2 MiB a core) the lines are gone before the row's
-// neighbours use them. On the cpu tile store's 39 transposes reading 1 MB or more, block=32 ran
-// 1.28x faster than block=0 (geometric mean; over 1.2x on 13, up to 6.4x, and 5-21% slower on
-// 3); on the 22 reading 100 KB to 1 MB it ran 0.95x as fast, so there block=0 stays the default.
+// and once the operand outgrows a core's L2 (1-2 MiB on the machines here) the lines are gone
+// before the row's neighbours use them. On the cpu tile store's 39 transposes reading 1 MB or more,
+// block=32 ran 1.28x faster than block=0 (geometric mean; over 1.2x on 13, up to 6.4x, and 5-21%
+// slower on 3); on the 22 reading 100 KB to 1 MB it ran 0.95x as fast, so there block=0 stays the
+// default.
 inline constexpr int64_t kBlockTransposeMinBytes = 1'000'000;
 
 // A kernel configuration: one value (not index) per KernelParam.

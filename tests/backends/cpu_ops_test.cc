@@ -709,11 +709,11 @@ ENTRY e {
   big = f32[512,1024] transpose(p0), dimensions={1,0}
   p1 = f32[64,100] parameter(1)
   small = f32[100,64] transpose(p1), dimensions={1,0}
-  p2 = f32[512,256,4] parameter(2)
-  keeps_minor = f32[256,512,4] transpose(p2), dimensions={1,0,2}
+  p2 = f32[64,512,128] parameter(2)
+  keeps_minor = f32[512,64,128] transpose(p2), dimensions={1,0,2}
   p3 = f32[2,1024,512,1] parameter(3)
   unit_minor = f32[2,512,1024,1] transpose(p3), dimensions={0,2,1,3}
-  ROOT t = (f32[512,1024], f32[100,64], f32[256,512,4], f32[2,512,1024,1]) tuple(big, small, keeps_minor, unit_minor)
+  ROOT t = (f32[512,1024], f32[100,64], f32[512,64,128], f32[2,512,1024,1]) tuple(big, small, keeps_minor, unit_minor)
 })");
   ASSERT_TRUE(module.ok()) << module.status();
   absl::StatusOr<LoweredModule> lowered = Lower(**module);
@@ -726,7 +726,9 @@ ENTRY e {
   EXPECT_EQ(ParamOf(*lowered, "unit_minor", "block")->choices,
             (std::vector<int64_t>{32, 0, 16, 64}));
   EXPECT_EQ(ParamOf(*lowered, "small", "block")->choices, (std::vector<int64_t>{0, 16, 32}));
-  EXPECT_EQ(ParamOf(*lowered, "keeps_minor", "block")->choices.front(), 0);
+  // 16 MB, but its rows of 128 stay rows: block=0 stays the default.
+  EXPECT_EQ(ParamOf(*lowered, "keeps_minor", "block")->choices,
+            (std::vector<int64_t>{0, 16, 32, 64}));
   for (const Kernel& k : lowered->kernels) {
     if (k.name != "big") continue;
     const KernelConfig defaults = DefaultConfig(k);
