@@ -729,13 +729,11 @@ ENTRY e {
   // 16 MB, but its rows of 128 stay rows: block=0 stays the default.
   EXPECT_EQ(ParamOf(*lowered, "keeps_minor", "block")->choices,
             (std::vector<int64_t>{0, 16, 32, 64}));
-  for (const Kernel& k : lowered->kernels) {
-    if (k.name != "big") continue;
-    const KernelConfig defaults = DefaultConfig(k);
-    for (size_t i = 0; i < k.params.size(); ++i) {
-      if (k.params[i].name == "block") {
-        EXPECT_EQ(defaults[i], 32);
-      }
+  const Kernel& big = lowered->kernels[static_cast<size_t>(KernelNamed(*lowered, "big"))];
+  const KernelConfig defaults = DefaultConfig(big);
+  for (size_t i = 0; i < big.params.size(); ++i) {
+    if (big.params[i].name == "block") {
+      EXPECT_EQ(defaults[i], 32);
     }
   }
 }
