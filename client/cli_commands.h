@@ -187,7 +187,11 @@ struct TrainCostModelCommand {
   double min_pair_ratio = 1.0;      // rank pairs closer than this factor are not ranked
   double listwise_temperature = 0;  // > 0: a listwise rank term (ModelOptions), 0: pairwise
   double mape_weight = 0;           // the absolute loss's relative-error term
-  int ensemble = 3;                 // networks trained and averaged
+  // Regularisation (ModelOptions::dropout, weight_decay): the fusion model fits its training
+  // kernels far better than kernels of programs it has not seen.
+  double dropout = 0;
+  double weight_decay = 0;
+  int ensemble = 3;  // networks trained and averaged
   // Times each kernel of a real (not synthetic) program counts in training: the evaluation is on
   // real programs, and synthetic ones outnumber them.
   int real_weight = 1;

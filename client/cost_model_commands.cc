@@ -932,6 +932,8 @@ std::vector<std::string> TrainingRecipe(const TrainCostModelCommand& cmd, const 
   add("--absolute-head", cmd.absolute_head);
   add("--transformer-layers", absl::StrCat(cmd.transformer_layers));
   add("--mape-weight", absl::StrCat(cmd.mape_weight));
+  add("--dropout", absl::StrCat(cmd.dropout));
+  add("--weight-decay", absl::StrCat(cmd.weight_decay));
   add("--real-weight", absl::StrCat(cmd.real_weight));
   add("--ensemble", absl::StrCat(cmd.ensemble));
   add("--min-pair-ratio", absl::StrCat(cmd.min_pair_ratio));
@@ -1130,6 +1132,8 @@ int RunTrainCostModel(const TrainCostModelCommand& cmd, std::ostream& out, std::
   options.node_time_sum = absolute_head == "node-sum";
   options.transformer_layers = cmd.transformer_layers;
   options.relative_error_weight = mape_weight;
+  options.dropout = cmd.dropout;
+  options.weight_decay = cmd.weight_decay;
   options.weight_pairs_by_gap = cmd.pair_weights == "gap";
   options.min_pair_ratio = cmd.min_pair_ratio;
   options.listwise_temperature = cmd.listwise_temperature;
@@ -1240,6 +1244,8 @@ int RunTrainCostModel(const TrainCostModelCommand& cmd, std::ostream& out, std::
                {"absolute_head", absolute_head},
                {"transformer_layers", cmd.transformer_layers},
                {"mape_weight", mape_weight},
+               {"dropout", cmd.dropout},
+               {"weight_decay", cmd.weight_decay},
                {"listwise_temperature", cmd.listwise_temperature},
                {"real_weight", cmd.real_weight},
                {"node_features", options.node_features},

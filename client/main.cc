@@ -270,6 +270,15 @@ int main(int argc, char** argv) {
       ->default_val(0)
       ->check(CLI::Range(0.0, 100.0));
   train_cost_cmd
+      ->add_option("--dropout", train_cost.dropout,
+                   "Dropout rate after the node input, each GraphSAGE layer and the readout")
+      ->default_val(0)
+      ->check(CLI::Range(0.0, 0.9));
+  train_cost_cmd
+      ->add_option("--weight-decay", train_cost.weight_decay, "Adam's L2 penalty on the weights")
+      ->default_val(0)
+      ->check(CLI::Range(0.0, 1.0));
+  train_cost_cmd
       ->add_option("--real-weight", train_cost.real_weight,
                    "Times each measurement of a real (not synthetic) program counts in training")
       ->default_val(1)

@@ -142,8 +142,11 @@ TEST_F(TrainCostModelTest, EvaluatesBothSplitsAndStoresVersions) {
   ASSERT_EQ(quick.exit_code, 0) << quick.err;
   EXPECT_EQ(quick.out.find("| random kernels"), std::string::npos) << quick.out;
   EXPECT_NE(quick.out.find("stored cost-model/tile-cpu version 4"), std::string::npos) << quick.out;
-  // An ablation: the model reads only the leading feature columns, and its checkpoint says so.
-  Result narrow = Cli(train + " --no-eval --node-features 20 --kernel-features 14");
+  // An ablation: the model reads only the leading feature columns, and its checkpoint says so
+  // (and keeps the regularisation it was trained with).
+  Result narrow = Cli(train +
+                      " --no-eval --node-features 20 --kernel-features 14 --dropout 0.25 "
+                      "--weight-decay 0.001");
   ASSERT_EQ(narrow.exit_code, 0) << narrow.err;
   std::optional<storage::ModelRecord> narrow_record = Latest("cost-model/tile-cpu");
   ASSERT_TRUE(narrow_record.has_value());
@@ -155,6 +158,8 @@ TEST_F(TrainCostModelTest, EvaluatesBothSplitsAndStoresVersions) {
   ASSERT_TRUE(narrow_model.ok()) << narrow_model.status();
   EXPECT_EQ((*narrow_model)->options().node_features, 20);
   EXPECT_EQ((*narrow_model)->options().kernel_features, 14);
+  EXPECT_EQ((*narrow_model)->options().dropout, 0.25);
+  EXPECT_EQ((*narrow_model)->options().weight_decay, 0.001);
 
   // The checkpoint records its training recipe, the flags that shaped it, and they train the same
   // kind of model again: what the daemon's own retraining passes (daemon/model_refresher.h).
@@ -174,6 +179,8 @@ TEST_F(TrainCostModelTest, EvaluatesBothSplitsAndStoresVersions) {
   EXPECT_EQ(value_of["--node-features"], "20");
   EXPECT_EQ(value_of["--kernel-features"], "14");
   EXPECT_EQ(value_of["--epochs"], "3");
+  EXPECT_EQ(value_of["--dropout"], "0.25");
+  EXPECT_EQ(value_of["--weight-decay"], "0.001");
   EXPECT_EQ(value_of["--hidden"], "16");
   EXPECT_EQ(value_of["--layers"], "1");
   EXPECT_EQ(value_of["--loss"], "both");
