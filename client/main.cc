@@ -175,7 +175,7 @@ int main(int argc, char** argv) {
                    "Comma-separated blocks to build programs from (default: all, matmuls and "
                    "convolutions weighted up): dense, contraction, kernel-method, convolution, "
                    "convolution-gradient, layer-norm, softmax, attention, elementwise, integer, "
-                   "reduce, transpose, slice-concat")
+                   "reduce, transpose, slice-concat, channel-split")
       ->delimiter(',');
 
   CollectCommand collect;

@@ -3,6 +3,7 @@
 // CPU backend with the reference evaluator's results.
 #include <algorithm>
 #include <cstdlib>
+#include <map>
 #include <set>
 #include <string>
 #include <vector>
@@ -200,6 +201,55 @@ TEST(SyntheticProgramsTest, KernelMethodRecursionAtan2OnTheGramMatrixAndItsDiago
   }
 }
 
+// The channel-split block: slices of a minor dimension of 2-16, merged back by a concatenate along
+// it or by pads summed (a slice's gradient); every form comes up, and compiled, each computes what
+// the evaluator does.
+TEST(SyntheticProgramsTest, ChannelSplitSlicesAndMergesTheMinorDimension) {
+  setenv("MLTUNE_KERNEL_CACHE", MLTUNE_TEST_KERNEL_CACHE, 0);
+  SyntheticOptions options;
+  options.max_elements = 2048;
+  options.blocks = {"channel-split"};
+  options.max_blocks = 1;
+  ASSERT_TRUE(ValidateSyntheticOptions(options).ok());
+  std::map<std::string, uint64_t> first_seed;  // form -> the first program with it
+  for (uint64_t seed = 0; seed < 40; ++seed) {
+    const std::string text = SyntheticProgram(seed, options);
+    std::unique_ptr<ir::Module> m = Parse(text);
+    ASSERT_NE(m, nullptr) << "seed " << seed;
+    ASSERT_TRUE(ir::VerifyModule(*m).ok()) << "seed " << seed << ": " << ir::VerifyModule(*m);
+    int pads = 0, minor_slices = 0;
+    bool minor_concatenate = false;
+    for (const ir::Instruction* i : m->entry()->instructions()) {
+      if (!i->shape().IsArray()) continue;
+      EXPECT_LE(i->shape().ElementCount(), options.max_elements) << "seed " << seed;
+      const int64_t last = static_cast<int64_t>(i->shape().dimensions().size()) - 1;
+      if (i->opcode() == ir::Opcode::kSlice) {
+        const std::vector<int64_t>& in = i->operand(0)->shape().dimensions();
+        EXPECT_TRUE(in.back() >= 2 && in.back() <= 16) << text;
+        minor_slices += i->shape().dimensions().back() < in.back();
+      }
+      pads += i->opcode() == ir::Opcode::kPad;
+      minor_concatenate |=
+          i->opcode() == ir::Opcode::kConcatenate && i->dimensions == std::vector<int64_t>{last};
+    }
+    EXPECT_GE(minor_slices, 1) << text;
+    const std::string form = minor_concatenate ? "concatenate"
+                             : pads == 2       ? "both parts padded back"
+                             : pads == 1       ? "one part padded onto the whole"
+                                               : "none";
+    EXPECT_NE(form, "none") << text;
+    first_seed.emplace(form, seed);
+  }
+  ASSERT_EQ(first_seed.size(), 3u) << "a form never came up in 40 programs";
+  for (const auto& [form, seed] : first_seed) {
+    std::unique_ptr<ir::Module> m = Parse(SyntheticProgram(seed, options));
+    absl::StatusOr<backends::cpu::CompiledModule> compiled = backends::cpu::CompileModule(*m);
+    ASSERT_TRUE(compiled.ok()) << form << ": " << compiled.status();
+    absl::Status check = backends::cpu::CheckAgainstEvaluator(*m, *compiled, seed);
+    EXPECT_TRUE(check.ok()) << form << ": " << check << "\n" << SyntheticProgram(seed, options);
+  }
+}
+
 TEST(SyntheticProgramsTest, UnknownBlocksAndBadSizesAreRejected) {
   SyntheticOptions options;
   options.blocks = {"dense", "matmul"};
@@ -214,7 +264,7 @@ TEST(SyntheticProgramsTest, UnknownBlocksAndBadSizesAreRejected) {
   options.max_elements = 4;
   EXPECT_FALSE(ValidateSyntheticOptions(options).ok());
   EXPECT_TRUE(ValidateSyntheticOptions(SyntheticOptions{}).ok());
-  EXPECT_EQ(SyntheticBlockNames().size(), 13u);
+  EXPECT_EQ(SyntheticBlockNames().size(), 14u);
 }
 
 TEST(SyntheticProgramsTest, CpuBackendLowersEveryProgram) {
