@@ -632,6 +632,19 @@ Value TransposeBlock(Builder& b, std::optional<Value> x) {
   return b.Chance(0.5) ? b.Binary("multiply", t, b.Splat(2.0, t.dims)) : t;
 }
 
+// Elements [lo, hi) of `x`'s last dimension.
+Value SliceMinor(Builder& b, const Value& x, int64_t lo, int64_t hi) {
+  const int last = x.rank() - 1;
+  Dims d = x.dims;
+  d[last] = hi - lo;
+  std::vector<std::string> ranges;
+  for (int i = 0; i < x.rank(); ++i) {
+    ranges.push_back(i == last ? absl::StrCat("[", lo, ":", hi, "]")
+                               : absl::StrCat("[0:", x.dims[i], "]"));
+  }
+  return b.Op("slice", d, {x}, absl::StrCat("slice={", absl::StrJoin(ranges, ", "), "}"));
+}
+
 Value SliceConcat(Builder& b, std::optional<Value> x) {
   if (!x || x->rank() < 1 || x->dims.back() < 2) {
     Dims d = b.Shape(static_cast<int>(b.Uniform(1, 3)), b.options().max_elements / 2);
@@ -640,16 +653,7 @@ Value SliceConcat(Builder& b, std::optional<Value> x) {
   }
   const int last = x->rank() - 1;
   const int64_t half = x->dims[last] / 2;
-  auto slice = [&](int64_t lo, int64_t hi) {
-    Dims d = x->dims;
-    d[last] = hi - lo;
-    std::vector<std::string> ranges;
-    for (int i = 0; i < x->rank(); ++i) {
-      ranges.push_back(i == last ? absl::StrCat("[", lo, ":", hi, "]")
-                                 : absl::StrCat("[0:", x->dims[i], "]"));
-    }
-    return b.Op("slice", d, {*x}, absl::StrCat("slice={", absl::StrJoin(ranges, ", "), "}"));
-  };
+  auto slice = [&](int64_t lo, int64_t hi) { return SliceMinor(b, *x, lo, hi); };
   const Value lo = slice(0, half), hi = slice(half, 2 * half);
   switch (b.Uniform(0, 2)) {
     case 0:
@@ -690,16 +694,7 @@ Value ChannelSplit(Builder& b, std::optional<Value> x) {
   const int last = x->rank() - 1;
   const int64_t channels = x->dims[last];
   const int64_t k = b.Uniform(1, channels - 1);
-  auto slice = [&](int64_t lo, int64_t hi) {
-    Dims d = x->dims;
-    d[last] = hi - lo;
-    std::vector<std::string> ranges;
-    for (int i = 0; i < x->rank(); ++i) {
-      ranges.push_back(i == last ? absl::StrCat("[", lo, ":", hi, "]")
-                                 : absl::StrCat("[0:", x->dims[i], "]"));
-    }
-    return b.Op("slice", d, {*x}, absl::StrCat("slice={", absl::StrJoin(ranges, ", "), "}"));
-  };
+  auto slice = [&](int64_t lo, int64_t hi) { return SliceMinor(b, *x, lo, hi); };
   // `v` widened back to the full channel count: `low` channels of zeros before it, the rest after.
   auto pad_back = [&](const Value& v, int64_t low) {
     std::vector<std::string> padding;
