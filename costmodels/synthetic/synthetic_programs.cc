@@ -681,8 +681,9 @@ Value SliceConcat(Builder& b, std::optional<Value> x) {
 // an affine coupling layer or a split of stacked heads: slices of the last dimension, a
 // concatenate along it, and a slice's gradient, a pad that puts the part back in place, summed
 // with the other part's pad or with a full-width gradient. Loops over such results have an
-// innermost extent of 2-8 and select between operands along it; a model that had not seen them
-// predicted NuX's [16,32,32,2] pad-and-add kernels 3-6x too slow.
+// innermost extent of 2-16 (2-8 when the block makes its own input) and select between operands
+// along it; a model that had not seen them predicted NuX's [16,32,32,2] pad-and-add kernels 3-6x
+// too slow.
 Value ChannelSplit(Builder& b, std::optional<Value> x) {
   if (!x || x->rank() < 2 || x->type != "f32" || x->dims.back() < 2 || x->dims.back() > 16) {
     const int64_t channels = b.Uniform(2, 8);
