@@ -9,9 +9,11 @@
 #include <string>
 
 #include "CLI/CLI.hpp"
+#include "absl/strings/str_join.h"
 #include "client/cli_commands.h"
 #include "client/rpc_commands.h"
 #include "costmodels/features/kernel_graph.h"
+#include "costmodels/synthetic/synthetic_programs.h"
 
 namespace {
 
@@ -172,10 +174,10 @@ int main(int argc, char** argv) {
       ->default_val(int64_t{1} << 28);
   synthesize_cmd
       ->add_option("--blocks", synthesize.blocks,
+                   // From the block registry, so a new block shows up here without an edit.
                    "Comma-separated blocks to build programs from (default: all, matmuls and "
-                   "convolutions weighted up): dense, contraction, kernel-method, convolution, "
-                   "convolution-gradient, layer-norm, softmax, attention, elementwise, integer, "
-                   "reduce, transpose, slice-concat, channel-split")
+                   "convolutions weighted up): " +
+                       absl::StrJoin(mltune::costmodels::synthetic::SyntheticBlockNames(), ", "))
       ->delimiter(',');
 
   CollectCommand collect;
