@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <cstring>
 #include <limits>
+#include <map>
 #include <optional>
 #include <unordered_map>
 #include <unordered_set>
@@ -43,6 +44,9 @@ namespace {
 struct NameRef {
   std::string_view name;
   size_t pos = 0;
+  // Newer XLA prints `%t#2` for element 2 of a tuple-shaped operand: a get-tuple-element the
+  // parser makes (one per operand and index) and names once the whole module is read.
+  int64_t tuple_index = -1;
 };
 
 struct PendingInstruction {
@@ -176,6 +180,8 @@ class Parser {
   std::unordered_map<std::string_view, size_t> instruction_names_;
   std::unordered_map<std::string_view, std::pair<Computation*, size_t>> computation_names_;
   std::vector<std::pair<Instruction*, std::vector<NameRef>>> pending_calls_;
+  // get-tuple-elements made for `%t#i` operands, named once every written name is known.
+  std::vector<Instruction*> implicit_elements_;
   Computation* entry_ = nullptr;
 };
 
@@ -446,6 +452,10 @@ absl::StatusOr<std::unique_ptr<Module>> Parser::ParseModule() {
   if (lex_.AtEof()) return lex_.Expected("computation");
   while (!lex_.AtEof()) RETURN_IF_ERROR(ParseComputation());
   RETURN_IF_ERROR(FinishModule());
+  for (Instruction* gte : implicit_elements_) {
+    gte->set_name(module_->UniqueInstructionName(
+        absl::StrCat(gte->operand(0)->name(), ".element", gte->tuple_index)));
+  }
   return std::move(module_);
 }
 
@@ -639,6 +649,14 @@ absl::Status Parser::ParseOperands(PendingInstruction& p) {
     NameRef ref;
     ref.pos = lex_.pos();
     ASSIGN_OR_RETURN(ref.name, lex_.ExpectNameView("operand name"));
+    if (lex_.RawPeek(0) == '#') {
+      lex_.Advance(1);
+      const size_t index_pos = lex_.pos();
+      ASSIGN_OR_RETURN(ref.tuple_index, lex_.ExpectInt64("tuple index after '#'"));
+      if (ref.tuple_index < 0) {
+        return lex_.ErrorAt(index_pos, absl::StrCat("negative tuple index ", ref.tuple_index));
+      }
+    }
     p.operands.push_back(std::move(ref));
     if (lex_.TryConsume(',')) continue;
     return lex_.Expect(')');
@@ -1011,9 +1029,31 @@ absl::Status Parser::FinishComputation(
     }
     return added[found->second];
   };
+  std::map<std::pair<Instruction*, int64_t>, Instruction*> elements;  // `%t#i` shorthands
+  auto element = [&](const NameRef& ref, Instruction* tuple) -> absl::StatusOr<Instruction*> {
+    const Shape& shape = tuple->shape();
+    if (!shape.IsTuple() || ref.tuple_index >= static_cast<int64_t>(shape.tuple_shapes().size())) {
+      return lex_.ErrorAt(ref.pos, absl::StrCat("'", std::string(ref.name), "#", ref.tuple_index,
+                                                "': ", shape.ToString(false),
+                                                " has no tuple element ", ref.tuple_index));
+    }
+    Instruction*& gte = elements[{tuple, ref.tuple_index}];
+    if (gte == nullptr) {
+      auto made = std::make_unique<Instruction>(
+          Opcode::kGetTupleElement, shape.tuple_shapes()[static_cast<size_t>(ref.tuple_index)]);
+      made->tuple_index = ref.tuple_index;
+      made->AppendOperand(tuple);
+      gte = c->AddInstruction(std::move(made));
+      implicit_elements_.push_back(gte);
+    }
+    return gte;
+  };
   for (size_t i = 0; i < list.size(); ++i) {
     for (const NameRef& ref : list[i].operands) {
       ASSIGN_OR_RETURN(Instruction * op, lookup(ref, "operand"));
+      if (ref.tuple_index >= 0) {
+        ASSIGN_OR_RETURN(op, element(ref, op));
+      }
       added[i]->AppendOperand(op);
     }
     for (const NameRef& ref : list[i].control_predecessors) {
@@ -1445,7 +1485,7 @@ absl::StatusOr<Literal> Parser::ParseLiteral(const Shape& shape, int depth) {
   // count match the shape, so the buffer is never larger than what the text spells out.
   LiteralValues values;
   RETURN_IF_ERROR(ParseArrayLevel(shape, 0, depth, values));
-  absl::StatusOr<Literal> created = Literal::Create(shape, options_.max_array_bytes);
+  absl::StatusOr<Literal> created = Literal::Create(shape, options_.max_literal_bytes);
   if (!created.ok()) return lex_.ErrorAt(start, std::string(created.status().message()));
   Literal literal = *std::move(created);
   const PrimitiveType type = shape.element_type();

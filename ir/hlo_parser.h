@@ -3,6 +3,8 @@
 // elided constants `constant({...})`. Errors name the line and column and what was expected.
 #pragma once
 
+#include <cstdint>
+#include <limits>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -15,9 +17,13 @@ namespace mltune::ir {
 struct ParseOptions {
   // Name used in error messages ("model.hlo:12:7: expected ...").
   std::string filename = "<input>";
-  // Largest array any shape may describe; beyond it the shape is an error rather than a later
-  // allocation blow-up (XLA's own limit is the int64 byte count; real models stay far below).
-  int64_t max_array_bytes = int64_t{64} << 30;
+  // Largest array a shape may describe. Parsing allocates nothing for a shape, so by default only
+  // XLA's own limit applies (the byte size must fit in int64): a real training step may carry a
+  // 134 GB `pred[1024,4096,32000]` that no pass materialises. Allocation limits live where memory
+  // is allocated (the evaluator, the CPU runner); the fuzzer lowers this one to keep sums small.
+  int64_t max_array_bytes = std::numeric_limits<int64_t>::max();
+  // Largest constant literal the text may spell out (its buffer is allocated while parsing).
+  int64_t max_literal_bytes = int64_t{1} << 30;
   // Largest nesting of tuples, literals and attribute braces, so hostile input cannot overflow
   // the stack.
   int max_nesting = 256;

@@ -15,6 +15,7 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "ir/evaluator/evaluator.h"
 #include "ir/fingerprint.h"
 #include "ir/hlo_printer.h"
 #include "ir/ir.h"
@@ -742,6 +743,56 @@ TEST(HloParserTest, CorpusPreservesAnnotations) {
     EXPECT_EQ(sharding, count(", sharding="));
     EXPECT_EQ(backend, count(", backend_config="));
   }
+}
+
+// Newer XLA writes `%t#i` for element i of a tuple-shaped operand. The parser makes one
+// get-tuple-element per (operand, index), and the module means what the explicit form means.
+TEST(HloParserTest, TupleElementShorthandBecomesGetTupleElement) {
+  constexpr char kShorthand[] = R"(HloModule s
+pair {
+  a = f32[3] parameter(0)
+  n = f32[3] negate(a)
+  ROOT t = (f32[3], f32[3]) tuple(a, n)
+}
+ENTRY e {
+  x = f32[3] parameter(0)
+  p = (f32[3], f32[3]) call(x), to_apply=pair
+  s = f32[3] add(p#1, p#0)
+  ROOT m = f32[3] multiply(s, p#1)
+})";
+  constexpr char kExplicit[] = R"(HloModule s
+pair {
+  a = f32[3] parameter(0)
+  n = f32[3] negate(a)
+  ROOT t = (f32[3], f32[3]) tuple(a, n)
+}
+ENTRY e {
+  x = f32[3] parameter(0)
+  p = (f32[3], f32[3]) call(x), to_apply=pair
+  g1 = f32[3] get-tuple-element(p), index=1
+  g0 = f32[3] get-tuple-element(p), index=0
+  s = f32[3] add(g1, g0)
+  ROOT m = f32[3] multiply(s, g1)
+})";
+  std::unique_ptr<Module> m = MustParse(kShorthand);
+  ASSERT_NE(m, nullptr);
+  int64_t elements = 0;
+  for (const Instruction* i : m->entry()->instructions()) {
+    if (i->opcode() != Opcode::kGetTupleElement) continue;
+    ++elements;
+    EXPECT_EQ(i->operand(0)->name(), "p");
+    EXPECT_EQ(i->name(), absl::StrCat("p.element", i->tuple_index));
+  }
+  EXPECT_EQ(elements, 2);  // p#1 is used twice, made once
+  EXPECT_TRUE(VerifyModule(*m).ok());
+  RoundTrip(PrintModule(*m));
+  std::unique_ptr<Module> e = MustParse(kExplicit);
+  ASSERT_NE(e, nullptr);
+  absl::StatusOr<std::vector<Literal>> args = MakeRandomArguments(*m, 1);
+  ASSERT_TRUE(args.ok()) << args.status();
+  absl::StatusOr<Literal> got = Evaluate(*m, *args), want = Evaluate(*e, *args);
+  ASSERT_TRUE(got.ok() && want.ok());
+  EXPECT_EQ(LiteralDigest(*got), LiteralDigest(*want));
 }
 
 }  // namespace
