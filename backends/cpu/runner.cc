@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <limits>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -35,6 +36,31 @@ std::vector<std::string> BaseArgs(const CompiledObject& object, const Program& p
                absl::StrCat(static_cast<int64_t>(options.timeout_seconds * options.threads) + 5)});
   if (options.kernel_times) argv.insert(argv.end(), {"--kernel-times", "1"});
   return argv;
+}
+
+// The runner allocates every parameter, result and the scratch arena up front; a module whose
+// buffers exceed its memory limit is refused here, naming the largest buffer, rather than failing
+// in the child with a bare out-of-memory.
+absl::Status CheckBuffersFit(const Program& program, const MeasureOptions& options) {
+  const int64_t limit = options.memory_limit_mb * (int64_t{1} << 20);
+  int64_t total = program.scratch_bytes, largest = -1;
+  std::string largest_name;
+  auto add = [&](const ir::Shape& shape, const char* kind, size_t i) {
+    const int64_t bytes = shape.ByteSize();
+    total = bytes > std::numeric_limits<int64_t>::max() - total
+                ? std::numeric_limits<int64_t>::max()
+                : total + bytes;
+    if (bytes > largest) {
+      largest = bytes;
+      largest_name = absl::StrCat(kind, " ", i, " ", shape.ToString(false));
+    }
+  };
+  for (size_t i = 0; i < program.params.size(); ++i) add(program.params[i], "parameter", i);
+  for (size_t i = 0; i < program.results.size(); ++i) add(program.results[i], "result", i);
+  if (total <= limit) return absl::OkStatus();
+  return absl::ResourceExhaustedError(absl::StrCat(
+      "the module's buffers need ", total, " bytes (largest: ", largest_name, ", ", largest,
+      " bytes), over the runner's memory limit of ", options.memory_limit_mb, " MB"));
 }
 
 absl::StatusOr<nlohmann::json> RunRunner(const std::vector<std::string>& argv,
@@ -102,6 +128,7 @@ std::string RunnerPath() {
 
 absl::StatusOr<Timing> Measure(const CompiledObject& object, const Program& program, uint64_t seed,
                                const MeasureOptions& options) {
+  if (absl::Status fits = CheckBuffersFit(program, options); !fits.ok()) return fits;
   std::vector<std::string> argv = BaseArgs(object, program, options);
   argv.insert(argv.end(), {"--seed", absl::StrCat(seed)});
   absl::StatusOr<nlohmann::json> j = RunRunner(argv, options);
@@ -117,6 +144,7 @@ absl::StatusOr<std::vector<ir::Literal>> Execute(const CompiledObject& object,
     return absl::InvalidArgumentError(
         absl::StrCat("the program takes ", program.params.size(), " arguments; got ", args.size()));
   }
+  if (absl::Status fits = CheckBuffersFit(program, options); !fits.ok()) return fits;
   const std::string in_path = TempPath("in.bin"), out_path = TempPath("out.bin");
   {
     std::ofstream in(in_path, std::ios::binary);

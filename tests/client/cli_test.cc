@@ -405,5 +405,38 @@ TEST(CliTest, ModelTopKWithoutAModelSaysHowToTrainOne) {
   std::filesystem::remove(db);
 }
 
+// A Llama-2-class training step's loss carries a 134 GB one-hot intermediate: every command that
+// does not allocate it accepts the graph; `run`, which would, refuses it with a clear error.
+TEST(CliTest, HugeIntermediatesAreAcceptedWhereNothingAllocatesThem) {
+  const std::string path = WriteTemp("mltune_cli_llama_loss.hlo", R"(HloModule llama2_loss
+add {
+  x = f32[] parameter(0)
+  y = f32[] parameter(1)
+  ROOT s = f32[] add(x, y)
+}
+ENTRY loss {
+  labels = s32[1024,4096] parameter(0)
+  logits = f32[1024,4096,32000] parameter(1)
+  iota = s32[1024,4096,32000] iota(), iota_dimension=2
+  wide = s32[1024,4096,32000] broadcast(labels), dimensions={0,1}
+  onehot = pred[1024,4096,32000] compare(wide, iota), direction=EQ
+  zero = f32[] constant(0)
+  zeros = f32[1024,4096,32000] broadcast(zero), dimensions={}
+  picked = f32[1024,4096,32000] select(onehot, logits, zeros)
+  ROOT nll = f32[1024,4096] reduce(picked, zero), dimensions={2}, to_apply=add
+}
+)");
+  for (const std::string& command :
+       {std::string("parse "), std::string("fingerprint "),
+        std::string("search pass-order --strategy greedy --budget 20 "),
+        std::string("simulate --target tpu-v4-core "), std::string("simulate --target mcm-36 ")}) {
+    Result r = RunCli(command + path);
+    EXPECT_EQ(r.exit_code, 0) << command << ": " << r.err;
+  }
+  Result run = RunCli("run " + path);
+  EXPECT_EQ(run.exit_code, 1);
+  EXPECT_NE(run.err.find("1024,4096,32000"), std::string::npos) << run.err;
+}
+
 }  // namespace
 }  // namespace mltune
