@@ -3,6 +3,8 @@
 //
 //   build/release/bench/cpu_models [--corpus DIR] [--threads 1] [--budget 8] [--seconds 0.2]
 //                                  [--rounds 3] [--json] [--no-torch]
+//   build/release/bench/cpu_models --zoo [--zoo-models a,b] [--zoo-batches 1,8] [--seconds 2]
+//                                  [--check]   (bench/zoo_models.h)
 //
 // For each corpus module: XLA's default cpu pipeline (as the daemon runs it), then
 // backends::cpu::CheckSupported (rejected modules are counted and their reasons listed), the
@@ -25,6 +27,7 @@
 #include "absl/strings/str_join.h"
 #include "backends/cpu/cpu_backend.h"
 #include "bench/cpu_bench_util.h"
+#include "bench/zoo_models.h"
 #include "ir/hlo_parser.h"
 #include "ir/verifier.h"
 #include "nlohmann/json.hpp"
@@ -203,7 +206,27 @@ int main(int argc, char** argv) {
   app.add_flag("--no-torch", no_torch, "Skip the PyTorch peer");
   app.add_option("--python", python, "Interpreter that imports torch");
   app.add_option("--torch-script", torch_script, "bench/peers/torch_ops.py");
+  bench::ZooBenchOptions zoo;
+  zoo.zoo = (fs::path(MLTUNE_SOURCE_DIR) / "models").string();
+  zoo.python = (fs::path(MLTUNE_SOURCE_DIR) / "build/peers-venv/bin/python").string();
+  zoo.peers_script = (fs::path(MLTUNE_SOURCE_DIR) / "bench/peers/models.py").string();
+  bool use_zoo = false;
+  app.add_flag("--zoo", use_zoo,
+               "The zoo's inference models (models/) beside the peers of bench/peers/models.py, "
+               "instead of the corpus");
+  app.add_option("--zoo-dir", zoo.zoo, "The zoo (manifest.json, hlo/)");
+  app.add_option("--zoo-models", zoo.models, "Zoo models (default: all)")->delimiter(',');
+  app.add_option("--zoo-batches", zoo.batches, "Zoo batch sizes")->delimiter(',');
+  app.add_option("--zoo-peers", zoo.peers, "Peers (default: all of models.py)")->delimiter(',');
+  app.add_option("--peers-python", zoo.python, "The peers venv's interpreter");
+  app.add_flag("--check", zoo.check, "Zoo: check each compile against the reference evaluator");
   CLI11_PARSE(app, argc, argv);
+  if (use_zoo) {
+    zoo.threads = threads;
+    zoo.seconds = seconds;
+    zoo.as_json = as_json;
+    return bench::RunZooModels(zoo);
+  }
 
   cpu::MeasureOptions measure;
   measure.threads = threads;
