@@ -112,6 +112,19 @@ def generate(name, variant, batch, step, out):
     return name, variant, entry, cost["parameters"]
 
 
+def record_onnx(entry, out, name):
+    """Adds the model's ONNX export (models/gen/export_onnx.py) to its manifest entry."""
+    import onnx
+    path = os.path.join(out, "onnx", f"{name}.infer.b1.onnx")
+    if not os.path.exists(path):
+        return
+    model = onnx.load(path)
+    opset = max(o.version for o in model.opset_import if o.domain in ("", "ai.onnx"))
+    entry["onnx"] = {"file": os.path.relpath(path, out), "framework": "pytorch", "batch": 1,
+                     "opset": opset, "nodes": len(model.graph.node),
+                     "weights": "graph inputs (export_params=False), not initializers"}
+
+
 def versions():
     import flax
     import jax
@@ -162,11 +175,7 @@ def main():
                                                   if k not in ("description", "reduced")},
             "variants": {}}
     for name in names:
-        onnx = os.path.join(args.out, "onnx", f"{name}.infer.b1.onnx")
-        if os.path.exists(onnx):
-            manifest["models"][name]["onnx"] = {
-                "file": os.path.relpath(onnx, args.out), "framework": "pytorch",
-                "weights": "graph inputs (not initializers), to keep the zoo small"}
+        record_onnx(manifest["models"][name], args.out, name)
     for name, variant, entry, parameters in results:
         manifest["models"][name]["parameters"] = parameters
         manifest["models"][name]["variants"][variant] = entry
