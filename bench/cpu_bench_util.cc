@@ -266,6 +266,12 @@ TorchPeerResult RunTorchPeer(const std::string& python, const std::string& scrip
   return r;
 }
 
+std::string OneLine(const std::string& text, size_t limit) {
+  std::string s = text.substr(0, text.find('\n'));
+  if (s.size() > limit) s = s.substr(0, limit) + "...";
+  return s;
+}
+
 double GeoMean(const std::vector<double>& values) {
   if (values.empty()) return 0;
   double log_sum = 0;

@@ -92,6 +92,9 @@ TorchPeerResult RunTorchPeer(const std::string& python, const std::string& scrip
 
 double GeoMean(const std::vector<double>& values);  // 0 for an empty list
 
+// The first line of `text`, cut to `limit` characters with "..." (error messages in tables).
+std::string OneLine(const std::string& text, size_t limit = 160);
+
 // Markdown table cell helpers: milliseconds with 3 significant digits, or "-".
 std::string Ms(double seconds);
 std::string Ratio(double value);  // "1.23x", or "-" when not finite or not positive

@@ -124,12 +124,6 @@ std::string Check(const ir::Module& module, const cpu::CompiledModule& compiled,
   return s.code() == absl::StatusCode::kDataLoss ? "MISMATCH" : "error";
 }
 
-std::string OneLine(std::string_view text, size_t limit = 160) {
-  std::string s(text.substr(0, text.find('\n')));
-  if (s.size() > limit) s = s.substr(0, limit) + "...";
-  return s;
-}
-
 // Runs one prepared module: default compile and its evaluator check, tuning, tuned compile and its
 // check, then `rounds` alternating timings of both (each keeps its best round).
 void RunModule(const ir::Module& module, Row& row, const bench::TuneOptions& tune,
@@ -425,7 +419,7 @@ int main(int argc, char** argv) {
       if (q1 != std::string::npos && colon != std::string::npos) {
         key = absl::StrCat(key.substr(0, q1), "-> ", key.substr(colon + 2));
       }
-      ++reasons[OneLine(key, 100)];
+      ++reasons[bench::OneLine(key, 100)];
     }
     std::cout << "\n### rejected by CheckSupported (" << skipped.size() << " modules)\n\n"
               << "| modules | reason |\n|---:|---|\n";
@@ -434,12 +428,14 @@ int main(int argc, char** argv) {
     std::sort(sorted.rbegin(), sorted.rend());
     for (const auto& [n, why] : sorted) std::cout << "| " << n << " | " << why << " |\n";
     std::cout << "\n<details><summary>per module</summary>\n\n";
-    for (const auto& [m, why] : skipped) std::cout << "- " << m << ": " << OneLine(why) << "\n";
+    for (const auto& [m, why] : skipped)
+      std::cout << "- " << m << ": " << bench::OneLine(why) << "\n";
     std::cout << "\n</details>\n";
   }
   if (!broken.empty()) {
     std::cout << "\n### failed before the backend (parse or pipeline)\n\n";
-    for (const auto& [m, why] : broken) std::cout << "- " << m << ": " << OneLine(why) << "\n";
+    for (const auto& [m, why] : broken)
+      std::cout << "- " << m << ": " << bench::OneLine(why) << "\n";
   }
   return 0;
 }

@@ -33,12 +33,6 @@ struct MltuneResult {
   std::string error;    // why it did not run (CheckSupported's reason, compile or measure error)
 };
 
-std::string FirstLine(const std::string& text, size_t limit = 140) {
-  std::string s = text.substr(0, text.find('\n'));
-  if (s.size() > limit) s = s.substr(0, limit) + "...";
-  return s;
-}
-
 MltuneResult RunOne(const std::string& model, int64_t batch, const std::string& file,
                     const ZooBenchOptions& options) {
   MltuneResult r;
@@ -46,12 +40,12 @@ MltuneResult RunOne(const std::string& model, int64_t batch, const std::string& 
   r.batch = batch;
   absl::StatusOr<std::unique_ptr<ir::Module>> module = ReadForCpu(file);
   if (!module.ok()) {
-    r.error = FirstLine(std::string(module.status().message()));
+    r.error = OneLine(std::string(module.status().message()));
     return r;
   }
   absl::StatusOr<cpu::CompiledModule> compiled = cpu::CompileModule(**module);
   if (!compiled.ok()) {
-    r.error = absl::StrCat("compile: ", FirstLine(std::string(compiled.status().message())));
+    r.error = absl::StrCat("compile: ", OneLine(std::string(compiled.status().message())));
     return r;
   }
   r.kernels = static_cast<int64_t>(compiled->lowered.kernels.size());
@@ -67,7 +61,7 @@ MltuneResult RunOne(const std::string& model, int64_t batch, const std::string& 
   }
   absl::StatusOr<cpu::Timing> t = cpu::Measure(compiled->object, compiled->program, 0, measure);
   if (!t.ok()) {
-    r.error = absl::StrCat("measure: ", FirstLine(std::string(t.status().message())));
+    r.error = absl::StrCat("measure: ", OneLine(std::string(t.status().message())));
     return r;
   }
   r.seconds = t->median_s;
@@ -210,7 +204,7 @@ int RunZooModels(const ZooBenchOptions& options) {
                   << " |";
         if (it != cells.end() && it->second.contains("error")) {
           notes.push_back(absl::StrCat(r.model, " b", r.batch, ", ", p, ": ",
-                                       FirstLine(it->second.value("error", ""))));
+                                       OneLine(it->second.value("error", ""))));
         }
       }
     }
