@@ -15,9 +15,7 @@ namespace mltune::client {
 struct DaemonOptions {
   std::string binary;                   // path of mltuned
   std::vector<std::string> extra_args;  // appended after the listen/data/ready flags
-  // Serve /metrics on an ephemeral port. Off saves ~2 s per stop: the metrics HTTP server takes
-  // that long to shut down.
-  bool serve_metrics = true;
+  bool serve_metrics = true;  // serve /metrics on an ephemeral port
   double ready_timeout_seconds = 60;  // until the ready file appears
 };
 

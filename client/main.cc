@@ -1,5 +1,7 @@
 // `mltune`: the command-line client. Offline subcommands work on HLO files directly; the RPC
 // subcommands (submit, watch, result, lookup, cancel, workers, strategies, stats) talk to mltuned.
+// Built twice: `mltune`, without LibTorch, and `mltune-full` (MLTUNE_FULL_CLI), which runs the
+// subcommands that need it.
 #include <signal.h>
 #include <sys/prctl.h>
 #include <unistd.h>
@@ -11,6 +13,7 @@
 #include "CLI/CLI.hpp"
 #include "absl/strings/str_join.h"
 #include "client/cli_commands.h"
+#include "client/full_cli.h"
 #include "client/rpc_commands.h"
 #include "costmodels/features/kernel_graph.h"
 #include "costmodels/synthetic/synthetic_programs.h"
@@ -224,7 +227,6 @@ int main(int argc, char** argv) {
                         "cpu: ops the backend cannot run (sort, gather, custom calls, ...) become "
                         "parameters, so the rest of such a module's kernels are measured");
 
-#ifdef MLTUNE_WITH_LEARNED
   TrainCostModelCommand train_cost;
   auto* train_cost_cmd = app.add_subcommand(
       "train-cost-model",
@@ -375,9 +377,7 @@ int main(int argc, char** argv) {
       "--test-db", train_cost.test_db,
       "Also test the model trained on all of --db on this store's measurements of the task "
       "(e.g. programs --db knows only from the daemon's in-module times)");
-#endif
 
-#ifdef MLTUNE_WITH_RL
   TrainAgentCommand train;
   auto* train_cmd = app.add_subcommand(
       "train-agent",
@@ -402,7 +402,6 @@ int main(int argc, char** argv) {
   train_cmd->add_flag("--no-store", train.no_store, "Do not store the checkpoint");
   train_cmd->add_option("--csv", train.csv, "Write the training curve as CSV");
   train_cmd->add_option("--svg", train.svg, "Write the training curve as an SVG plot");
-#endif
 
   // ---- RPC subcommands (client/rpc_commands.h) ----
   auto add_server = [](CLI::App* cmd, std::string& server) {
@@ -508,21 +507,24 @@ int main(int argc, char** argv) {
   if (*fp_cmd) return RunFingerprint(fingerprint, std::cout, std::cerr);
   if (*passes_cmd) return RunListPasses(std::cout, std::cerr);
   if (*opt_cmd) return RunOpt(opt, std::cout, std::cerr);
-  if (*search_cmd) return RunSearch(search, std::cout, std::cerr);
   if (*simulate_cmd) return RunSimulate(simulate, std::cout, std::cerr);
   if (*synthesize_cmd) return RunSynthesize(synthesize, std::cout, std::cerr);
-  if (*run_cmd) return RunRun(run, std::cout, std::cerr);
   if (*collect_cmd) {
     collect.live_progress = isatty(STDERR_FILENO);
     return RunCollect(collect, std::cout, std::cerr);
   }
-#ifdef MLTUNE_WITH_LEARNED
+#ifdef MLTUNE_FULL_CLI
+  if (*search_cmd) return RunSearch(search, std::cout, std::cerr);
+  if (*run_cmd) return RunRun(run, std::cout, std::cerr);
   if (*train_cost_cmd) return RunTrainCostModel(train_cost, std::cout, std::cerr);
-#endif
-#ifdef MLTUNE_WITH_RL
   if (*train_cmd) {
     train.live_progress = isatty(STDERR_FILENO);
     return RunTrainAgent(train, std::cout, std::cerr);
+  }
+#else
+  // These load LibTorch: the lean front hands them to mltune-full, which parses them again.
+  if (*search_cmd || *run_cmd || *train_cost_cmd || *train_cmd) {
+    return ExecFullCli(argc, argv, std::cerr);
   }
 #endif
   submit.progress = watch.progress = progress_style;

@@ -204,8 +204,10 @@ std::string DefaultTrainerPath() {
   }
   std::error_code ec;
   const fs::path self = fs::read_symlink("/proc/self/exe", ec);
-  if (!ec && executable(self.parent_path() / "mltune"))
-    return (self.parent_path() / "mltune").string();
+  // mltune-full directly: the lean `mltune` would only exec it.
+  for (const char* cli : {"mltune-full", "mltune"}) {
+    if (!ec && executable(self.parent_path() / cli)) return (self.parent_path() / cli).string();
+  }
   return executable(MLTUNE_CLI_BUILD_PATH) ? MLTUNE_CLI_BUILD_PATH : "";
 }
 

@@ -94,8 +94,8 @@ struct RefresherStatus {
   std::map<std::string, LastTraining> last;  // by model name, also runs before a restart
 };
 
-// The mltune CLI the daemon trains with when --trainer is not given: MLTUNE_CLI, else `mltune`
-// beside this executable, else the build tree's; "" when none is executable.
+// The mltune CLI the daemon trains with when --trainer is not given: MLTUNE_CLI, else `mltune-full`
+// or `mltune` beside this executable, else the build tree's; "" when none is executable.
 std::string DefaultTrainerPath();
 
 class ModelRefresher {
