@@ -11,8 +11,8 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/numbers.h"
+#include "daemon/metrics/http_server.h"
 #include "prometheus/counter.h"
-#include "prometheus/exposer.h"
 #include "prometheus/family.h"
 #include "prometheus/gauge.h"
 #include "prometheus/histogram.h"
@@ -181,7 +181,7 @@ struct Metrics::Impl {
   std::unordered_map<std::string, prometheus::Gauge*> new_row_gauges;
 
   // Declared last, so destroyed first: no scrape can run while the families go away.
-  std::unique_ptr<prometheus::Exposer> exposer;
+  std::unique_ptr<MetricsHttpServer> server;
   std::string address;
   int port = 0;
 
@@ -207,18 +207,13 @@ absl::StatusOr<std::unique_ptr<Metrics>> Metrics::Create(const std::string& list
     int requested_port = 0;
     absl::Status split = SplitHostPort(listen, &host, &requested_port);
     if (!split.ok()) return split;
-    try {
-      impl->exposer = std::make_unique<prometheus::Exposer>(listen);
-    } catch (const std::exception& e) {
-      return absl::UnavailableError("cannot serve metrics on " + listen + ": " + e.what());
-    }
-    impl->exposer->RegisterCollectable(impl->registry);
-    const std::vector<int> ports = impl->exposer->GetListeningPorts();
-    if (ports.empty() || ports.front() <= 0) {
-      return absl::UnavailableError("cannot serve metrics on " + listen +
-                                    ": no listening port reported");
-    }
-    impl->port = ports.front();
+    absl::StatusOr<std::unique_ptr<MetricsHttpServer>> server =
+        MetricsHttpServer::Start(host, requested_port, [registry = impl->registry] {
+          return prometheus::TextSerializer().Serialize(registry->Collect());
+        });
+    if (!server.ok()) return server.status();
+    impl->server = *std::move(server);
+    impl->port = impl->server->port();
     impl->address = host + ":" + std::to_string(impl->port);
   }
   return std::unique_ptr<Metrics>(new Metrics(std::move(impl)));

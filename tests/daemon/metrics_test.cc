@@ -17,10 +17,13 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/support/http_get.h"
 
 namespace mltune::daemon {
 namespace {
 
+using ::mltune::testing::Body;
+using ::mltune::testing::HttpGet;
 using ::testing::HasSubstr;
 using ::testing::Not;
 using ::testing::StartsWith;
@@ -29,47 +32,6 @@ std::unique_ptr<Metrics> Unserved() {
   auto metrics = Metrics::Create("");
   EXPECT_TRUE(metrics.ok()) << metrics.status();
   return std::move(metrics).value();
-}
-
-// A plain HTTP/1.0 GET over a POSIX socket: what Prometheus does, without any client library
-// that might hide a protocol problem. Returns the whole response (status line, headers, body),
-// or "" when the connection fails.
-std::string HttpGet(int port, const std::string& path) {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  if (fd < 0) return "";
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(static_cast<uint16_t>(port));
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
-    close(fd);
-    return "";
-  }
-  const std::string request = "GET " + path + " HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n";
-  size_t sent = 0;
-  while (sent < request.size()) {
-    ssize_t n = write(fd, request.data() + sent, request.size() - sent);
-    if (n <= 0) {
-      close(fd);
-      return "";
-    }
-    sent += static_cast<size_t>(n);
-  }
-  // HTTP/1.0: the server closes the connection after the body.
-  std::string response;
-  char buf[4096];
-  for (;;) {
-    ssize_t n = read(fd, buf, sizeof(buf));
-    if (n <= 0) break;
-    response.append(buf, static_cast<size_t>(n));
-  }
-  close(fd);
-  return response;
-}
-
-std::string Body(const std::string& response) {
-  size_t end = response.find("\r\n\r\n");
-  return end == std::string::npos ? "" : response.substr(end + 4);
 }
 
 TEST(MetricsTest, UnservedHasNoAddress) {
@@ -263,8 +225,7 @@ TEST(MetricsTest, ServesOnAnEphemeralPortOverPlainHttp) {
   EXPECT_THAT(body, HasSubstr("\nmltune_queue_depth 4\n"));
   EXPECT_THAT(body, HasSubstr("mltune_cache_misses_total{task=\"pass_order\"} 1\n"));
   EXPECT_THAT(body, HasSubstr("mltune_build_info{version=\"0.1.0\"} 1\n"));
-  // prometheus-cpp adds its own exposer_* metrics to the served page only; ours must equal
-  // Serialize()'s (nothing changes between the two reads).
+  // The served page is Serialize()'s (nothing changes between the two reads).
   for (const char* name : {"mltune_request_duration_seconds_bucket{method=\"Compile\",le=\"0.01\"}",
                            "mltune_jobs_running 0"}) {
     EXPECT_THAT(body, HasSubstr(name));
@@ -362,7 +323,6 @@ TEST(MetricsTest, PromtoolAcceptsTheExposition) {
   // Lint findings make promtool exit non-zero, so an empty report is required too.
   EXPECT_EQ(Promtool(metrics->Serialize(), &lint), 0) << lint;
   EXPECT_EQ(lint, "");
-  // The served page also carries prometheus-cpp's own exposer_* metrics.
   const std::string response = HttpGet(metrics->port(), "/metrics");
   ASSERT_THAT(response, StartsWith("HTTP/1.1 200")) << response;
   EXPECT_EQ(Promtool(Body(response), &lint), 0) << lint;
