@@ -11,6 +11,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "daemon/graph_input.h"
+#include "daemon/pretrained_models.h"
 #include "daemon/sim_workers.h"
 #include "daemon/task.h"
 #include "daemon/version.h"
@@ -462,7 +463,8 @@ grpc::Status CompileServiceImpl::DoListStrategies(v1::ListStrategiesResponse* re
         if (name.empty() || !asked.insert(name).second) continue;
         absl::StatusOr<std::optional<storage::ModelRecord>> record = store_.LatestModel(name);
         if (record.ok() && record->has_value()) {
-          served.push_back(absl::StrCat(name, " v", (*record)->version));
+          served.push_back(
+              absl::StrCat(name, " v", (*record)->version, " (", ModelOrigin(**record), ")"));
         }
       }
       const std::string model = served.empty()

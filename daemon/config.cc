@@ -74,6 +74,9 @@ std::optional<int> ParseDaemonFlags(int argc, char** argv, DaemonConfig* config,
       ->capture_default_str();
   app.add_option("--specs-dir", c.specs_dir,
                  "Folder of extra target specs (*.json); a file named like a built-in replaces it");
+  app.add_option("--pretrained-dir", c.pretrained_dir,
+                 "Folder of pretrained checkpoints stored as version 0 of their models (default: "
+                 "share/mltune/pretrained or the source tree's models/pretrained; none: none)");
   app.add_option("--ready-file", c.ready_file,
                  "Write listen=, metrics=, store=, pid= lines here once serving");
   app.add_option("--worker-threads", c.worker_threads, "Jobs run at once (0: one per core)")

@@ -20,6 +20,9 @@ struct DaemonConfig {
   std::string data_dir = "./var";                      // the store is DATA_DIR/mltune.db
   // More target specs (*.json, backends/spec format) on top of the built-in ones; "" = none.
   std::string specs_dir;
+  // Pretrained checkpoints stored as version 0 of their models at start; "" = the installed or
+  // source tree's models/pretrained (DefaultPretrainedDir), "none" = none.
+  std::string pretrained_dir;
   std::string ready_file;  // written (atomically) once serving: listen=, metrics=, store=, pid=
   int worker_threads = 0;  // jobs run at once; 0 = one per CPU core
   int queue_size = 64;     // queued jobs beyond which SubmitCompile answers RESOURCE_EXHAUSTED

@@ -11,6 +11,7 @@
 #include "daemon/job_scheduler.h"
 #include "daemon/metrics/metrics.h"
 #include "daemon/model_refresher.h"
+#include "daemon/pretrained_models.h"
 #include "daemon/version.h"
 #include "grpcpp/ext/proto_server_reflection_plugin.h"
 #include "grpcpp/grpcpp.h"
@@ -78,6 +79,17 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(const DaemonConfig& config
   absl::StatusOr<std::unique_ptr<storage::Store>> store = storage::Store::Open(store_path.string());
   if (!store.ok()) return store.status();
   impl->store = *std::move(store);
+  const std::string pretrained =
+      config.pretrained_dir.empty() ? DefaultPretrainedDir() : config.pretrained_dir;
+  if (!pretrained.empty() && pretrained != "none") {
+    absl::StatusOr<std::vector<std::string>> installed =
+        InstallPretrainedModels(*impl->store, pretrained);
+    if (!installed.ok()) return installed.status();
+    if (!installed->empty()) {
+      std::cerr << "mltuned: stored " << installed->size() << " pretrained model(s) from "
+                << pretrained << " as version 0\n";
+    }
+  }
   absl::StatusOr<std::unique_ptr<Metrics>> metrics = Metrics::Create(config.metrics_listen);
   if (!metrics.ok()) return metrics.status();
   impl->metrics = *std::move(metrics);

@@ -72,7 +72,8 @@ inline DaemonConfig TestConfig(const std::filesystem::path& data_dir) {
   config.worker_threads = 2;
   config.drain_seconds = 0;  // tests that drain set their own
   config.max_budget_steps = 100'000'000;
-  config.retrain_rows = 0;  // no trainer child unless a test asks for one
+  config.retrain_rows = 0;         // no trainer child unless a test asks for one
+  config.pretrained_dir = "none";  // a store without models unless a test asks for them
   return config;
 }
 
