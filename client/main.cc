@@ -455,6 +455,8 @@ int main(int argc, char** argv) {
       "A finished job's scores (original, XLA default, tuned), pass sequence, provenance");
   result_cmd->add_option("job", result.job, "Job id")->required();
   result_cmd->add_option("-o,--output", result.output, "Write the optimized HLO here");
+  result_cmd->add_option("--plot", result.plot,
+                         "Write an SVG of each task's best score against search steps");
   result_cmd->add_flag("--json", result.json, "Print JSON with every field");
   add_server(result_cmd, result.server);
 

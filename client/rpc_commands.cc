@@ -12,6 +12,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "client/result_plot.h"
 #include "client/rpc_client.h"
 #include "nlohmann/json.hpp"
 
@@ -419,7 +420,22 @@ int RunResult(const ResultCommand& cmd, std::ostream& out, std::ostream& err) {
         << "`\n";
     return kExitNoResult;
   }
-  return ReportFinished(*job, cmd.output, cmd.json, out, err);
+  const int code = ReportFinished(*job, cmd.output, cmd.json, out, err);
+  if (code != 0 || cmd.plot.empty()) return code;
+  absl::StatusOr<std::string> svg = ResultPlotSvg(*job);
+  if (!svg.ok()) {
+    err << "error: --plot: " << svg.status().message() << "\n";
+    return kExitError;
+  }
+  std::ofstream file(cmd.plot, std::ios::binary);
+  file << *svg;
+  file.close();
+  if (!file) {
+    err << "error: cannot write " << cmd.plot << "\n";
+    return kExitError;
+  }
+  (cmd.json ? err : out) << "best-so-far curves written to " << cmd.plot << "\n";
+  return 0;
 }
 
 int RunLookup(const LookupCommand& cmd, std::ostream& out, std::ostream& err) {

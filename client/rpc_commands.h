@@ -57,9 +57,11 @@ struct ResultCommand {
   std::string server;
   std::string job;
   std::string output;
+  std::string plot;  // write the search's best-so-far curves here (SVG)
   bool json = false;
 };
-// `mltune result JOB`: the finished job's per-task scores, pass sequence and provenance.
+// `mltune result JOB`: the finished job's per-task scores, pass sequence and provenance; with
+// `plot`, an SVG of each task's best score against search steps (client/result_plot.h).
 int RunResult(const ResultCommand& cmd, std::ostream& out, std::ostream& err);
 
 struct LookupCommand {

@@ -12,9 +12,48 @@
 #include "costmodels/features/kernel_graph.h"
 #include "daemon/sim_workers.h"
 #include "daemon/version.h"
+#include "nlohmann/json.hpp"
 
 namespace mltune::daemon {
 namespace {
+
+// The search's best score each time it changes, kept as the result's "best_so_far" artifact for
+// `mltune result --plot`. Bounded: past kMaxPoints every other point is dropped.
+class BestSoFarTrace {
+ public:
+  void Observe(int64_t step, double seconds, double best) {
+    if (!std::isfinite(best) || (!best_.empty() && best == best_.back())) return;
+    if (best_.size() >= kMaxPoints) Thin();
+    step_.push_back(step);
+    seconds_.push_back(seconds);
+    best_.push_back(best);
+  }
+  // Ends the trace at the search's last step with its final best.
+  std::string Json(int64_t last_step, double seconds, double final_best) {
+    if (std::isfinite(final_best)) {
+      step_.push_back(last_step);
+      seconds_.push_back(seconds);
+      best_.push_back(final_best);
+    }
+    return nlohmann::json{{"step", step_}, {"seconds", seconds_}, {"best", best_}}.dump();
+  }
+
+ private:
+  static constexpr size_t kMaxPoints = 2048;
+  void Thin() {
+    size_t kept = 0;
+    for (size_t i = 0; i < best_.size(); i += 2, ++kept) {
+      step_[kept] = step_[i];
+      seconds_[kept] = seconds_[i];
+      best_[kept] = best_[i];
+    }
+    step_.resize(kept);
+    seconds_.resize(kept);
+    best_.resize(kept);
+  }
+  std::vector<int64_t> step_;
+  std::vector<double> seconds_, best_;
+};
 
 using Clock = std::chrono::steady_clock;
 
@@ -397,8 +436,12 @@ std::optional<storage::JobState> JobScheduler::RunTask(int worker,
   const double task_share = 1.0 / static_cast<double>(spec.tasks.size());
   Clock::time_point last_touch = Clock::now();
   Clock::time_point last_write = last_touch;
+  BestSoFarTrace trace;
+  const Clock::time_point task_start = Clock::now();
   request.budget.on_step = [&](const opt::Budget::Report& report) {
     const Clock::time_point now = Clock::now();
+    trace.Observe(report.steps, std::chrono::duration<double>(now - task_start).count(),
+                  report.best_score);
     // Watchers hear of progress every 50 ms at most; the store every progress_write_seconds.
     if (now - last_touch < std::chrono::milliseconds(50)) return;
     last_touch = now;
@@ -455,6 +498,9 @@ std::optional<storage::JobState> JobScheduler::RunTask(int worker,
   result.budget_steps = outcome->complete ? std::max(spec.budget_steps, spent) : spent;
   result.strategy = spec.strategy;
   result.artifacts = std::move(outcome->artifacts);
+  result.artifacts["best_so_far"] =
+      trace.Json(outcome->steps, std::chrono::duration<double>(Clock::now() - task_start).count(),
+                 outcome->tuned_score);
   result.provenance.worker = absl::StrCat(request.worker, "/", outcome->scorer);
   result.provenance.mltune_version = kMltuneVersion;
   if (absl::StatusOr<storage::PutOutcome> put = store_.PutResult(result); !put.ok()) {

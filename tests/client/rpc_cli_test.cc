@@ -6,6 +6,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
 #include <cstdio>
 #include <filesystem>
@@ -121,7 +122,7 @@ class RpcCliTest : public ::testing::Test {
     options.binary = MLTUNE_DAEMON_PATH;
     // No grace period for running jobs on SIGTERM: teardown should not wait on a search.
     options.extra_args = {"--drain-seconds", "0", "--max-budget-steps", "100000000"};
-    options.serve_metrics = false;  // stops in milliseconds instead of ~2 s
+    options.serve_metrics = false;
     auto daemon = client::DaemonProcess::Start(options);
     ASSERT_TRUE(daemon.ok()) << daemon.status();
     daemon_ = *std::move(daemon);
@@ -199,6 +200,32 @@ TEST_F(RpcCliTest, SubmitWatchThenCacheResultAndLookup) {
                           "attempts", "created_unix_ms", "started_unix_ms", "finished_unix_ms"}) {
     EXPECT_TRUE(job.contains(key)) << key;
   }
+
+  // The search's best-so-far trace: steps ascending, bests never worse, ending at the tuned score.
+  const nlohmann::json trace =
+      nlohmann::json::parse(result["artifacts"]["best_so_far"].get<std::string>());
+  const std::vector<double> steps = trace["step"], best = trace["best"];
+  ASSERT_FALSE(best.empty());
+  EXPECT_EQ(best.front(), result["original_score"].get<double>());
+  EXPECT_EQ(best.back(), result["tuned_score"].get<double>());
+  EXPECT_TRUE(std::is_sorted(steps.begin(), steps.end()));
+  EXPECT_TRUE(std::is_sorted(best.rbegin(), best.rend()));
+
+  // result --plot: that curve, drawn, beside the default's and the input's lines.
+  const std::string plot_path = TempPath("search.svg");
+  r = RunCli("result " + id + " --plot " + plot_path + server_);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("best-so-far curves written to " + plot_path), std::string::npos) << r.out;
+  const std::string svg = testing::ReadFile(plot_path);
+  EXPECT_EQ(svg.rfind("<svg", 0), 0u);
+  EXPECT_NE(svg.find("<polyline"), std::string::npos);
+  for (const char* label : {">best so far<", ">compiler's default<", ">as given<"}) {
+    EXPECT_NE(svg.find(label), std::string::npos) << label;
+  }
+  r = RunCli("result " + id + " --plot /nonexistent-dir/x.svg" + server_);
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("cannot write /nonexistent-dir/x.svg"), std::string::npos) << r.err;
+  fs::remove(plot_path);
 
   // The daemon's fingerprint is the offline one.
   Result fp = RunCli("fingerprint " + Example());
