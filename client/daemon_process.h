@@ -15,8 +15,8 @@ namespace mltune::client {
 struct DaemonOptions {
   std::string binary;                   // path of mltuned
   std::vector<std::string> extra_args;  // appended after the listen/data/ready flags
-  bool serve_metrics = true;  // serve /metrics on an ephemeral port
-  double ready_timeout_seconds = 60;  // until the ready file appears
+  bool serve_metrics = true;            // serve /metrics on an ephemeral port
+  double ready_timeout_seconds = 60;    // until the ready file appears
 };
 
 class DaemonProcess {
