@@ -35,9 +35,10 @@ class SimTasksTest : public ::testing::Test {
 
   // Submits and waits; the finished job's only result.
   client::TaskResult Run(const std::string& target, std::vector<std::string> tasks,
-                         int64_t steps = 300, const std::string& strategy = "annealing") {
+                         int64_t steps = 300, const std::string& strategy = "annealing",
+                         const std::string& hlo = ExampleHlo()) {
     SubmitRequest request;
-    request.graph = ExampleHlo();
+    request.graph = hlo;
     request.graph_name = "mlp.hlo";
     request.target = target;
     request.tasks = std::move(tasks);
@@ -206,6 +207,32 @@ TEST_F(SimTasksTest, TileAndFusionOnCpuMeasureGeneratedKernels) {
   EXPECT_EQ(fusion.task, "fusion");
   EXPECT_GT(fusion.original_score, 0);  // no fusion, measured
   EXPECT_LE(fusion.tuned_score, fusion.baseline_score);
+}
+
+TEST_F(SimTasksTest, TileOnCpuTunesTheKernelsAroundOpsTheBackendCannotLower) {
+  setenv("MLTUNE_KERNEL_CACHE", MLTUNE_TEST_KERNEL_CACHE, 0);
+  // An embedding lookup (gather, which the cpu backend does not lower) feeding a dense layer.
+  const std::string hlo = R"(HloModule embed_then_dense
+ENTRY main {
+  table = f32[64,32] parameter(0)
+  ids = s32[8] parameter(1)
+  w = f32[32,32] parameter(2)
+  rows = f32[8,32] gather(table, ids), offset_dims={1}, collapsed_slice_dims={0}, start_index_map={0}, index_vector_dim=1, slice_sizes={1,32}
+  d = f32[8,32] dot(rows, w), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+  ROOT t = f32[8,32] tanh(d)
+})";
+  const client::TaskResult tile = Run("cpu", {"tile"}, 8, "annealing", hlo);
+  EXPECT_EQ(tile.task, "tile");
+  EXPECT_GT(tile.baseline_score, 0);
+  EXPECT_LE(tile.tuned_score, tile.baseline_score);
+  // The gather alone (its name as the cpu pipeline left it) became a parameter.
+  const nlohmann::json cut = nlohmann::json::parse(tile.artifacts.at("not_lowered"));
+  ASSERT_EQ(cut.size(), 1u) << cut.dump();
+  EXPECT_EQ(cut[0].get<std::string>().rfind("rows", 0), 0u) << cut.dump();
+  EXPECT_FALSE(nlohmann::json::parse(tile.artifacts.at("kernels")).empty());
+  const nlohmann::json whole = nlohmann::json::parse(tile.artifacts.at("module_timing"));
+  EXPECT_EQ(whole.at("ops_as_parameters"), 1);
+  EXPECT_GT(whole.at("tuned_seconds").get<double>(), 0);
 }
 
 TEST_F(SimTasksTest, WorkersListTheSimulatorsWithTheirTargetsAndCounts) {
