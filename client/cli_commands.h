@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "optimizers/cost_model_training/train_cost_model.h"
+
 namespace mltune::client {
 
 struct ParseCommand {
@@ -167,73 +169,9 @@ struct TrainAgentCommand {
 // and stores the checkpoint as the next version of `pass-order/rl-<algo>`.
 int RunTrainAgent(const TrainAgentCommand& cmd, std::ostream& out, std::ostream& err);
 
-struct TrainCostModelCommand {
-  std::string task = "tile";
-  std::string target = "cpu";
-  std::string db;    // the store holding the measurements; the model is stored there
-  std::string loss;  // costmodels::learned::ParseLoss; "": both for tile, mse-log for fusion
-  int epochs = 60;
-  int hidden = 64;
-  int layers = 3;
-  std::string readout = "mean-max-sum";  // the per-kernel pooling: mean-max-sum or mean-max
-  std::string absolute_skip = "linear";  // the absolute head's skip from kernel features, or "none"
-  // The absolute head's time: "pooled" (from the readout) or "node-sum" (plus a term per node).
-  std::string absolute_head = "pooled";
-  int transformer_layers = 0;        // self-attention layers over a kernel's nodes before pooling
-  std::string pair_weights = "gap";  // rank pairs weighted by log(slow / fast), or "none"
-  // tile: how much each kernel's rank pairs count: "equal", or "program-share", its share of its
-  // program's time (learned::ProgramShareWeights), as the per-program APE weighs its picks.
-  std::string kernel_weights = "equal";
-  double min_pair_ratio = 1.0;      // rank pairs closer than this factor are not ranked
-  double listwise_temperature = 0;  // > 0: a listwise rank term (ModelOptions), 0: pairwise
-  double mape_weight = 0;           // the absolute loss's relative-error term
-  // Regularisation (ModelOptions::dropout, weight_decay): the fusion model fits its training
-  // kernels far better than kernels of programs it has not seen.
-  double dropout = 0;
-  double weight_decay = 0;
-  int ensemble = 3;  // networks trained and averaged
-  // Times each kernel of a real (not synthetic) program counts in training: the evaluation is on
-  // real programs, and synthetic ones outnumber them.
-  int real_weight = 1;
-  // The leading node and kernel feature columns the model reads (0: all of them): features are
-  // append-only, so this trains a model as it would have been before later slots were added,
-  // on the same data (an ablation).
-  int node_features = 0;
-  int kernel_features = 0;
-  // Share of the real kernels or programs each cross-validation fold holds out: round(1 / holdout)
-  // folds (at least 2).
-  double holdout = 0.25;
-  // Leave out kernels whose fastest measurement is under this (timer noise dominates them).
-  double min_seconds = 0;
-  // fusion: kernels the daemon's fusion searches timed inside their modules (task
-  // fusion-kernel-in-module) and no collect timed alone train too, when their time is at least
-  // this: under a microsecond a kernel's time in its module is mostly the timer's and its
-  // neighbours' (docs/cost_models.md). Never tested.
-  double in_module_min_seconds = 1e-6;
-  bool no_in_module = false;
-  // tile: the guarded pick leaves the default configuration only where the absolute head
-  // predicts at least this relative gain (learned::GuardDefaultPick).
-  double pick_margin = 0.1;
-  uint64_t seed = 0;
-  bool no_store = false;
-  bool no_eval = false;  // skip the cross-validations: train on everything and store
-  // Which cross-validations run: "both", "random" (kernels) or "programs" (held out). One alone
-  // lets the two run side by side, one process per core.
-  std::string splits = "both";
-  std::string predictions;  // CSV of every test row's measured and predicted runtimes ("": none)
-  // A second store whose measurements of the task (kernels timed alone) test the model trained on
-  // all of `db`: programs the training store knows only from elsewhere, or not at all.
-  std::string test_db;
-  // Store only a model that does at least about as well as the newest stored version on kernels
-  // logged since it and held out of training (client/cost_model_gate.h); exit
-  // opt::guided::kGateRejectedExitCode otherwise.
-  bool gate = false;
-  double gate_share = 0.25;  // of the new kernels' programs held out
-  // How much worse (relative) the new model may be: one training run against another of the
-  // same recipe differed by up to 12% on held-out cpu kernels, tile and fusion (docs/daemon.md).
-  double gate_margin = 0.15;
-  int gate_min_kernels = 5;  // fewer held-out kernels to score: the gate is skipped
-};
+// `mltune train-cost-model`: its flags are the library's options
+// (optimizers/cost_model_training/train_cost_model.h).
+using TrainCostModelCommand = opt::cost_model_training::TrainingOptions;
 // `mltune train-cost-model`: trains the learned cost model on the store's <task>-kernel
 // measurements and kernel graphs, prints the paper's metrics on a random split of kernels and on
 // held-out programs next to the baselines (tile: the default configuration and the analytical

@@ -1,10 +1,10 @@
-#include "client/cost_model_baselines.h"
+#include "optimizers/cost_model_training/baselines.h"
 
 #include <algorithm>
 #include <cmath>
 #include <string>
 
-namespace mltune::client {
+namespace mltune::opt::cost_model_training {
 namespace {
 
 // Kernel feature slots (costmodels/features/kernel_features.cc), each log2(1 + x).
@@ -49,4 +49,4 @@ double CpuTileSeconds(const costmodels::features::KernelGraph& graph,
   return std::max(ops / (kCpuPeakFlops * efficiency * cores), bytes / kCpuBandwidth);
 }
 
-}  // namespace mltune::client
+}  // namespace mltune::opt::cost_model_training

@@ -4,7 +4,7 @@
 
 #include "costmodels/features/kernel_graph.h"
 
-namespace mltune::client {
+namespace mltune::opt::cost_model_training {
 
 // This machine's figures for the CPU roofline (docs/cost_models.md; /work/shared/NOTES.md): one
 // core's f32 FMA peak with AVX-512 (oneDNN SGEMM reached 214-232 GFLOP/s), and the streaming
@@ -32,4 +32,4 @@ double CpuRooflineSeconds(const costmodels::features::KernelGraph& graph);
 double CpuTileSeconds(const costmodels::features::KernelGraph& graph,
                       const costmodels::features::Configuration& config, int threads);
 
-}  // namespace mltune::client
+}  // namespace mltune::opt::cost_model_training

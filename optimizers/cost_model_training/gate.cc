@@ -1,11 +1,11 @@
-#include "client/cost_model_gate.h"
+#include "optimizers/cost_model_training/gate.h"
 
 #include <algorithm>
 #include <cmath>
 #include <map>
 #include <random>
 
-namespace mltune::client {
+namespace mltune::opt::cost_model_training {
 namespace {
 
 // `share` of `n` items, at least one (n > 0).
@@ -63,4 +63,4 @@ bool GatePasses(double candidate_error, double incumbent_error, double margin) {
   return candidate_error <= GateBound(incumbent_error, margin);
 }
 
-}  // namespace mltune::client
+}  // namespace mltune::opt::cost_model_training

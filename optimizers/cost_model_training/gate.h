@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-namespace mltune::client {
+namespace mltune::opt::cost_model_training {
 
 // One kernel of the training data, as the gate sees it.
 struct GateKernel {
@@ -43,4 +43,4 @@ double GateBound(double incumbent_error, double margin);
 // Whether a candidate with `candidate_error` may replace the incumbent: at most GateBound.
 bool GatePasses(double candidate_error, double incumbent_error, double margin);
 
-}  // namespace mltune::client
+}  // namespace mltune::opt::cost_model_training

@@ -1,8 +1,5 @@
-// `mltune train-cost-model`: trains the learned cost model (costmodels/learned) on the store's
-// kernel measurements (`mltune collect`, the daemon's cpu tile task), evaluates it on a random
-// held-out split of kernels and on held-out programs next to the analytical baseline, and stores
-// the checkpoint. tile: how well each model ranks a kernel's configurations (the paper's tile
-// APE); fusion: how well it predicts kernel runtimes (the paper's fusion MAPE).
+#include "optimizers/cost_model_training/train_cost_model.h"
+
 #include <algorithm>
 #include <cmath>
 #include <fstream>
@@ -18,20 +15,18 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
-#include "client/cli_commands.h"
-#include "client/cost_model_baselines.h"
-#include "client/cost_model_gate.h"
-#include "client/sim_targets.h"
 #include "costmodels/features/kernel_graph.h"
 #include "costmodels/learned/learned_model.h"
 #include "costmodels/synthetic/synthetic_programs.h"
 #include "nlohmann/json.hpp"
+#include "optimizers/cost_model_training/baselines.h"
+#include "optimizers/cost_model_training/gate.h"
 #include "optimizers/fusion/cpu_fusion_problem.h"
 #include "optimizers/guided/stored_cost_models.h"
 #include "optimizers/tiling/cpu_tile_problem.h"
 #include "storage/store.h"
 
-namespace mltune::client {
+namespace mltune::opt::cost_model_training {
 namespace {
 
 namespace features = costmodels::features;
@@ -303,7 +298,7 @@ struct SplitMetrics {
 // --kernel-weights program-share, each kernel's rank pairs count by its share of its program's
 // time among these rows (learned::ProgramShareWeights), so no test row's time enters training.
 std::vector<learned::Sample> Samples(const Data& data, const std::vector<size_t>& rows,
-                                     const TrainCostModelCommand& cmd) {
+                                     const TrainingOptions& cmd) {
   std::vector<double> rank_weight(rows.size(), 1.0);
   if (cmd.kernel_weights == "program-share") {
     std::vector<int64_t> group, program;
@@ -380,7 +375,7 @@ std::vector<double> FoldCalibratedPoint(const std::vector<double>& truth,
 }
 
 absl::StatusOr<SplitMetrics> Evaluate(const Data& data, const std::string& name, bool by_program,
-                                      const TrainCostModelCommand& cmd,
+                                      const TrainingOptions& cmd,
                                       const learned::ModelOptions& options,
                                       std::ostream* predictions) {
   SplitMetrics s;
@@ -520,7 +515,7 @@ std::string BandLabel(const learned::RuntimeBand& band) {
 }
 
 // Both cross-validations, as a table on `out`; returns the metrics stored with the checkpoint.
-absl::StatusOr<json> EvaluateSplits(const Data& data, const TrainCostModelCommand& cmd,
+absl::StatusOr<json> EvaluateSplits(const Data& data, const TrainingOptions& cmd,
                                     const learned::ModelOptions& options, const std::string& target,
                                     std::ostream* predictions, std::ostream& out) {
   const bool tile = cmd.task == "tile";
@@ -653,7 +648,7 @@ absl::StatusOr<json> EvaluateSplits(const Data& data, const TrainCostModelComman
     out << "\nAPE: per kernel, the measured time of the configuration picked over the best "
            "measured one, minus 1, averaged over kernels; \"default config\" picks the "
            "compiler's defaults, \"analytical\" the fastest by "
-        << (target == "cpu" ? "the configuration-aware CPU roofline (client/cost_model_baselines.h)"
+        << (target == "cpu" ? "the configuration-aware CPU roofline (optimizers/cost_model_training/baselines.h)"
                             : "the analytical tile roofline (costmodels/analytical/tile_cost.h)")
         << ". \"guarded pick\": the relative head's pick where the absolute head predicts it at "
            "least "
@@ -824,12 +819,12 @@ absl::StatusOr<GateScore> GateError(const learned::LearnedModel& model, const Da
 }
 
 // --gate: trains a candidate without the kernels logged since the newest stored version of
-// `name` (a share of them, client/cost_model_gate.h) and scores it and that version there.
+// `name` (a share of them, optimizers/cost_model_training/gate.h) and scores it and that version there.
 // Returns what the checkpoint's metadata records: "passed" false when the candidate loses,
 // "skipped" (and passed) when there is nothing to compare.
-absl::StatusOr<json> RunGate(storage::Store& store, const Data& data,
-                             const TrainCostModelCommand& cmd, const learned::ModelOptions& options,
-                             const std::string& name, std::ostream& out) {
+absl::StatusOr<json> RunGate(storage::Store& store, const Data& data, const TrainingOptions& cmd,
+                             const learned::ModelOptions& options, const std::string& name,
+                             std::ostream& out) {
   const bool tile = cmd.task == "tile";
   json gate = {{"margin", cmd.gate_margin}, {"share", cmd.gate_share}, {"passed", true}};
   auto skip = [&](const std::string& why) {
@@ -917,7 +912,7 @@ absl::StatusOr<json> RunGate(storage::Store& store, const Data& data,
 
 // The flags of `cmd` that shape the stored model (opt::guided::kTrainingRecipeFlags), with the
 // loss resolved: the checkpoint's metadata keeps them, and the daemon retrains with them.
-std::vector<std::string> TrainingRecipe(const TrainCostModelCommand& cmd, const std::string& loss) {
+std::vector<std::string> TrainingRecipe(const TrainingOptions& cmd, const std::string& loss) {
   std::vector<std::string> recipe;
   auto add = [&recipe](const char* flag, std::string value) {
     recipe.push_back(flag);
@@ -953,144 +948,136 @@ std::vector<std::string> TrainingRecipe(const TrainCostModelCommand& cmd, const 
   return recipe;
 }
 
-int RunTrainCostModel(const TrainCostModelCommand& cmd, std::ostream& out, std::ostream& err) {
+absl::StatusOr<TrainingOutcome> TrainCostModel(const TrainingOptions& cmd, std::ostream& out,
+                                               std::ostream& err) {
   const bool tile = cmd.task == "tile";
   if (!tile && cmd.task != "fusion") {
-    err << "error: --task " << cmd.task
-        << ": train-cost-model trains tile (ranking a kernel's configurations) or fusion "
-           "(kernel runtimes)\n";
-    return 1;
+    return absl::InvalidArgumentError(
+        absl::StrCat("--task ", cmd.task,
+                     ": train-cost-model trains tile (ranking a kernel's configurations) or fusion "
+                     "(kernel runtimes)"));
   }
   if (!(cmd.holdout > 0 && cmd.holdout < 1)) {
-    err << "error: --holdout must be in (0, 1)\n";
-    return 1;
+    return absl::InvalidArgumentError(absl::StrCat("--holdout must be in (0, 1)"));
   }
   if (!(cmd.pick_margin >= 0) || !std::isfinite(cmd.pick_margin)) {
-    err << "error: --pick-margin must be a finite number >= 0\n";
-    return 1;
+    return absl::InvalidArgumentError(absl::StrCat("--pick-margin must be a finite number >= 0"));
   }
   if (cmd.kernel_weights != "equal" && cmd.kernel_weights != "program-share") {
-    err << "error: --kernel-weights " << cmd.kernel_weights << ": equal or program-share\n";
-    return 1;
+    return absl::InvalidArgumentError(
+        absl::StrCat("--kernel-weights ", cmd.kernel_weights, ": equal or program-share"));
   }
   if (cmd.pair_weights != "gap" && cmd.pair_weights != "none") {
-    err << "error: --pair-weights " << cmd.pair_weights << ": gap or none\n";
-    return 1;
+    return absl::InvalidArgumentError(
+        absl::StrCat("--pair-weights ", cmd.pair_weights, ": gap or none"));
   }
   if (cmd.absolute_skip != "linear" && cmd.absolute_skip != "none") {
-    err << "error: --absolute-skip " << cmd.absolute_skip << ": linear or none\n";
-    return 1;
+    return absl::InvalidArgumentError(
+        absl::StrCat("--absolute-skip ", cmd.absolute_skip, ": linear or none"));
   }
   // Not the defaults for fusion, though they predict kernel times better: models trained with
   // them rank whole fusion plans worse (docs/cost_models.md, bench/results_fusion_time_to_best.md).
   const std::string& absolute_head = cmd.absolute_head;
   const double mape_weight = cmd.mape_weight;
   if (absolute_head != "pooled" && absolute_head != "node-sum") {
-    err << "error: --absolute-head " << cmd.absolute_head << ": pooled or node-sum\n";
-    return 1;
+    return absl::InvalidArgumentError(
+        absl::StrCat("--absolute-head ", cmd.absolute_head, ": pooled or node-sum"));
   }
   if (cmd.transformer_layers > 0 && cmd.hidden % learned::ModelOptions{}.attention_heads != 0) {
-    err << "error: --hidden " << cmd.hidden << ": with --transformer-layers it must be a multiple "
-        << "of the " << learned::ModelOptions{}.attention_heads << " attention heads\n";
-    return 1;
+    return absl::InvalidArgumentError(
+        absl::StrCat("--hidden ", cmd.hidden, ": with --transformer-layers it must be a multiple ",
+                     "of the ", learned::ModelOptions{}.attention_heads, " attention heads"));
   }
   if (cmd.readout != "mean-max-sum" && cmd.readout != "mean-max") {
-    err << "error: --readout " << cmd.readout << ": mean-max-sum or mean-max\n";
-    return 1;
+    return absl::InvalidArgumentError(
+        absl::StrCat("--readout ", cmd.readout, ": mean-max-sum or mean-max"));
   }
   // Without the cross-validations, only a test store has anything to report.
   if (cmd.no_eval && cmd.test_db.empty() &&
       (!cmd.predictions.empty() || (cmd.no_store && !cmd.gate))) {
-    err << "error: --no-eval trains and stores only: it takes neither --no-store nor "
-           "--predictions (unless --test-db, or --gate without --predictions)\n";
-    return 1;
+    return absl::InvalidArgumentError(
+        absl::StrCat("--no-eval trains and stores only: it takes neither --no-store nor "
+                     "--predictions (unless --test-db, or --gate without --predictions)"));
   }
   if (cmd.splits != "both" && cmd.splits != "random" && cmd.splits != "programs") {
-    err << "error: --splits " << cmd.splits << ": both, random or programs\n";
-    return 1;
+    return absl::InvalidArgumentError(
+        absl::StrCat("--splits ", cmd.splits, ": both, random or programs"));
   }
   if (!(cmd.gate_share > 0 && cmd.gate_share <= 1)) {
-    err << "error: --gate-share must be in (0, 1]\n";
-    return 1;
+    return absl::InvalidArgumentError(absl::StrCat("--gate-share must be in (0, 1]"));
   }
   if (cmd.gate_min_kernels < 1) {
-    err << "error: --gate-min-kernels must be >= 1\n";
-    return 1;
+    return absl::InvalidArgumentError(absl::StrCat("--gate-min-kernels must be >= 1"));
   }
   if (!(cmd.gate_margin > -1) || !std::isfinite(cmd.gate_margin)) {
-    err << "error: --gate-margin must be a finite number > -1\n";
-    return 1;
+    return absl::InvalidArgumentError(absl::StrCat("--gate-margin must be a finite number > -1"));
   }
   if (!(cmd.min_seconds >= 0)) {
-    err << "error: --min-seconds must be >= 0\n";
-    return 1;
+    return absl::InvalidArgumentError(absl::StrCat("--min-seconds must be >= 0"));
   }
   if (!(cmd.in_module_min_seconds >= 0)) {
-    err << "error: --in-module-min-seconds must be >= 0\n";
-    return 1;
+    return absl::InvalidArgumentError(absl::StrCat("--in-module-min-seconds must be >= 0"));
   }
   // fusion logs one configuration per kernel: only the absolute head has anything to learn.
   const std::string loss_name = !cmd.loss.empty() ? cmd.loss : tile ? "both" : "mse-log";
   absl::StatusOr<learned::Loss> loss = learned::ParseLoss(loss_name);
   if (!loss.ok()) {
-    err << "error: --loss: " << loss.status().message() << "\n";
-    return 1;
+    return absl::InternalError(absl::StrCat("--loss: ", loss.status().message()));
   }
   if (!tile && *loss != learned::Loss::kMseLog) {
-    err << "error: --loss " << loss_name
-        << ": the fusion task has one measurement per kernel, so rank losses have no pairs; use "
-           "mse-log\n";
-    return 1;
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--loss ", loss_name,
+        ": the fusion task has one measurement per kernel, so rank losses have no pairs; use "
+        "mse-log"));
   }
   // The CLI never sets rank_hinge, so `both` keeps its logistic term.
   if (cmd.listwise_temperature > 0 &&
       !learned::HasLogisticRankTerm(*loss, learned::ModelOptions{}.rank_hinge)) {
-    err << "error: --listwise-temperature replaces a logistic rank term; --loss " << loss_name
-        << " has none (use both or rank-logistic)\n";
-    return 1;
+    return absl::InvalidArgumentError(
+        absl::StrCat("--listwise-temperature replaces a logistic rank term; --loss ", loss_name,
+                     " has none (use both or rank-logistic)"));
   }
   std::unique_ptr<std::ofstream> predictions;
   if (!cmd.predictions.empty()) {
     predictions = std::make_unique<std::ofstream>(cmd.predictions);
     if (!*predictions) {
-      err << "error: cannot write --predictions " << cmd.predictions << "\n";
-      return 1;
+      return absl::InvalidArgumentError(
+          absl::StrCat("cannot write --predictions ", cmd.predictions));
     }
     *predictions << "split,kernel,program,configuration,measured_s,learned_s,relative_score,"
                     "analytical_s,default,learned_log_sd,learned_point_s\n";
   }
   // As collect logs it: tpu-sim means its default spec.
-  const std::string target = ResolveAlias(cmd.target);
+  const std::string target = cmd.target;
   absl::StatusOr<std::unique_ptr<storage::Store>> store =
       storage::Store::Open(cmd.db, storage::StoreOptions{.must_exist = true});
   if (absl::IsNotFound(store.status())) {
-    err << "error: " << store.status().message() << " (mltune collect --db makes one)\n";
-    return 1;
+    return absl::NotFoundError(
+        absl::StrCat(store.status().message(), " (mltune collect --db makes one)"));
   }
   if (!store.ok()) {
-    err << "error: cannot open the store " << cmd.db << ": " << store.status().message() << "\n";
-    return 1;
+    return absl::InternalError(
+        absl::StrCat("cannot open the store ", cmd.db, ": ", store.status().message()));
   }
   absl::StatusOr<Data> data = ReadData(**store, cmd.task, target, cmd.min_seconds,
                                        cmd.no_in_module ? -1.0 : cmd.in_module_min_seconds, err);
   if (!data.ok()) {
-    err << "error: reading " << cmd.db << ": " << data.status().message() << "\n";
-    return 1;
+    return absl::InternalError(absl::StrCat("reading ", cmd.db, ": ", data.status().message()));
   }
   if (data->rows.empty() && data->too_fast > 0) {
-    err << "error: all " << data->too_fast << " kernels of " << LogTask(cmd.task) << " on "
-        << target << " ran faster than --min-seconds " << cmd.min_seconds << "\n";
-    return 1;
+    return absl::InvalidArgumentError(
+        absl::StrCat("all ", data->too_fast, " kernels of ", LogTask(cmd.task), " on ", target,
+                     " ran faster than --min-seconds ", cmd.min_seconds));
   }
   if (data->rows.empty()) {
-    err << "error: " << cmd.db << " holds no " << LogTask(cmd.task) << " measurements for target "
-        << target << " with their kernel graphs (run mltune collect --target " << cmd.target
-        << " --task " << cmd.task << " --db " << cmd.db << " FILES first"
-        << (cmd.task == "fusion" && target == "cpu" && !cmd.no_in_module
-                ? ", or let mltuned search fusion with this store: it logs each plan's kernel times"
-                : "")
-        << ")\n";
-    return 1;
+    return absl::FailedPreconditionError(absl::StrCat(
+        cmd.db, " holds no ", LogTask(cmd.task), " measurements for target ", target,
+        " with their kernel graphs (run mltune collect --target ", cmd.target, " --task ", cmd.task,
+        " --db ", cmd.db, " FILES first",
+        (cmd.task == "fusion" && target == "cpu" && !cmd.no_in_module
+             ? ", or let mltuned search fusion with this store: it logs each plan's kernel times"
+             : ""),
+        ")"));
   }
   out << absl::StrFormat("%d measurements of %d kernels from %d programs (%d unreadable skipped)",
                          data->rows.size(), data->kernels.size(),
@@ -1150,19 +1137,18 @@ int RunTrainCostModel(const TrainCostModelCommand& cmd, std::ostream& out, std::
     absl::StatusOr<std::unique_ptr<storage::Store>> test_store =
         storage::Store::Open(cmd.test_db, storage::StoreOptions{.must_exist = true});
     if (!test_store.ok()) {
-      err << "error: --test-db: " << test_store.status().message() << "\n";
-      return 1;
+      return absl::InvalidArgumentError(absl::StrCat("--test-db: ", test_store.status().message()));
     }
     absl::StatusOr<Data> read = ReadData(**test_store, cmd.task, target, cmd.min_seconds,
                                          /*in_module_min_seconds=*/-1, err);
     if (!read.ok()) {
-      err << "error: reading --test-db " << cmd.test_db << ": " << read.status().message() << "\n";
-      return 1;
+      return absl::InternalError(
+          absl::StrCat("reading --test-db ", cmd.test_db, ": ", read.status().message()));
     }
     if (read->rows.empty()) {
-      err << "error: --test-db " << cmd.test_db << " holds no " << LogTask(cmd.task)
-          << " measurements for target " << target << " with their kernel graphs\n";
-      return 1;
+      return absl::FailedPreconditionError(
+          absl::StrCat("--test-db ", cmd.test_db, " holds no ", LogTask(cmd.task),
+                       " measurements for target ", target, " with their kernel graphs"));
     }
     test_data = *std::move(read);
   }
@@ -1171,8 +1157,7 @@ int RunTrainCostModel(const TrainCostModelCommand& cmd, std::ostream& out, std::
     absl::StatusOr<json> evaluated =
         EvaluateSplits(*data, cmd, options, target, predictions.get(), out);
     if (!evaluated.ok()) {
-      err << "error: " << evaluated.status().message() << "\n";
-      return 1;
+      return absl::InternalError(absl::StrCat(evaluated.status().message()));
     }
     metrics = *std::move(evaluated);
   }
@@ -1180,8 +1165,8 @@ int RunTrainCostModel(const TrainCostModelCommand& cmd, std::ostream& out, std::
   if (predictions != nullptr) {
     predictions->flush();
     if (!*predictions) {
-      err << "error: writing --predictions " << cmd.predictions << " failed\n";
-      return 1;
+      return absl::InvalidArgumentError(
+          absl::StrCat("writing --predictions ", cmd.predictions, " failed"));
     }
     out << "per-kernel predictions of the cross-validations' test kernels"
         << (test_data.has_value() ? " (and of the test store's, after training)" : "")
@@ -1192,16 +1177,15 @@ int RunTrainCostModel(const TrainCostModelCommand& cmd, std::ostream& out, std::
   if (cmd.gate) {
     absl::StatusOr<json> verdict = RunGate(**store, *data, cmd, options, name, out);
     if (!verdict.ok()) {
-      err << "error: --gate: " << verdict.status().message() << "\n";
-      return 1;
+      return absl::InvalidArgumentError(absl::StrCat("--gate: ", verdict.status().message()));
     }
     gate = *std::move(verdict);
     if (!gate["passed"].get<bool>()) {
       out << name << " not stored: the retrained model lost to the stored one\n";
-      return opt::guided::kGateRejectedExitCode;
+      return TrainingOutcome{.model = name, .version = 0, .gate_rejected = true};
     }
   }
-  if (cmd.no_store && !test_data.has_value()) return 0;
+  if (cmd.no_store && !test_data.has_value()) return TrainingOutcome{.model = name};
   // The runtime spread model the relative-error point uses, fitted where an unseen program's
   // kernels were predicted (the held-out split), else on random kernels.
   for (const char* split : {"held-out programs", "random kernels"}) {
@@ -1220,22 +1204,19 @@ int RunTrainCostModel(const TrainCostModelCommand& cmd, std::ostream& out, std::
   absl::StatusOr<std::unique_ptr<learned::LearnedModel>> model =
       learned::LearnedModel::Create(options);
   if (!model.ok()) {
-    err << "error: " << model.status().message() << "\n";
-    return 1;
+    return absl::InternalError(absl::StrCat(model.status().message()));
   }
   if (absl::StatusOr<learned::TrainReport> r = (*model)->Train(Samples(*data, all, cmd)); !r.ok()) {
-    err << "error: training: " << r.status().message() << "\n";
-    return 1;
+    return absl::InternalError(absl::StrCat("training: ", r.status().message()));
   }
   if (test_data.has_value()) {
     if (absl::Status s =
             TestOnStore(**model, *data, *test_data, cmd.test_db, out, predictions.get());
         !s.ok()) {
-      err << "error: testing on " << cmd.test_db << ": " << s.message() << "\n";
-      return 1;
+      return absl::InternalError(absl::StrCat("testing on ", cmd.test_db, ": ", s.message()));
     }
   }
-  if (cmd.no_store) return 0;
+  if (cmd.no_store) return TrainingOutcome{.model = name};
   json meta = {{"task", cmd.task},
                {"target", target},
                {"measurements", data->rows.size()},
@@ -1259,13 +1240,12 @@ int RunTrainCostModel(const TrainCostModelCommand& cmd, std::ostream& out, std::
   const std::string checkpoint = (*model)->Save();
   absl::StatusOr<int64_t> version = (*store)->PutModelNextVersion(name, checkpoint, meta.dump());
   if (!version.ok()) {
-    err << "error: cannot store the model in " << cmd.db << ": " << version.status().message()
-        << "\n";
-    return 1;
+    return absl::InternalError(
+        absl::StrCat("cannot store the model in ", cmd.db, ": ", version.status().message()));
   }
   out << absl::StrFormat("stored %s version %d (%d bytes) in %s\n", name, *version,
                          checkpoint.size(), cmd.db);
-  return 0;
+  return TrainingOutcome{.model = name, .version = *version};
 }
 
-}  // namespace mltune::client
+}  // namespace mltune::opt::cost_model_training

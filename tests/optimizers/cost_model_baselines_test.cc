@@ -1,13 +1,12 @@
 // The cpu tile baseline's assumptions, on hand-made kernel features: a GEMM runs at 90% of peak
 // through oneDNN and 50% generated, `parallel` buys the measurement's threads and nothing more,
 // and a memory-bound kernel's configurations tie.
-#include "client/cost_model_baselines.h"
-
 #include <cmath>
 
 #include "gtest/gtest.h"
+#include "optimizers/cost_model_training/baselines.h"
 
-namespace mltune::client {
+namespace mltune::opt::cost_model_training {
 namespace {
 
 using costmodels::features::Configuration;
@@ -52,4 +51,4 @@ TEST(CpuTileSecondsTest, MemoryBoundKernelsTieAcrossConfigurations) {
 }
 
 }  // namespace
-}  // namespace mltune::client
+}  // namespace mltune::opt::cost_model_training

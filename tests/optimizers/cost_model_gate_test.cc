@@ -1,8 +1,6 @@
-// The retraining gate's choices (client/cost_model_gate.h): which kernels it holds out of the
-// retrained model's training, and when the retrained model may replace the stored one.
+// The retraining gate's choices (optimizers/cost_model_training/gate.h): which kernels it holds out
+// of the retrained model's training, and when the retrained model may replace the stored one.
 // train_cost_model_test.cc runs the gate end to end.
-#include "client/cost_model_gate.h"
-
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -11,7 +9,9 @@
 #include <string>
 #include <vector>
 
-namespace mltune::client {
+#include "optimizers/cost_model_training/gate.h"
+
+namespace mltune::opt::cost_model_training {
 namespace {
 
 constexpr int64_t kIncumbentMs = 1000;
@@ -148,4 +148,4 @@ TEST(GatePassesTest, TheCandidateMayLoseByTheMarginPlusTheNoiseFloor) {
 }
 
 }  // namespace
-}  // namespace mltune::client
+}  // namespace mltune::opt::cost_model_training
