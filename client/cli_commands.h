@@ -169,9 +169,11 @@ struct TrainAgentCommand {
 // and stores the checkpoint as the next version of `pass-order/rl-<algo>`.
 int RunTrainAgent(const TrainAgentCommand& cmd, std::ostream& out, std::ostream& err);
 
-// `mltune train-cost-model`: its flags are the library's options
-// (optimizers/cost_model_training/train_cost_model.h).
-using TrainCostModelCommand = opt::cost_model_training::TrainingOptions;
+// `mltune train-cost-model`: the library's options (optimizers/cost_model_training/
+// train_cost_model.h), each a flag of the same name, and where to draw the training curve.
+struct TrainCostModelCommand : opt::cost_model_training::TrainingOptions {
+  std::string svg;  // the final training's loss per epoch as an SVG plot ("" = don't)
+};
 // `mltune train-cost-model`: trains the learned cost model on the store's <task>-kernel
 // measurements and kernel graphs, prints the paper's metrics on a random split of kernels and on
 // held-out programs next to the baselines (tile: the default configuration and the analytical

@@ -346,6 +346,8 @@ int main(int argc, char** argv) {
       ->default_val(0.1);
   train_cost_cmd->add_option("--seed", train_cost.seed, "Seed")->default_val(0);
   train_cost_cmd->add_flag("--no-store", train_cost.no_store, "Do not store the checkpoint");
+  train_cost_cmd->add_option("--svg", train_cost.svg,
+                             "Write the final training's loss per epoch as an SVG plot");
   train_cost_cmd->add_flag("--no-eval", train_cost.no_eval,
                            "Skip the cross-validations: only train on everything and store");
   train_cost_cmd

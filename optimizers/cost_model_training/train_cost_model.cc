@@ -648,7 +648,8 @@ absl::StatusOr<json> EvaluateSplits(const Data& data, const TrainingOptions& cmd
     out << "\nAPE: per kernel, the measured time of the configuration picked over the best "
            "measured one, minus 1, averaged over kernels; \"default config\" picks the "
            "compiler's defaults, \"analytical\" the fastest by "
-        << (target == "cpu" ? "the configuration-aware CPU roofline (optimizers/cost_model_training/baselines.h)"
+        << (target == "cpu" ? "the configuration-aware CPU roofline "
+                              "(optimizers/cost_model_training/baselines.h)"
                             : "the analytical tile roofline (costmodels/analytical/tile_cost.h)")
         << ". \"guarded pick\": the relative head's pick where the absolute head predicts it at "
            "least "
@@ -819,8 +820,8 @@ absl::StatusOr<GateScore> GateError(const learned::LearnedModel& model, const Da
 }
 
 // --gate: trains a candidate without the kernels logged since the newest stored version of
-// `name` (a share of them, optimizers/cost_model_training/gate.h) and scores it and that version there.
-// Returns what the checkpoint's metadata records: "passed" false when the candidate loses,
+// `name` (a share of them, optimizers/cost_model_training/gate.h) and scores it and that version
+// there. Returns what the checkpoint's metadata records: "passed" false when the candidate loses,
 // "skipped" (and passed) when there is nothing to compare.
 absl::StatusOr<json> RunGate(storage::Store& store, const Data& data, const TrainingOptions& cmd,
                              const learned::ModelOptions& options, const std::string& name,
@@ -1182,10 +1183,15 @@ absl::StatusOr<TrainingOutcome> TrainCostModel(const TrainingOptions& cmd, std::
     gate = *std::move(verdict);
     if (!gate["passed"].get<bool>()) {
       out << name << " not stored: the retrained model lost to the stored one\n";
-      return TrainingOutcome{.model = name, .version = 0, .gate_rejected = true};
+      TrainingOutcome rejected;
+      rejected.model = name;
+      rejected.gate_rejected = true;
+      return rejected;
     }
   }
-  if (cmd.no_store && !test_data.has_value()) return TrainingOutcome{.model = name};
+  TrainingOutcome outcome;
+  outcome.model = name;
+  if (cmd.no_store && !test_data.has_value()) return outcome;
   // The runtime spread model the relative-error point uses, fitted where an unseen program's
   // kernels were predicted (the held-out split), else on random kernels.
   for (const char* split : {"held-out programs", "random kernels"}) {
@@ -1206,8 +1212,16 @@ absl::StatusOr<TrainingOutcome> TrainCostModel(const TrainingOptions& cmd, std::
   if (!model.ok()) {
     return absl::InternalError(absl::StrCat(model.status().message()));
   }
-  if (absl::StatusOr<learned::TrainReport> r = (*model)->Train(Samples(*data, all, cmd)); !r.ok()) {
-    return absl::InternalError(absl::StrCat("training: ", r.status().message()));
+  absl::StatusOr<learned::TrainReport> trained = (*model)->Train(Samples(*data, all, cmd));
+  if (!trained.ok()) {
+    return absl::InternalError(absl::StrCat("training: ", trained.status().message()));
+  }
+  for (const learned::EpochReport& e : trained->epochs) {
+    outcome.curve.push_back({.epoch = e.epoch,
+                             .loss = e.loss,
+                             .mse = e.mse_loss,
+                             .rank = e.rank_loss,
+                             .seconds = e.seconds});
   }
   if (test_data.has_value()) {
     if (absl::Status s =
@@ -1216,7 +1230,7 @@ absl::StatusOr<TrainingOutcome> TrainCostModel(const TrainingOptions& cmd, std::
       return absl::InternalError(absl::StrCat("testing on ", cmd.test_db, ": ", s.message()));
     }
   }
-  if (cmd.no_store) return TrainingOutcome{.model = name};
+  if (cmd.no_store) return outcome;
   json meta = {{"task", cmd.task},
                {"target", target},
                {"measurements", data->rows.size()},
@@ -1245,7 +1259,8 @@ absl::StatusOr<TrainingOutcome> TrainCostModel(const TrainingOptions& cmd, std::
   }
   out << absl::StrFormat("stored %s version %d (%d bytes) in %s\n", name, *version,
                          checkpoint.size(), cmd.db);
-  return TrainingOutcome{.model = name, .version = *version};
+  outcome.version = *version;
+  return outcome;
 }
 
 }  // namespace mltune::opt::cost_model_training

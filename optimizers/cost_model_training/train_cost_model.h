@@ -4,7 +4,8 @@
 // next to the analytical baselines, optionally gate against the stored version, then train on
 // everything and store the checkpoint as the next version of cost-model/<task>-<target>.
 // tile: how well a model ranks a kernel's configurations (the paper's tile APE); fusion: how well
-// it predicts kernel runtimes (the paper's fusion MAPE). LibTorch stays in mltune_costmodel_learned.
+// it predicts kernel runtimes (the paper's fusion MAPE). LibTorch stays in
+// mltune_costmodel_learned.
 #pragma once
 
 #include <cstdint>
@@ -85,10 +86,20 @@ struct TrainingOptions {
   int gate_min_kernels = 5;  // fewer held-out kernels to score: the gate is skipped
 };
 
+// One epoch of the final training (on every measurement), for a training curve.
+struct EpochLoss {
+  int epoch = 0;       // 1-based
+  double loss = 0;     // mean total loss over the epoch's batches
+  double mse = 0;      // its MSE term on normalised log seconds (0 when not trained)
+  double rank = 0;     // its rank term per pair (0 when not trained)
+  double seconds = 0;  // since training started
+};
+
 struct TrainingOutcome {
-  std::string model;           // cost-model/<task>-<target>
-  int64_t version = 0;         // the version stored; 0 when nothing was
-  bool gate_rejected = false;  // --gate: the new model lost to the stored one and was not stored
+  std::string model;             // cost-model/<task>-<target>
+  int64_t version = 0;           // the version stored; 0 when nothing was
+  bool gate_rejected = false;    // --gate: the new model lost to the stored one and was not stored
+  std::vector<EpochLoss> curve;  // the final training's epochs; empty when it did not run
 };
 
 // Trains as `options` say; the metric tables and what was stored go to `report`, warnings about

@@ -22,6 +22,7 @@
 #include "optimizers/guided/stored_cost_models.h"
 #include "storage/store.h"
 #include "tests/support/cli_store_fixture.h"
+#include "tests/support/corpus.h"
 
 namespace mltune {
 namespace {
@@ -186,9 +187,19 @@ TEST_F(TrainCostModelTest, EvaluatesBothSplitsAndStoresVersions) {
   EXPECT_EQ(value_of["--loss"], "both");
   EXPECT_EQ(value_of["--ensemble"], "3");
   EXPECT_FALSE(value_of.contains("--db"));
-  Result replay =
-      Cli(absl::StrCat("train-cost-model --db ", Db(), " --no-eval ", absl::StrJoin(flags, " ")));
+  // The replay also draws its training curve (--svg): one point per epoch of the total loss.
+  const std::string svg_path = (dir_ / "curve.svg").string();
+  Result replay = Cli(absl::StrCat("train-cost-model --db ", Db(), " --no-eval --svg ", svg_path,
+                                   " ", absl::StrJoin(flags, " ")));
   ASSERT_EQ(replay.exit_code, 0) << replay.err;
+  EXPECT_NE(replay.out.find("training curve written to " + svg_path), std::string::npos);
+  const std::string svg = testing::ReadFile(svg_path);
+  EXPECT_EQ(svg.rfind("<svg", 0), 0u);
+  EXPECT_NE(svg.find(">total</text>"), std::string::npos);
+  const size_t points = svg.find("points=\"");
+  ASSERT_NE(points, std::string::npos);
+  const std::string first_line = svg.substr(points, svg.find('"', points + 8) - points);
+  EXPECT_EQ(std::count(first_line.begin(), first_line.end(), ','), 3) << first_line;  // 3 epochs
   std::optional<storage::ModelRecord> replayed = Latest("cost-model/tile-cpu");
   ASSERT_TRUE(replayed.has_value());
   EXPECT_EQ(replayed->version, 6);
