@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "optimizers/cost_model_data/collect.h"
 #include "optimizers/cost_model_training/train_cost_model.h"
 
 namespace mltune::client {
@@ -117,34 +118,9 @@ int RunSimulate(const SimulateCommand& cmd, std::ostream& out, std::ostream& err
 // `mltune passes`: every registered pass with its one-line description.
 int RunListPasses(std::ostream& out, std::ostream& err);
 
-struct CollectCommand {
-  std::vector<std::string> inputs;  // HLO files, or folders searched recursively
-  std::string target = "cpu";
-  std::string task = "tile";
-  std::string db;          // the SQLite store (created when missing)
-  double seconds = 0;      // stop cleanly after this long (0: no limit)
-  int64_t per_kernel = 8;  // tile: configurations per kernel, the default one included
-  // Fusion plans per module, the default one included; 0: the task's default (fusion 8; tile 1,
-  // the default fusion's kernels only, on cpu).
-  int64_t per_module = 0;
-  // cpu: measurements per configuration, in rounds over each kernel's configurations; the
-  // fastest is logged (client/collect_runner.h says why). 0: 3 on cpu, 1 on simulated targets.
-  int rounds = 0;
-  double noise = 0.02;  // tpu-sim: log-normal sigma of the simulated "measurements"
-  uint64_t seed = 0;    // configurations and plans drawn, inputs generated, noise
-  // cpu: a module the backend cannot lower whole is cut at those ops (backends/cpu/
-  // cut_unsupported.h) and its other kernels are measured.
-  bool cut_unsupported = false;
-  bool live_progress = false;  // one progress line redrawn with '\r' (a terminal), else lines
-};
-// `mltune collect`: training data for the learned cost model. tile: each module's kernels (cpu:
-// after the backend's pipeline and lowering; tpu-sim: the default fusion; unsupported modules are
-// skipped with a note) are measured under their default and random valid configurations (log
-// task tile-kernel). fusion: the kernels of the default and random fusion plans, each measured
-// once under its default configuration (log task fusion-kernel). graph_key = the kernel key; each
-// kernel's graph goes to the store's kernel graphs; tpu-sim rows come with the analytical
-// baseline's prediction (task <task>-analytical). What the log holds is skipped, so a run
-// resumes.
+// `mltune collect`: the library's options (optimizers/cost_model_data/collect.h), each a flag of
+// the same name; --target also takes the simulators' names (tpu-sim).
+using CollectCommand = opt::cost_model_data::CollectOptions;
 int RunCollect(const CollectCommand& cmd, std::ostream& out, std::ostream& err);
 
 struct TrainAgentCommand {

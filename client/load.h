@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "ir/hlo_files.h"
 #include "ir/module.h"
 
 namespace mltune::client {
@@ -19,13 +20,8 @@ std::unique_ptr<ir::Module> LoadVerified(const std::string& file, std::ostream& 
 bool WriteModule(const ir::Module& module, const std::string& path, std::ostream& out,
                  std::ostream& err);
 
-// An HLO file to read: its path, and how to name it to the user.
-struct InputFile {
-  std::string path;
-  std::string display;  // relative to the folder it was found in, or the path as given
-  bool operator<(const InputFile& o) const { return path < o.path; }
-  bool operator==(const InputFile& o) const { return path == o.path; }
-};
+// An HLO file to read: its path, and how to name it to the user (ir/hlo_files.h).
+using InputFile = ir::HloFile;
 
 // Files named on the command line are taken as they are; folders are searched recursively for
 // HLO files (.hlo, .txt, and those gzipped). Sorted and deduplicated, so a run does not depend on

@@ -18,15 +18,15 @@
 #include "absl/strings/str_cat.h"
 #include "backends/spec/target_spec.h"
 #include "backends/tpu_sim/tpu_sim.h"
-#include "client/collect_runner.h"
 #include "costmodels/analytical/analytical.h"
 #include "costmodels/analytical/kernels.h"
 #include "costmodels/analytical/tile_cost.h"
 #include "costmodels/features/kernel_graph.h"
 #include "ir/fingerprint.h"
+#include "optimizers/cost_model_data/collect_plan.h"
 #include "optimizers/tiling/tile_problem.h"
 
-namespace mltune::client {
+namespace mltune::opt::cost_model_data {
 namespace {
 
 namespace tpu = backends::tpu;
@@ -40,25 +40,21 @@ struct Simulators {
   std::unique_ptr<tpu::TpuSimulator> exact;
 };
 
-bool MakeSimulators(const CollectCommand& cmd, const std::string& target, Simulators& sims,
-                    std::ostream& err) {
+absl::Status MakeSimulators(const CollectOptions& cmd, const std::string& target,
+                            Simulators& sims) {
   sims.spec = backends::TargetRegistry::Global().Find(target);
   if (sims.spec == nullptr) {
-    err << "error: no target spec '" << target << "'\n";
-    return false;
+    return absl::InvalidArgumentError(absl::StrCat("no target spec '", target, "'"));
   }
   tpu::TpuSimOptions options;
   options.noise_stddev = cmd.noise;
   options.seed = cmd.seed;
   absl::StatusOr<tpu::TpuSimulator> noisy = tpu::TpuSimulator::Create(*sims.spec, options);
   absl::StatusOr<tpu::TpuSimulator> exact = tpu::TpuSimulator::Create(*sims.spec);
-  if (!noisy.ok() || !exact.ok()) {
-    err << "error: " << (noisy.ok() ? exact.status() : noisy.status()).message() << "\n";
-    return false;
-  }
+  if (!noisy.ok() || !exact.ok()) return noisy.ok() ? exact.status() : noisy.status();
   sims.noisy = std::make_shared<tpu::TpuSimulator>(*std::move(noisy));
   sims.exact = std::make_unique<tpu::TpuSimulator>(*std::move(exact));
-  return true;
+  return absl::OkStatus();
 }
 
 // A module's op graph, kept for building kernel graphs.
@@ -69,8 +65,8 @@ struct TpuModule {
   costmodels::OpGraph graph;
 };
 
-std::unique_ptr<TpuModule> LoadTpuModule(const InputFile& f, std::ostream& err) {
-  std::unique_ptr<ir::Module> module = LoadVerified(f.path, err);
+std::unique_ptr<TpuModule> LoadTpuModule(const ir::HloFile& f, std::ostream& err) {
+  std::unique_ptr<ir::Module> module = LoadNoting(f, err);
   if (module == nullptr) return nullptr;
   auto m = std::make_unique<TpuModule>();
   m->file = f.display;
@@ -129,10 +125,10 @@ bool AddKernels(const TpuModule& m, const costmodels::FusionPlan& fusion, const 
 
 }  // namespace
 
-bool PlanTpuTile(const CollectCommand& cmd, const std::vector<InputFile>& files, CollectPlan& plan,
-                 std::ostream& err) {
+absl::Status PlanTpuTile(const CollectOptions& cmd, const std::vector<ir::HloFile>& files,
+                         CollectPlan& plan, std::ostream& err) {
   Simulators sims;
-  if (!MakeSimulators(cmd, plan.target, sims, err)) return false;
+  if (absl::Status s = MakeSimulators(cmd, plan.target, sims); !s.ok()) return s;
   std::unordered_set<std::string> keys;
   auto trials = [&](const costmodels::KernelSummary& kernel, const std::string& key) {
     auto add = [&](const tpu::TileConfig& tile, std::vector<Trial>& out) {
@@ -171,7 +167,7 @@ bool PlanTpuTile(const CollectCommand& cmd, const std::vector<InputFile>& files,
     }
     return out;
   };
-  for (const InputFile& f : files) {
+  for (const ir::HloFile& f : files) {
     std::unique_ptr<TpuModule> m = LoadTpuModule(f, err);
     if (m == nullptr) continue;
     if (AddKernels(*m, costmodels::PlanFusion(m->graph), plan.target, trials, keys, plan, err)) {
@@ -181,20 +177,20 @@ bool PlanTpuTile(const CollectCommand& cmd, const std::vector<InputFile>& files,
     }
   }
   plan.keep_alive.push_back(sims.noisy);
-  return true;
+  return absl::OkStatus();
 }
 
-bool PlanTpuFusion(const CollectCommand& cmd, const std::vector<InputFile>& files,
-                   CollectPlan& plan, std::ostream& err) {
+absl::Status PlanTpuFusion(const CollectOptions& cmd, const std::vector<ir::HloFile>& files,
+                           CollectPlan& plan, std::ostream& err) {
   Simulators sims;
-  if (!MakeSimulators(cmd, plan.target, sims, err)) return false;
+  if (absl::Status s = MakeSimulators(cmd, plan.target, sims); !s.ok()) return s;
   std::unordered_set<std::string> keys;
   auto trials = [&](const costmodels::KernelSummary& kernel, const std::string&) {
     return std::vector<Trial>{SimulateTrial(
         sims, kernel, sims.exact->DefaultTile(kernel),
         costmodels::RooflineSeconds(kernel.roofline_cost, *sims.spec, kernel.element_type))};
   };
-  for (const InputFile& f : files) {
+  for (const ir::HloFile& f : files) {
     std::unique_ptr<TpuModule> m = LoadTpuModule(f, err);
     if (m == nullptr) continue;
     const size_t producers = costmodels::FusibleProducers(m->graph).size();
@@ -223,7 +219,7 @@ bool PlanTpuFusion(const CollectCommand& cmd, const std::vector<InputFile>& file
     }
   }
   plan.keep_alive.push_back(sims.noisy);
-  return true;
+  return absl::OkStatus();
 }
 
-}  // namespace mltune::client
+}  // namespace mltune::opt::cost_model_data

@@ -1,4 +1,4 @@
-#include "client/collect_runner.h"
+#include "optimizers/cost_model_data/collect_plan.h"
 
 #include <algorithm>
 #include <chrono>
@@ -11,7 +11,7 @@
 #include "absl/strings/str_format.h"
 #include "costmodels/features/kernel_graph.h"
 
-namespace mltune::client {
+namespace mltune::opt::cost_model_data {
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -23,21 +23,27 @@ std::string AnalyticalTask(const std::string& log_task) {
   return absl::StrCat(log_task, "-analytical");
 }
 
+std::unique_ptr<ir::Module> LoadNoting(const ir::HloFile& file, std::ostream& err) {
+  absl::StatusOr<std::unique_ptr<ir::Module>> module = ir::LoadVerifiedHlo(file.path);
+  if (!module.ok()) {
+    err << "error: " << module.status().message() << "\n";
+    return nullptr;
+  }
+  return *std::move(module);
+}
+
 uint64_t MixSeed(uint64_t seed, const std::string& hex) {
   return seed ^ std::strtoull(hex.substr(0, 16).c_str(), nullptr, 16);
 }
 
-int RunCollectPlan(const CollectCommand& cmd, CollectPlan& plan, storage::Store& store,
-                   std::ostream& out, std::ostream& err) {
+absl::Status RunCollectPlan(const CollectOptions& cmd, CollectPlan& plan, storage::Store& store,
+                            std::ostream& out, std::ostream& err) {
   // What the log already holds: "key\nconfiguration" pairs, and bare keys for once-per-kernel.
   storage::MeasurementFilter filter;
   filter.task = plan.log_task;
   filter.target = plan.target;
   absl::StatusOr<std::vector<storage::MeasurementRecord>> logged = store.QueryMeasurements(filter);
-  if (!logged.ok()) {
-    err << "error: " << logged.status().message() << "\n";
-    return 1;
-  }
+  if (!logged.ok()) return logged.status();
   std::unordered_set<std::string> done;
   for (const storage::MeasurementRecord& m : *logged) {
     done.insert(plan.once_per_kernel ? m.graph_key
@@ -64,15 +70,12 @@ int RunCollectPlan(const CollectCommand& cmd, CollectPlan& plan, storage::Store&
 
   const int rounds = std::max(1, plan.rounds);
   auto time_is_up = [&] { return cmd.seconds > 0 && elapsed() >= cmd.seconds; };
-  auto put_graph = [&](const KernelPlan& k) -> bool {
+  auto put_graph = [&](const KernelPlan& k) -> absl::Status {
     absl::StatusOr<bool> put =
         store.PutKernelGraph(k.graph, costmodels::features::IsCurrentKernelGraph);
-    if (!put.ok()) {
-      err << "error: " << put.status().message() << "\n";
-      return false;
-    }
+    if (!put.ok()) return put.status();
     graphs += *put ? 1 : 0;
-    return true;
+    return absl::OkStatus();
   };
   // A trial's entry in `done`.
   auto trial_id = [&](const KernelPlan& k, const Trial& trial) {
@@ -86,7 +89,7 @@ int RunCollectPlan(const CollectCommand& cmd, CollectPlan& plan, storage::Store&
   for (const KernelPlan& k : plan.kernels) {
     if (std::any_of(k.trials.begin(), k.trials.end(),
                     [&](const Trial& t) { return done.count(trial_id(k, t)) != 0; })) {
-      if (!put_graph(k)) return 1;
+      if (absl::Status s = put_graph(k); !s.ok()) return s;
       graph_in_store.insert(&k);
     }
   }
@@ -110,7 +113,7 @@ int RunCollectPlan(const CollectCommand& cmd, CollectPlan& plan, storage::Store&
       }
       // The graph goes in before its first measurement, so every logged row has one.
       if (!graph_stored) {
-        if (!put_graph(k)) return 1;
+        if (absl::Status s = put_graph(k); !s.ok()) return s;
         graph_stored = true;
       }
       absl::StatusOr<Measured> m = trial.measure();
@@ -159,10 +162,7 @@ int RunCollectPlan(const CollectCommand& cmd, CollectPlan& plan, storage::Store&
       }
     }
     if (!rows.empty()) {
-      if (absl::Status s = store.AppendMeasurements(rows); !s.ok()) {
-        err << "error: " << s.message() << "\n";
-        return 1;
-      }
+      if (absl::Status s = store.AppendMeasurements(rows); !s.ok()) return s;
     }
     measured += static_cast<int64_t>(taken.size());
     if (out_of_time) break;
@@ -187,7 +187,7 @@ int RunCollectPlan(const CollectCommand& cmd, CollectPlan& plan, storage::Store&
               ? absl::StrFormat("; stopped at the %.0f s limit (run again to resume)", cmd.seconds)
               : "")
       << "\n";
-  return 0;
+  return absl::OkStatus();
 }
 
-}  // namespace mltune::client
+}  // namespace mltune::opt::cost_model_data

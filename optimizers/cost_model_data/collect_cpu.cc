@@ -16,14 +16,14 @@
 #include "absl/strings/str_cat.h"
 #include "backends/cpu/cpu_backend.h"
 #include "backends/cpu/cut_unsupported.h"
-#include "client/collect_runner.h"
 #include "costmodels/analytical/kernels.h"
 #include "ir/fingerprint.h"
+#include "optimizers/cost_model_data/collect_plan.h"
 #include "optimizers/fusion/cpu_fusion_problem.h"
 #include "optimizers/tiling/cpu_kernel_graph.h"
 #include "optimizers/tiling/cpu_tile_problem.h"
 
-namespace mltune::client {
+namespace mltune::opt::cost_model_data {
 namespace {
 
 namespace cpu = backends::cpu;
@@ -36,9 +36,9 @@ struct CpuModule {
   std::string fingerprint;
 };
 
-std::shared_ptr<CpuModule> LoadCpuModule(const InputFile& f, bool cut_unsupported,
+std::shared_ptr<CpuModule> LoadCpuModule(const ir::HloFile& f, bool cut_unsupported,
                                          std::ostream& err) {
-  std::unique_ptr<ir::Module> original = LoadVerified(f.path, err);
+  std::unique_ptr<ir::Module> original = LoadNoting(f, err);
   if (original == nullptr) return nullptr;
   absl::StatusOr<std::unique_ptr<ir::Module>> optimized =
       cut_unsupported ? cpu::RunCpuPasses(*original) : cpu::RunCpuPipeline(*original);
@@ -137,7 +137,7 @@ namespace {
 // fusion plans, each lowered and handed to `use`. Per random plan a share of the producers is kept
 // apart (priority 0) and the others get a random non-zero priority, so plans range from nearly
 // unfused to the default's order changed. Returns whether any plan lowered.
-bool ForEachFusionPlan(const CpuModule& m, const InputFile& f, int64_t plans, uint64_t seed,
+bool ForEachFusionPlan(const CpuModule& m, const ir::HloFile& f, int64_t plans, uint64_t seed,
                        std::ostream& err,
                        const std::function<void(std::shared_ptr<cpu::LoweredModule>)>& use) {
   using opt::fusion::CpuFusionProblem;
@@ -180,10 +180,10 @@ bool ForEachFusionPlan(const CpuModule& m, const InputFile& f, int64_t plans, ui
 // Every module's kernels under `plans` fusion plans (ForEachFusionPlan), each distinct kernel
 // once across plans and modules, with the configurations `configs(kernel, key)` to measure.
 template <typename ConfigsFn>
-void PlanCpuKernels(const CollectCommand& cmd, const std::vector<InputFile>& files, int64_t plans,
+void PlanCpuKernels(const CollectOptions& cmd, const std::vector<ir::HloFile>& files, int64_t plans,
                     ConfigsFn configs, CollectPlan& plan, std::ostream& err) {
   std::unordered_set<std::string> keys;
-  for (const InputFile& f : files) {
+  for (const ir::HloFile& f : files) {
     std::shared_ptr<CpuModule> m = LoadCpuModule(f, cmd.cut_unsupported, err);
     if (m == nullptr) continue;
     const bool any =
@@ -200,8 +200,8 @@ void PlanCpuKernels(const CollectCommand& cmd, const std::vector<InputFile>& fil
 
 }  // namespace
 
-bool PlanCpuTile(const CollectCommand& cmd, const std::vector<InputFile>& files, CollectPlan& plan,
-                 std::ostream& err) {
+absl::Status PlanCpuTile(const CollectOptions& cmd, const std::vector<ir::HloFile>& files,
+                         CollectPlan& plan, std::ostream& err) {
   // Tile data comes from the default fusion's kernels (those the daemon tunes) unless
   // --per-module asks for more plans: their kernels widen what the model sees.
   PlanCpuKernels(
@@ -210,18 +210,18 @@ bool PlanCpuTile(const CollectCommand& cmd, const std::vector<InputFile>& files,
         return DrawConfigs(kernel, cmd.per_kernel, cmd.seed, key);
       },
       plan, err);
-  return true;
+  return absl::OkStatus();
 }
 
-bool PlanCpuFusion(const CollectCommand& cmd, const std::vector<InputFile>& files,
-                   CollectPlan& plan, std::ostream& err) {
+absl::Status PlanCpuFusion(const CollectOptions& cmd, const std::vector<ir::HloFile>& files,
+                           CollectPlan& plan, std::ostream& err) {
   PlanCpuKernels(
       cmd, files, cmd.per_module > 0 ? cmd.per_module : 8,
       [](const cpu::Kernel& kernel, const std::string&) {
         return std::vector<cpu::KernelConfig>{cpu::DefaultConfig(kernel)};
       },
       plan, err);
-  return true;
+  return absl::OkStatus();
 }
 
-}  // namespace mltune::client
+}  // namespace mltune::opt::cost_model_data

@@ -13,11 +13,11 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "client/cli_commands.h"
-#include "client/load.h"
+#include "ir/hlo_files.h"
+#include "optimizers/cost_model_data/collect.h"
 #include "storage/store.h"
 
-namespace mltune::client {
+namespace mltune::opt::cost_model_data {
 
 // One measurement: seconds, and the analytical baseline's prediction where the collector
 // computes it at collect time (logged under "<task>-analytical" with the same key and
@@ -65,18 +65,23 @@ uint64_t MixSeed(uint64_t seed, const std::string& hex);
 // Measures `plan` into `store`: skips what the log holds, measures each kernel's remaining trials
 // plan.rounds times and logs their fastest (one row per trial, a kernel's rows together), stops
 // before the next measurement once cmd.seconds are spent (a kernel cut short logs the rounds it
-// has), prints progress on `err` and the summary on `out`. Returns the exit code.
-int RunCollectPlan(const CollectCommand& cmd, CollectPlan& plan, storage::Store& store,
-                   std::ostream& out, std::ostream& err);
+// has), prints progress on `err` and the summary on `out`.
+absl::Status RunCollectPlan(const CollectOptions& cmd, CollectPlan& plan, storage::Store& store,
+                            std::ostream& out, std::ostream& err);
 
-// The collectors: fill `plan` from the files; false after printing an error.
-bool PlanCpuTile(const CollectCommand& cmd, const std::vector<InputFile>& files, CollectPlan& plan,
-                 std::ostream& err);
-bool PlanCpuFusion(const CollectCommand& cmd, const std::vector<InputFile>& files,
-                   CollectPlan& plan, std::ostream& err);
-bool PlanTpuTile(const CollectCommand& cmd, const std::vector<InputFile>& files, CollectPlan& plan,
-                 std::ostream& err);
-bool PlanTpuFusion(const CollectCommand& cmd, const std::vector<InputFile>& files,
-                   CollectPlan& plan, std::ostream& err);
+// Parses and verifies `file`; on failure notes "error: ..." on `err` and returns nullptr (the
+// collectors skip such a file).
+std::unique_ptr<ir::Module> LoadNoting(const ir::HloFile& file, std::ostream& err);
 
-}  // namespace mltune::client
+// The collectors: fill `plan` from the files (a file they cannot use is skipped with a note on
+// `err`).
+absl::Status PlanCpuTile(const CollectOptions& cmd, const std::vector<ir::HloFile>& files,
+                         CollectPlan& plan, std::ostream& err);
+absl::Status PlanCpuFusion(const CollectOptions& cmd, const std::vector<ir::HloFile>& files,
+                           CollectPlan& plan, std::ostream& err);
+absl::Status PlanTpuTile(const CollectOptions& cmd, const std::vector<ir::HloFile>& files,
+                         CollectPlan& plan, std::ostream& err);
+absl::Status PlanTpuFusion(const CollectOptions& cmd, const std::vector<ir::HloFile>& files,
+                           CollectPlan& plan, std::ostream& err);
+
+}  // namespace mltune::opt::cost_model_data

@@ -16,11 +16,10 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
-#include "client/cli_commands.h"
-#include "client/collect_runner.h"
+#include "optimizers/cost_model_data/collect_plan.h"
 #include "storage/store.h"
 
-namespace mltune::client {
+namespace mltune::opt::cost_model_data {
 namespace {
 
 class CollectRoundsTest : public ::testing::Test {
@@ -74,7 +73,7 @@ class CollectRoundsTest : public ::testing::Test {
   int Run(CollectPlan& plan) {
     out_.str("");
     err_.str("");
-    return RunCollectPlan(cmd_, plan, *store_, out_, err_);
+    return RunCollectPlan(cmd_, plan, *store_, out_, err_).ok() ? 0 : 1;
   }
 
   // Logged seconds by configuration.
@@ -94,7 +93,7 @@ class CollectRoundsTest : public ::testing::Test {
   }
 
   std::filesystem::path dir_;
-  CollectCommand cmd_;
+  CollectOptions cmd_;
   std::unique_ptr<storage::Store> store_;
   std::vector<int> calls_;
   std::ostringstream out_, err_;
@@ -154,4 +153,4 @@ TEST_F(CollectRoundsTest, TheTimeLimitCutsAKernelShortAndLogsWhatItMeasured) {
 }
 
 }  // namespace
-}  // namespace mltune::client
+}  // namespace mltune::opt::cost_model_data
