@@ -48,7 +48,8 @@ inline constexpr std::string_view kTrainingRecipeFlags[] = {"--loss",
                                                             "--seed"};
 
 // train-cost-model --gate's exit status when the retrained model loses to the newest stored
-// version and is not stored (optimizers/cost_model_training/gate.h): the daemon tells it from a failure.
+// version and is not stored (optimizers/cost_model_training/gate.h): the daemon tells it from a
+// failure.
 inline constexpr int kGateRejectedExitCode = 3;
 
 // A store's newest checkpoint of a name, or nullopt (storage::Store::LatestModel, or the daemon's

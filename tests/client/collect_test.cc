@@ -110,7 +110,8 @@ TEST_F(CollectTest, MeasuresEachKernelAndResumesWithoutRepeats) {
   ASSERT_EQ(first.exit_code, 0) << first.err;
   EXPECT_NE(first.err.find("skip unsupported.hlo"), std::string::npos) << first.err;
   EXPECT_NE(first.err.find("collect: kernels"), std::string::npos) << first.err;
-  // cpu measures each configuration in rounds by default (optimizers/cost_model_data/collect_plan.h).
+  // cpu measures each configuration in rounds by default
+  // (optimizers/cost_model_data/collect_plan.h).
   EXPECT_NE(first.out.find("(each the fastest of 3 rounds)"), std::string::npos) << first.out;
   std::map<std::string, std::multiset<std::string>> rows = Rows();
   ASSERT_EQ(rows.size(), 2u);  // two kernels, each under its own key
