@@ -27,16 +27,35 @@ namespace {
 using nlohmann::json;
 namespace cpu = backends::cpu;
 
-absl::StatusOr<std::unique_ptr<ir::Module>> PrepareModule(const ir::Module& module,
-                                                          const ConfigTaskOptions& options) {
+// The cpu tasks measure, so the simulators' noise option has no meaning here.
+absl::Status CheckMeasuredOptions(const ConfigTaskOptions& options) {
   if (options.noise != 0) {
     return absl::InvalidArgumentError("option noise applies to tpu-sim only; cpu is measured");
   }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::unique_ptr<ir::Module>> PrepareModule(const ir::Module& module,
+                                                          const ConfigTaskOptions& options) {
+  if (absl::Status s = CheckMeasuredOptions(options); !s.ok()) return s;
   absl::StatusOr<std::unique_ptr<ir::Module>> optimized = cpu::RunCpuPipeline(module);
   if (!optimized.ok() && absl::IsUnimplemented(optimized.status())) {
     return absl::FailedPreconditionError(optimized.status().message());
   }
   return optimized;
+}
+
+// The tile task's module: the cpu pipeline's, with the ops the backend cannot lower (gather, sort,
+// custom calls, ...) cut into parameters. Tiles are tuned and timed per kernel, so every kernel
+// the backend can generate is tuned even where the module as a whole cannot run yet.
+absl::StatusOr<cpu::CutModule> PrepareTileModule(const ir::Module& module,
+                                                 const ConfigTaskOptions& options) {
+  if (absl::Status s = CheckMeasuredOptions(options); !s.ok()) return s;
+  absl::StatusOr<std::unique_ptr<ir::Module>> optimized = cpu::RunCpuPasses(module);
+  if (!optimized.ok()) return optimized.status();
+  absl::StatusOr<cpu::CutModule> cut = cpu::CutUnsupported(**optimized);
+  if (!cut.ok()) return absl::FailedPreconditionError(cut.status().message());
+  return cut;
 }
 
 // Times the whole module under `configs` and `plan`; +inf (with the error) when it fails.
@@ -99,21 +118,6 @@ class KernelLog {
 };
 
 }  // namespace
-
-// The tile task's module: the cpu pipeline's, with the ops the backend cannot lower (gather, sort,
-// custom calls, ...) cut into parameters. Tiles are tuned and timed per kernel, so every kernel
-// the backend can generate is tuned even where the module as a whole cannot run yet.
-absl::StatusOr<cpu::CutModule> PrepareTileModule(const ir::Module& module,
-                                                 const ConfigTaskOptions& options) {
-  if (options.noise != 0) {
-    return absl::InvalidArgumentError("option noise applies to tpu-sim only; cpu is measured");
-  }
-  absl::StatusOr<std::unique_ptr<ir::Module>> optimized = cpu::RunCpuPasses(module);
-  if (!optimized.ok()) return optimized.status();
-  absl::StatusOr<cpu::CutModule> cut = cpu::CutUnsupported(**optimized);
-  if (!cut.ok()) return absl::FailedPreconditionError(cut.status().message());
-  return cut;
-}
 
 absl::StatusOr<TaskOutcome> SearchCpuTiles(const TaskRequest& request,
                                            const ConfigTaskOptions& options) {
