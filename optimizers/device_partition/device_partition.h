@@ -1,0 +1,146 @@
+// Splitting a profiled DNN graph across k accelerators and a CPU, in the computational model of
+// "Efficient Algorithms for Device Placement of DNN Graph Operators" (Tarnawski et al., NeurIPS
+// 2020) and the input format of its repository (msr-fiddle/dnn-partitioning): the throughput
+// objective (max-load, the time per sample of a pipeline) and the latency objective (one sample
+// through the contiguous pieces of each device), the memory limit and colocation classes, the
+// split files, the baselines, and the split as a ConfigProblem for the search strategies.
+// docs/placement.md describes the model and the baselines.
+#pragma once
+
+#include <cstdint>
+#include <limits>
+#include <random>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "optimizers/core/config_problem.h"
+
+namespace mltune::costmodels {
+struct OpGraph;
+}
+
+namespace mltune::opt::partition {
+
+struct PartitionNode {
+  int64_t id = 0;  // as in the file
+  std::string name;
+  bool accelerator_ok = true;      // supportedOnFpga
+  double cpu_latency = 0;          // cpuLatency
+  double accelerator_latency = 0;  // fpgaLatency
+  bool backward = false;           // isBackwardNode
+  double bytes = 0;                // size: memory on an accelerator
+  double out_cost = 0;             // cost of every edge leaving the node: moving its output once
+  int32_t group = 0;               // colocation class, dense in [0, groups)
+  std::string kind;                // op kind where known (HLO opcode), else ""
+};
+
+// A graph in the repository's format, nodes indexed densely in file order.
+struct PartitionGraph {
+  std::string name;
+  double accelerator_bytes = 0;  // maxSizePerFPGA
+  int32_t accelerators = 1;      // maxFPGAs (k)
+  int32_t cpus = 0;              // maxCPUs
+  std::vector<PartitionNode> nodes;
+  std::vector<std::vector<int32_t>> succ, pred;  // by node index, each listed once
+  int32_t groups = 0;
+  std::vector<std::vector<int32_t>> group_nodes;  // by group: node indices
+  std::vector<int32_t> topo;                      // node indices, a topological order
+
+  int32_t size() const { return static_cast<int32_t>(nodes.size()); }
+  bool IsDag() const { return topo.size() == nodes.size(); }
+};
+
+// Parses the JSON text of a graph; errors name `source`, the line and column of a syntax error,
+// or the node or edge and the field that is wrong.
+absl::StatusOr<PartitionGraph> ParsePartitionGraph(std::string_view json_text,
+                                                   std::string_view source);
+absl::StatusOr<PartitionGraph> LoadPartitionGraph(const std::string& path);
+
+// An HLO module's op graph as a partition graph on `accelerators` devices of `accelerator_bytes`:
+// latencies from the roofline (`seconds_per_node[i]`, accelerator; the CPU `cpu_slowdown` times
+// slower), an op's output moved at `link_bytes_per_s`, weights as the op's memory.
+PartitionGraph PartitionGraphFromOpGraph(const costmodels::OpGraph& graph,
+                                         const std::vector<double>& seconds_per_node,
+                                         int32_t accelerators, double accelerator_bytes,
+                                         double link_bytes_per_s, double cpu_slowdown = 10);
+
+// Where each node runs: 0 = the CPU, 1..k = an accelerator (the repository's numbering).
+using Split = std::vector<int32_t>;
+
+enum class Objective { kThroughput, kLatency };
+std::string_view ObjectiveName(Objective objective);  // "throughput", "latency"
+absl::StatusOr<Objective> ParseObjective(std::string_view name);
+
+struct SplitScore {
+  double objective = std::numeric_limits<double>::infinity();  // lower is better
+  double max_bytes = 0;                                        // the largest accelerator's memory
+  double overflow_bytes = 0;  // summed over accelerators: bytes beyond accelerator_bytes
+  // Within the graph's accelerators and each within accelerator_bytes. The objective is computed
+  // regardless (the repository's tools only warn), searches treat infeasible splits as +infinity.
+  bool feasible = true;
+  bool valid = true;  // colocation respected, devices >= 0, unsupported nodes on the CPU
+  std::string error;  // why not valid or not feasible
+};
+
+// Max-load: each accelerator's load is its nodes' latencies plus, for every node with an edge to
+// another device, the node's out_cost once on its own device and once on each receiving
+// accelerator; the CPU's load is its nodes' CPU latencies. The objective is the largest load.
+SplitScore MaxLoad(const PartitionGraph& graph, const Split& split);
+// Latency: each accelerator's nodes are cut into contiguous pieces (a path that leaves and
+// re-enters the set starts a new piece); a piece starts when its last input arrives, pays for
+// receiving every outside input, runs its nodes, and pays for sending every output that leaves;
+// a CPU node starts when its inputs are done. The objective is the last finish. Needs a DAG.
+SplitScore Latency(const PartitionGraph& graph, const Split& split);
+SplitScore Score(const PartitionGraph& graph, const Split& split, Objective objective);
+
+// Split files: {"fpgas": [{"nodes": [ids]}, ...], "cpus": [{"nodes": [ids]}]}. A split of the
+// forward nodes of a training graph is extended to the backward nodes through their colocation
+// classes (the repository's treatment of inference splits on training graphs).
+absl::StatusOr<Split> ParseSplit(const PartitionGraph& graph, std::string_view json_text,
+                                 std::string_view source);
+absl::StatusOr<Split> LoadSplit(const PartitionGraph& graph, const std::string& path);
+// `objective_key` is "maxLoad" or "totalLatency" (as the repository writes them).
+std::string FormatSplit(const PartitionGraph& graph, const Split& split, Objective objective,
+                        double objective_value);
+
+// Baselines. All put unsupported nodes on the CPU and keep colocation classes together.
+Split OneAccelerator(const PartitionGraph& graph);
+Split RandomSplit(const PartitionGraph& graph, std::mt19937_64& rng);
+// Baechi's m-ETF as a list scheduler in the model's costs: the ready class that can finish
+// earliest goes to the accelerator where it finishes earliest, among those with memory left.
+Split EarliestFinish(const PartitionGraph& graph);
+// METIS k-way on the symmetrised graph of colocation classes (vertex weight: latency, edge weight:
+// transfer cost), balanced by latency.
+absl::StatusOr<Split> MetisSplit(const PartitionGraph& graph, uint64_t seed);
+// The repository's local search: from `restarts` random splits, move the one class whose move to
+// another accelerator lowers the objective most, until no move helps. Stops after
+// `max_evaluations` objective evaluations (<= 0: unlimited). `evaluations` gets the count spent.
+Split LocalSearch(const PartitionGraph& graph, Objective objective, int restarts,
+                  std::mt19937_64& rng, int64_t max_evaluations, int64_t* evaluations);
+
+// A split as a configuration: one accelerator (action a = accelerator a + 1) per colocation
+// class; classes holding an unsupported node are fixed to the CPU. Scores the objective;
+// splits over the memory limit score +infinity. Seeds: one accelerator (when it fits) and m-ETF.
+class PartitionProblem : public ConfigProblem {
+ public:
+  PartitionProblem(const PartitionGraph& graph, Objective objective);
+
+  std::string name() const override { return "device-partition"; }
+  SearchSpace space() const override { return space_; }
+  double Evaluate(const Candidate& candidate) override;
+
+  Split Decode(const Candidate& candidate) const;
+  Candidate Encode(const Split& split) const;  // classes by their first node's device
+  const PartitionGraph& graph() const { return graph_; }
+  Objective objective() const { return objective_; }
+
+ private:
+  const PartitionGraph& graph_;
+  Objective objective_;
+  SearchSpace space_;
+  std::vector<bool> cpu_group_;  // classes fixed to the CPU
+};
+
+}  // namespace mltune::opt::partition

@@ -1,0 +1,178 @@
+// Reading the repository's graph files: every field checked, errors naming the node or edge.
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "nlohmann/json.hpp"
+#include "optimizers/device_partition/device_partition.h"
+#include "optimizers/device_partition/json_util.h"
+
+namespace mltune::opt::partition {
+namespace {
+
+using nlohmann::json;
+
+// Kahn's algorithm; a graph with a cycle gets a partial order (IsDag() is then false).
+std::vector<int32_t> TopologicalOrder(const PartitionGraph& g) {
+  std::vector<int32_t> indegree(g.nodes.size(), 0);
+  for (size_t v = 0; v < g.nodes.size(); ++v) indegree[v] = static_cast<int32_t>(g.pred[v].size());
+  std::vector<int32_t> ready, order;
+  for (int32_t v = g.size() - 1; v >= 0; --v) {
+    if (indegree[static_cast<size_t>(v)] == 0) ready.push_back(v);
+  }
+  while (!ready.empty()) {
+    const int32_t v = ready.back();
+    ready.pop_back();
+    order.push_back(v);
+    const auto& succ = g.succ[static_cast<size_t>(v)];
+    for (auto it = succ.rbegin(); it != succ.rend(); ++it) {
+      if (--indegree[static_cast<size_t>(*it)] == 0) ready.push_back(*it);
+    }
+  }
+  return order;
+}
+
+}  // namespace
+
+void FinishGraph(PartitionGraph& g) {
+  for (auto& list : g.succ) {
+    std::sort(list.begin(), list.end());
+    list.erase(std::unique(list.begin(), list.end()), list.end());
+  }
+  for (auto& list : g.pred) {
+    std::sort(list.begin(), list.end());
+    list.erase(std::unique(list.begin(), list.end()), list.end());
+  }
+  g.group_nodes.assign(static_cast<size_t>(g.groups), {});
+  for (int32_t v = 0; v < g.size(); ++v) {
+    g.group_nodes[static_cast<size_t>(g.nodes[static_cast<size_t>(v)].group)].push_back(v);
+  }
+  g.topo = TopologicalOrder(g);
+}
+
+absl::StatusOr<PartitionGraph> ParsePartitionGraph(std::string_view text, std::string_view source) {
+  absl::StatusOr<json> root = ParseJsonText(text, source);
+  if (!root.ok()) return root.status();
+  if (!root->is_object()) return FieldError(source, "", "expected a JSON object");
+  const std::string src(source);
+  PartitionGraph g;
+  g.name = std::string(source);
+  JsonReader top(*root, src);
+  int64_t accelerators = 0, cpus = 0;
+  if (absl::Status s = top.Number("maxSizePerFPGA", &g.accelerator_bytes, true); !s.ok()) return s;
+  if (absl::Status s = top.Integer("maxFPGAs", &accelerators, true); !s.ok()) return s;
+  if (absl::Status s = top.Integer("maxCPUs", &cpus, true); !s.ok()) return s;
+  if (accelerators < 1 || accelerators > 4096) {
+    return FieldError(source, "maxFPGAs", "expected an accelerator count in [1, 4096]");
+  }
+  if (cpus < 0) return FieldError(source, "maxCPUs", "expected a count >= 0");
+  g.accelerators = static_cast<int32_t>(accelerators);
+  g.cpus = static_cast<int32_t>(cpus);
+  if (!root->contains("nodes") || !(*root)["nodes"].is_array() || (*root)["nodes"].empty()) {
+    return FieldError(source, "nodes", "expected a non-empty array of nodes");
+  }
+  if (!root->contains("edges") || !(*root)["edges"].is_array()) {
+    return FieldError(source, "edges", "expected an array of edges");
+  }
+
+  std::map<int64_t, int32_t> index_of_id;
+  std::map<int64_t, int32_t> group_of_class;
+  std::vector<std::pair<bool, int64_t>> classes;  // (has class, class) per node
+  const json& nodes = (*root)["nodes"];
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    const std::string where = absl::StrCat(src, ": nodes[", i, "]");
+    if (!nodes[i].is_object()) return FieldError(where, "", "expected an object");
+    JsonReader r(nodes[i], where);
+    PartitionNode n;
+    double bytes = 0;
+    int64_t color = 0;
+    bool has_color = false;
+    if (absl::Status s = r.Integer("id", &n.id, true); !s.ok()) return s;
+    if (absl::Status s = r.Flag("supportedOnFpga", &n.accelerator_ok, true); !s.ok()) return s;
+    if (absl::Status s = r.Number("cpuLatency", &n.cpu_latency, true); !s.ok()) return s;
+    if (absl::Status s = r.Number("fpgaLatency", &n.accelerator_latency, true); !s.ok()) return s;
+    if (absl::Status s = r.Flag("isBackwardNode", &n.backward, false); !s.ok()) return s;
+    if (absl::Status s = r.Number("size", &bytes, false); !s.ok()) return s;
+    if (nodes[i].contains("colorClass")) {
+      has_color = true;
+      if (absl::Status s = r.Integer("colorClass", &color, true); !s.ok()) return s;
+    }
+    if (nodes[i].contains("name") && nodes[i]["name"].is_string()) {
+      n.name = nodes[i]["name"].get<std::string>();
+    }
+    n.bytes = bytes;
+    if (index_of_id.count(n.id) != 0) {
+      return FieldError(where, "id", absl::StrCat("duplicate node id ", n.id));
+    }
+    index_of_id[n.id] = static_cast<int32_t>(i);
+    if (n.name.empty()) n.name = absl::StrCat("node", n.id);
+    classes.emplace_back(has_color, color);
+    g.nodes.push_back(std::move(n));
+  }
+  // Classes in order of first appearance; a node without one is a class of its own.
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    if (!classes[i].first) {
+      g.nodes[i].group = g.groups++;
+      continue;
+    }
+    auto [it, inserted] = group_of_class.emplace(classes[i].second, g.groups);
+    if (inserted) ++g.groups;
+    g.nodes[i].group = it->second;
+  }
+
+  g.succ.assign(g.nodes.size(), {});
+  g.pred.assign(g.nodes.size(), {});
+  std::vector<bool> has_cost(g.nodes.size(), false);
+  const json& edges = (*root)["edges"];
+  for (size_t i = 0; i < edges.size(); ++i) {
+    const std::string where = absl::StrCat(src, ": edges[", i, "]");
+    if (!edges[i].is_object()) return FieldError(where, "", "expected an object");
+    JsonReader r(edges[i], where);
+    int64_t from = 0, to = 0;
+    double cost = 0;
+    if (absl::Status s = r.Integer("sourceId", &from, true); !s.ok()) return s;
+    if (absl::Status s = r.Integer("destId", &to, true); !s.ok()) return s;
+    if (absl::Status s = r.Number("cost", &cost, true); !s.ok()) return s;
+    auto a = index_of_id.find(from), b = index_of_id.find(to);
+    if (a == index_of_id.end()) {
+      return FieldError(where, "sourceId", absl::StrCat("no node has id ", from));
+    }
+    if (b == index_of_id.end()) {
+      return FieldError(where, "destId", absl::StrCat("no node has id ", to));
+    }
+    PartitionNode& producer = g.nodes[static_cast<size_t>(a->second)];
+    if (has_cost[static_cast<size_t>(a->second)] && std::abs(producer.out_cost - cost) > 1e-6) {
+      return FieldError(
+          where, "cost",
+          absl::StrCat("node ", from, " already has outgoing edges of cost ", producer.out_cost,
+                       " (every edge out of a node moves the "
+                       "same output, so costs must be equal)"));
+    }
+    has_cost[static_cast<size_t>(a->second)] = true;
+    producer.out_cost = cost;
+    if (a->second == b->second) continue;  // a self-loop moves nothing
+    g.succ[static_cast<size_t>(a->second)].push_back(b->second);
+    g.pred[static_cast<size_t>(b->second)].push_back(a->second);
+  }
+  FinishGraph(g);
+  return g;
+}
+
+absl::StatusOr<PartitionGraph> LoadPartitionGraph(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return absl::NotFoundError(absl::StrCat(path, ": cannot open"));
+  std::stringstream buffer;
+  buffer << in.rdbuf();
+  absl::StatusOr<PartitionGraph> g = ParsePartitionGraph(buffer.str(), path);
+  if (!g.ok()) return g.status();
+  const size_t slash = path.find_last_of('/');
+  g->name = slash == std::string::npos ? path : path.substr(slash + 1);
+  if (g->name.size() > 5 && g->name.ends_with(".json")) g->name.resize(g->name.size() - 5);
+  return g;
+}
+
+}  // namespace mltune::opt::partition

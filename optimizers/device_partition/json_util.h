@@ -1,0 +1,38 @@
+// JSON reading for the graph and split files: syntax errors at a line and column, field errors
+// naming where they are and what was expected. Internal to this folder.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "nlohmann/json.hpp"
+
+namespace mltune::opt::partition {
+
+absl::StatusOr<nlohmann::json> ParseJsonText(std::string_view text, std::string_view source);
+// "<where>: <field>: <message>" (no field part when `field` is empty).
+absl::Status FieldError(std::string_view where, std::string_view field, std::string_view message);
+
+class JsonReader {
+ public:
+  JsonReader(const nlohmann::json& object, std::string where)
+      : object_(object), where_(std::move(where)) {}
+  // A finite number >= 0; absent and not required leaves `out` unchanged.
+  absl::Status Number(const char* field, double* out, bool required) const;
+  absl::Status Integer(const char* field, int64_t* out, bool required) const;
+  // true/false or 1/0.
+  absl::Status Flag(const char* field, bool* out, bool required) const;
+
+ private:
+  const nlohmann::json& object_;
+  std::string where_;
+};
+
+struct PartitionGraph;
+// Indices, per group, of nodes etc. are filled from nodes, succ and pred (succ/pred deduplicated).
+void FinishGraph(PartitionGraph& graph);
+
+}  // namespace mltune::opt::partition

@@ -1,0 +1,215 @@
+// The partitioning model against the reference values of ../shared/NOTES.md (computed with the
+// dnn-partitioning authors' tools), hand-built graphs for each rule of the objectives, the
+// baselines and bad input.
+#include "optimizers/device_partition/device_partition.h"
+
+#include <filesystem>
+#include <random>
+
+#include "gtest/gtest.h"
+#include "optimizers/core/search.h"
+#include "tests/support/corpus.h"
+
+namespace mltune::opt::partition {
+namespace {
+
+std::string PlacementDir() {
+  const std::string corpus = testing::CorpusDir();
+  if (corpus.empty()) return "";
+  const std::string dir = corpus + "/placement/dnn-partitioning";
+  return std::filesystem::exists(dir) ? dir : "";
+}
+
+#define REQUIRE_PLACEMENT_CORPUS(dir)                                                         \
+  const std::string dir = PlacementDir();                                                     \
+  if (dir.empty()) {                                                                          \
+    GTEST_SKIP() << "shared placement graphs not found (expected "                            \
+                    "../shared/corpus/placement/dnn-partitioning); skipping reference cases"; \
+  }
+
+// a -> b -> c, a -> c; latencies 1, 2, 4 on an accelerator (10x on the CPU); costs 0.5, 0.25.
+constexpr char kChain[] = R"({"maxSizePerFPGA": 100, "maxFPGAs": 2, "maxCPUs": 1,
+  "nodes": [
+    {"id": 1, "supportedOnFpga": 1, "cpuLatency": 10, "fpgaLatency": 1, "isBackwardNode": 0, "size": 60},
+    {"id": 2, "supportedOnFpga": true, "cpuLatency": 20, "fpgaLatency": 2, "isBackwardNode": false, "size": 30},
+    {"id": 3, "supportedOnFpga": 1, "cpuLatency": 40, "fpgaLatency": 4, "isBackwardNode": 0, "size": 30}],
+  "edges": [
+    {"sourceId": 1, "destId": 2, "cost": 0.5}, {"sourceId": 1, "destId": 3, "cost": 0.5},
+    {"sourceId": 2, "destId": 3, "cost": 0.25}]})";
+
+TEST(DevicePartitionTest, MaxLoadChargesEachOutputOncePerReceivingDevice) {
+  absl::StatusOr<PartitionGraph> g = ParsePartitionGraph(kChain, "chain");
+  ASSERT_TRUE(g.ok()) << g.status();
+  EXPECT_DOUBLE_EQ(MaxLoad(*g, {1, 1, 1}).objective, 7);
+  // a alone: sends 0.5 once though two nodes read it; device 2 receives it once, and c's input
+  // from b stays local.
+  SplitScore s = MaxLoad(*g, {1, 2, 2});
+  EXPECT_DOUBLE_EQ(s.objective, 6.5);
+  EXPECT_TRUE(s.feasible);
+  // On the CPU: no transfer costs on the CPU's side.
+  s = MaxLoad(*g, {1, 0, 1});
+  EXPECT_DOUBLE_EQ(s.objective, 20);
+  EXPECT_DOUBLE_EQ(MaxLoad(*g, {1, 2, 1}).objective, 1 + 4 + 0.5 + 0.25);
+  // Memory: 90 and 30 bytes fit, 120 on one accelerator does not.
+  EXPECT_TRUE(MaxLoad(*g, {1, 1, 2}).feasible);
+  s = MaxLoad(*g, {1, 1, 1});
+  EXPECT_FALSE(s.feasible);
+  EXPECT_DOUBLE_EQ(s.overflow_bytes, 20);
+}
+
+TEST(DevicePartitionTest, LatencyCutsNonContiguousSetsIntoPieces) {
+  absl::StatusOr<PartitionGraph> g = ParsePartitionGraph(kChain, "chain");
+  ASSERT_TRUE(g.ok()) << g.status();
+  EXPECT_DOUBLE_EQ(Latency(*g, {1, 1, 1}).objective, 7);
+  // {a}: 1 + send 0.5; {b, c} after it: receive 0.5, run 6.
+  EXPECT_DOUBLE_EQ(Latency(*g, {1, 2, 2}).objective, 1.5 + 0.5 + 6);
+  // {a, c} is not contiguous (a -> b -> c leaves it): pieces {a}, {b}, {c}.
+  // a: 1 + 0.5 = 1.5; b: 1.5 + 0.5 + 2 + 0.25 = 4.25; c: 4.25 + (0.5 + 0.25) + 4 = 9.
+  EXPECT_DOUBLE_EQ(Latency(*g, {1, 2, 1}).objective, 9);
+  // CPU nodes pay no transfers: b on the CPU starts after a's piece (1 + 0.5) and runs 20.
+  EXPECT_DOUBLE_EQ(Latency(*g, {1, 0, 1}).objective, 1.5 + 20 + 0.5 + 0.25 + 4);
+}
+
+TEST(DevicePartitionTest, ColocationAndUnsupportedNodes) {
+  const std::string text = R"({"maxSizePerFPGA": 10, "maxFPGAs": 2, "maxCPUs": 1,
+    "nodes": [{"id": 7, "supportedOnFpga": 1, "cpuLatency": 1, "fpgaLatency": 1,
+               "isBackwardNode": 0, "colorClass": 3},
+              {"id": 8, "supportedOnFpga": 0, "cpuLatency": 1, "fpgaLatency": 1,
+               "isBackwardNode": 1, "colorClass": 3},
+              {"id": 9, "supportedOnFpga": 1, "cpuLatency": 1, "fpgaLatency": 1,
+               "isBackwardNode": 0}],
+    "edges": [{"sourceId": 7, "destId": 9, "cost": 1}]})";
+  absl::StatusOr<PartitionGraph> g = ParsePartitionGraph(text, "cc");
+  ASSERT_TRUE(g.ok()) << g.status();
+  EXPECT_EQ(g->groups, 2);
+  EXPECT_FALSE(MaxLoad(*g, {1, 2, 1}).valid);
+  EXPECT_FALSE(MaxLoad(*g, {1, 1, 1}).valid);  // 8 cannot run on an accelerator
+  EXPECT_TRUE(MaxLoad(*g, {0, 0, 1}).valid);
+  PartitionProblem problem(*g, Objective::kThroughput);
+  EXPECT_EQ(problem.Decode(problem.Encode({0, 0, 2})), (Split{0, 0, 2}));
+  // The forward split extends to the backward node through its class.
+  absl::StatusOr<Split> split =
+      ParseSplit(*g, R"({"fpgas": [{"nodes": [9]}], "cpus": [{"nodes": [7]}]})", "s");
+  ASSERT_TRUE(split.ok()) << split.status();
+  EXPECT_EQ(*split, (Split{0, 0, 1}));
+}
+
+TEST(DevicePartitionTest, BadInputNamesWhereAndWhat) {
+  auto error = [](std::string_view text) {
+    absl::StatusOr<PartitionGraph> g = ParsePartitionGraph(text, "g.json");
+    return g.ok() ? std::string("ok") : std::string(g.status().message());
+  };
+  EXPECT_EQ(error("{\"maxFPGAs\": 2,\n  \"nodes\": [}"),
+            error("{\"maxFPGAs\": 2,\n  \"nodes\": [}"));
+  EXPECT_NE(error("{\"maxFPGAs\": 2,\n  \"nodes\": [}").find("g.json:2:"), std::string::npos);
+  const std::string base = R"({"maxSizePerFPGA": 1, "maxFPGAs": 2, "maxCPUs": 1, "nodes": [)";
+  EXPECT_NE(
+      error(base +
+            R"({"id": 1, "supportedOnFpga": 1, "cpuLatency": -1, "fpgaLatency": 1}], "edges": []})")
+          .find("nodes[0]: field 'cpuLatency': expected a finite number >= 0"),
+      std::string::npos);
+  EXPECT_NE(
+      error(
+          base +
+          R"({"id": 1, "supportedOnFpga": 1, "cpuLatency": 1, "fpgaLatency": 1}], "edges": [{"sourceId": 1, "destId": 5, "cost": 1}]})")
+          .find("edges[0]: field 'destId': no node has id 5"),
+      std::string::npos);
+  EXPECT_NE(error(R"({"maxSizePerFPGA": 1, "maxFPGAs": 0, "maxCPUs": 1, "nodes": [], "edges": []})")
+                .find("maxFPGAs"),
+            std::string::npos);
+  absl::StatusOr<PartitionGraph> g = ParsePartitionGraph(kChain, "chain");
+  ASSERT_TRUE(g.ok());
+  absl::StatusOr<Split> split = ParseSplit(*g, R"({"fpgas": [{"nodes": [1, 2]}]})", "s.json");
+  ASSERT_FALSE(split.ok());
+  EXPECT_NE(split.status().message().find("node 3 is on no device"), std::string::npos);
+  split = ParseSplit(*g, R"({"fpgas": [{"nodes": [1, 2, 3, 4]}]})", "s.json");
+  ASSERT_FALSE(split.ok());
+  EXPECT_NE(split.status().message().find("no node of chain has id 4"), std::string::npos);
+}
+
+TEST(DevicePartitionTest, BaselinesRespectTheModel) {
+  absl::StatusOr<PartitionGraph> g = ParsePartitionGraph(kChain, "chain");
+  ASSERT_TRUE(g.ok());
+  std::mt19937_64 rng(1);
+  for (const Split& s : {OneAccelerator(*g), EarliestFinish(*g), RandomSplit(*g, rng)}) {
+    EXPECT_TRUE(MaxLoad(*g, s).valid);
+  }
+  absl::StatusOr<Split> metis = MetisSplit(*g, 1);
+  ASSERT_TRUE(metis.ok()) << metis.status();
+  EXPECT_TRUE(MaxLoad(*g, *metis).valid);
+  int64_t evaluations = 0;
+  const Split local = LocalSearch(*g, Objective::kThroughput, 5, rng, 0, &evaluations);
+  // The best feasible split: a and b together (90 bytes), c alone:
+  // max(1 + 2 + 0.5 + 0.25, 4 + 0.5 + 0.25).
+  EXPECT_DOUBLE_EQ(MaxLoad(*g, local).objective, 4.75);
+  EXPECT_GT(evaluations, 3);
+}
+
+struct Reference {
+  const char* graph;
+  const char* expert;  // "" when none
+  Objective objective;
+  double one_accelerator;  // < 0: not given
+  double expert_value;
+};
+
+TEST(DevicePartitionTest, MatchesTheAuthorsReferenceValues) {
+  REQUIRE_PLACEMENT_CORPUS(dir);
+  const Reference references[] = {
+      {"throughput/LayerGraphs/bert24_inference.json", "bert24_inference_expert.json",
+       Objective::kThroughput, 92.41, 20.08},
+      {"throughput/LayerGraphs/bert24_training.json", "bert24_training_expert.json",
+       Objective::kThroughput, 217.81, 49.40},
+      {"throughput/LayerGraphs/resnet50_inference.json", "resnet50_inference_expert.json",
+       Objective::kThroughput, 201.45, 43.92},
+      {"throughput/LayerGraphs/resnet50_training.json", "resnet50_inference_expert.json",
+       Objective::kThroughput, 462.38, 112.11},
+      {"latency/LayerGraphs/bert24_inference.json", "bert24_inference_expert.json",
+       Objective::kLatency, -1, 111.94},
+      {"latency/LayerGraphs/resnet50_inference.json", "resnet50_inference_expert.json",
+       Objective::kLatency, -1, 1014.93},
+  };
+  for (const Reference& r : references) {
+    SCOPED_TRACE(r.graph);
+    absl::StatusOr<PartitionGraph> g = LoadPartitionGraph(dir + "/" + r.graph);
+    ASSERT_TRUE(g.ok()) << g.status();
+    if (r.one_accelerator > 0) {
+      EXPECT_NEAR(Score(*g, OneAccelerator(*g), r.objective).objective, r.one_accelerator,
+                  r.one_accelerator * 1e-3);
+    }
+    absl::StatusOr<Split> expert = LoadSplit(*g, dir + "/human-experts/" + r.expert);
+    ASSERT_TRUE(expert.ok()) << expert.status();
+    const SplitScore s = Score(*g, *expert, r.objective);
+    ASSERT_TRUE(s.valid) << s.error;
+    EXPECT_NEAR(s.objective, r.expert_value, r.expert_value * 1e-3);
+  }
+}
+
+TEST(DevicePartitionTest, EveryGraphLoadsAndEveryStrategySearchesIt) {
+  REQUIRE_PLACEMENT_CORPUS(dir);
+  int graphs = 0;
+  for (const auto& entry : std::filesystem::recursive_directory_iterator(dir)) {
+    const std::string path = entry.path().string();
+    if (!path.ends_with(".json") || path.find("human-experts") != std::string::npos) continue;
+    SCOPED_TRACE(path);
+    absl::StatusOr<PartitionGraph> g = LoadPartitionGraph(path);
+    ASSERT_TRUE(g.ok()) << g.status();
+    EXPECT_TRUE(g->IsDag());
+    ++graphs;
+    const Objective objective =
+        path.find("/latency/") != std::string::npos ? Objective::kLatency : Objective::kThroughput;
+    PartitionProblem problem(*g, objective);
+    absl::StatusOr<std::unique_ptr<Strategy>> annealing =
+        StrategyRegistry::Global().Create("annealing");
+    ASSERT_TRUE(annealing.ok());
+    absl::StatusOr<Result> result = (*annealing)->Search(problem, Budget(200, 0), 1);
+    ASSERT_TRUE(result.ok()) << result.status();
+    const double metf = problem.Evaluate(problem.Encode(EarliestFinish(*g)));
+    EXPECT_LE(result->best_score, metf);
+    EXPECT_TRUE(std::isfinite(result->best_score));
+  }
+  EXPECT_EQ(graphs, 18);
+}
+
+}  // namespace
+}  // namespace mltune::opt::partition
