@@ -32,7 +32,8 @@ struct PartitionNode {
   bool backward = false;           // isBackwardNode
   double bytes = 0;                // size: memory on an accelerator
   double out_cost = 0;             // cost of every edge leaving the node: moving its output once
-  int32_t group = 0;               // colocation class, dense in [0, groups)
+  // Colocation class, dense in [0, groups), numbered in topological order of first nodes.
+  int32_t group = 0;
   std::string kind;                // op kind where known (HLO opcode), else ""
 };
 

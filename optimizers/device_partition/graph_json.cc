@@ -47,11 +47,22 @@ void FinishGraph(PartitionGraph& g) {
     std::sort(list.begin(), list.end());
     list.erase(std::unique(list.begin(), list.end()), list.end());
   }
+  g.topo = TopologicalOrder(g);
+  // Classes numbered in topological order of their first node, so a candidate (one device per
+  // class) reads in the order the graph runs; nodes off a cycle follow in file order.
+  std::vector<int32_t> renumber(static_cast<size_t>(g.groups), -1);
+  int32_t next = 0;
+  auto visit = [&](int32_t v) {
+    int32_t& slot = renumber[static_cast<size_t>(g.nodes[static_cast<size_t>(v)].group)];
+    if (slot < 0) slot = next++;
+  };
+  for (int32_t v : g.topo) visit(v);
+  for (int32_t v = 0; v < g.size(); ++v) visit(v);
+  for (PartitionNode& n : g.nodes) n.group = renumber[static_cast<size_t>(n.group)];
   g.group_nodes.assign(static_cast<size_t>(g.groups), {});
   for (int32_t v = 0; v < g.size(); ++v) {
     g.group_nodes[static_cast<size_t>(g.nodes[static_cast<size_t>(v)].group)].push_back(v);
   }
-  g.topo = TopologicalOrder(g);
 }
 
 absl::StatusOr<PartitionGraph> ParsePartitionGraph(std::string_view text, std::string_view source) {

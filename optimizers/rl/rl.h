@@ -10,11 +10,13 @@
 
 #include <cstdint>
 #include <functional>
+#include <limits>
 #include <memory>
 #include <optional>
 #include <span>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -174,5 +176,194 @@ absl::StatusOr<std::unique_ptr<Environment>> MakePassOrderEnvironment(
     std::vector<std::shared_ptr<const ir::Module>> modules, const PassOrderEnvOptions& options);
 // The pass names of the environment's actions, in order.
 std::vector<std::string> PassOrderActionNames(const Environment& env);
+
+}  // namespace mltune::opt::rl
+
+namespace mltune::opt::partition {
+struct PartitionGraph;
+enum class Objective;
+}  // namespace mltune::opt::partition
+namespace mltune::costmodels {
+struct OpGraph;
+}
+namespace mltune::backends::cluster {
+class ClusterSimulator;
+}
+
+namespace mltune::opt::rl {
+
+// ---- GO: one graph policy for placement, scheduling and fusion (Zhou et al., NeurIPS 2020) ----
+// GraphSAGE over the graph, segmented recurrent attention over the units in topological order,
+// feature modulation by the graph's embedding, one head per decision, every unit decided at
+// once, refined over a few iterations that see the previous decision; trained with PPO across
+// graphs. docs/rl.md#go describes it.
+
+// A graph as GO sees it: decision units (ops, or colocation classes) in topological order.
+// Feature 0 of each unit is its compute time and feature 1 its memory, each as a fraction of the
+// graph's total: the refinement step sums them per device of the previous decision.
+struct GoGraph {
+  std::string name;
+  int32_t units = 0;
+  int32_t feature_size = 0;
+  std::vector<float> features;  // units x feature_size
+  std::vector<int32_t> edge_src, edge_dst;
+  int32_t devices = 1;      // choices of the device head; 1: no placement decision
+  bool priorities = false;  // the scheduling head decides
+  bool fusion = false;      // the fusion head decides
+};
+
+// The number of feature values per unit of every environment (GoGraph::feature_size).
+int GoFeatureSize();
+inline constexpr int kGoMaxDevices = 16;
+inline constexpr int kGoPriorityLevels = 8;
+
+struct GoDecision {
+  std::vector<int32_t> device;    // per unit, in [0, devices)
+  std::vector<int32_t> priority;  // per unit, in [0, kGoPriorityLevels): higher runs first
+  std::vector<int32_t> fusion;    // per unit, in [0, kGoPriorityLevels): higher fuses first
+};
+
+// One graph and one task: scores decisions (lower is better).
+class GoEnvironment {
+ public:
+  virtual ~GoEnvironment() = default;
+  virtual const GoGraph& graph() const = 0;
+  struct Outcome {
+    double score = 0;     // the objective; meaningful only when valid
+    bool valid = true;    // false: out of memory (or otherwise infeasible)
+    double overflow = 0;  // how far out of memory, as a fraction of the limit
+  };
+  virtual Outcome Evaluate(const GoDecision& decision) = 0;
+  // The reward's scale: a baseline's score on this graph (m-ETF, the defaults).
+  virtual double reference_score() const = 0;
+};
+
+// A split of a dnn-partitioning graph: units are colocation classes, the device head picks the
+// accelerator (action a = accelerator a + 1, as PartitionProblem's candidates); infeasible
+// splits are invalid. Keeps a reference to `graph`.
+std::unique_ptr<GoEnvironment> MakePartitionEnvironment(const partition::PartitionGraph& graph,
+                                                        partition::Objective objective);
+// Placement and scheduling priority of an op graph on cluster-sim: the simulated makespan (the
+// priority queue policy when `schedule`, else FIFO). Keeps references to `graph` and `sim`.
+std::unique_ptr<GoEnvironment> MakeClusterEnvironment(
+    const costmodels::OpGraph& graph, const backends::cluster::ClusterSimulator& sim,
+    bool schedule);
+
+struct GoConfig {
+  int hidden = 64;
+  int sage_layers = 2;
+  int attention_layers = 1;
+  int attention_heads = 4;
+  int segment = 128;    // units per attention segment
+  int refinements = 3;  // decisions per episode: the first, then this many - 1 refinements
+  double learning_rate = 1e-3;
+  double clip = 0.2;
+  double entropy_coef = 0.003;
+  int ppo_epochs = 3;
+  uint64_t seed = 0;
+};
+
+struct GoTrainProgress {
+  int iteration = 0;
+  int64_t samples = 0;  // decisions evaluated so far
+  double seconds = 0;
+  double mean_reward = 0;
+  // Mean over the evaluation environments of best-greedy score / reference score (lower is
+  // better); set at evaluations only.
+  std::optional<double> eval_ratio;
+};
+
+struct GoTrainOptions {
+  int iterations = 100;
+  int graphs_per_iteration = 4;
+  int samples_per_graph = 8;  // sampled decisions per graph per iteration (the PPO batch)
+  int eval_every = 10;        // iterations; 0 = never
+  std::vector<GoEnvironment*> eval_envs;
+  std::function<void(const GoTrainProgress&)> on_progress;
+  std::function<bool()> stop;
+};
+
+struct GoSolveOptions {
+  int64_t max_samples = 16;  // decisions evaluated, over every step below
+  int sampled = 8;           // sampled decisions after the greedy refinement chain
+  bool fine_tune = false;    // then train on this graph alone with what is left
+  uint64_t seed = 0;
+  std::function<bool()> stop;
+};
+
+struct GoSolveResult {
+  GoDecision best;
+  double best_score = std::numeric_limits<double>::infinity();  // +inf: nothing valid found
+  int64_t samples = 0;
+  double seconds = 0;
+  double first_decision_seconds = 0;              // the greedy forward pass alone
+  std::vector<std::pair<int64_t, double>> trace;  // (samples, best score) at each improvement
+};
+
+class GoPolicy {
+ public:
+  static absl::StatusOr<std::unique_ptr<GoPolicy>> Create(const GoConfig& config);
+  // InvalidArgument for bytes that are not a GO checkpoint.
+  static absl::StatusOr<std::unique_ptr<GoPolicy>> Load(std::string_view checkpoint);
+  virtual ~GoPolicy() = default;
+
+  virtual const GoConfig& config() const = 0;
+  virtual std::string Save() const = 0;
+  virtual absl::StatusOr<std::vector<GoTrainProgress>> Train(
+      const std::vector<GoEnvironment*>& envs, const GoTrainOptions& options) = 0;
+  // Zero-shot: the greedy decision refined `refinements` times, then sampled decisions; with
+  // fine_tune, PPO on this graph with the samples left, then greedy again.
+  virtual absl::StatusOr<GoSolveResult> Solve(GoEnvironment& env,
+                                              const GoSolveOptions& options) = 0;
+};
+
+}  // namespace mltune::opt::rl
+
+namespace mltune::opt::rl {
+
+// The graphs GO trains and is evaluated on, each with its family (the model it comes from, for
+// held-out splits): dnn-partitioning graph files, and HLO modules as partition graphs (on a
+// cluster's accelerators, with a memory limit that binds) or as op graphs placed on cluster-sim.
+enum class GoTask {
+  kPartition,  // the throughput and latency objectives of dnn-partitioning graphs
+  kPlacement,  // device placement and scheduling priorities on cluster-sim (makespan)
+};
+absl::StatusOr<GoTask> ParseGoTask(std::string_view name);  // "partition", "placement"
+std::string_view GoTaskName(GoTask task);
+
+// The model family of a graph's name: its leading letters ("bert_l-3_inference" -> "bert",
+// "resnet50.infer.b1" -> "resnet", "inception_v3..." -> "inception").
+std::string GraphFamily(std::string_view name);
+
+class GoCorpus {
+ public:
+  // `sim` (a cluster-sim target) gives HLO ops their times, links and memory; kept by reference.
+  GoCorpus(GoTask task, const backends::cluster::ClusterSimulator& sim, uint64_t seed);
+  ~GoCorpus();
+  GoCorpus(const GoCorpus&) = delete;
+  GoCorpus& operator=(const GoCorpus&) = delete;
+
+  // kPartition only: a dnn-partitioning graph under `objective`.
+  absl::Status AddPartitionGraph(const std::string& path, partition::Objective objective);
+  // An HLO module: for kPartition, twice (throughput and latency) on 2..8 accelerators chosen by
+  // the seed and the name; for kPlacement, once on the simulator's cluster. Modules with more
+  // than `max_units` ops are refused (FailedPrecondition) to bound training time.
+  absl::Status AddHlo(const std::string& path, int32_t max_units);
+
+  struct Entry {
+    std::string name;    // file stem, plus the objective for partition graphs
+    std::string family;  // GraphFamily of the file stem
+    GoEnvironment* env = nullptr;
+  };
+  const std::vector<Entry>& entries() const { return entries_; }
+
+ private:
+  struct Storage;
+  GoTask task_;
+  const backends::cluster::ClusterSimulator& sim_;
+  uint64_t seed_;
+  std::unique_ptr<Storage> storage_;
+  std::vector<Entry> entries_;
+};
 
 }  // namespace mltune::opt::rl

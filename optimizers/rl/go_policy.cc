@@ -1,0 +1,593 @@
+// GO in LibTorch: GraphSAGE, feature modulation by the graph embedding, segmented recurrent
+// attention over the topological order, one head per decision; PPO across graphs with each
+// graph's sampled decisions as the baseline; serving by a refined greedy chain plus samples.
+#include <ATen/CPUGeneratorImpl.h>
+#include <torch/torch.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <map>
+#include <numeric>
+#include <random>
+#include <sstream>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "nlohmann/json.hpp"
+#include "optimizers/rl/rl.h"
+
+namespace mltune::opt::rl {
+namespace {
+
+constexpr char kMagic[] = "mltune-go-policy-v1\n";
+// Refinement inputs per unit: the previous decision's device (one-hot), that device's compute
+// load and memory, a flag that there was a previous decision, its priority and fusion levels.
+constexpr int kRefineSize = kGoMaxDevices + 5;
+constexpr double kNegative = -1e9;
+
+using Clock = std::chrono::steady_clock;
+double Since(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+// A graph's fixed tensors, built once per environment.
+struct GraphTensors {
+  torch::Tensor x;                // [n, F]
+  torch::Tensor src, dst;         // [E]
+  torch::Tensor in_deg, out_deg;  // [n, 1], at least 1
+  torch::Tensor device_mask;      // [D]: 0 for usable devices, kNegative beyond
+  int64_t n = 0;
+};
+
+GraphTensors MakeTensors(const GoGraph& g) {
+  GraphTensors t;
+  t.n = g.units;
+  t.x = torch::from_blob(const_cast<float*>(g.features.data()), {g.units, g.feature_size},
+                         torch::kFloat32)
+            .clone();
+  std::vector<int64_t> src(g.edge_src.begin(), g.edge_src.end());
+  std::vector<int64_t> dst(g.edge_dst.begin(), g.edge_dst.end());
+  t.src = torch::tensor(src, torch::kLong);
+  t.dst = torch::tensor(dst, torch::kLong);
+  const torch::Tensor ones = torch::ones({static_cast<int64_t>(src.size())});
+  t.in_deg = torch::zeros({t.n}).index_add_(0, t.dst, ones).clamp_min(1).unsqueeze(1);
+  t.out_deg = torch::zeros({t.n}).index_add_(0, t.src, ones).clamp_min(1).unsqueeze(1);
+  t.device_mask = torch::full({kGoMaxDevices}, kNegative);
+  t.device_mask.slice(0, 0, std::max(1, g.devices)).fill_(0);
+  return t;
+}
+
+// The refinement inputs for a previous decision (all zero for the first one).
+torch::Tensor RefineInputs(const GoGraph& g, const GoDecision* prev) {
+  torch::Tensor r = torch::zeros({g.units, kRefineSize});
+  if (prev == nullptr || prev->device.size() != static_cast<size_t>(g.units)) return r;
+  auto a = r.accessor<float, 2>();
+  const int f = g.feature_size;
+  std::vector<double> load(kGoMaxDevices, 0), memory(kGoMaxDevices, 0);
+  for (int32_t i = 0; i < g.units; ++i) {
+    const int32_t d = std::clamp(prev->device[static_cast<size_t>(i)], 0, kGoMaxDevices - 1);
+    load[static_cast<size_t>(d)] += g.features[static_cast<size_t>(i * f)];
+    memory[static_cast<size_t>(d)] += g.features[static_cast<size_t>(i * f + 1)];
+  }
+  // Balanced load reads 1; memory as a fraction of the device (feature 11 is the pressure).
+  const double devices = std::max(1, g.devices);
+  const double pressure = g.units > 0 ? g.features[11] : 0;
+  for (int32_t i = 0; i < g.units; ++i) {
+    const int32_t d = std::clamp(prev->device[static_cast<size_t>(i)], 0, kGoMaxDevices - 1);
+    a[i][d] = 1;
+    a[i][kGoMaxDevices] = static_cast<float>(load[static_cast<size_t>(d)] * devices);
+    a[i][kGoMaxDevices + 1] =
+        static_cast<float>(memory[static_cast<size_t>(d)] * devices * pressure);
+    a[i][kGoMaxDevices + 2] = 1;
+    if (prev->priority.size() == static_cast<size_t>(g.units)) {
+      a[i][kGoMaxDevices + 3] =
+          static_cast<float>(prev->priority[static_cast<size_t>(i)]) / (kGoPriorityLevels - 1);
+    }
+    if (prev->fusion.size() == static_cast<size_t>(g.units)) {
+      a[i][kGoMaxDevices + 4] =
+          static_cast<float>(prev->fusion[static_cast<size_t>(i)]) / (kGoPriorityLevels - 1);
+    }
+  }
+  return r;
+}
+
+struct Logits {
+  torch::Tensor device, priority, fusion;  // [n, D], [n, P], [n, P]
+};
+
+struct GoNetImpl : torch::nn::Module {
+  explicit GoNetImpl(const GoConfig& c) : segment(c.segment) {
+    const int64_t h = c.hidden;
+    input = register_module("input", torch::nn::Linear(GoFeatureSize() + kRefineSize, h));
+    for (int l = 0; l < c.sage_layers; ++l) {
+      self_lin.push_back(
+          register_module(absl::StrCat("sage", l, "_self"), torch::nn::Linear(h, h)));
+      in_lin.push_back(register_module(absl::StrCat("sage", l, "_in"), torch::nn::Linear(h, h)));
+      out_lin.push_back(register_module(absl::StrCat("sage", l, "_out"), torch::nn::Linear(h, h)));
+      sage_norm.push_back(register_module(absl::StrCat("sage", l, "_norm"),
+                                          torch::nn::LayerNorm(torch::nn::LayerNormOptions({h}))));
+    }
+    film = register_module("film", torch::nn::Linear(2 * h, 2 * h));
+    for (int l = 0; l < c.attention_layers; ++l) {
+      attention.push_back(
+          register_module(absl::StrCat("attn", l),
+                          torch::nn::MultiheadAttention(
+                              torch::nn::MultiheadAttentionOptions(h, c.attention_heads))));
+      attn_norm.push_back(register_module(absl::StrCat("attn", l, "_norm"),
+                                          torch::nn::LayerNorm(torch::nn::LayerNormOptions({h}))));
+      ff1.push_back(register_module(absl::StrCat("ff", l, "_1"), torch::nn::Linear(h, 2 * h)));
+      ff2.push_back(register_module(absl::StrCat("ff", l, "_2"), torch::nn::Linear(2 * h, h)));
+      ff_norm.push_back(register_module(absl::StrCat("ff", l, "_norm"),
+                                        torch::nn::LayerNorm(torch::nn::LayerNormOptions({h}))));
+    }
+    device_head = register_module("device_head", torch::nn::Linear(h, kGoMaxDevices));
+    priority_head = register_module("priority_head", torch::nn::Linear(h, kGoPriorityLevels));
+    fusion_head = register_module("fusion_head", torch::nn::Linear(h, kGoPriorityLevels));
+  }
+
+  Logits forward(const GraphTensors& t, const torch::Tensor& refine) {
+    torch::Tensor h = torch::relu(input(torch::cat({t.x, refine}, 1)));
+    for (size_t l = 0; l < self_lin.size(); ++l) {
+      // Mean over producers and over consumers, kept apart: direction matters for placement.
+      const torch::Tensor from_in =
+          torch::zeros_like(h).index_add_(0, t.dst, h.index_select(0, t.src)) / t.in_deg;
+      const torch::Tensor from_out =
+          torch::zeros_like(h).index_add_(0, t.src, h.index_select(0, t.dst)) / t.out_deg;
+      h = sage_norm[l](h + torch::relu(self_lin[l](h) + in_lin[l](from_in) + out_lin[l](from_out)));
+    }
+    // Feature modulation: the graph's embedding scales and shifts every unit.
+    const torch::Tensor graph = torch::cat({h.mean(0), std::get<0>(h.max(0))}, 0);
+    const std::vector<torch::Tensor> gamma_beta = film(graph).chunk(2, 0);
+    h = h * (1 + torch::tanh(gamma_beta[0])) + gamma_beta[1];
+    // Segmented recurrent attention: each segment attends to itself and the previous segment's
+    // output (kept without gradient, as Transformer-XL's memory).
+    for (size_t l = 0; l < attention.size(); ++l) {
+      std::vector<torch::Tensor> outs;
+      torch::Tensor memory;
+      for (int64_t s = 0; s < t.n; s += segment) {
+        const torch::Tensor seg = h.slice(0, s, std::min<int64_t>(t.n, s + segment)).unsqueeze(1);
+        const torch::Tensor kv = memory.defined() ? torch::cat({memory, seg}, 0) : seg;
+        torch::Tensor y = std::get<0>(attention[l]->forward(seg, kv, kv, torch::Tensor(), false));
+        y = attn_norm[l](seg + y);
+        y = ff_norm[l](y + ff2[l](torch::relu(ff1[l](y))));
+        outs.push_back(y);
+        memory = y.detach();
+      }
+      h = torch::cat(outs, 0).squeeze(1);
+    }
+    return {device_head(h) + t.device_mask, priority_head(h), fusion_head(h)};
+  }
+
+  int64_t segment;
+  torch::nn::Linear input{nullptr}, film{nullptr};
+  torch::nn::Linear device_head{nullptr}, priority_head{nullptr}, fusion_head{nullptr};
+  std::vector<torch::nn::Linear> self_lin, in_lin, out_lin, ff1, ff2;
+  std::vector<torch::nn::LayerNorm> sage_norm, attn_norm, ff_norm;
+  std::vector<torch::nn::MultiheadAttention> attention;
+};
+TORCH_MODULE(GoNet);
+
+// Which heads a graph's task uses.
+struct Heads {
+  bool device, priority, fusion;
+};
+Heads HeadsOf(const GoGraph& g) { return {g.devices > 1, g.priorities, g.fusion}; }
+
+// Sampled actions per head, [n, S] each (undefined when the head is unused).
+struct Actions {
+  torch::Tensor device, priority, fusion;
+};
+
+torch::Tensor LogProb(const Logits& logits, const Actions& a, Heads heads) {
+  torch::Tensor lp;
+  auto add = [&](const torch::Tensor& l, const torch::Tensor& action) {
+    const torch::Tensor x = torch::log_softmax(l, 1).gather(1, action);
+    lp = lp.defined() ? lp + x : x;
+  };
+  if (heads.device) add(logits.device, a.device);
+  if (heads.priority) add(logits.priority, a.priority);
+  if (heads.fusion) add(logits.fusion, a.fusion);
+  return lp;
+}
+
+torch::Tensor Entropy(const Logits& logits, Heads heads) {
+  torch::Tensor e = torch::zeros({});
+  auto add = [&](const torch::Tensor& l) {
+    const torch::Tensor logp = torch::log_softmax(l, 1);
+    e = e + (-(logp.exp() * logp).sum(1)).mean();
+  };
+  if (heads.device) add(logits.device);
+  if (heads.priority) add(logits.priority);
+  if (heads.fusion) add(logits.fusion);
+  return e;
+}
+
+GoDecision DecisionAt(const GoGraph& g, const Actions& a, int64_t column) {
+  GoDecision d;
+  auto take = [&](const torch::Tensor& t, std::vector<int32_t>* out) {
+    if (!t.defined()) return;
+    const torch::Tensor c = t.select(1, column).contiguous();
+    const int64_t* p = c.data_ptr<int64_t>();
+    out->assign(p, p + c.size(0));
+  };
+  take(a.device, &d.device);
+  take(a.priority, &d.priority);
+  take(a.fusion, &d.fusion);
+  if (d.device.empty()) d.device.assign(static_cast<size_t>(g.units), 0);
+  return d;
+}
+
+double Reward(const GoEnvironment::Outcome& o, double reference) {
+  if (!o.valid || !std::isfinite(o.score)) return -3 - std::min(o.overflow, 5.0);
+  return -std::sqrt(std::max(0.0, o.score) / reference);
+}
+
+// One PPO sample batch: a graph, the inputs it was decided from, S decisions and their
+// advantages.
+struct Batch {
+  const GraphTensors* tensors;
+  Heads heads;
+  torch::Tensor refine;
+  Actions actions;
+  torch::Tensor old_logp;   // [n, S]
+  torch::Tensor advantage;  // [S]
+};
+
+class TorchGoPolicy : public GoPolicy {
+ public:
+  explicit TorchGoPolicy(const GoConfig& config)
+      : config_(config), generator_(at::detail::createCPUGenerator(config.seed)) {
+    torch::manual_seed(config_.seed);
+    net_ = GoNet(config_);
+    optimizer_ = std::make_unique<torch::optim::Adam>(
+        net_->parameters(), torch::optim::AdamOptions(config_.learning_rate));
+  }
+
+  const GoConfig& config() const override { return config_; }
+
+  std::string Save() const override {
+    nlohmann::json j;
+    j["hidden"] = config_.hidden;
+    j["sage_layers"] = config_.sage_layers;
+    j["attention_layers"] = config_.attention_layers;
+    j["attention_heads"] = config_.attention_heads;
+    j["segment"] = config_.segment;
+    j["refinements"] = config_.refinements;
+    j["learning_rate"] = config_.learning_rate;
+    j["clip"] = config_.clip;
+    j["entropy_coef"] = config_.entropy_coef;
+    j["ppo_epochs"] = config_.ppo_epochs;
+    j["seed"] = config_.seed;
+    j["features"] = GoFeatureSize();
+    torch::serialize::OutputArchive archive;
+    net_->save(archive);
+    std::ostringstream weights;
+    archive.save_to(weights);
+    const std::string header = j.dump();
+    return absl::StrCat(kMagic, header.size(), "\n", header, weights.str());
+  }
+
+  void LoadWeights(const std::string& bytes) {
+    std::istringstream in(bytes);
+    torch::serialize::InputArchive archive;
+    archive.load_from(in);
+    net_->load(archive);
+  }
+
+  absl::StatusOr<std::vector<GoTrainProgress>> Train(const std::vector<GoEnvironment*>& envs,
+                                                     const GoTrainOptions& options) override {
+    if (envs.empty()) return absl::InvalidArgumentError("GO training needs at least one graph");
+    for (GoEnvironment* env : envs) {
+      if (absl::Status s = Check(*env); !s.ok()) return s;
+    }
+    const auto start = Clock::now();
+    std::vector<GoTrainProgress> history;
+    std::mt19937_64 rng(config_.seed + 17);
+    std::vector<size_t> order(envs.size());
+    std::iota(order.begin(), order.end(), 0);
+    size_t next = order.size();
+    int64_t samples = 0;
+    for (int it = 0; it < options.iterations; ++it) {
+      if (options.stop && options.stop()) break;
+      std::vector<Batch> batches;
+      double reward_sum = 0;
+      int64_t reward_count = 0;
+      for (int b = 0; b < std::max(1, options.graphs_per_iteration); ++b) {
+        if (next >= order.size()) {
+          std::shuffle(order.begin(), order.end(), rng);
+          next = 0;
+        }
+        GoEnvironment& env = *envs[order[next++]];
+        const int64_t spent = Collect(env, std::max(2, options.samples_per_graph), &batches,
+                                      &reward_sum, &reward_count);
+        samples += spent;
+      }
+      Update(batches);
+      GoTrainProgress p;
+      p.iteration = it + 1;
+      p.samples = samples;
+      p.mean_reward = reward_count > 0 ? reward_sum / static_cast<double>(reward_count) : 0;
+      if (options.eval_every > 0 && (it + 1) % options.eval_every == 0 &&
+          !options.eval_envs.empty()) {
+        p.eval_ratio = EvaluateGreedy(options.eval_envs);
+      }
+      p.seconds = Since(start);
+      history.push_back(p);
+      if (options.on_progress) options.on_progress(p);
+    }
+    return history;
+  }
+
+  absl::StatusOr<GoSolveResult> Solve(GoEnvironment& env, const GoSolveOptions& options) override {
+    if (absl::Status s = Check(env); !s.ok()) return s;
+    const auto start = Clock::now();
+    generator_ = at::detail::createCPUGenerator(options.seed);
+    const GoGraph& g = env.graph();
+    const GraphTensors tensors = MakeTensors(g);
+    const Heads heads = HeadsOf(g);
+    GoSolveResult result;
+    auto left = [&] { return options.max_samples - result.samples; };
+    auto stopped = [&] { return options.stop && options.stop(); };
+    auto consider = [&](const GoDecision& d) {
+      const GoEnvironment::Outcome o = env.Evaluate(d);
+      ++result.samples;
+      if (o.valid && std::isfinite(o.score) && o.score < result.best_score) {
+        result.best_score = o.score;
+        result.best = d;
+        result.trace.emplace_back(result.samples, o.score);
+      }
+      return o;
+    };
+    // The greedy chain: each decision sees the best one so far.
+    for (int t = 0; t < std::max(1, config_.refinements) && left() > 0 && !stopped(); ++t) {
+      const auto pass = Clock::now();
+      GoDecision d = Greedy(g, tensors, heads, result.best.device.empty() ? nullptr : &result.best);
+      if (t == 0) result.first_decision_seconds = Since(pass);
+      consider(d);
+      if (result.best.device.empty()) result.best = d;  // nothing valid yet: refine from it
+    }
+    // Samples around the best.
+    const int64_t sampled = std::min<int64_t>(options.sampled, left());
+    if (sampled > 0 && !stopped()) {
+      torch::NoGradGuard no_grad;
+      const GoDecision prev = result.best;
+      const Actions a = Sample(net_->forward(tensors, RefineInputs(g, &prev)), heads, sampled);
+      for (int64_t s = 0; s < sampled && !stopped(); ++s) consider(DecisionAt(g, a, s));
+    }
+    if (options.fine_tune) {
+      // PPO on this graph alone, keeping enough for the last greedy chain.
+      const int64_t per_round = static_cast<int64_t>(std::max(1, config_.refinements)) * 8;
+      while (left() >= per_round + config_.refinements && !stopped()) {
+        std::vector<Batch> batches;
+        double reward_sum = 0;
+        int64_t count = 0;
+        result.samples += Collect(env, 8, &batches, &reward_sum, &count, &result);
+        Update(batches);
+      }
+      for (int t = 0; t < std::max(1, config_.refinements) && left() > 0 && !stopped(); ++t) {
+        consider(Greedy(g, tensors, heads, &result.best));
+      }
+    }
+    if (!std::isfinite(result.best_score))
+      result.best_score = std::numeric_limits<double>::infinity();
+    result.seconds = Since(start);
+    return result;
+  }
+
+ private:
+  absl::Status Check(GoEnvironment& env) const {
+    const GoGraph& g = env.graph();
+    if (g.feature_size != GoFeatureSize() ||
+        g.features.size() != static_cast<size_t>(g.units) * static_cast<size_t>(g.feature_size)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("GO: graph ", g.name, " has features of the wrong size"));
+    }
+    if (g.units < 1)
+      return absl::InvalidArgumentError(absl::StrCat("GO: graph ", g.name, " is empty"));
+    if (g.devices > kGoMaxDevices) {
+      return absl::InvalidArgumentError(absl::StrCat("GO: graph ", g.name, " has ", g.devices,
+                                                     " devices; the policy decides among at most ",
+                                                     kGoMaxDevices));
+    }
+    return absl::OkStatus();
+  }
+
+  const GraphTensors& TensorsOf(GoEnvironment& env) {
+    auto it = tensors_.find(&env);
+    if (it == tensors_.end()) it = tensors_.emplace(&env, MakeTensors(env.graph())).first;
+    return it->second;
+  }
+
+  Actions Sample(const Logits& logits, Heads heads, int64_t count) {
+    Actions a;
+    auto draw = [&](const torch::Tensor& l) {
+      return torch::multinomial(torch::softmax(l, 1), count, true, generator_);
+    };
+    if (heads.device) a.device = draw(logits.device);
+    if (heads.priority) a.priority = draw(logits.priority);
+    if (heads.fusion) a.fusion = draw(logits.fusion);
+    return a;
+  }
+
+  GoDecision Greedy(const GoGraph& g, const GraphTensors& tensors, Heads heads,
+                    const GoDecision* prev) {
+    torch::NoGradGuard no_grad;
+    const Logits logits = net_->forward(tensors, RefineInputs(g, prev));
+    Actions a;
+    if (heads.device) a.device = logits.device.argmax(1, true);
+    if (heads.priority) a.priority = logits.priority.argmax(1, true);
+    if (heads.fusion) a.fusion = logits.fusion.argmax(1, true);
+    return DecisionAt(g, a, 0);
+  }
+
+  // Samples `count` decisions per refinement step on `env`, each step refining the best of the
+  // previous one, into `batches`; returns the decisions evaluated.
+  int64_t Collect(GoEnvironment& env, int count, std::vector<Batch>* batches, double* reward_sum,
+                  int64_t* reward_count, GoSolveResult* track = nullptr) {
+    const GoGraph& g = env.graph();
+    const GraphTensors& tensors = TensorsOf(env);
+    const Heads heads = HeadsOf(g);
+    const double reference = env.reference_score();
+    GoDecision best;
+    bool have_best = false;
+    int64_t spent = 0;
+    for (int t = 0; t < std::max(1, config_.refinements); ++t) {
+      torch::NoGradGuard no_grad;
+      Batch batch;
+      batch.tensors = &tensors;
+      batch.heads = heads;
+      batch.refine = RefineInputs(g, have_best ? &best : nullptr);
+      const Logits logits = net_->forward(tensors, batch.refine);
+      batch.actions = Sample(logits, heads, count);
+      batch.old_logp = LogProb(logits, batch.actions, heads);
+      std::vector<double> rewards(static_cast<size_t>(count));
+      double best_reward = -1e300;
+      int64_t best_column = 0;
+      for (int64_t s = 0; s < count; ++s) {
+        const GoDecision d = DecisionAt(g, batch.actions, s);
+        const GoEnvironment::Outcome o = env.Evaluate(d);
+        ++spent;
+        if (track != nullptr && o.valid && o.score < track->best_score) {
+          track->best_score = o.score;
+          track->best = d;
+          track->trace.emplace_back(track->samples + spent, o.score);
+        }
+        rewards[static_cast<size_t>(s)] = Reward(o, reference);
+        if (rewards[static_cast<size_t>(s)] > best_reward) {
+          best_reward = rewards[static_cast<size_t>(s)];
+          best_column = s;
+        }
+        *reward_sum += rewards[static_cast<size_t>(s)];
+        ++*reward_count;
+      }
+      best = DecisionAt(g, batch.actions, best_column);
+      have_best = true;
+      // The graph's own samples are the baseline: rewards are comparable only within a graph.
+      const double mean = std::accumulate(rewards.begin(), rewards.end(), 0.0) / count;
+      double var = 0;
+      for (double r : rewards) var += (r - mean) * (r - mean);
+      const double sd = std::sqrt(var / count);
+      std::vector<float> advantage(rewards.size(), 0);
+      if (sd > 1e-9) {
+        for (size_t s = 0; s < rewards.size(); ++s) {
+          advantage[s] = static_cast<float>((rewards[s] - mean) / sd);
+        }
+      }
+      batch.advantage = torch::tensor(advantage).unsqueeze(0);
+      if (sd > 1e-9) batches->push_back(std::move(batch));
+    }
+    return spent;
+  }
+
+  void Update(const std::vector<Batch>& batches) {
+    if (batches.empty()) return;
+    for (int epoch = 0; epoch < std::max(1, config_.ppo_epochs); ++epoch) {
+      optimizer_->zero_grad();
+      for (const Batch& b : batches) {
+        const Logits logits = net_->forward(*b.tensors, b.refine);
+        const torch::Tensor ratio = (LogProb(logits, b.actions, b.heads) - b.old_logp).exp();
+        // Each unit's decision is clipped on its own, sharing the decision's advantage.
+        const torch::Tensor surrogate = torch::min(
+            ratio * b.advantage, ratio.clamp(1 - config_.clip, 1 + config_.clip) * b.advantage);
+        const torch::Tensor loss =
+            -surrogate.mean() - config_.entropy_coef * Entropy(logits, b.heads);
+        (loss / static_cast<double>(batches.size())).backward();
+      }
+      torch::nn::utils::clip_grad_norm_(net_->parameters(), 1.0);
+      optimizer_->step();
+    }
+  }
+
+  double EvaluateGreedy(const std::vector<GoEnvironment*>& envs) {
+    double sum = 0;
+    for (GoEnvironment* env : envs) {
+      const GoGraph& g = env->graph();
+      const GraphTensors& tensors = TensorsOf(*env);
+      GoDecision best;
+      double best_score = std::numeric_limits<double>::infinity();
+      for (int t = 0; t < std::max(1, config_.refinements); ++t) {
+        const GoDecision d = Greedy(g, tensors, HeadsOf(g), best.device.empty() ? nullptr : &best);
+        const GoEnvironment::Outcome o = env->Evaluate(d);
+        if (o.valid && o.score < best_score) {
+          best_score = o.score;
+          best = d;
+        }
+        if (best.device.empty()) best = d;
+      }
+      sum += std::isfinite(best_score) ? best_score / env->reference_score() : 10;
+    }
+    return sum / static_cast<double>(envs.size());
+  }
+
+  GoConfig config_;
+  GoNet net_{nullptr};
+  std::unique_ptr<torch::optim::Adam> optimizer_;
+  at::Generator generator_;
+  std::map<const GoEnvironment*, GraphTensors> tensors_;
+};
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<GoPolicy>> GoPolicy::Create(const GoConfig& config) {
+  if (config.hidden < 4 || config.attention_heads < 1 ||
+      config.hidden % config.attention_heads != 0 || config.segment < 1 || config.sage_layers < 0 ||
+      config.attention_layers < 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "GoPolicy::Create: needs hidden >= 4 divisible by attention_heads, segment >= 1 (got "
+        "hidden ",
+        config.hidden, ", heads ", config.attention_heads, ", segment ", config.segment, ")"));
+  }
+  // One intra-op thread, as the pass-order agents: reproducible, and no OpenMP pool per job.
+  torch::set_num_threads(1);
+  return std::make_unique<TorchGoPolicy>(config);
+}
+
+absl::StatusOr<std::unique_ptr<GoPolicy>> GoPolicy::Load(std::string_view checkpoint) {
+  const std::string_view magic(kMagic);
+  if (checkpoint.substr(0, magic.size()) != magic) {
+    return absl::InvalidArgumentError("not an mltune GO policy checkpoint (bad magic)");
+  }
+  checkpoint.remove_prefix(magic.size());
+  const size_t newline = checkpoint.find('\n');
+  size_t header_size = 0;
+  if (newline == std::string_view::npos ||
+      !absl::SimpleAtoi(std::string(checkpoint.substr(0, newline)), &header_size) ||
+      newline + 1 + header_size > checkpoint.size()) {
+    return absl::InvalidArgumentError("GO policy checkpoint: truncated header");
+  }
+  GoConfig config;
+  try {
+    const nlohmann::json j = nlohmann::json::parse(checkpoint.substr(newline + 1, header_size));
+    if (j.at("features").get<int>() != GoFeatureSize()) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("GO policy checkpoint: trained on ", j.at("features").get<int>(),
+                       " features per unit, this build has ", GoFeatureSize()));
+    }
+    config.hidden = j.at("hidden").get<int>();
+    config.sage_layers = j.at("sage_layers").get<int>();
+    config.attention_layers = j.at("attention_layers").get<int>();
+    config.attention_heads = j.at("attention_heads").get<int>();
+    config.segment = j.at("segment").get<int>();
+    config.refinements = j.at("refinements").get<int>();
+    config.learning_rate = j.at("learning_rate").get<double>();
+    config.clip = j.at("clip").get<double>();
+    config.entropy_coef = j.at("entropy_coef").get<double>();
+    config.ppo_epochs = j.at("ppo_epochs").get<int>();
+    config.seed = j.at("seed").get<uint64_t>();
+  } catch (const std::exception& e) {
+    return absl::InvalidArgumentError(absl::StrCat("GO policy checkpoint: bad header: ", e.what()));
+  }
+  absl::StatusOr<std::unique_ptr<GoPolicy>> policy = Create(config);
+  if (!policy.ok()) return policy.status();
+  try {
+    static_cast<TorchGoPolicy&>(**policy).LoadWeights(
+        std::string(checkpoint.substr(newline + 1 + header_size)));
+  } catch (const std::exception& e) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("GO policy checkpoint: bad weights: ", e.what()));
+  }
+  return policy;
+}
+
+}  // namespace mltune::opt::rl

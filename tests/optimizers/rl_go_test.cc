@@ -1,0 +1,123 @@
+// The GO policy: checkpoints round-trip, serving keeps to its budget, bad input is refused, and
+// training across graphs of one family transfers to a larger graph of it never seen.
+#include <cmath>
+#include <memory>
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "gtest/gtest.h"
+#include "optimizers/device_partition/device_partition.h"
+#include "optimizers/rl/rl.h"
+
+namespace mltune::opt::rl {
+namespace {
+
+// Two independent chains of `length` ops each, feeding one sink, on 2 accelerators: the best
+// split runs each chain on its own accelerator (max-load about half of one accelerator's).
+partition::PartitionGraph TwoChains(int length) {
+  std::string nodes, edges;
+  int id = 1;
+  for (int chain = 0; chain < 2; ++chain) {
+    for (int i = 0; i < length; ++i, ++id) {
+      absl::StrAppend(&nodes, id == 1 ? "" : ",", "{\"id\": ", id,
+                      ", \"supportedOnFpga\": 1, \"cpuLatency\": 10, \"fpgaLatency\": 1, "
+                      "\"isBackwardNode\": 0, \"size\": 1}");
+      if (i > 0) {
+        absl::StrAppend(&edges, edges.empty() ? "" : ",", "{\"sourceId\": ", id - 1,
+                        ", \"destId\": ", id, ", \"cost\": 0.5}");
+      }
+    }
+    absl::StrAppend(&edges, edges.empty() ? "" : ",", "{\"sourceId\": ", id - 1,
+                    ", \"destId\": ", 2 * length + 1, ", \"cost\": 0.5}");
+  }
+  absl::StrAppend(&nodes, ",{\"id\": ", 2 * length + 1,
+                  ", \"supportedOnFpga\": 1, \"cpuLatency\": 10, \"fpgaLatency\": 1, "
+                  "\"isBackwardNode\": 0, \"size\": 1}");
+  const std::string text =
+      absl::StrCat("{\"maxSizePerFPGA\": 1000, \"maxFPGAs\": 2, \"maxCPUs\": 1, \"nodes\": [",
+                   nodes, "], \"edges\": [", edges, "]}");
+  absl::StatusOr<partition::PartitionGraph> g = partition::ParsePartitionGraph(text, "chains");
+  EXPECT_TRUE(g.ok()) << g.status();
+  return *g;
+}
+
+GoConfig SmallConfig() {
+  GoConfig c;
+  c.hidden = 32;
+  c.segment = 16;
+  c.seed = 3;
+  return c;
+}
+
+TEST(GoPolicyTest, CheckpointRoundTripsToTheSameDecisions) {
+  const partition::PartitionGraph g = TwoChains(6);
+  std::unique_ptr<GoEnvironment> env =
+      MakePartitionEnvironment(g, partition::Objective::kThroughput);
+  absl::StatusOr<std::unique_ptr<GoPolicy>> policy = GoPolicy::Create(SmallConfig());
+  ASSERT_TRUE(policy.ok()) << policy.status();
+  absl::StatusOr<std::unique_ptr<GoPolicy>> loaded = GoPolicy::Load((*policy)->Save());
+  ASSERT_TRUE(loaded.ok()) << loaded.status();
+  GoSolveOptions options;
+  options.max_samples = 6;
+  options.sampled = 3;
+  absl::StatusOr<GoSolveResult> a = (*policy)->Solve(*env, options);
+  absl::StatusOr<GoSolveResult> b = (*loaded)->Solve(*env, options);
+  ASSERT_TRUE(a.ok() && b.ok());
+  EXPECT_EQ(a->best.device, b->best.device);
+  EXPECT_EQ(a->best_score, b->best_score);
+  EXPECT_LE(a->samples, 6);
+  EXPECT_GT(a->samples, 0);
+  for (size_t i = 1; i < a->trace.size(); ++i)
+    EXPECT_LT(a->trace[i].second, a->trace[i - 1].second);
+
+  EXPECT_FALSE(GoPolicy::Load("not a checkpoint").ok());
+  std::string truncated = (*policy)->Save();
+  truncated.resize(truncated.size() / 2);
+  EXPECT_FALSE(GoPolicy::Load(truncated).ok());
+}
+
+TEST(GoPolicyTest, RefusesGraphsWithMoreDevicesThanItsHead) {
+  partition::PartitionGraph g = TwoChains(3);
+  g.accelerators = kGoMaxDevices + 1;
+  std::unique_ptr<GoEnvironment> env =
+      MakePartitionEnvironment(g, partition::Objective::kThroughput);
+  std::unique_ptr<GoPolicy> policy = *GoPolicy::Create(SmallConfig());
+  absl::StatusOr<GoSolveResult> r = policy->Solve(*env, GoSolveOptions{});
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("at most 16"), std::string::npos);
+}
+
+TEST(GoPolicyTest, TrainingOnSmallGraphsTransfersToALargerOne) {
+  std::vector<partition::PartitionGraph> graphs;
+  for (int length : {4, 5, 6, 7}) graphs.push_back(TwoChains(length));
+  std::vector<std::unique_ptr<GoEnvironment>> envs;
+  std::vector<GoEnvironment*> train;
+  for (const partition::PartitionGraph& g : graphs) {
+    envs.push_back(MakePartitionEnvironment(g, partition::Objective::kThroughput));
+    train.push_back(envs.back().get());
+  }
+  const partition::PartitionGraph unseen = TwoChains(12);
+  std::unique_ptr<GoEnvironment> test =
+      MakePartitionEnvironment(unseen, partition::Objective::kThroughput);
+  const double one = partition::MaxLoad(unseen, partition::OneAccelerator(unseen)).objective;
+
+  std::unique_ptr<GoPolicy> policy = *GoPolicy::Create(SmallConfig());
+  GoSolveOptions greedy;
+  greedy.max_samples = 3;  // the greedy chain alone
+  greedy.sampled = 0;
+  const double before = (*policy->Solve(*test, greedy)).best_score;
+  GoTrainOptions options;
+  options.iterations = 60;
+  options.graphs_per_iteration = 2;
+  options.eval_every = 0;
+  absl::StatusOr<std::vector<GoTrainProgress>> history = policy->Train(train, options);
+  ASSERT_TRUE(history.ok()) << history.status();
+  ASSERT_EQ(history->size(), 60u);
+  const double after = (*policy->Solve(*test, greedy)).best_score;
+  // One chain per accelerator: 12 + 1 + 0.5 (sink's input) + 0.5 (send) = 14 of 25.
+  EXPECT_LE(after, 0.65 * one) << "before training: " << before;
+  EXPECT_LT(after, before);
+}
+
+}  // namespace
+}  // namespace mltune::opt::rl
