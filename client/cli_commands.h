@@ -115,6 +115,27 @@ struct SimulateCommand {
 // kernel times, a pipeline partition's stages, or a placement's makespan.
 int RunSimulate(const SimulateCommand& cmd, std::ostream& out, std::ostream& err);
 
+struct PartitionCommand {
+  std::string graph;      // a dnn-partitioning graph (.json) or an HLO module (anything else)
+  std::string objective;  // graphs: throughput or latency (required); modules: the makespan
+  // "" = go when --model is given or the pretrained partition/go checkpoint exists, else
+  // local-search (graphs) or annealing (modules).
+  std::string strategy;
+  int64_t budget = 0;  // evaluations; 0 = the strategy's (search 1000, go 16, local-search none)
+  uint64_t seed = 0;
+  bool json = false;
+  std::string out;         // write the split (graphs) or the placement (modules) here
+  std::string model;       // go: the checkpoint ("" = the pretrained partition/go)
+  bool fine_tune = false;  // go: train on this graph with what is left of the budget
+  std::string evaluate;    // graphs: score this split file instead of searching
+  std::string target;      // modules: a gpu-cluster target ("" = gpu-4x-nvlink)
+};
+// `mltune partition`: the best split of a dnn-partitioning graph a baseline, search strategy or
+// the GO policy finds under the throughput or latency objective, or the score of a given split;
+// for an HLO module, a placement of its ops on a cluster-sim target by simulated makespan. Prints
+// the one-accelerator (one-device) and m-ETF values for reference.
+int RunPartition(const PartitionCommand& cmd, std::ostream& out, std::ostream& err);
+
 // `mltune passes`: every registered pass with its one-line description.
 int RunListPasses(std::ostream& out, std::ostream& err);
 

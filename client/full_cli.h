@@ -1,6 +1,6 @@
-// How the lean `mltune` runs the subcommands that load LibTorch (search, run, train-agent,
-// train-cost-model): it replaces itself with `mltune-full`, the whole CLI, installed beside it.
-// Keeping LibTorch out of `mltune` lets the RPC subcommands start in milliseconds.
+// How the lean `mltune` runs the subcommands that load LibTorch (search, partition, run,
+// train-agent, train-cost-model): it replaces itself with `mltune-full`, the whole CLI, installed
+// beside it. Keeping LibTorch out of `mltune` lets the RPC subcommands start in milliseconds.
 #ifndef MLTUNE_CLIENT_FULL_CLI_H_
 #define MLTUNE_CLIENT_FULL_CLI_H_
 

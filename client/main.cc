@@ -405,6 +405,41 @@ int main(int argc, char** argv) {
   train_cmd->add_option("--csv", train.csv, "Write the training curve as CSV");
   train_cmd->add_option("--svg", train.svg, "Write the training curve as an SVG plot");
 
+  PartitionCommand partition;
+  auto* partition_cmd = app.add_subcommand(
+      "partition",
+      "Split a dnn-partitioning graph (.json) across accelerators and a CPU under the throughput "
+      "or latency objective, or place an HLO module's ops on a simulated GPU cluster");
+  partition_cmd
+      ->add_option("graph", partition.graph,
+                   "Partition graph (.json, the dnn-partitioning format) or HLO text file")
+      ->required();
+  partition_cmd->add_option("--objective", partition.objective,
+                            "Graphs: throughput (max-load) or latency (required)");
+  partition_cmd->add_option(
+      "--strategy", partition.strategy,
+      "Graphs: one-accelerator, m-etf, metis, local-search; modules: one-device, m-etf; both: "
+      "random, greedy, beam, annealing, evolutionary, go (default: go when its checkpoint "
+      "exists, else local-search for graphs and annealing for modules)");
+  partition_cmd->add_option(
+      "--budget", partition.budget,
+      "Evaluations (0: search strategies 1000, go 16, local-search until it converges)");
+  partition_cmd->add_option("--seed", partition.seed, "Seed")->default_val(0);
+  partition_cmd->add_flag("--json", partition.json, "Print one JSON object");
+  partition_cmd->add_option(
+      "--out", partition.out,
+      "Write the split (graphs: the dnn-partitioning split format) or the placement (modules)");
+  partition_cmd->add_option("--evaluate", partition.evaluate,
+                            "Graphs: print the objective of this split file instead of searching");
+  partition_cmd->add_option("--model", partition.model,
+                            "go: the GO checkpoint (default: the pretrained partition--go.ckpt)");
+  partition_cmd->add_flag("--fine-tune", partition.fine_tune,
+                          "go: train on this graph with what is left of the budget");
+  partition_cmd->add_option(
+      "--target", partition.target,
+      "Modules: a gpu-cluster target (gpu-{2,4,8}x-{nvlink,pcie}, cluster-sim; default "
+      "gpu-4x-nvlink)");
+
   // ---- RPC subcommands (client/rpc_commands.h) ----
   auto add_server = [](CLI::App* cmd, std::string& server) {
     cmd->add_option("--server", server,
@@ -519,6 +554,7 @@ int main(int argc, char** argv) {
   }
 #ifdef MLTUNE_FULL_CLI
   if (*search_cmd) return RunSearch(search, std::cout, std::cerr);
+  if (*partition_cmd) return RunPartition(partition, std::cout, std::cerr);
   if (*run_cmd) return RunRun(run, std::cout, std::cerr);
   if (*train_cost_cmd) return RunTrainCostModel(train_cost, std::cout, std::cerr);
   if (*train_cmd) {
@@ -527,7 +563,7 @@ int main(int argc, char** argv) {
   }
 #else
   // These load LibTorch: the lean front hands them to mltune-full, which parses them again.
-  if (*search_cmd || *run_cmd || *train_cost_cmd || *train_cmd) {
+  if (*search_cmd || *partition_cmd || *run_cmd || *train_cost_cmd || *train_cmd) {
     return ExecFullCli(argc, argv, std::cerr);
   }
 #endif

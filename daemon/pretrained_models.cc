@@ -17,8 +17,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-constexpr char kSeparator[] = "--";  // stands for '/' in file names; no model name has it
-
 absl::StatusOr<std::string> ReadWhole(const fs::path& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) return absl::NotFoundError(absl::StrCat("cannot read ", path.string()));
@@ -28,23 +26,6 @@ absl::StatusOr<std::string> ReadWhole(const fs::path& path) {
 }
 
 }  // namespace
-
-std::string PretrainedFileStem(const std::string& model_name) {
-  return absl::StrReplaceAll(model_name, {{"/", kSeparator}});
-}
-
-std::string DefaultPretrainedDir() {
-  std::error_code ec;
-  const fs::path self = fs::read_symlink("/proc/self/exe", ec);
-  if (!ec) {
-    const fs::path installed = self.parent_path().parent_path() / "share/mltune/pretrained";
-    if (fs::is_directory(installed, ec)) return installed.string();
-  }
-#ifdef MLTUNE_PRETRAINED_SOURCE_DIR
-  if (fs::is_directory(MLTUNE_PRETRAINED_SOURCE_DIR, ec)) return MLTUNE_PRETRAINED_SOURCE_DIR;
-#endif
-  return "";
-}
 
 absl::StatusOr<std::vector<std::string>> InstallPretrainedModels(storage::Store& store,
                                                                  const std::string& dir) {
@@ -57,7 +38,8 @@ absl::StatusOr<std::vector<std::string>> InstallPretrainedModels(storage::Store&
   std::sort(checkpoints.begin(), checkpoints.end());
   std::vector<std::string> installed;
   for (const fs::path& checkpoint : checkpoints) {
-    const std::string name = absl::StrReplaceAll(checkpoint.stem().string(), {{kSeparator, "/"}});
+    const std::string name =
+        absl::StrReplaceAll(checkpoint.stem().string(), {{kPretrainedSeparator, "/"}});
     fs::path meta_path = checkpoint;
     meta_path.replace_extension(".json");
     absl::StatusOr<std::string> meta_text = ReadWhole(meta_path);

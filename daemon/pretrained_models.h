@@ -7,17 +7,10 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "daemon/pretrained_paths.h"
 #include "storage/store.h"
 
 namespace mltune::daemon {
-
-// A folder's checkpoint file for model `name`: "pass-order/rl-ppo" <-> "pass-order--rl-ppo.ckpt",
-// with its training metadata beside it in "pass-order--rl-ppo.json".
-std::string PretrainedFileStem(const std::string& model_name);
-
-// The folder mltuned reads when --pretrained-dir is not given: share/mltune/pretrained beside the
-// installed binary, else the source tree's models/pretrained; "" when neither exists.
-std::string DefaultPretrainedDir();
 
 // Stores every checkpoint in `dir` that `store` lacks as version 0 (metadata: the file's, plus
 // "origin": "pretrained" and "file"); returns the names stored now. A store that already has a

@@ -1,0 +1,458 @@
+// `mltune partition`: splits a dnn-partitioning graph (JSON) across accelerators and a CPU under
+// the throughput or latency objective (optimizers/device_partition), or places an HLO module's
+// ops on a simulated GPU cluster by makespan (optimizers/placement), with a baseline, a search
+// strategy or the GO policy (optimizers/rl). In mltune-full: `go` loads LibTorch.
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <limits>
+#include <memory>
+#include <ostream>
+#include <random>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "backends/cluster_sim/cluster_sim.h"
+#include "backends/spec/target_spec.h"
+#include "client/cli_commands.h"
+#include "client/load.h"
+#include "client/sim_targets.h"
+#include "costmodels/analytical/op_graph.h"
+#include "daemon/pretrained_paths.h"
+#include "nlohmann/json.hpp"
+#include "optimizers/core/search.h"
+#include "optimizers/device_partition/device_partition.h"
+#include "optimizers/placement/placement_problem.h"
+#include "optimizers/rl/rl.h"
+
+namespace mltune::client {
+namespace {
+
+namespace partition = opt::partition;
+namespace rl = opt::rl;
+using json = nlohmann::ordered_json;
+
+constexpr int64_t kSearchBudget = 1000;  // evaluations of a search strategy
+constexpr int64_t kGoBudget = 16;        // decisions the GO policy evaluates
+constexpr int kLocalSearchRestarts = 10;
+constexpr char kDefaultClusterTarget[] = "gpu-4x-nvlink";
+
+double SecondsSince(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+std::string Number(double v) { return absl::StrFormat("%.6g", v); }
+
+// The pretrained GO policy's checkpoint, model "partition/go"; "" without a pretrained folder.
+std::string DefaultGoCheckpoint() {
+  const std::string dir = daemon::DefaultPretrainedDir();
+  if (dir.empty()) return "";
+  return (std::filesystem::path(dir) / (daemon::PretrainedFileStem("partition/go") + ".ckpt"))
+      .string();
+}
+
+// An explicit --model asks for GO; otherwise GO runs when its pretrained checkpoint is there, so
+// a fresh checkout (none yet) still gets a search.
+std::string DefaultStrategy(const PartitionCommand& cmd, const std::string& fallback) {
+  if (!cmd.model.empty()) return "go";
+  const std::string checkpoint = DefaultGoCheckpoint();
+  std::error_code ec;
+  if (!checkpoint.empty() && std::filesystem::is_regular_file(checkpoint, ec)) return "go";
+  return fallback;
+}
+
+std::string Available(std::vector<std::string> own) {
+  for (const std::string& name : opt::StrategyRegistry::Global().Names()) {
+    if (std::find(own.begin(), own.end(), name) == own.end()) own.push_back(name);
+  }
+  std::sort(own.begin(), own.end());
+  return absl::StrJoin(own, ", ");
+}
+
+absl::StatusOr<opt::Result> RegistrySearch(const std::string& name, opt::Problem& problem,
+                                           int64_t budget, uint64_t seed) {
+  absl::StatusOr<std::unique_ptr<opt::Strategy>> strategy =
+      opt::StrategyRegistry::Global().Create(name);
+  if (!strategy.ok()) return strategy.status();
+  opt::Budget limits;
+  limits.max_steps = budget;
+  absl::StatusOr<opt::Result> result = (*strategy)->Search(problem, limits, seed);
+  if (!result.ok()) return result.status();
+  if (result->best.empty()) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("strategy ", name, " evaluated nothing within --budget ", budget));
+  }
+  return result;
+}
+
+// Loads the GO policy and runs it on `env` (nullptr: this build has no GO environment).
+absl::StatusOr<rl::GoSolveResult> SolveWithGo(const PartitionCommand& cmd, rl::GoEnvironment* env) {
+  const std::string checkpoint = cmd.model.empty() ? DefaultGoCheckpoint() : cmd.model;
+  if (checkpoint.empty()) {
+    return absl::NotFoundError(absl::StrCat("--strategy go: no pretrained folder holds ",
+                                            daemon::PretrainedFileStem("partition/go"),
+                                            ".ckpt; name one with --model"));
+  }
+  std::ifstream in(checkpoint, std::ios::binary);
+  if (!in) {
+    return absl::NotFoundError(absl::StrCat("--strategy go: cannot read the GO checkpoint ",
+                                            checkpoint, ": ", std::strerror(errno)));
+  }
+  std::ostringstream bytes;
+  bytes << in.rdbuf();
+  absl::StatusOr<std::unique_ptr<rl::GoPolicy>> policy = rl::GoPolicy::Load(bytes.str());
+  if (!policy.ok()) {
+    return absl::Status(policy.status().code(), absl::StrCat("--strategy go: ", checkpoint, ": ",
+                                                             policy.status().message()));
+  }
+  if (env == nullptr) {
+    return absl::UnimplementedError("--strategy go: this build has no GO environment for it");
+  }
+  rl::GoSolveOptions options;
+  options.max_samples = cmd.budget > 0 ? cmd.budget : kGoBudget;
+  options.fine_tune = cmd.fine_tune;
+  options.seed = cmd.seed;
+  absl::StatusOr<rl::GoSolveResult> result = (*policy)->Solve(*env, options);
+  if (!result.ok()) {
+    return absl::Status(result.status().code(),
+                        absl::StrCat("--strategy go: ", result.status().message()));
+  }
+  if (result->best.device.size() != static_cast<size_t>(env->graph().units)) {
+    return absl::InternalError(absl::StrCat("--strategy go: the policy decided ",
+                                            result->best.device.size(), " devices for ",
+                                            env->graph().units, " units"));
+  }
+  return result;
+}
+
+bool WriteText(const std::string& path, const std::string& text, std::ostream& err) {
+  std::ofstream file(path, std::ios::binary | std::ios::trunc);
+  file << text;
+  file.close();
+  if (!file) {
+    err << "error: cannot write " << path << "\n";
+    return false;
+  }
+  return true;
+}
+
+// The strategy's result and the references, as text or one JSON object.
+struct Report {
+  json header;  // graph, size and target facts, in print order
+  std::string objective_name;
+  std::string label, unit;  // how the text names the objective and its unit
+  double objective = 0;
+  bool feasible = true;
+  std::string error;  // why not feasible
+  std::string strategy;
+  int64_t samples = 0;
+  double seconds = 0;
+  std::vector<std::pair<std::string, double>> references;  // +inf: infeasible
+};
+
+void Print(const PartitionCommand& cmd, const Report& r, const std::string& summary,
+           std::ostream& out) {
+  if (cmd.json) {
+    json j = r.header;
+    j["objective_name"] = r.objective_name;
+    j["objective"] = r.objective;  // null when infinite
+    j["feasible"] = r.feasible;
+    if (!r.feasible) j["error"] = r.error;
+    j["strategy"] = r.strategy;
+    j["samples"] = r.samples;
+    j["seconds"] = r.seconds;
+    json refs = json::object();
+    for (const auto& [name, value] : r.references) refs[name] = value;
+    j["reference"] = std::move(refs);
+    if (!cmd.out.empty()) j["out"] = cmd.out;
+    out << j.dump(2) << "\n";
+    return;
+  }
+  out << summary << "\n";
+  out << absl::StrFormat("%s: %s%s (%s)\n", r.label, Number(r.objective), r.unit,
+                         r.feasible ? "feasible" : "infeasible: " + r.error);
+  out << absl::StrFormat("strategy %s: %d sample%s in %.3g s\n", r.strategy, r.samples,
+                         r.samples == 1 ? "" : "s", r.seconds);
+  std::vector<std::string> refs;
+  for (const auto& [name, value] : r.references) {
+    refs.push_back(
+        absl::StrCat(name, " ", std::isfinite(value) ? Number(value) + r.unit : "infeasible"));
+  }
+  if (!refs.empty()) out << "for reference: " << absl::StrJoin(refs, ", ") << "\n";
+  if (!cmd.out.empty()) out << "written to " << cmd.out << "\n";
+}
+
+// ---- dnn-partitioning graphs ----
+
+double FeasibleObjective(const partition::SplitScore& s) {
+  return s.valid && s.feasible ? s.objective : std::numeric_limits<double>::infinity();
+}
+
+int PartitionGraphFile(const PartitionCommand& cmd, std::ostream& out, std::ostream& err) {
+  if (!cmd.target.empty()) {
+    err << "error: --target places an HLO module; a partition graph names its own accelerators "
+           "(maxFPGAs)\n";
+    return 1;
+  }
+  if (cmd.objective.empty()) {
+    err << "error: a partition graph (.json) needs --objective throughput or latency\n";
+    return 1;
+  }
+  absl::StatusOr<partition::Objective> objective = partition::ParseObjective(cmd.objective);
+  if (!objective.ok()) {
+    err << "error: --objective: " << objective.status().message() << "\n";
+    return 1;
+  }
+  absl::StatusOr<partition::PartitionGraph> graph = partition::LoadPartitionGraph(cmd.graph);
+  if (!graph.ok()) {
+    err << "error: " << graph.status().message() << "\n";
+    return 1;
+  }
+  if (*objective == partition::Objective::kLatency && !graph->IsDag()) {
+    err << "error: " << cmd.graph << ": the latency objective needs an acyclic graph\n";
+    return 1;
+  }
+
+  Report report;
+  report.header["graph"] = graph->name;
+  report.header["nodes"] = graph->size();
+  report.header["classes"] = graph->groups;
+  report.header["accelerators"] = graph->accelerators;
+  report.header["accelerator_bytes"] = graph->accelerator_bytes;
+  report.header["cpus"] = graph->cpus;
+  report.objective_name = std::string(partition::ObjectiveName(*objective));
+  report.label =
+      *objective == partition::Objective::kThroughput ? "throughput (max-load)" : "latency";
+  const std::string summary = absl::StrFormat(
+      "graph %s: %d nodes, %d colocation classes, %d accelerators of %s bytes, %d CPU%s",
+      graph->name, graph->size(), graph->groups, graph->accelerators,
+      Number(graph->accelerator_bytes), graph->cpus, graph->cpus == 1 ? "" : "s");
+  report.references = {
+      {"one-accelerator",
+       FeasibleObjective(partition::Score(*graph, partition::OneAccelerator(*graph), *objective))},
+      {"m-etf",
+       FeasibleObjective(partition::Score(*graph, partition::EarliestFinish(*graph), *objective))}};
+
+  partition::Split split;
+  const auto start = std::chrono::steady_clock::now();
+  if (!cmd.evaluate.empty()) {
+    if (!cmd.strategy.empty()) {
+      err << "error: --evaluate scores the given split; it takes no --strategy\n";
+      return 1;
+    }
+    absl::StatusOr<partition::Split> loaded = partition::LoadSplit(*graph, cmd.evaluate);
+    if (!loaded.ok()) {
+      err << "error: " << loaded.status().message() << "\n";
+      return 1;
+    }
+    split = *std::move(loaded);
+    report.strategy = "evaluate";
+    report.samples = 1;
+  } else {
+    report.strategy = cmd.strategy.empty() ? DefaultStrategy(cmd, "local-search") : cmd.strategy;
+    const std::string& s = report.strategy;
+    if (s != "go" && (!cmd.model.empty() || cmd.fine_tune)) {
+      err << "error: --model and --fine-tune apply to --strategy go, not " << s << "\n";
+      return 1;
+    }
+    const bool registry = opt::StrategyRegistry::Global().Create(s).ok();
+    if (s == "one-accelerator") {
+      split = partition::OneAccelerator(*graph);
+      report.samples = 1;
+    } else if (s == "m-etf") {
+      split = partition::EarliestFinish(*graph);
+      report.samples = 1;
+    } else if (s == "metis") {
+      absl::StatusOr<partition::Split> metis = partition::MetisSplit(*graph, cmd.seed);
+      if (!metis.ok()) {
+        err << "error: metis: " << metis.status().message() << "\n";
+        return 1;
+      }
+      split = *std::move(metis);
+      report.samples = 1;
+    } else if (s == "local-search") {
+      std::mt19937_64 rng(cmd.seed);
+      split = partition::LocalSearch(*graph, *objective, kLocalSearchRestarts, rng, cmd.budget,
+                                     &report.samples);
+    } else if (s == "go") {
+      std::unique_ptr<rl::GoEnvironment> env = rl::MakePartitionEnvironment(*graph, *objective);
+      absl::StatusOr<rl::GoSolveResult> result = SolveWithGo(cmd, env.get());
+      if (!result.ok()) {
+        err << "error: " << result.status().message() << "\n";
+        return 1;
+      }
+      split = partition::PartitionProblem(*graph, *objective).Decode(result->best.device);
+      report.samples = result->samples;
+    } else if (registry) {
+      // The registry's "random" is the best of --budget random splits (after the seeds).
+      partition::PartitionProblem problem(*graph, *objective);
+      absl::StatusOr<opt::Result> result =
+          RegistrySearch(s, problem, cmd.budget > 0 ? cmd.budget : kSearchBudget, cmd.seed);
+      if (!result.ok()) {
+        err << "error: " << s << ": " << result.status().message() << "\n";
+        return 1;
+      }
+      split = problem.Decode(result->best);
+      report.samples = result->evaluations;
+    } else {
+      err << "error: unknown strategy '" << s << "' for a partition graph (available: "
+          << Available({"go", "local-search", "m-etf", "metis", "one-accelerator"}) << ")\n";
+      return 1;
+    }
+  }
+  report.seconds = SecondsSince(start);
+
+  const partition::SplitScore score = partition::Score(*graph, split, *objective);
+  if (!score.valid) {
+    err << "error: " << (cmd.evaluate.empty() ? report.strategy : cmd.evaluate)
+        << ": invalid split: " << score.error << "\n";
+    return 1;
+  }
+  report.objective = score.objective;
+  report.feasible = score.feasible;
+  report.error = score.error;
+  if (!cmd.out.empty() &&
+      !WriteText(cmd.out, partition::FormatSplit(*graph, split, *objective, score.objective),
+                 err)) {
+    return 1;
+  }
+  Print(cmd, report, summary, out);
+  return 0;
+}
+
+// ---- HLO modules on cluster-sim ----
+
+int PlaceModule(const PartitionCommand& cmd, std::ostream& out, std::ostream& err) {
+  if (!cmd.evaluate.empty()) {
+    err << "error: --evaluate scores a split of a partition graph (.json), not of an HLO module\n";
+    return 1;
+  }
+  // A placement is scored by its makespan: one sample's latency.
+  if (!cmd.objective.empty() && cmd.objective != "latency") {
+    err << "error: --objective " << cmd.objective
+        << ": an HLO module's placement is scored by its simulated makespan (latency); "
+           "throughput applies to partition graphs (.json)\n";
+    return 1;
+  }
+  backends::TargetRegistry& registry = backends::TargetRegistry::Global();
+  const std::string target = cmd.target.empty() ? kDefaultClusterTarget : cmd.target;
+  const backends::TargetSpec* spec = registry.Find(ResolveAlias(target));
+  if (spec == nullptr) {
+    err << "error: unknown target '" << target << "' (" << KnownTargets() << ")\n";
+    return 1;
+  }
+  if (spec->kind != "gpu-cluster") {
+    err << "error: target '" << spec->name << "' is of kind '" << spec->kind
+        << "'; partition places ops on a gpu-cluster target (e.g. gpu-4x-nvlink, cluster-sim)\n";
+    return 1;
+  }
+  absl::StatusOr<backends::cluster::ClusterSimulator> sim =
+      backends::cluster::ClusterSimulator::Create(*spec);
+  if (!sim.ok()) {
+    err << "error: " << sim.status().message() << "\n";
+    return 1;
+  }
+  std::unique_ptr<ir::Module> module = LoadVerified(cmd.graph, err);
+  if (module == nullptr) return 1;
+  opt::placement::PlacementProblem problem(costmodels::BuildOpGraph(*module), *sim);
+  const costmodels::OpGraph& graph = problem.graph();
+  if (graph.size() == 0) {
+    err << "error: " << cmd.graph << ": the entry computation has no ops to place\n";
+    return 1;
+  }
+  auto makespan = [](const backends::cluster::ClusterResult& r) {
+    return r.valid ? r.makespan_s : std::numeric_limits<double>::infinity();
+  };
+  const opt::Candidate one_device(static_cast<size_t>(graph.size()), 0);
+  const opt::Candidate metf = problem.EarliestFinishCandidate();
+
+  Report report;
+  report.header["graph"] = module->name();
+  report.header["ops"] = graph.size();
+  report.header["target"] = spec->name;
+  report.header["devices"] = sim->devices();
+  report.objective_name = "makespan_seconds";
+  report.label = "makespan";
+  report.unit = " s";
+  report.references = {{"one-device", makespan(problem.Simulate(one_device))},
+                       {"m-etf", makespan(problem.Simulate(metf))}};
+  const std::string summary =
+      absl::StrFormat("module %s: %d ops on %s (%d devices)", module->name(), graph.size(),
+                      spec->name, sim->devices());
+
+  report.strategy = cmd.strategy.empty() ? DefaultStrategy(cmd, "annealing") : cmd.strategy;
+  const std::string& s = report.strategy;
+  if (s != "go" && (!cmd.model.empty() || cmd.fine_tune)) {
+    err << "error: --model and --fine-tune apply to --strategy go, not " << s << "\n";
+    return 1;
+  }
+  opt::Candidate placement;
+  const auto start = std::chrono::steady_clock::now();
+  if (s == "one-device") {
+    placement = one_device;
+    report.samples = 1;
+  } else if (s == "m-etf") {
+    placement = metf;
+    report.samples = 1;
+  } else if (s == "go") {
+    std::unique_ptr<rl::GoEnvironment> env =
+        rl::MakeClusterEnvironment(graph, *sim, /*schedule=*/false);
+    absl::StatusOr<rl::GoSolveResult> result = SolveWithGo(cmd, env.get());
+    if (!result.ok()) {
+      err << "error: " << result.status().message() << "\n";
+      return 1;
+    }
+    placement = result->best.device;
+    report.samples = result->samples;
+  } else if (opt::StrategyRegistry::Global().Create(s).ok()) {
+    absl::StatusOr<opt::Result> result =
+        RegistrySearch(s, problem, cmd.budget > 0 ? cmd.budget : kSearchBudget, cmd.seed);
+    if (!result.ok()) {
+      err << "error: " << s << ": " << result.status().message() << "\n";
+      return 1;
+    }
+    placement = result->best;
+    report.samples = result->evaluations;
+  } else {
+    err << "error: unknown strategy '" << s
+        << "' for an HLO module (available: " << Available({"go", "m-etf", "one-device"}) << ")\n";
+    return 1;
+  }
+  report.seconds = SecondsSince(start);
+
+  const backends::cluster::ClusterResult result = problem.Simulate(placement);
+  report.objective = makespan(result);
+  report.feasible = result.valid;
+  report.error = result.error;
+  if (!cmd.out.empty()) {
+    json assignment = json::object();
+    for (size_t i = 0; i < graph.nodes.size(); ++i) assignment[graph.nodes[i].name] = placement[i];
+    const json file = {{"placement", std::move(assignment)},
+                       {"makespan_seconds", report.objective}};
+    if (!WriteText(cmd.out, file.dump(1) + "\n", err)) return 1;
+  }
+  Print(cmd, report, summary, out);
+  return 0;
+}
+
+}  // namespace
+
+int RunPartition(const PartitionCommand& cmd, std::ostream& out, std::ostream& err) {
+  if (cmd.budget < 0) {
+    err << "error: --budget must be >= 0 (0: the strategy's default)\n";
+    return 1;
+  }
+  if (cmd.graph.ends_with(".json")) return PartitionGraphFile(cmd, out, err);
+  return PlaceModule(cmd, out, err);
+}
+
+}  // namespace mltune::client
