@@ -17,8 +17,13 @@
 #include "absl/strings/str_format.h"
 #include "backends/cluster_sim/cluster_sim.h"
 #include "backends/spec/target_spec.h"
+#include "backends/tpu_sim/tpu_sim.h"
+#include "costmodels/analytical/op_graph.h"
+#include "ir/hlo_files.h"
 #include "optimizers/core/search.h"
 #include "optimizers/device_partition/device_partition.h"
+#include "optimizers/fusion/fusion_problem.h"
+#include "optimizers/placement/placement_problem.h"
 #include "optimizers/rl/rl.h"
 
 namespace {
@@ -32,14 +37,15 @@ double Since(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
 }
 
-// NOTES.md's values computed with the authors' tools (optimal contiguous DP and local search x10).
+// The best of NOTES.md's values computed with the authors' tools: optimal contiguous DP and
+// local search x10 (throughput), the DP's split and the greedy baseline (latency).
 const std::map<std::string, double> kReference = {
     {"LayerGraphs/bert24_inference:throughput", 17.78},
     {"LayerGraphs/bert24_training:throughput", 39.94},
     {"LayerGraphs/resnet50_inference:throughput", 33.77},
     {"LayerGraphs/resnet50_training:throughput", 78.63},
     {"LayerGraphs/bert24_inference:latency", 100.22},
-    {"LayerGraphs/resnet50_inference:latency", 1014.93},
+    {"LayerGraphs/resnet50_inference:latency", 1443.79},
 };
 
 std::string ExpertFile(const std::string& path) {
@@ -53,7 +59,8 @@ std::string ExpertFile(const std::string& path) {
 struct Row {
   std::string graph;
   int32_t classes = 0;
-  double one = 0, expert = NAN, reference = NAN, metf = 0, metis = 0, random = 0;
+  bool expert_feasible = true;
+  double one = 0, expert = NAN, reference = NAN, metf = 0, metis = 0, contiguous = 0, random = 0;
   double sa1 = 0, sa10 = 0, ls1 = 0, ls10 = 0;
   double go_zero = 0, go_fine = 0, go_scratch = 0;
   int64_t go_samples = 0, fine_samples = 0;
@@ -69,6 +76,152 @@ double Value(const partition::PartitionGraph& g, const partition::Split& s,
 
 double Ratio(double baseline, double go) { return baseline / go; }
 
+struct HloRow {
+  std::string graph;
+  int32_t ops = 0;
+  double defaults = 0, other = 0, sa1 = 0, sa10 = 0, go_zero = 0, go_fine = 0, go_scratch = 0;
+  int64_t fine_to_sa10 = -1, sa_to_best = 0;
+};
+
+// Placement on cluster-sim (default: m-ETF; other: one device) or fusion on tpu-sim (default:
+// XLA's greedy fusion; other: no fusion), GO trained on the zoo's other families.
+int RunHloTask(rl::GoTask task, const std::vector<std::string>& zoo,
+               const std::vector<std::string>& holdouts, int imitation, int iterations,
+               int zero_samples, int fine_samples, uint64_t seed, const std::string& out_path) {
+  const mltune::backends::TargetSpec* gpu =
+      mltune::backends::TargetRegistry::Global().Find("gpu-4x-nvlink");
+  const mltune::backends::TargetSpec* tpu_spec =
+      mltune::backends::TargetRegistry::Global().Find("tpu-v4-core");
+  auto sim = *mltune::backends::cluster::ClusterSimulator::Create(*gpu);
+  auto tpu = *mltune::backends::tpu::TpuSimulator::Create(*tpu_spec);
+  rl::GoCorpus corpus(task, sim, seed, &tpu);
+  std::map<const rl::GoEnvironment*, std::string> path_of;
+  for (const std::string& p : zoo) {
+    if (absl::Status s = corpus.AddHlo(p, 3000); !s.ok()) {
+      std::cerr << "note: " << s.message() << "\n";
+      continue;
+    }
+    path_of[corpus.entries().back().env] = p;
+  }
+  const bool placement = task == rl::GoTask::kPlacement;
+  std::vector<HloRow> rows;
+  std::string notes;
+  for (const std::string& family : holdouts) {
+    std::vector<rl::GoEnvironment*> train;
+    std::vector<const rl::GoCorpus::Entry*> held;
+    for (const rl::GoCorpus::Entry& e : corpus.entries()) {
+      (e.family == family ? held.push_back(&e) : train.push_back(e.env));
+    }
+    if (held.empty()) continue;
+    rl::GoConfig config;
+    config.seed = seed;
+    std::unique_ptr<rl::GoPolicy> policy = *rl::GoPolicy::Create(config);
+    rl::GoTrainOptions options;
+    options.imitation_iterations = imitation;
+    options.iterations = iterations;
+    options.eval_every = 0;
+    const auto start = Clock::now();
+    absl::StatusOr<std::vector<rl::GoTrainProgress>> h = policy->Train(train, options);
+    if (!h.ok()) {
+      std::cerr << h.status() << "\n";
+      return 1;
+    }
+    notes += absl::StrFormat("- %s held out: trained on %d modules, %d + %d iterations, %.0f s\n",
+                             family, train.size(), imitation, iterations, Since(start));
+    const std::string saved = policy->Save();
+    for (const rl::GoCorpus::Entry* e : held) {
+      std::cout << "  " << e->name << "\n" << std::flush;
+      auto module = *mltune::ir::LoadVerifiedHlo(path_of[e->env]);
+      mltune::costmodels::OpGraph graph = mltune::costmodels::BuildOpGraph(*module);
+      HloRow r;
+      r.graph = e->name;
+      r.ops = graph.size();
+      std::unique_ptr<mltune::opt::ConfigProblem> problem;
+      if (placement) {
+        auto p = std::make_unique<mltune::opt::placement::PlacementProblem>(graph, sim);
+        r.defaults = p->Evaluate(p->EarliestFinishCandidate());
+        r.other = p->Evaluate(mltune::opt::Candidate(static_cast<size_t>(graph.size()), 0));
+        problem = std::move(p);
+      } else {
+        auto p = std::make_unique<mltune::opt::fusion::TpuFusionProblem>(graph, tpu);
+        r.defaults = p->Evaluate(p->DefaultCandidate());
+        r.other = p->Evaluate(mltune::opt::Candidate(p->DefaultCandidate().size(), 0));
+        problem = std::move(p);
+      }
+      auto anneal = [&](int64_t budget, mltune::opt::Result* out) {
+        auto strategy = mltune::opt::StrategyRegistry::Global().Create("annealing");
+        absl::StatusOr<mltune::opt::Result> res =
+            (*strategy)->Search(*problem, mltune::opt::Budget(budget, 0), seed);
+        if (out != nullptr) *out = *res;
+        return res->best_score;
+      };
+      mltune::opt::Result sa10;
+      r.sa1 = anneal(fine_samples, nullptr);
+      r.sa10 = anneal(10 * fine_samples, &sa10);
+      for (const mltune::opt::TracePoint& t : sa10.trace) {
+        if (t.best_score <= r.sa10) {
+          r.sa_to_best = t.step;
+          break;
+        }
+      }
+      rl::GoSolveOptions solve;
+      solve.max_samples = zero_samples;
+      solve.sampled = zero_samples;
+      solve.seed = seed;
+      r.go_zero = (*rl::GoPolicy::Load(saved))->Solve(*e->env, solve)->best_score;
+      solve.max_samples = fine_samples;
+      solve.fine_tune = true;
+      absl::StatusOr<rl::GoSolveResult> f = (*rl::GoPolicy::Load(saved))->Solve(*e->env, solve);
+      r.go_fine = f->best_score;
+      for (const auto& [samples, best] : f->trace) {
+        if (best <= r.sa10 * (1 + 1e-9)) {
+          r.fine_to_sa10 = samples;
+          break;
+        }
+      }
+      r.go_scratch = (*rl::GoPolicy::Create(config))->Solve(*e->env, solve)->best_score;
+      rows.push_back(r);
+    }
+  }
+  std::string table = absl::StrFormat(
+      "| held-out module (%s) | ops | %s | %s | SA %dx | SA %dx | GO zero-shot (%d) | GO "
+      "fine-tuned (%d) | GO scratch (%d) | fine-tuned samples to SA 10x's best (SA's own) |\n"
+      "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n",
+      placement ? "placement, gpu-4x-nvlink, makespan us" : "fusion, tpu-v4-core, us",
+      placement ? "m-ETF" : "XLA fusion", placement ? "one device" : "no fusion", fine_samples,
+      10 * fine_samples, zero_samples, fine_samples, fine_samples);
+  double log_default = 0, log_sa10 = 0, log_fine = 0;
+  int count = 0;
+  auto us = [](double s) {
+    return std::isfinite(s) ? absl::StrFormat("%.1f", s * 1e6) : std::string("—");
+  };
+  for (const HloRow& r : rows) {
+    table += absl::StrFormat(
+        "| %s | %d | %s | %s | %s | %s | %s | %s | %s | %s (%d) |\n", r.graph, r.ops,
+        us(r.defaults), us(r.other), us(r.sa1), us(r.sa10), us(r.go_zero), us(r.go_fine),
+        us(r.go_scratch),
+        r.fine_to_sa10 < 0 ? std::string("not reached") : absl::StrCat(r.fine_to_sa10),
+        r.sa_to_best);
+    if (std::isfinite(r.go_zero) && std::isfinite(r.defaults)) {
+      log_default += std::log(r.defaults / r.go_zero);
+      log_sa10 += std::log(r.sa10 / r.go_zero);
+      log_fine += std::log(r.sa10 / r.go_fine);
+      ++count;
+    }
+  }
+  if (count > 0) {
+    table += absl::StrFormat(
+        "\nGeomean over %d held-out modules (>1: GO better): zero-shot vs %s %.3fx; zero-shot "
+        "vs SA 10x %.3fx; fine-tuned vs SA 10x %.3fx\n",
+        count, placement ? "m-ETF" : "XLA fusion", std::exp(log_default / count),
+        std::exp(log_sa10 / count), std::exp(log_fine / count));
+  }
+  table += "\n" + notes;
+  std::cout << "\n" << table;
+  if (!out_path.empty()) std::ofstream(out_path) << table;
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -77,19 +230,42 @@ int main(int argc, char** argv) {
   std::string zoo_dir = std::string(MLTUNE_SOURCE_DIR) + "/models/hlo";
   std::string out_path, checkpoint_dir;
   std::vector<std::string> holdouts = {"bert", "resnet"};
-  int iterations = 150, zero_samples = 16, fine_samples = 160, max_units = 3000;
+  int iterations = 150, imitation = 0, zero_samples = 16, fine_samples = 160, max_units = 3000;
   uint64_t seed = 0;
   app.add_option("--placement-dir", placement_dir, "dnn-partitioning graphs");
   app.add_option("--zoo", zoo_dir, "HLO modules (*.after.hlo*) to train on as well");
   app.add_option("--holdout", holdouts, "Families held out, one policy each");
   app.add_option("--iterations", iterations, "PPO iterations per policy");
+  app.add_option("--imitation", imitation, "Imitation iterations before PPO");
   app.add_option("--samples", zero_samples, "GO zero-shot samples");
   app.add_option("--fine-tune-samples", fine_samples, "GO fine-tuning samples");
   app.add_option("--max-units", max_units, "Largest zoo graph trained on (ops)");
   app.add_option("--checkpoint-dir", checkpoint_dir, "Save (or reuse) each policy here");
   app.add_option("--seed", seed, "Seed");
   app.add_option("--out", out_path, "Write the markdown table here too");
+  std::string task_name = "partition";
+  app.add_option("--task", task_name,
+                 "partition (dnn-partitioning graphs), placement (zoo on cluster-sim) or fusion "
+                 "(zoo on tpu-sim)");
   CLI11_PARSE(app, argc, argv);
+  absl::StatusOr<rl::GoTask> task = rl::ParseGoTask(task_name);
+  if (!task.ok()) {
+    std::cerr << task.status() << "\n";
+    return 1;
+  }
+  if (*task != rl::GoTask::kPartition) {
+    std::vector<std::string> modules;
+    for (const auto& e : fs::directory_iterator(zoo_dir)) {
+      const std::string p = e.path().string();
+      // Fusion decides on unfused modules; placement on the compiler's fused kernels.
+      const char* stage = *task == rl::GoTask::kFusion ? ".before.hlo" : ".after.hlo";
+      if (p.find(stage) != std::string::npos) modules.push_back(p);
+    }
+    std::sort(modules.begin(), modules.end());
+    if (app.count("--holdout") == 0) holdouts = {"resnet", "gpt", "inception"};
+    return RunHloTask(*task, modules, holdouts, imitation, iterations, zero_samples, fine_samples,
+                      seed, out_path);
+  }
   if (!fs::exists(placement_dir)) {
     std::cerr << "go_bench: " << placement_dir << " not found (the shared placement graphs)\n";
     return 1;
@@ -166,6 +342,7 @@ int main(int argc, char** argv) {
       const auto start = Clock::now();
       rl::GoTrainOptions options;
       options.iterations = iterations;
+      options.imitation_iterations = imitation;
       options.eval_every = 0;
       options.on_progress = [&](const rl::GoTrainProgress& p) {
         if (p.iteration % 10 == 0) {
@@ -208,12 +385,17 @@ int main(int argc, char** argv) {
       if (const std::string f = ExpertFile(path); !f.empty()) {
         absl::StatusOr<partition::Split> s =
             partition::LoadSplit(*g, placement_dir + "/human-experts/" + f);
-        if (s.ok()) r.expert = partition::Score(*g, *s, objective).objective;
+        if (s.ok()) {
+          const partition::SplitScore score = partition::Score(*g, *s, objective);
+          r.expert = score.objective;
+          r.expert_feasible = score.valid && score.feasible;
+        }
       }
       if (auto it = kReference.find(r.graph); it != kReference.end()) r.reference = it->second;
       r.metf = Value(*g, partition::EarliestFinish(*g), objective);
       absl::StatusOr<partition::Split> metis = partition::MetisSplit(*g, seed);
       r.metis = metis.ok() ? Value(*g, *metis, objective) : INFINITY;
+      r.contiguous = Value(*g, partition::ContiguousSplit(*g), objective);
 
       // GO zero-shot.
       std::unique_ptr<rl::GoPolicy> zero = *rl::GoPolicy::Load(saved);
@@ -277,11 +459,13 @@ int main(int argc, char** argv) {
 
   // The table: values (lower is better), then GO zero-shot's improvement over each baseline.
   std::string table = absl::StrFormat(
-      "| held-out graph | classes | one acc. | expert | NOTES ref. | m-ETF | METIS | random "
+      "| held-out graph | classes | one acc. | expert | NOTES ref. | m-ETF | METIS | contiguous | "
+      "random "
       "%dx | SA 1x | SA 10x | LS 1x | LS 10x | GO zero-shot (%d) | GO fine-tuned (%d) | GO "
       "scratch (%d) | fine-tuned samples to SA 10x's best (SA's own) |\n",
       fine_samples, zero_samples, fine_samples, fine_samples);
-  table += "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n";
+  table +=
+      "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n";
   auto num = [](double x) {
     return std::isfinite(x) ? absl::StrFormat("%.2f", x) : std::string("—");
   };
@@ -289,14 +473,17 @@ int main(int argc, char** argv) {
   int count = 0;
   for (const Row& r : rows) {
     table += absl::StrFormat(
-        "| %s | %d | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s (%d) |\n",
-        r.graph, r.classes, num(r.one), num(r.expert), num(r.reference), num(r.metf), num(r.metis),
-        num(r.random), num(r.sa1), num(r.sa10), num(r.ls1), num(r.ls10), num(r.go_zero),
-        num(r.go_fine), num(r.go_scratch),
+        "| %s | %d | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s (%d) "
+        "|\n",
+        r.graph, r.classes, num(r.one),
+        r.expert_feasible ? num(r.expert) : absl::StrCat(num(r.expert), " (infeasible)"),
+        num(r.reference), num(r.metf), num(r.metis), num(r.contiguous), num(r.random), num(r.sa1),
+        num(r.sa10), num(r.ls1), num(r.ls10), num(r.go_zero), num(r.go_fine), num(r.go_scratch),
         r.fine_to_sa10 < 0 ? std::string("not reached") : absl::StrCat(r.fine_to_sa10),
         r.sa_to_best);
-    double best_classic = std::min({r.metf, r.metis});
-    if (std::isfinite(r.expert)) best_classic = std::min(best_classic, r.expert);
+    double best_classic = std::min({r.metf, r.metis, r.contiguous});
+    if (std::isfinite(r.expert) && r.expert_feasible)
+      best_classic = std::min(best_classic, r.expert);
     if (std::isfinite(r.reference)) best_classic = std::min(best_classic, r.reference);
     if (std::isfinite(r.go_zero) && std::isfinite(best_classic)) {
       log_sum_best += std::log(Ratio(best_classic, r.go_zero));
@@ -309,7 +496,8 @@ int main(int argc, char** argv) {
   if (count > 0) {
     table += absl::StrFormat(
         "\nGeomean over %d held-out graphs (>1: GO better): zero-shot vs the best of expert, "
-        "m-ETF, METIS and NOTES %.3fx; zero-shot vs m-ETF %.3fx; zero-shot vs SA 10x %.3fx; "
+        "m-ETF, METIS, contiguous and NOTES %.3fx; zero-shot vs m-ETF %.3fx; zero-shot vs SA 10x "
+        "%.3fx; "
         "fine-tuned vs SA 10x %.3fx\n",
         count, std::exp(log_sum_best / count), std::exp(log_sum_metf / count),
         std::exp(log_sum_sa10 / count), std::exp(log_sum_fine_sa10 / count));

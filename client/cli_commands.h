@@ -145,9 +145,9 @@ using CollectCommand = opt::cost_model_data::CollectOptions;
 int RunCollect(const CollectCommand& cmd, std::ostream& out, std::ostream& err);
 
 struct TrainAgentCommand {
-  std::string task = "pass-order";
+  std::string task = "pass-order";  // pass-order; go: partition or placement
   std::vector<std::string> graphs;  // HLO files, or folders searched recursively
-  std::string algo;                 // ppo, dqn or maxq
+  std::string algo;                 // ppo, dqn, maxq or go
   std::string encoder = "mlp";      // mlp or gnn
   int episodes = 200;
   int episode_length = 20;
@@ -160,11 +160,21 @@ struct TrainAgentCommand {
   std::string csv;             // training curve as CSV ("" = don't)
   std::string svg;             // training curve as an SVG plot ("" = don't)
   bool live_progress = false;  // one progress line redrawn with '\r' (a terminal), else lines
+  // --algo go: graph families held out (evaluated every eval_every iterations), the cluster-sim
+  // target HLO ops are timed on, the largest module trained on, a copy of the checkpoint.
+  std::vector<std::string> holdout_families;
+  std::string target = "gpu-4x-nvlink";
+  int64_t max_units = 3000;
+  int64_t imitation = 0;  // imitation iterations before PPO
+  std::string out;
 };
 // `mltune train-agent`: trains an RL agent (optimizers/rl) on a set of graphs with a held-out
 // split, evaluates it against the start and XLA's default CPU pipeline, writes the training curve
 // and stores the checkpoint as the next version of `pass-order/rl-<algo>`.
 int RunTrainAgent(const TrainAgentCommand& cmd, std::ostream& out, std::ostream& err);
+// `mltune train-agent --algo go` (RunTrainAgent hands it over): the GO policy across graphs,
+// stored as the next version of `partition/go`.
+int RunTrainGoAgent(const TrainAgentCommand& cmd, std::ostream& out, std::ostream& err);
 
 // `mltune train-cost-model`: the library's options (optimizers/cost_model_training/
 // train_cost_model.h), each a flag of the same name, and where to draw the training curve.

@@ -385,10 +385,13 @@ int main(int argc, char** argv) {
       "train-agent",
       "Train an RL pass-ordering agent on HLO graphs (held-out split by fingerprint); store the "
       "checkpoint as the next version of pass-order/rl-<algo>");
-  train_cmd->add_option("--task", train.task, "Task: pass-order")->required();
+  train_cmd
+      ->add_option("--task", train.task, "Task: pass-order; with --algo go: partition or placement")
+      ->required();
   train_cmd->add_option("--graphs", train.graphs, "HLO files, or folders searched recursively")
       ->required();
-  train_cmd->add_option("--algo", train.algo, "ppo, dqn or maxq")->required();
+  train_cmd->add_option("--algo", train.algo, "ppo, dqn, maxq or go (the GO graph policy)")
+      ->required();
   train_cmd->add_option("--encoder", train.encoder, "mlp or gnn")->default_val("mlp");
   train_cmd->add_option("--episodes", train.episodes, "Training episodes")->default_val(200);
   train_cmd->add_option("--episode-length", train.episode_length, "Passes per episode")
@@ -404,6 +407,17 @@ int main(int argc, char** argv) {
   train_cmd->add_flag("--no-store", train.no_store, "Do not store the checkpoint");
   train_cmd->add_option("--csv", train.csv, "Write the training curve as CSV");
   train_cmd->add_option("--svg", train.svg, "Write the training curve as an SVG plot");
+  train_cmd->add_option("--holdout-family", train.holdout_families,
+                        "--algo go: graph families held out (e.g. resnet), evaluated as it trains");
+  train_cmd->add_option("--target", train.target, "--algo go: cluster-sim target of HLO graphs")
+      ->default_val("gpu-4x-nvlink");
+  train_cmd->add_option("--max-units", train.max_units, "--algo go: largest HLO module (ops)")
+      ->default_val(3000);
+  train_cmd->add_option("--out", train.out, "--algo go: also write the checkpoint here");
+  train_cmd
+      ->add_option("--imitation", train.imitation,
+                   "--algo go: iterations imitating the best baseline before PPO")
+      ->default_val(0);
 
   PartitionCommand partition;
   auto* partition_cmd = app.add_subcommand(

@@ -225,13 +225,14 @@ bool OpenOutput(const std::string& path, std::ofstream& file, std::ostream& err)
 
 int RunTrainAgent(const TrainAgentCommand& cmd, std::ostream& out, std::ostream& err) {
   // ---- Arguments, before any work.
+  if (cmd.algo == "go") return RunTrainGoAgent(cmd, out, err);
   if (cmd.task != "pass-order") {
     err << "error: unknown task '" << cmd.task << "' (available: pass-order)\n";
     return 1;
   }
   absl::StatusOr<rl::Algo> algo = rl::ParseAlgo(cmd.algo);
   if (!algo.ok()) {
-    err << "error: unknown algorithm '" << cmd.algo << "' (expected ppo, dqn or maxq)\n";
+    err << "error: unknown algorithm '" << cmd.algo << "' (expected ppo, dqn, maxq or go)\n";
     return 1;
   }
   absl::StatusOr<rl::EncoderKind> encoder = rl::ParseEncoder(cmd.encoder);

@@ -20,6 +20,11 @@ absl::StatusOr<ConfigTaskOptions> ParseConfigTaskOptions(std::string_view task,
         return absl::InvalidArgumentError(
             absl::StrCat("option seed='", value, "': expected an unsigned integer"));
       }
+    } else if (key == "fine_tune") {
+      if (!absl::SimpleAtob(value, &parsed.fine_tune)) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("option fine_tune='", value, "': expected true or false"));
+      }
     } else if (key == "noise" && allow_noise) {
       if (!absl::SimpleAtod(value, &parsed.noise) || !(parsed.noise >= 0 && parsed.noise <= 1)) {
         return absl::InvalidArgumentError(
@@ -27,7 +32,7 @@ absl::StatusOr<ConfigTaskOptions> ParseConfigTaskOptions(std::string_view task,
       }
     } else {
       return absl::InvalidArgumentError(absl::StrCat("unknown option '", key, "' for task ",
-                                                     std::string(task), " (known: seed",
+                                                     std::string(task), " (known: seed, fine_tune",
                                                      allow_noise ? ", noise" : "", ")"));
     }
   }
@@ -71,7 +76,8 @@ absl::StatusOr<ConfigSearchRun> RunConfigSearch(const TaskRequest& request, std:
                                                 opt::ConfigProblem& problem, uint64_t seed,
                                                 double original_score, double baseline_score,
                                                 std::string scorer,
-                                                const opt::StrategyParams& model_topk_params) {
+                                                const opt::StrategyParams& model_topk_params,
+                                                std::unique_ptr<opt::Strategy> own_strategy) {
   if (request.continue_from.has_value()) {
     auto it = request.continue_from->artifacts.find("configuration");
     if (it != request.continue_from->artifacts.end()) {
@@ -92,7 +98,8 @@ absl::StatusOr<ConfigSearchRun> RunConfigSearch(const TaskRequest& request, std:
     return run;
   }
   absl::StatusOr<std::unique_ptr<opt::Strategy>> strategy =
-      request.strategy == opt::kModelTopK
+      own_strategy != nullptr ? std::move(own_strategy)
+      : request.strategy == opt::kModelTopK
           ? opt::CreateModelTopK(model_topk_params)
           : opt::StrategyRegistry::Global().Create(request.strategy);
   if (!strategy.ok()) return strategy.status();

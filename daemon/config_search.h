@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <string_view>
 
@@ -16,10 +17,11 @@
 namespace mltune::daemon {
 
 // Options every configuration task takes: seed (search), noise (the simulator's log-normal
-// noise, tpu-sim only).
+// noise, tpu-sim only), fine_tune (learned policies only).
 struct ConfigTaskOptions {
   uint64_t seed = 0;
   double noise = 0;
+  bool fine_tune = false;  // learned policies (go): train on this graph with the budget left
 };
 absl::StatusOr<ConfigTaskOptions> ParseConfigTaskOptions(std::string_view task,
                                                          const TaskOptions& options,
@@ -66,11 +68,12 @@ struct ConfigSearchRun {
 
 // `baseline_score` is the problem's default configuration's score (its first seed), and
 // `original_score` the graph's as given. FailedPrecondition when no valid configuration exists.
-// `model_topk_params` are the task's parameters for strategy model-topk.
-absl::StatusOr<ConfigSearchRun> RunConfigSearch(const TaskRequest& request, std::string_view task,
-                                                opt::ConfigProblem& problem, uint64_t seed,
-                                                double original_score, double baseline_score,
-                                                std::string scorer,
-                                                const opt::StrategyParams& model_topk_params = {});
+// `model_topk_params` are the task's parameters for strategy model-topk; `own_strategy`, when
+// given, runs instead of the registry's strategy of the request's name (a task's learned policy).
+absl::StatusOr<ConfigSearchRun> RunConfigSearch(
+    const TaskRequest& request, std::string_view task, opt::ConfigProblem& problem, uint64_t seed,
+    double original_score, double baseline_score, std::string scorer,
+    const opt::StrategyParams& model_topk_params = {},
+    std::unique_ptr<opt::Strategy> own_strategy = nullptr);
 
 }  // namespace mltune::daemon

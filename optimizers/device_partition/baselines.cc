@@ -133,6 +133,35 @@ Split EarliestFinish(const PartitionGraph& g) {
   return Expand(g, device_of_group);
 }
 
+Split ContiguousSplit(const PartitionGraph& g) {
+  const std::vector<bool> cpu = CpuGroups(g);
+  std::vector<double> latency(static_cast<size_t>(g.groups), 0), bytes(latency);
+  double total = 0;
+  for (const PartitionNode& n : g.nodes) {
+    latency[static_cast<size_t>(n.group)] += n.accelerator_latency;
+    bytes[static_cast<size_t>(n.group)] += n.bytes;
+    total += n.accelerator_latency;
+  }
+  // Classes are numbered in topological order of their first node (FinishGraph).
+  std::vector<int32_t> device(static_cast<size_t>(g.groups), 0);
+  int32_t stage = 1;
+  double done = 0, stage_bytes = 0;
+  for (size_t c = 0; c < device.size(); ++c) {
+    if (cpu[c]) continue;
+    const bool full = stage_bytes > 0 && stage_bytes + bytes[c] > g.accelerator_bytes;
+    // Move on once this stage has its share of the compute, or its memory is full.
+    const bool share_done = done + latency[c] / 2 > total * stage / g.accelerators;
+    if ((full || share_done) && stage < g.accelerators && stage_bytes > 0) {
+      ++stage;
+      stage_bytes = 0;
+    }
+    device[c] = stage;
+    stage_bytes += bytes[c];
+    done += latency[c];
+  }
+  return Expand(g, device);
+}
+
 absl::StatusOr<Split> MetisSplit(const PartitionGraph& g, uint64_t seed) {
   const std::vector<bool> cpu = CpuGroups(g);
   if (g.accelerators == 1 || g.groups == 1) return OneAccelerator(g);

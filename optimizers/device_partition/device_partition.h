@@ -34,7 +34,7 @@ struct PartitionNode {
   double out_cost = 0;             // cost of every edge leaving the node: moving its output once
   // Colocation class, dense in [0, groups), numbered in topological order of first nodes.
   int32_t group = 0;
-  std::string kind;                // op kind where known (HLO opcode), else ""
+  std::string kind;  // op kind where known (HLO opcode), else ""
 };
 
 // A graph in the repository's format, nodes indexed densely in file order.
@@ -112,6 +112,9 @@ Split RandomSplit(const PartitionGraph& graph, std::mt19937_64& rng);
 // Baechi's m-ETF as a list scheduler in the model's costs: the ready class that can finish
 // earliest goes to the accelerator where it finishes earliest, among those with memory left.
 Split EarliestFinish(const PartitionGraph& graph);
+// Pipeline stages: the classes in topological order cut into at most k contiguous runs of about
+// equal compute, a run ending early when the next class would not fit its accelerator's memory.
+Split ContiguousSplit(const PartitionGraph& graph);
 // METIS k-way on the symmetrised graph of colocation classes (vertex weight: latency, edge weight:
 // transfer cost), balanced by latency.
 absl::StatusOr<Split> MetisSplit(const PartitionGraph& graph, uint64_t seed);

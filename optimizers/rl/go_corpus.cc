@@ -6,6 +6,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "backends/cluster_sim/cluster_sim.h"
+#include "backends/tpu_sim/tpu_sim.h"
+#include "costmodels/analytical/kernels.h"
 #include "costmodels/analytical/op_graph.h"
 #include "ir/hlo_files.h"
 #include "optimizers/device_partition/device_partition.h"
@@ -22,12 +24,21 @@ struct GoCorpus::Storage {
 absl::StatusOr<GoTask> ParseGoTask(std::string_view name) {
   if (name == "partition") return GoTask::kPartition;
   if (name == "placement") return GoTask::kPlacement;
-  return absl::InvalidArgumentError(
-      absl::StrCat("unknown GO task '", std::string(name), "' (expected partition or placement)"));
+  if (name == "fusion") return GoTask::kFusion;
+  return absl::InvalidArgumentError(absl::StrCat("unknown GO task '", std::string(name),
+                                                 "' (expected partition, placement or fusion)"));
 }
 
 std::string_view GoTaskName(GoTask task) {
-  return task == GoTask::kPartition ? "partition" : "placement";
+  switch (task) {
+    case GoTask::kPartition:
+      return "partition";
+    case GoTask::kPlacement:
+      return "placement";
+    case GoTask::kFusion:
+      return "fusion";
+  }
+  return "";
 }
 
 std::string GraphFamily(std::string_view name) {
@@ -55,8 +66,9 @@ std::string Stem(const std::string& path) {
 
 }  // namespace
 
-GoCorpus::GoCorpus(GoTask task, const backends::cluster::ClusterSimulator& sim, uint64_t seed)
-    : task_(task), sim_(sim), seed_(seed), storage_(std::make_unique<Storage>()) {}
+GoCorpus::GoCorpus(GoTask task, const backends::cluster::ClusterSimulator& sim, uint64_t seed,
+                   const backends::tpu::TpuSimulator* tpu)
+    : task_(task), sim_(sim), seed_(seed), tpu_(tpu), storage_(std::make_unique<Storage>()) {}
 GoCorpus::~GoCorpus() = default;
 
 absl::Status GoCorpus::AddPartitionGraph(const std::string& path, partition::Objective objective) {
@@ -83,6 +95,16 @@ absl::Status GoCorpus::AddHlo(const std::string& path, int32_t max_units) {
         absl::StrCat(path, ": ", graph.size(), " ops, outside the corpus's 2..", max_units));
   }
   const std::string stem = Stem(path);
+  if (task_ == GoTask::kFusion) {
+    if (tpu_ == nullptr) return absl::InvalidArgumentError("the fusion task needs a TPU simulator");
+    if (costmodels::FusibleProducers(graph).empty()) {
+      return absl::FailedPreconditionError(absl::StrCat(path, ": nothing to fuse"));
+    }
+    storage_->op_graphs.push_back(std::move(graph));
+    storage_->envs.push_back(MakeFusionEnvironment(storage_->op_graphs.back(), *tpu_));
+    entries_.push_back({stem, GraphFamily(stem), storage_->envs.back().get()});
+    return absl::OkStatus();
+  }
   if (task_ == GoTask::kPlacement) {
     storage_->op_graphs.push_back(std::move(graph));
     storage_->envs.push_back(MakeClusterEnvironment(storage_->op_graphs.back(), sim_, true));

@@ -3,9 +3,12 @@
 // unit features, so one policy learns across them.
 #include <algorithm>
 #include <cmath>
+#include <random>
 #include <set>
 
 #include "backends/cluster_sim/cluster_sim.h"
+#include "backends/tpu_sim/tpu_sim.h"
+#include "costmodels/analytical/kernels.h"
 #include "costmodels/analytical/op_graph.h"
 #include "optimizers/device_partition/device_partition.h"
 #include "optimizers/rl/rl.h"
@@ -132,6 +135,24 @@ class PartitionEnvironment : public GoEnvironment {
     return o;
   }
   double reference_score() const override { return reference_; }
+  std::vector<GoDecision> Baselines() override {
+    std::mt19937_64 rng(1);
+    std::vector<partition::Split> splits = {
+        partition::OneAccelerator(graph_), partition::EarliestFinish(graph_),
+        partition::ContiguousSplit(graph_),
+        partition::LocalSearch(graph_, problem_.objective(), 1, rng, 2000, nullptr)};
+    if (absl::StatusOr<partition::Split> metis = partition::MetisSplit(graph_, 1); metis.ok()) {
+      splits.push_back(*metis);
+    }
+    std::vector<GoDecision> out;
+    for (const partition::Split& split : splits) {
+      GoDecision d;
+      const opt::Candidate c = problem_.Encode(split);
+      d.device.assign(c.begin(), c.end());
+      out.push_back(std::move(d));
+    }
+    return out;
+  }
 
  private:
   const partition::PartitionGraph& graph_;
@@ -206,6 +227,12 @@ class ClusterEnvironment : public GoEnvironment {
     return o;
   }
   double reference_score() const override { return reference_; }
+  std::vector<GoDecision> Baselines() override {
+    GoDecision metf, one;
+    metf.device = sim_.EarliestFinishPlacement(graph_);
+    one.device.assign(static_cast<size_t>(graph_.size()), 0);
+    return {metf, one};
+  }
 
  private:
   const costmodels::OpGraph& graph_;
@@ -216,9 +243,86 @@ class ClusterEnvironment : public GoEnvironment {
   double reference_ = 1;
 };
 
+// Fusion priorities ordering the greedy fusion pass on tpu-sim (XLA's priority fusion): the
+// fusion head's level of each fusible producer is its priority, level 0 keeps it apart; the
+// plan's simulated seconds with every kernel at its default tile.
+class FusionEnvironment : public GoEnvironment {
+ public:
+  FusionEnvironment(const costmodels::OpGraph& graph, backends::tpu::TpuSimulator sim)
+      : graph_(graph), sim_(std::move(sim)), producers_(costmodels::FusibleProducers(graph)) {
+    const costmodels::FusionPlan unfused = costmodels::Unfused(graph);
+    const std::vector<costmodels::KernelSummary> kernels =
+        costmodels::SummarizeKernels(graph, unfused);
+    std::vector<UnitFacts> units(static_cast<size_t>(graph.size()));
+    double hbm = 1e12;
+    for (const backends::MemoryLevel& level : sim_.spec().memory) {
+      if (level.name == "hbm") hbm = level.bandwidth;
+    }
+    std::vector<int32_t> src, dst;
+    for (int32_t i = 0; i < graph.size(); ++i) {
+      const costmodels::OpNode& op = graph.nodes[static_cast<size_t>(i)];
+      UnitFacts& u = units[static_cast<size_t>(i)];
+      const int32_t k = unfused.kernel_of[static_cast<size_t>(i)];
+      const costmodels::KernelSummary& kernel = kernels[static_cast<size_t>(k)];
+      u.seconds = sim_.SimulateKernel(kernel, sim_.DefaultTile(kernel)).seconds;
+      u.bytes = op.output_bytes;
+      u.out_cost = op.output_bytes / hbm;
+      u.kind = op.matmul ? 1 : op.elementwise_like ? 2 : 3;
+      u.cpu_only = op.opaque;
+      for (const costmodels::OpInput& in : op.inputs) {
+        if (in.node < 0 || in.node == i) continue;
+        src.push_back(in.node);
+        dst.push_back(i);
+      }
+    }
+    go_ = BuildGoGraph(graph.module_name, units, std::move(src), std::move(dst), 1, 0);
+    go_.fusion = true;
+    GoDecision fused;
+    fused.fusion.assign(static_cast<size_t>(graph.size()), 1);
+    const Outcome o = Evaluate(fused);
+    reference_ = o.valid ? std::max(o.score, 1e-30) : 1;
+  }
+
+  const GoGraph& graph() const override { return go_; }
+  Outcome Evaluate(const GoDecision& decision) override {
+    std::vector<int32_t> priority(producers_.size(), 1);
+    if (decision.fusion.size() == static_cast<size_t>(graph_.size())) {
+      for (size_t p = 0; p < producers_.size(); ++p) {
+        priority[p] = decision.fusion[static_cast<size_t>(producers_[p])];
+      }
+    }
+    const costmodels::FusionPlan plan = costmodels::PlanFusionByPriority(graph_, priority);
+    const backends::tpu::TpuResult r = sim_.Simulate(costmodels::SummarizeKernels(graph_, plan));
+    Outcome o;
+    o.valid = r.valid;
+    o.score = r.seconds;
+    o.overflow = r.valid ? 0 : 1;
+    return o;
+  }
+  double reference_score() const override { return reference_; }
+  std::vector<GoDecision> Baselines() override {
+    GoDecision fused, unfused;
+    fused.fusion.assign(static_cast<size_t>(graph_.size()), 1);
+    unfused.fusion.assign(static_cast<size_t>(graph_.size()), 0);
+    return {fused, unfused};
+  }
+
+ private:
+  const costmodels::OpGraph& graph_;
+  backends::tpu::TpuSimulator sim_;
+  std::vector<int32_t> producers_;
+  GoGraph go_;
+  double reference_ = 1;
+};
+
 }  // namespace
 
 int GoFeatureSize() { return kFeatures; }
+
+std::unique_ptr<GoEnvironment> MakeFusionEnvironment(const costmodels::OpGraph& graph,
+                                                     backends::tpu::TpuSimulator sim) {
+  return std::make_unique<FusionEnvironment>(graph, std::move(sim));
+}
 
 std::unique_ptr<GoEnvironment> MakePartitionEnvironment(const partition::PartitionGraph& graph,
                                                         partition::Objective objective) {

@@ -288,6 +288,22 @@ class TorchGoPolicy : public GoPolicy {
     std::iota(order.begin(), order.end(), 0);
     size_t next = order.size();
     int64_t samples = 0;
+    for (int it = 0; it < options.imitation_iterations; ++it) {
+      if (options.stop && options.stop()) break;
+      std::vector<GoEnvironment*> picked;
+      for (int b = 0; b < std::max(1, options.graphs_per_iteration); ++b) {
+        if (next >= order.size()) {
+          std::shuffle(order.begin(), order.end(), rng);
+          next = 0;
+        }
+        picked.push_back(envs[order[next++]]);
+      }
+      GoTrainProgress p;
+      p.iteration = it + 1;
+      p.mean_reward = Imitate(picked, rng);  // the imitation loss, while imitating
+      p.seconds = Since(start);
+      if (options.on_progress) options.on_progress(p);
+    }
     for (int it = 0; it < options.iterations; ++it) {
       if (options.stop && options.stop()) break;
       std::vector<Batch> batches;
@@ -499,6 +515,66 @@ class TorchGoPolicy : public GoPolicy {
     }
   }
 
+  // The best baseline's decision on `env`, devices renumbered in order of first use (a
+  // placement's device names are arbitrary; this makes the target unique). Cached per graph.
+  const GoDecision& Teacher(GoEnvironment& env) {
+    auto it = teachers_.find(&env);
+    if (it != teachers_.end()) return it->second;
+    GoDecision best;
+    double best_reward = -1e300;
+    for (const GoDecision& d : env.Baselines()) {
+      const double r = Reward(env.Evaluate(d), env.reference_score());
+      if (r > best_reward) {
+        best_reward = r;
+        best = d;
+      }
+    }
+    std::vector<int32_t> rename(kGoMaxDevices, -1);
+    int32_t next = 0;
+    for (int32_t& d : best.device) {
+      const size_t slot = static_cast<size_t>(std::clamp(d, 0, kGoMaxDevices - 1));
+      if (rename[slot] < 0) rename[slot] = next++;
+      d = rename[slot];
+    }
+    return teachers_.emplace(&env, std::move(best)).first->second;
+  }
+
+  // One step of imitation on `envs`; returns the mean cross-entropy.
+  double Imitate(const std::vector<GoEnvironment*>& envs, std::mt19937_64& rng) {
+    optimizer_->zero_grad();
+    double total = 0;
+    int terms = 0;
+    for (GoEnvironment* env : envs) {
+      const GoGraph& g = env->graph();
+      if (g.devices < 2) continue;
+      const GoDecision& teacher = Teacher(*env);
+      if (teacher.device.size() != static_cast<size_t>(g.units)) continue;
+      const GraphTensors& tensors = TensorsOf(*env);
+      const torch::Tensor target = torch::tensor(
+          std::vector<int64_t>(teacher.device.begin(), teacher.device.end()), torch::kLong);
+      // From nothing, and from the teacher with a tenth of its units moved (refinement).
+      GoDecision perturbed = teacher;
+      std::uniform_int_distribution<int32_t> device(0, g.devices - 1);
+      std::bernoulli_distribution moved(0.1);
+      for (int32_t& d : perturbed.device) {
+        if (moved(rng)) d = device(rng);
+      }
+      for (const GoDecision* prev :
+           {static_cast<const GoDecision*>(nullptr), static_cast<const GoDecision*>(&perturbed)}) {
+        const Logits logits = net_->forward(tensors, RefineInputs(g, prev));
+        const torch::Tensor loss = torch::nll_loss(torch::log_softmax(logits.device, 1), target);
+        (loss / static_cast<double>(2 * envs.size())).backward();
+        total += loss.item<double>();
+        ++terms;
+      }
+    }
+    if (terms > 0) {
+      torch::nn::utils::clip_grad_norm_(net_->parameters(), 1.0);
+      optimizer_->step();
+    }
+    return terms > 0 ? total / terms : 0;
+  }
+
   double EvaluateGreedy(const std::vector<GoEnvironment*>& envs) {
     double sum = 0;
     for (GoEnvironment* env : envs) {
@@ -525,6 +601,7 @@ class TorchGoPolicy : public GoPolicy {
   std::unique_ptr<torch::optim::Adam> optimizer_;
   at::Generator generator_;
   std::map<const GoEnvironment*, GraphTensors> tensors_;
+  std::map<const GoEnvironment*, GoDecision> teachers_;
 };
 
 }  // namespace

@@ -189,6 +189,9 @@ struct OpGraph;
 namespace mltune::backends::cluster {
 class ClusterSimulator;
 }
+namespace mltune::backends::tpu {
+class TpuSimulator;
+}
 
 namespace mltune::opt::rl {
 
@@ -236,6 +239,8 @@ class GoEnvironment {
   virtual Outcome Evaluate(const GoDecision& decision) = 0;
   // The reward's scale: a baseline's score on this graph (m-ETF, the defaults).
   virtual double reference_score() const = 0;
+  // The baselines' decisions on this graph (m-ETF, METIS, ...): imitation's teachers.
+  virtual std::vector<GoDecision> Baselines() { return {}; }
 };
 
 // A split of a dnn-partitioning graph: units are colocation classes, the device head picks the
@@ -248,6 +253,12 @@ std::unique_ptr<GoEnvironment> MakePartitionEnvironment(const partition::Partiti
 std::unique_ptr<GoEnvironment> MakeClusterEnvironment(
     const costmodels::OpGraph& graph, const backends::cluster::ClusterSimulator& sim,
     bool schedule);
+
+// Fusion priorities on tpu-sim: the fusion head's level per op orders the greedy priority fusion
+// pass (level 0 keeps a producer apart); the plan's simulated seconds. Keeps a reference to
+// `graph`.
+std::unique_ptr<GoEnvironment> MakeFusionEnvironment(const costmodels::OpGraph& graph,
+                                                     backends::tpu::TpuSimulator sim);
 
 struct GoConfig {
   int hidden = 64;
@@ -274,6 +285,10 @@ struct GoTrainProgress {
 };
 
 struct GoTrainOptions {
+  // First, this many iterations of imitation: the device head learns the best baseline's
+  // decision on each graph (devices renumbered in order of first use), from scratch and from a
+  // perturbed copy (the refinement step). Then `iterations` of PPO.
+  int imitation_iterations = 0;
   int iterations = 100;
   int graphs_per_iteration = 4;
   int samples_per_graph = 8;  // sampled decisions per graph per iteration (the PPO batch)
@@ -327,8 +342,9 @@ namespace mltune::opt::rl {
 enum class GoTask {
   kPartition,  // the throughput and latency objectives of dnn-partitioning graphs
   kPlacement,  // device placement and scheduling priorities on cluster-sim (makespan)
+  kFusion,     // fusion priorities on tpu-sim (simulated seconds)
 };
-absl::StatusOr<GoTask> ParseGoTask(std::string_view name);  // "partition", "placement"
+absl::StatusOr<GoTask> ParseGoTask(std::string_view name);  // "partition", "placement", "fusion"
 std::string_view GoTaskName(GoTask task);
 
 // The model family of a graph's name: its leading letters ("bert_l-3_inference" -> "bert",
@@ -338,7 +354,9 @@ std::string GraphFamily(std::string_view name);
 class GoCorpus {
  public:
   // `sim` (a cluster-sim target) gives HLO ops their times, links and memory; kept by reference.
-  GoCorpus(GoTask task, const backends::cluster::ClusterSimulator& sim, uint64_t seed);
+  // The fusion task simulates on `tpu` (required for it).
+  GoCorpus(GoTask task, const backends::cluster::ClusterSimulator& sim, uint64_t seed,
+           const backends::tpu::TpuSimulator* tpu = nullptr);
   ~GoCorpus();
   GoCorpus(const GoCorpus&) = delete;
   GoCorpus& operator=(const GoCorpus&) = delete;
@@ -346,7 +364,8 @@ class GoCorpus {
   // kPartition only: a dnn-partitioning graph under `objective`.
   absl::Status AddPartitionGraph(const std::string& path, partition::Objective objective);
   // An HLO module: for kPartition, twice (throughput and latency) on 2..8 accelerators chosen by
-  // the seed and the name; for kPlacement, once on the simulator's cluster. Modules with more
+  // the seed and the name; for kPlacement, once on the simulator's cluster; for kFusion, once on
+  // the TPU simulator. Modules with more
   // than `max_units` ops are refused (FailedPrecondition) to bound training time.
   absl::Status AddHlo(const std::string& path, int32_t max_units);
 
@@ -362,6 +381,7 @@ class GoCorpus {
   GoTask task_;
   const backends::cluster::ClusterSimulator& sim_;
   uint64_t seed_;
+  const backends::tpu::TpuSimulator* tpu_;
   std::unique_ptr<Storage> storage_;
   std::vector<Entry> entries_;
 };

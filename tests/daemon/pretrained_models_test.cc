@@ -43,7 +43,8 @@ const std::set<std::string> kShipped = {"pass-order/rl-ppo",
                                         "cost-model/tile-tpu-v3-core",
                                         "cost-model/tile-tpu-v4-core",
                                         "cost-model/fusion-tpu-v3-core",
-                                        "cost-model/fusion-tpu-v4-core"};
+                                        "cost-model/fusion-tpu-v4-core",
+                                        "partition/go"};
 
 class PretrainedModelsTest : public ::testing::Test {
  protected:
@@ -108,13 +109,17 @@ TEST_F(PretrainedModelsTest, AFreshDaemonServesEveryLearnedStrategyItLists) {
     EXPECT_THAT(strategy.description, Not(HasSubstr("no trained model yet"))) << strategy.name;
     if (strategy.description.find(" v0 (pretrained)") != std::string::npos) ++learned;
   }
-  EXPECT_EQ(learned, 5);  // fusion's and tile's model-topk, rl-ppo, rl-dqn, rl-maxq
+  EXPECT_EQ(learned, 6);  // fusion's and tile's model-topk, rl-ppo, rl-dqn, rl-maxq, go
 
   for (const char* agent : {"rl-ppo", "rl-dqn", "rl-maxq"}) {
     JobInfo job = MustFinish("pass-order", "cpu", agent);
     ASSERT_EQ(job.results.size(), 1u);
     EXPECT_LE(job.results[0].tuned_score, job.results[0].original_score);
   }
+  // GO places the ops on the cluster, never worse than m-ETF (a seed), within the budget.
+  JobInfo go = MustFinish("placement", "gpu-4x-nvlink", "go");
+  ASSERT_EQ(go.results.size(), 1u);
+  EXPECT_LE(go.results[0].tuned_score, go.results[0].baseline_score);
   for (const char* task : {"tile", "fusion"}) {
     for (const char* target : {"cpu", "tpu-v3-core", "tpu-v4-core"}) {
       JobInfo job = MustFinish(task, target, "model-topk");
