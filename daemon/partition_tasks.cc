@@ -65,6 +65,12 @@ class GoStrategy : public opt::Strategy {
     options.fine_tune = fine_tune_;
     options.seed = context.rng()();
     options.stop = [&context] { return context.Exhausted(); };
+    // Refine the best seed (m-ETF, one device, the cached best) rather than start from nothing.
+    if (!context.best().empty()) {
+      opt::rl::GoDecision start;
+      start.device.assign(context.best().begin(), context.best().end());
+      options.starts.push_back(std::move(start));
+    }
     absl::StatusOr<opt::rl::GoSolveResult> solved = policy_->Solve(charged, options);
     if (!solved.ok()) Fail(solved.status());
     return context.Exhausted();

@@ -70,4 +70,11 @@ struct KernelSummary {
 
 std::vector<KernelSummary> SummarizeKernels(const OpGraph& graph, const FusionPlan& plan);
 
+// The op graph of a fusion plan's kernels, so the placement simulator runs fused code: one node
+// per kernel (its summary's costs, outputs and weights), in a topological order; an edge per
+// producer whose result crosses kernels, counted once per producer op. `kernel_of_node[i]` gets
+// the plan's kernel id of node i.
+OpGraph FuseOpGraph(const OpGraph& graph, const FusionPlan& plan,
+                    std::vector<int32_t>* kernel_of_node = nullptr);
+
 }  // namespace mltune::costmodels

@@ -25,8 +25,10 @@ absl::StatusOr<GoTask> ParseGoTask(std::string_view name) {
   if (name == "partition") return GoTask::kPartition;
   if (name == "placement") return GoTask::kPlacement;
   if (name == "fusion") return GoTask::kFusion;
-  return absl::InvalidArgumentError(absl::StrCat("unknown GO task '", std::string(name),
-                                                 "' (expected partition, placement or fusion)"));
+  if (name == "joint") return GoTask::kJoint;
+  return absl::InvalidArgumentError(
+      absl::StrCat("unknown GO task '", std::string(name),
+                   "' (expected partition, placement, fusion or joint)"));
 }
 
 std::string_view GoTaskName(GoTask task) {
@@ -37,6 +39,8 @@ std::string_view GoTaskName(GoTask task) {
       return "placement";
     case GoTask::kFusion:
       return "fusion";
+    case GoTask::kJoint:
+      return "joint";
   }
   return "";
 }
@@ -102,6 +106,12 @@ absl::Status GoCorpus::AddHlo(const std::string& path, int32_t max_units) {
     }
     storage_->op_graphs.push_back(std::move(graph));
     storage_->envs.push_back(MakeFusionEnvironment(storage_->op_graphs.back(), *tpu_));
+    entries_.push_back({stem, GraphFamily(stem), storage_->envs.back().get()});
+    return absl::OkStatus();
+  }
+  if (task_ == GoTask::kJoint) {
+    storage_->op_graphs.push_back(std::move(graph));
+    storage_->envs.push_back(MakeJointEnvironment(storage_->op_graphs.back(), sim_));
     entries_.push_back({stem, GraphFamily(stem), storage_->envs.back().get()});
     return absl::OkStatus();
   }

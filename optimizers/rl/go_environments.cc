@@ -315,9 +315,104 @@ class FusionEnvironment : public GoEnvironment {
   double reference_ = 1;
 };
 
+// Placement, scheduling and fusion at once on cluster-sim: the fusion head's levels order the
+// priority fusion pass, the kernels it makes run on the device of their root op, in the order of
+// their highest priority; the simulated makespan of the fused graph.
+class JointEnvironment : public GoEnvironment {
+ public:
+  JointEnvironment(const costmodels::OpGraph& graph, const backends::cluster::ClusterSimulator& sim)
+      : graph_(graph), sim_(sim), producers_(costmodels::FusibleProducers(graph)) {
+    ClusterEnvironment placement(graph, sim, true);
+    go_ = placement.graph();
+    go_.fusion = true;
+    GoDecision one = Default();
+    const Outcome a = Evaluate(one);
+    const Outcome b = Evaluate(EarliestFinish());
+    reference_ = std::min(a.valid ? a.score : 1e300, b.valid ? b.score : 1e300);
+    if (reference_ >= 1e300) reference_ = 1;
+  }
+
+  // XLA's fusion, every kernel on device 0, FIFO: what a framework does with no placement.
+  GoDecision Default() const {
+    GoDecision d;
+    d.device.assign(static_cast<size_t>(graph_.size()), 0);
+    d.fusion.assign(static_cast<size_t>(graph_.size()), 1);
+    return d;
+  }
+  // XLA's fusion, then m-ETF on its kernels (each op on its kernel's device).
+  GoDecision EarliestFinish() const {
+    GoDecision d = Default();
+    std::vector<int32_t> kernel_ids;
+    const costmodels::FusionPlan plan =
+        costmodels::PlanFusionByPriority(graph_, std::vector<int32_t>(producers_.size(), 1));
+    const costmodels::OpGraph fused = costmodels::FuseOpGraph(graph_, plan, &kernel_ids);
+    const std::vector<int32_t> device = sim_.EarliestFinishPlacement(fused);
+    std::vector<int32_t> device_of_kernel(plan.kernels.size(), 0);
+    for (size_t i = 0; i < kernel_ids.size(); ++i) {
+      device_of_kernel[static_cast<size_t>(kernel_ids[i])] = device[i];
+    }
+    for (int32_t v = 0; v < graph_.size(); ++v) {
+      d.device[static_cast<size_t>(v)] =
+          device_of_kernel[static_cast<size_t>(plan.kernel_of[static_cast<size_t>(v)])];
+    }
+    return d;
+  }
+
+  const GoGraph& graph() const override { return go_; }
+  Outcome Evaluate(const GoDecision& decision) override {
+    std::vector<int32_t> levels(producers_.size(), 1);
+    if (decision.fusion.size() == static_cast<size_t>(graph_.size())) {
+      for (size_t p = 0; p < producers_.size(); ++p) {
+        levels[p] = decision.fusion[static_cast<size_t>(producers_[p])];
+      }
+    }
+    const costmodels::FusionPlan plan = costmodels::PlanFusionByPriority(graph_, levels);
+    std::vector<int32_t> kernel_ids;
+    const costmodels::OpGraph fused = costmodels::FuseOpGraph(graph_, plan, &kernel_ids);
+    std::vector<int32_t> device(kernel_ids.size(), 0);
+    backends::cluster::SimulationOptions options;
+    options.policy = backends::cluster::QueuePolicy::kPriority;
+    options.priority.assign(kernel_ids.size(), 0);
+    for (size_t i = 0; i < kernel_ids.size(); ++i) {
+      const std::vector<int32_t>& members = plan.kernels[static_cast<size_t>(kernel_ids[i])];
+      if (decision.device.size() == static_cast<size_t>(graph_.size())) {
+        device[i] = decision.device[static_cast<size_t>(members.back())];
+      }
+      if (decision.priority.size() == static_cast<size_t>(graph_.size())) {
+        for (int32_t v : members) {
+          options.priority[i] = std::max(
+              options.priority[i], static_cast<double>(decision.priority[static_cast<size_t>(v)]));
+        }
+      } else {
+        options.policy = backends::cluster::QueuePolicy::kFifo;
+      }
+    }
+    const backends::cluster::ClusterResult r = sim_.Simulate(fused, device, options);
+    Outcome o;
+    o.valid = r.valid;
+    o.score = r.makespan_s;
+    o.overflow = r.valid ? 0 : 1;
+    return o;
+  }
+  double reference_score() const override { return reference_; }
+  std::vector<GoDecision> Baselines() override { return {EarliestFinish(), Default()}; }
+
+ private:
+  const costmodels::OpGraph& graph_;
+  const backends::cluster::ClusterSimulator& sim_;
+  std::vector<int32_t> producers_;
+  GoGraph go_;
+  double reference_ = 1;
+};
+
 }  // namespace
 
 int GoFeatureSize() { return kFeatures; }
+
+std::unique_ptr<GoEnvironment> MakeJointEnvironment(
+    const costmodels::OpGraph& graph, const backends::cluster::ClusterSimulator& sim) {
+  return std::make_unique<JointEnvironment>(graph, sim);
+}
 
 std::unique_ptr<GoEnvironment> MakeFusionEnvironment(const costmodels::OpGraph& graph,
                                                      backends::tpu::TpuSimulator sim) {

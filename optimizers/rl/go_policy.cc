@@ -355,6 +355,10 @@ class TorchGoPolicy : public GoPolicy {
       }
       return o;
     };
+    for (const GoDecision& start : options.starts) {
+      if (left() <= 0 || stopped()) break;
+      consider(start);
+    }
     // The greedy chain: each decision sees the best one so far.
     for (int t = 0; t < std::max(1, config_.refinements) && left() > 0 && !stopped(); ++t) {
       const auto pass = Clock::now();

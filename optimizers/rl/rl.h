@@ -260,6 +260,13 @@ std::unique_ptr<GoEnvironment> MakeClusterEnvironment(
 std::unique_ptr<GoEnvironment> MakeFusionEnvironment(const costmodels::OpGraph& graph,
                                                      backends::tpu::TpuSimulator sim);
 
+// Placement, scheduling and fusion at once on cluster-sim: the fusion head orders the priority
+// fusion pass, each kernel runs on its root op's device at its highest priority; the fused
+// graph's simulated makespan. Baselines: XLA fusion with everything on device 0 and FIFO (the
+// default), and XLA fusion with m-ETF. Keeps references to `graph` and `sim`.
+std::unique_ptr<GoEnvironment> MakeJointEnvironment(const costmodels::OpGraph& graph,
+                                                    const backends::cluster::ClusterSimulator& sim);
+
 struct GoConfig {
   int hidden = 64;
   int sage_layers = 2;
@@ -304,6 +311,9 @@ struct GoSolveOptions {
   bool fine_tune = false;    // then train on this graph alone with what is left
   uint64_t seed = 0;
   std::function<bool()> stop;
+  // Warm start: decisions evaluated first (each a sample), the best of them refined by the chain
+  // instead of a decision from nothing (the compiler's default, a baseline's placement).
+  std::vector<GoDecision> starts;
 };
 
 struct GoSolveResult {
@@ -343,8 +353,10 @@ enum class GoTask {
   kPartition,  // the throughput and latency objectives of dnn-partitioning graphs
   kPlacement,  // device placement and scheduling priorities on cluster-sim (makespan)
   kFusion,     // fusion priorities on tpu-sim (simulated seconds)
+  kJoint,      // placement, scheduling and fusion on cluster-sim (makespan)
 };
-absl::StatusOr<GoTask> ParseGoTask(std::string_view name);  // "partition", "placement", "fusion"
+// "partition", "placement", "fusion", "joint"
+absl::StatusOr<GoTask> ParseGoTask(std::string_view name);
 std::string_view GoTaskName(GoTask task);
 
 // The model family of a graph's name: its leading letters ("bert_l-3_inference" -> "bert",
@@ -364,8 +376,8 @@ class GoCorpus {
   // kPartition only: a dnn-partitioning graph under `objective`.
   absl::Status AddPartitionGraph(const std::string& path, partition::Objective objective);
   // An HLO module: for kPartition, twice (throughput and latency) on 2..8 accelerators chosen by
-  // the seed and the name; for kPlacement, once on the simulator's cluster; for kFusion, once on
-  // the TPU simulator. Modules with more
+  // the seed and the name; for kPlacement and kJoint, once on the simulator's cluster; for
+  // kFusion, once on the TPU simulator. Modules with more
   // than `max_units` ops are refused (FailedPrecondition) to bound training time.
   absl::Status AddHlo(const std::string& path, int32_t max_units);
 

@@ -192,6 +192,42 @@ ENTRY e {
   EXPECT_TRUE(absl::StrContains(ValidateFusion(g, short_plan).message(), "covers 1 ops"));
 }
 
+TEST(FusionTest, FusedGraphHasOneNodePerKernelInTopologicalOrder) {
+  auto m = Parse(R"(HloModule two
+ENTRY e {
+  x = f32[64,128] parameter(0)
+  w = f32[128,128] parameter(1)
+  d1 = f32[64,128] dot(x, w), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+  n1 = f32[64,128] negate(d1)
+  d2 = f32[64,128] dot(n1, w), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+  ROOT t = f32[64,128] tanh(d2)
+})");
+  const OpGraph g = BuildOpGraph(*m);
+  const FusionPlan plan = PlanFusion(g);
+  std::vector<int32_t> kernel_ids;
+  const OpGraph fused = FuseOpGraph(g, plan, &kernel_ids);
+  ASSERT_EQ(fused.size(), plan.size());
+  ASSERT_EQ(kernel_ids.size(), static_cast<size_t>(plan.size()));
+  double flops = 0, fused_flops = 0;
+  for (const OpNode& n : g.nodes) flops += n.cost.flops;
+  for (int32_t i = 0; i < fused.size(); ++i) {
+    const OpNode& n = fused.nodes[static_cast<size_t>(i)];
+    fused_flops += n.cost.flops;
+    for (const OpInput& in : n.inputs) EXPECT_LT(in.node, i);  // producers first
+  }
+  EXPECT_DOUBLE_EQ(fused_flops, flops);
+  // The shared weight w is read by both dot kernels; each kernel lists it once.
+  for (const OpNode& n : fused.nodes) {
+    if (n.matmul) {
+      EXPECT_EQ(n.weights.size(), n.inputs.empty() ? 2u : 1u) << n.name;
+    }
+  }
+  // Unfused: the same graph back, node for node.
+  const OpGraph same = FuseOpGraph(g, Unfused(g));
+  ASSERT_EQ(same.size(), g.size());
+  EXPECT_TRUE(same.nodes.back().is_output);
+}
+
 TEST(FusionTest, CorpusModulesPlanValidKernels) {
   const std::vector<std::string> files = testing::CorpusFiles();
   if (files.empty()) GTEST_SKIP() << testing::kNoCorpusMessage;

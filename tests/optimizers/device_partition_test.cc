@@ -131,12 +131,15 @@ TEST(DevicePartitionTest, BaselinesRespectTheModel) {
   absl::StatusOr<PartitionGraph> g = ParsePartitionGraph(kChain, "chain");
   ASSERT_TRUE(g.ok());
   std::mt19937_64 rng(1);
-  for (const Split& s : {OneAccelerator(*g), EarliestFinish(*g), RandomSplit(*g, rng)}) {
+  for (const Split& s :
+       {OneAccelerator(*g), EarliestFinish(*g), RandomSplit(*g, rng), ContiguousSplit(*g)}) {
     EXPECT_TRUE(MaxLoad(*g, s).valid);
   }
   absl::StatusOr<Split> metis = MetisSplit(*g, 1);
   ASSERT_TRUE(metis.ok()) << metis.status();
   EXPECT_TRUE(MaxLoad(*g, *metis).valid);
+  // Pipeline stages of about half the compute each: {a, b} (3 of 7) and {c}.
+  EXPECT_EQ(ContiguousSplit(*g), (Split{1, 1, 2}));
   int64_t evaluations = 0;
   const Split local = LocalSearch(*g, Objective::kThroughput, 5, rng, 0, &evaluations);
   // The best feasible split: a and b together (90 bytes), c alone:

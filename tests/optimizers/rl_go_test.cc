@@ -5,9 +5,16 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "backends/cluster_sim/cluster_sim.h"
+#include "backends/spec/target_spec.h"
+#include "backends/tpu_sim/tpu_sim.h"
+#include "costmodels/analytical/op_graph.h"
 #include "gtest/gtest.h"
+#include "ir/hlo_files.h"
 #include "optimizers/device_partition/device_partition.h"
+#include "optimizers/fusion/fusion_problem.h"
 #include "optimizers/rl/rl.h"
+#include "tests/support/corpus.h"
 
 namespace mltune::opt::rl {
 namespace {
@@ -117,6 +124,73 @@ TEST(GoPolicyTest, TrainingOnSmallGraphsTransfersToALargerOne) {
   // One chain per accelerator: 12 + 1 + 0.5 (sink's input) + 0.5 (send) = 14 of 25.
   EXPECT_LE(after, 0.65 * one) << "before training: " << before;
   EXPECT_LT(after, before);
+}
+
+TEST(GoPolicyTest, AWarmStartIsNeverLost) {
+  const partition::PartitionGraph g = TwoChains(8);
+  std::unique_ptr<GoEnvironment> env =
+      MakePartitionEnvironment(g, partition::Objective::kThroughput);
+  partition::PartitionProblem problem(g, partition::Objective::kThroughput);
+  // The best split: one chain per accelerator, the sink with the second.
+  partition::Split best(g.nodes.size(), 1);
+  for (size_t v = 8; v < best.size(); ++v) best[v] = 2;
+  GoDecision start;
+  const Candidate c = problem.Encode(best);
+  start.device.assign(c.begin(), c.end());
+  std::unique_ptr<GoPolicy> policy = *GoPolicy::Create(SmallConfig());
+  GoSolveOptions options;
+  options.max_samples = 4;
+  options.sampled = 1;
+  options.starts = {start};
+  absl::StatusOr<GoSolveResult> r = policy->Solve(*env, options);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_LE(r->best_score, partition::MaxLoad(g, best).objective);
+  EXPECT_EQ(r->samples, 4);
+}
+
+// The fusion and joint environments agree with the problems the search strategies use.
+TEST(GoPolicyTest, FusionAndJointEnvironmentsScoreLikeTheProblems) {
+  absl::StatusOr<std::unique_ptr<ir::Module>> module =
+      ir::LoadVerifiedHlo(testing::SourcePath("examples/mlp_train_step.hlo"));
+  ASSERT_TRUE(module.ok()) << module.status();
+  const costmodels::OpGraph graph = costmodels::BuildOpGraph(**module);
+  const backends::TargetSpec* tpu_spec = backends::TargetRegistry::Global().Find("tpu-v4-core");
+  const backends::TargetSpec* gpu_spec = backends::TargetRegistry::Global().Find("gpu-4x-nvlink");
+  ASSERT_TRUE(tpu_spec != nullptr && gpu_spec != nullptr);
+  backends::tpu::TpuSimulator tpu = *backends::tpu::TpuSimulator::Create(*tpu_spec);
+  const backends::cluster::ClusterSimulator cluster =
+      *backends::cluster::ClusterSimulator::Create(*gpu_spec);
+
+  std::unique_ptr<GoEnvironment> fusion = MakeFusionEnvironment(graph, tpu);
+  EXPECT_TRUE(fusion->graph().fusion);
+  EXPECT_EQ(fusion->graph().devices, 1);
+  GoDecision fused;
+  fused.fusion.assign(static_cast<size_t>(graph.size()), 1);
+  opt::fusion::TpuFusionProblem problem(graph, tpu);
+  EXPECT_DOUBLE_EQ(fusion->Evaluate(fused).score, problem.Evaluate(problem.DefaultCandidate()));
+  GoDecision unfused;
+  unfused.fusion.assign(static_cast<size_t>(graph.size()), 0);
+  EXPECT_GT(fusion->Evaluate(unfused).score, fusion->Evaluate(fused).score);
+
+  std::unique_ptr<GoEnvironment> joint = MakeJointEnvironment(graph, cluster);
+  EXPECT_TRUE(joint->graph().fusion && joint->graph().priorities);
+  EXPECT_EQ(joint->graph().devices, 4);
+  const std::vector<GoDecision> baselines = joint->Baselines();
+  ASSERT_EQ(baselines.size(), 2u);
+  double best = std::numeric_limits<double>::infinity();
+  for (const GoDecision& d : baselines) {
+    const GoEnvironment::Outcome o = joint->Evaluate(d);
+    ASSERT_TRUE(o.valid);
+    best = std::min(best, o.score);
+  }
+  std::unique_ptr<GoPolicy> policy = *GoPolicy::Create(SmallConfig());
+  GoSolveOptions options;
+  options.max_samples = 8;
+  options.starts = baselines;
+  absl::StatusOr<GoSolveResult> r = policy->Solve(*joint, options);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_LE(r->best_score, best);
+  EXPECT_EQ(r->best.fusion.size(), static_cast<size_t>(graph.size()));
 }
 
 }  // namespace
