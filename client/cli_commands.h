@@ -127,8 +127,11 @@ struct PartitionCommand {
   std::string out;         // write the split (graphs) or the placement (modules) here
   std::string model;       // go: the checkpoint ("" = the pretrained partition/go)
   bool fine_tune = false;  // go: train on this graph with what is left of the budget
-  std::string evaluate;    // graphs: score this split file instead of searching
-  std::string target;      // modules: a gpu-cluster target ("" = gpu-4x-nvlink)
+  // go: refine the best of the baselines (m-ETF, contiguous, METIS) rather than start from
+  // nothing; each is one of the budget's samples.
+  bool warm_start = true;
+  std::string evaluate;  // graphs: score this split file instead of searching
+  std::string target;    // modules: a gpu-cluster target ("" = gpu-4x-nvlink)
 };
 // `mltune partition`: the best split of a dnn-partitioning graph a baseline, search strategy or
 // the GO policy finds under the throughput or latency objective, or the score of a given split;

@@ -449,6 +449,8 @@ int main(int argc, char** argv) {
                             "go: the GO checkpoint (default: the pretrained partition--go.ckpt)");
   partition_cmd->add_flag("--fine-tune", partition.fine_tune,
                           "go: train on this graph with what is left of the budget");
+  partition_cmd->add_flag("!--no-warm-start", partition.warm_start,
+                          "go: start from nothing rather than refine the baselines' best");
   partition_cmd->add_option(
       "--target", partition.target,
       "Modules: a gpu-cluster target (gpu-{2,4,8}x-{nvlink,pcie}, cluster-sim; default "

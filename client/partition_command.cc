@@ -95,7 +95,9 @@ absl::StatusOr<opt::Result> RegistrySearch(const std::string& name, opt::Problem
 }
 
 // Loads the GO policy and runs it on `env` (nullptr: this build has no GO environment).
-absl::StatusOr<rl::GoSolveResult> SolveWithGo(const PartitionCommand& cmd, rl::GoEnvironment* env) {
+// Unless --no-warm-start, the policy refines the best of `starts` (the baselines' decisions).
+absl::StatusOr<rl::GoSolveResult> SolveWithGo(const PartitionCommand& cmd, rl::GoEnvironment* env,
+                                              std::vector<rl::GoDecision> starts) {
   const std::string checkpoint = cmd.model.empty() ? DefaultGoCheckpoint() : cmd.model;
   if (checkpoint.empty()) {
     return absl::NotFoundError(absl::StrCat("--strategy go: no pretrained folder holds ",
@@ -121,6 +123,7 @@ absl::StatusOr<rl::GoSolveResult> SolveWithGo(const PartitionCommand& cmd, rl::G
   options.max_samples = cmd.budget > 0 ? cmd.budget : kGoBudget;
   options.fine_tune = cmd.fine_tune;
   options.seed = cmd.seed;
+  if (cmd.warm_start) options.starts = std::move(starts);
   absl::StatusOr<rl::GoSolveResult> result = (*policy)->Solve(*env, options);
   if (!result.ok()) {
     return absl::Status(result.status().code(),
@@ -285,7 +288,19 @@ int PartitionGraphFile(const PartitionCommand& cmd, std::ostream& out, std::ostr
                                      &report.samples);
     } else if (s == "go") {
       std::unique_ptr<rl::GoEnvironment> env = rl::MakePartitionEnvironment(*graph, *objective);
-      absl::StatusOr<rl::GoSolveResult> result = SolveWithGo(cmd, env.get());
+      const partition::PartitionProblem problem(*graph, *objective);
+      std::vector<partition::Split> baselines = {partition::EarliestFinish(*graph),
+                                                 partition::ContiguousSplit(*graph)};
+      if (absl::StatusOr<partition::Split> metis = partition::MetisSplit(*graph, cmd.seed);
+          metis.ok()) {
+        baselines.push_back(*std::move(metis));
+      }
+      std::vector<rl::GoDecision> starts;
+      for (const partition::Split& b : baselines) {
+        const opt::Candidate c = problem.Encode(b);
+        starts.emplace_back().device.assign(c.begin(), c.end());
+      }
+      absl::StatusOr<rl::GoSolveResult> result = SolveWithGo(cmd, env.get(), std::move(starts));
       if (!result.ok()) {
         err << "error: " << result.status().message() << "\n";
         return 1;
@@ -406,7 +421,9 @@ int PlaceModule(const PartitionCommand& cmd, std::ostream& out, std::ostream& er
   } else if (s == "go") {
     std::unique_ptr<rl::GoEnvironment> env =
         rl::MakeClusterEnvironment(graph, *sim, /*schedule=*/false);
-    absl::StatusOr<rl::GoSolveResult> result = SolveWithGo(cmd, env.get());
+    std::vector<rl::GoDecision> starts(1);
+    starts[0].device = metf;
+    absl::StatusOr<rl::GoSolveResult> result = SolveWithGo(cmd, env.get(), std::move(starts));
     if (!result.ok()) {
       err << "error: " << result.status().message() << "\n";
       return 1;

@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 #include "backends/cluster_sim/cluster_sim.h"
 #include "backends/spec/target_spec.h"
 #include "backends/tpu_sim/tpu_sim.h"
@@ -61,71 +62,79 @@ std::vector<std::string> GraphFiles(const std::vector<std::string>& inputs, std:
 }  // namespace
 
 int RunTrainGoAgent(const TrainAgentCommand& cmd, std::ostream& out, std::ostream& err) {
-  absl::StatusOr<rl::GoTask> task = rl::ParseGoTask(cmd.task);
-  if (!task.ok()) {
-    err << "error: " << task.status().message() << " for --algo go\n";
+  // One policy may learn several tasks at once: --task partition,placement.
+  std::vector<rl::GoTask> tasks;
+  for (absl::string_view name : absl::StrSplit(cmd.task, ',')) {
+    absl::StatusOr<rl::GoTask> task = rl::ParseGoTask(std::string(name));
+    if (!task.ok()) {
+      err << "error: " << task.status().message() << " for --algo go\n";
+      return 1;
+    }
+    tasks.push_back(*task);
+  }
+  if (cmd.episodes < 0 || cmd.imitation < 0 || cmd.episodes + cmd.imitation < 1 ||
+      cmd.graphs.empty()) {
+    err << "error: need --episodes (PPO iterations) and --imitation >= 0, one of them >= 1, and "
+           "--graphs DIR_OR_FILE...\n";
     return 1;
   }
-  if (cmd.episodes < 1 || cmd.graphs.empty()) {
-    err << "error: need --episodes >= 1 (PPO iterations) and --graphs DIR_OR_FILE...\n";
-    return 1;
-  }
-  // The fusion task simulates on a TPU target (--target, default tpu-v4-core); every task times
-  // HLO ops for the features on a cluster target (--target, default gpu-4x-nvlink).
-  const bool fusion = *task == rl::GoTask::kFusion;
-  const std::string cluster_target = fusion ? "gpu-4x-nvlink" : cmd.target;
-  const std::string tpu_target =
-      fusion && cmd.target != "gpu-4x-nvlink" ? cmd.target : std::string("tpu-v4-core");
-  const backends::TargetSpec* spec = backends::TargetRegistry::Global().Find(cluster_target);
+  // HLO ops are timed on a cluster target (--target, default gpu-4x-nvlink); the fusion task
+  // simulates on tpu-v4-core.
+  const backends::TargetSpec* spec = backends::TargetRegistry::Global().Find(cmd.target);
   absl::StatusOr<backends::cluster::ClusterSimulator> sim =
       spec == nullptr
-          ? absl::InvalidArgumentError(absl::StrCat("no target spec '", cluster_target, "'"))
+          ? absl::InvalidArgumentError(absl::StrCat("no target spec '", cmd.target, "'"))
           : backends::cluster::ClusterSimulator::Create(*spec);
   if (!sim.ok()) {
-    err << "error: --target " << cluster_target << ": " << sim.status().message() << "\n";
+    err << "error: --target " << cmd.target << ": " << sim.status().message() << "\n";
     return 1;
   }
   bool ok = true;
   const std::vector<std::string> files = GraphFiles(cmd.graphs, err, &ok);
   if (!ok) return 1;
   std::optional<backends::tpu::TpuSimulator> tpu;
-  if (fusion) {
-    const backends::TargetSpec* tpu_spec = backends::TargetRegistry::Global().Find(tpu_target);
-    absl::StatusOr<backends::tpu::TpuSimulator> made =
-        tpu_spec == nullptr
-            ? absl::InvalidArgumentError(absl::StrCat("no target spec '", tpu_target, "'"))
-            : backends::tpu::TpuSimulator::Create(*tpu_spec);
+  if (std::find(tasks.begin(), tasks.end(), rl::GoTask::kFusion) != tasks.end()) {
+    absl::StatusOr<backends::tpu::TpuSimulator> made = backends::tpu::TpuSimulator::Create(
+        *backends::TargetRegistry::Global().Find("tpu-v4-core"));
     if (!made.ok()) {
-      err << "error: --target " << tpu_target << ": " << made.status().message() << "\n";
+      err << "error: tpu-v4-core: " << made.status().message() << "\n";
       return 1;
     }
     tpu = *std::move(made);
   }
-  rl::GoCorpus corpus(*task, *sim, cmd.seed, tpu ? &*tpu : nullptr);
-  for (const std::string& file : files) {
-    absl::Status added;
-    if (file.ends_with(".json")) {
-      if (*task != rl::GoTask::kPartition) continue;
-      added = corpus.AddPartitionGraph(file, file.find("/latency/") != std::string::npos
-                                                 ? opt::partition::Objective::kLatency
-                                                 : opt::partition::Objective::kThroughput);
-    } else {
-      added = corpus.AddHlo(file, static_cast<int32_t>(cmd.max_units));
-    }
-    if (!added.ok()) err << "note: skipping " << added.message() << "\n";
-  }
+  std::vector<std::unique_ptr<rl::GoCorpus>> corpora;
   std::vector<rl::GoEnvironment*> train, held;
   nlohmann::ordered_json train_names = nlohmann::ordered_json::array();
   nlohmann::ordered_json held_names = nlohmann::ordered_json::array();
-  for (const rl::GoCorpus::Entry& e : corpus.entries()) {
-    const bool out_of_training = std::find(cmd.holdout_families.begin(), cmd.holdout_families.end(),
-                                           e.family) != cmd.holdout_families.end();
-    (out_of_training ? held : train).push_back(e.env);
-    (out_of_training ? held_names : train_names).push_back(e.name);
+  size_t usable = 0;
+  for (rl::GoTask task : tasks) {
+    corpora.push_back(std::make_unique<rl::GoCorpus>(task, *sim, cmd.seed, tpu ? &*tpu : nullptr));
+    rl::GoCorpus& corpus = *corpora.back();
+    for (const std::string& file : files) {
+      absl::Status added;
+      if (file.ends_with(".json")) {
+        if (task != rl::GoTask::kPartition) continue;
+        added = corpus.AddPartitionGraph(file, file.find("/latency/") != std::string::npos
+                                                   ? opt::partition::Objective::kLatency
+                                                   : opt::partition::Objective::kThroughput);
+      } else {
+        added = corpus.AddHlo(file, static_cast<int32_t>(cmd.max_units));
+      }
+      if (!added.ok()) err << "note: skipping " << added.message() << "\n";
+    }
+    usable += corpus.entries().size();
+    const std::string prefix = std::string(rl::GoTaskName(task)) + "/";
+    for (const rl::GoCorpus::Entry& e : corpus.entries()) {
+      const bool out_of_training =
+          std::find(cmd.holdout_families.begin(), cmd.holdout_families.end(), e.family) !=
+          cmd.holdout_families.end();
+      (out_of_training ? held : train).push_back(e.env);
+      (out_of_training ? held_names : train_names).push_back(prefix + e.name);
+    }
   }
   if (train.empty()) {
-    err << "error: no graph left to train on (" << files.size() << " files, "
-        << corpus.entries().size() << " usable, every one in a held-out family)\n";
+    err << "error: no graph left to train on (" << files.size() << " files, " << usable
+        << " usable, every one in a held-out family)\n";
     return 1;
   }
   std::unique_ptr<storage::Store> store;
@@ -141,7 +150,7 @@ int RunTrainGoAgent(const TrainAgentCommand& cmd, std::ostream& out, std::ostrea
   out << absl::StrFormat(
       "train-agent %s: GO policy, %d imitation + %d PPO iterations, seed %d; %d graphs to "
       "train on, %d held out (families: %s)\n",
-      rl::GoTaskName(*task), cmd.imitation, cmd.episodes, cmd.seed, train.size(), held.size(),
+      cmd.task, cmd.imitation, cmd.episodes, cmd.seed, train.size(), held.size(),
       cmd.holdout_families.empty() ? "none" : absl::StrJoin(cmd.holdout_families, ","));
   rl::GoConfig config;
   config.seed = cmd.seed;
@@ -175,7 +184,7 @@ int RunTrainGoAgent(const TrainAgentCommand& cmd, std::ostream& out, std::ostrea
   }
   if (store != nullptr) {
     nlohmann::ordered_json meta;
-    meta["task"] = std::string(rl::GoTaskName(*task));
+    meta["task"] = cmd.task;
     meta["algo"] = "go";
     meta["iterations"] = cmd.episodes;
     meta["imitation_iterations"] = cmd.imitation;

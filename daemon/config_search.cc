@@ -12,7 +12,7 @@ namespace mltune::daemon {
 
 absl::StatusOr<ConfigTaskOptions> ParseConfigTaskOptions(std::string_view task,
                                                          const TaskOptions& options,
-                                                         bool allow_noise) {
+                                                         bool allow_noise, bool allow_fine_tune) {
   ConfigTaskOptions parsed;
   for (const auto& [key, value] : options) {
     if (key == "seed") {
@@ -20,7 +20,7 @@ absl::StatusOr<ConfigTaskOptions> ParseConfigTaskOptions(std::string_view task,
         return absl::InvalidArgumentError(
             absl::StrCat("option seed='", value, "': expected an unsigned integer"));
       }
-    } else if (key == "fine_tune") {
+    } else if (key == "fine_tune" && allow_fine_tune) {
       if (!absl::SimpleAtob(value, &parsed.fine_tune)) {
         return absl::InvalidArgumentError(
             absl::StrCat("option fine_tune='", value, "': expected true or false"));
@@ -31,9 +31,9 @@ absl::StatusOr<ConfigTaskOptions> ParseConfigTaskOptions(std::string_view task,
             absl::StrCat("option noise='", value, "': expected a number in [0, 1]"));
       }
     } else {
-      return absl::InvalidArgumentError(absl::StrCat("unknown option '", key, "' for task ",
-                                                     std::string(task), " (known: seed, fine_tune",
-                                                     allow_noise ? ", noise" : "", ")"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("unknown option '", key, "' for task ", std::string(task), " (known: seed",
+                       allow_fine_tune ? ", fine_tune" : "", allow_noise ? ", noise" : "", ")"));
     }
   }
   return parsed;
@@ -59,12 +59,12 @@ absl::StatusOr<TaskOutcome> ConfigTask::SearchCpu(const TaskRequest&,
 }
 
 absl::Status ConfigTask::ValidateOptions(const TaskOptions& options) const {
-  return ParseConfigTaskOptions(name_, options, allow_noise_).status();
+  return ParseConfigTaskOptions(name_, options, allow_noise_, allow_fine_tune_).status();
 }
 
 absl::StatusOr<TaskOutcome> ConfigTask::Run(const TaskRequest& request) const {
   absl::StatusOr<ConfigTaskOptions> options =
-      ParseConfigTaskOptions(name_, request.options, allow_noise_);
+      ParseConfigTaskOptions(name_, request.options, allow_noise_, allow_fine_tune_);
   if (!options.ok()) return options.status();
   if (request.target == "cpu" && RunsOnCpu()) return SearchCpu(request, *options);
   absl::StatusOr<const backends::TargetSpec*> spec = FindSpec(request.target);

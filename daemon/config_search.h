@@ -17,7 +17,7 @@
 namespace mltune::daemon {
 
 // Options every configuration task takes: seed (search), noise (the simulator's log-normal
-// noise, tpu-sim only), fine_tune (learned policies only).
+// noise, tpu-sim only), fine_tune (the tasks that serve a learned policy).
 struct ConfigTaskOptions {
   uint64_t seed = 0;
   double noise = 0;
@@ -25,7 +25,8 @@ struct ConfigTaskOptions {
 };
 absl::StatusOr<ConfigTaskOptions> ParseConfigTaskOptions(std::string_view task,
                                                          const TaskOptions& options,
-                                                         bool allow_noise);
+                                                         bool allow_noise,
+                                                         bool allow_fine_tune = false);
 
 // The spec of a resolved target name, or InvalidArgument.
 absl::StatusOr<const backends::TargetSpec*> FindSpec(std::string_view target);
@@ -36,11 +37,14 @@ absl::StatusOr<const backends::TargetSpec*> FindSpec(std::string_view target);
 // calls for target "cpu".
 class ConfigTask : public Task {
  public:
-  ConfigTask(std::string name, std::string description, std::string worker, bool allow_noise)
+  // `allow_fine_tune`: the task serves a learned policy that takes option fine_tune.
+  ConfigTask(std::string name, std::string description, std::string worker, bool allow_noise,
+             bool allow_fine_tune = false)
       : name_(std::move(name)),
         description_(std::move(description)),
         worker_(std::move(worker)),
-        allow_noise_(allow_noise) {}
+        allow_noise_(allow_noise),
+        allow_fine_tune_(allow_fine_tune) {}
 
   std::string_view name() const override { return name_; }
   std::string description() const override { return description_; }
@@ -59,6 +63,7 @@ class ConfigTask : public Task {
  private:
   std::string name_, description_, worker_;
   bool allow_noise_;
+  bool allow_fine_tune_;
 };
 
 struct ConfigSearchRun {

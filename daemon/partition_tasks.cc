@@ -135,7 +135,7 @@ class PlacementTask : public ConfigTask {
             "placement",
             "ops onto the devices of a cluster (event-driven simulation with links and memory), "
             "in simulated makespan seconds, against Baechi's m-ETF placement",
-            "cluster-sim", false) {}
+            "cluster-sim", false, /*allow_fine_tune=*/true) {}
 
   std::vector<OwnStrategy> own_strategies() const override {
     return {{"go",

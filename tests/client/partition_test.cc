@@ -211,6 +211,28 @@ TEST_F(PartitionCliTest, GoWithoutItsCheckpointSaysSo) {
   EXPECT_NE(r.err.find("checkpoint"), std::string::npos) << r.err;
 }
 
+// `train-agent --algo go` trains on the graph (imitation, then PPO), writes a checkpoint that
+// `partition --strategy go` serves; a warm start is not needed to be feasible here.
+TEST_F(PartitionCliTest, TrainAgentGoWritesACheckpointThatPartitionServes) {
+  const std::string ckpt = (dir_ / "go.ckpt").string();
+  Result trained = RunCli(absl::StrCat("train-agent --algo go --task partition --graphs ", graph_,
+                                       " --imitation 3 --episodes 3 --no-store --out ", ckpt));
+  ASSERT_EQ(trained.exit_code, 0) << trained.err;
+  EXPECT_NE(trained.out.find("3 imitation + 3 PPO iterations"), std::string::npos) << trained.out;
+  ASSERT_TRUE(fs::exists(ckpt));
+  for (const char* objective : {"throughput", "latency"}) {
+    nlohmann::json j = Json(
+        absl::StrCat("--objective ", objective, " --strategy go --model ", ckpt, " --budget 8"));
+    EXPECT_EQ(j["strategy"], "go");
+    EXPECT_LE(j["samples"].get<int64_t>(), 8);
+    EXPECT_TRUE(j["feasible"].get<bool>()) << j.dump();
+  }
+  Result bad = RunCli(absl::StrCat("train-agent --algo go --task fusion,nonsense --graphs ", graph_,
+                                   " --no-store"));
+  EXPECT_EQ(bad.exit_code, 1);
+  EXPECT_NE(bad.err.find("unknown GO task 'nonsense'"), std::string::npos) << bad.err;
+}
+
 TEST_F(PartitionCliTest, PlacesAnHloModuleOnACluster) {
   const std::string out = (dir_ / "placement.json").string();
   Result r = RunCli(absl::StrCat("partition ", testing::SourcePath("examples/mlp_train_step.hlo"),
