@@ -61,7 +61,8 @@ struct Row {
   std::string graph;
   int32_t classes = 0;
   bool expert_feasible = true;
-  double one = 0, expert = NAN, reference = NAN, metf = 0, metis = 0, contiguous = 0, random = 0;
+  double one = 0, expert = NAN, reference = NAN, metf = 0, metis = 0, contiguous = 0, dp = 0,
+         random = 0;
   double sa1 = 0, sa10 = 0, ls1 = 0, ls10 = 0;
   double go_zero = 0, go_fine = 0, go_scratch = 0, go_warm = 0, go_warm_fine = 0;
   int64_t go_samples = 0, fine_samples = 0;
@@ -441,6 +442,7 @@ int main(int argc, char** argv) {
       absl::StatusOr<partition::Split> metis = partition::MetisSplit(*g, seed);
       r.metis = metis.ok() ? Value(*g, *metis, objective) : INFINITY;
       r.contiguous = Value(*g, partition::ContiguousSplit(*g), objective);
+      r.dp = Value(*g, partition::ContiguousDpSplit(*g, objective), objective);
 
       // GO zero-shot.
       std::unique_ptr<rl::GoPolicy> zero = *rl::GoPolicy::Load(saved);
@@ -469,7 +471,7 @@ int main(int argc, char** argv) {
         partition::PartitionProblem p(*g, objective);
         rl::GoSolveOptions warm = solve;
         std::vector<partition::Split> starts = {partition::EarliestFinish(*g),
-                                                partition::ContiguousSplit(*g)};
+                                                partition::ContiguousDpSplit(*g, objective)};
         if (metis.ok()) starts.push_back(*metis);
         for (const partition::Split& split : starts) {
           const mltune::opt::Candidate c = p.Encode(split);
@@ -556,15 +558,15 @@ int main(int argc, char** argv) {
   for (const Row& r : rows) {
     table += absl::StrFormat(
         "| %s | %d | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s "
-        "| %s (%d) |\n",
+        "| %s | %s (%d) |\n",
         r.graph, r.classes, num(r.one),
         r.expert_feasible ? num(r.expert) : absl::StrCat(num(r.expert), " (infeasible)"),
-        num(r.reference), num(r.metf), num(r.metis), num(r.contiguous), num(r.random), num(r.sa1),
-        num(r.sa10), num(r.ls1), num(r.ls10), num(r.go_zero), num(r.go_fine), num(r.go_scratch),
-        num(r.go_warm), num(r.go_warm_fine),
+        num(r.reference), num(r.metf), num(r.metis), num(r.contiguous), num(r.dp), num(r.random),
+        num(r.sa1), num(r.sa10), num(r.ls1), num(r.ls10), num(r.go_zero), num(r.go_fine),
+        num(r.go_scratch), num(r.go_warm), num(r.go_warm_fine),
         r.fine_to_sa10 < 0 ? std::string("not reached") : absl::StrCat(r.fine_to_sa10),
         r.sa_to_best);
-    double best_classic = std::min({r.metf, r.metis, r.contiguous});
+    double best_classic = std::min({r.metf, r.metis, r.contiguous, r.dp});
     if (std::isfinite(r.expert) && r.expert_feasible) {
       best_classic = std::min(best_classic, r.expert);
     }
@@ -580,9 +582,10 @@ int main(int argc, char** argv) {
   table += absl::StrFormat(
       "\nGeomeans, baseline / GO (> 1: GO better), over the graphs where both are feasible. GO "
       "zero-shot found a feasible split on %d of %d graphs.\n"
-      "- zero-shot vs the best of expert, m-ETF, METIS, contiguous and NOTES: %s\n"
+      "- zero-shot vs the best of expert, m-ETF, METIS, contiguous (DP) and NOTES: %s\n"
       "- zero-shot vs m-ETF: %s\n- zero-shot vs SA 10x: %s\n- fine-tuned vs SA 10x: %s\n"
-      "- warm-started zero-shot vs the best of expert, m-ETF, METIS, contiguous and NOTES: %s\n"
+      "- warm-started zero-shot vs the best of expert, m-ETF, METIS, contiguous (DP) and NOTES: "
+      "%s\n"
       "- warm-started fine-tuned vs SA 10x: %s\n",
       zero_feasible, rows.size(), zero_best.Text(), zero_metf.Text(), zero_sa10.Text(),
       fine_sa10.Text(), warm_best.Text(), warm_fine_sa10.Text());

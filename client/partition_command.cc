@@ -274,6 +274,12 @@ int PartitionGraphFile(const PartitionCommand& cmd, std::ostream& out, std::ostr
     } else if (s == "m-etf") {
       split = partition::EarliestFinish(*graph);
       report.samples = 1;
+    } else if (s == "contiguous") {
+      split = partition::ContiguousSplit(*graph);
+      report.samples = 1;
+    } else if (s == "contiguous-dp") {
+      split = partition::ContiguousDpSplit(*graph, *objective);
+      report.samples = 1;
     } else if (s == "metis") {
       absl::StatusOr<partition::Split> metis = partition::MetisSplit(*graph, cmd.seed);
       if (!metis.ok()) {
@@ -290,7 +296,7 @@ int PartitionGraphFile(const PartitionCommand& cmd, std::ostream& out, std::ostr
       std::unique_ptr<rl::GoEnvironment> env = rl::MakePartitionEnvironment(*graph, *objective);
       const partition::PartitionProblem problem(*graph, *objective);
       std::vector<partition::Split> baselines = {partition::EarliestFinish(*graph),
-                                                 partition::ContiguousSplit(*graph)};
+                                                 partition::ContiguousDpSplit(*graph, *objective)};
       if (absl::StatusOr<partition::Split> metis = partition::MetisSplit(*graph, cmd.seed);
           metis.ok()) {
         baselines.push_back(*std::move(metis));
@@ -320,7 +326,9 @@ int PartitionGraphFile(const PartitionCommand& cmd, std::ostream& out, std::ostr
       report.samples = result->evaluations;
     } else {
       err << "error: unknown strategy '" << s << "' for a partition graph (available: "
-          << Available({"go", "local-search", "m-etf", "metis", "one-accelerator"}) << ")\n";
+          << Available({"contiguous", "contiguous-dp", "go", "local-search", "m-etf", "metis",
+                        "one-accelerator"})
+          << ")\n";
       return 1;
     }
   }

@@ -115,6 +115,12 @@ Split EarliestFinish(const PartitionGraph& graph);
 // Pipeline stages: the classes in topological order cut into at most k contiguous runs of about
 // equal compute, a run ending early when the next class would not fit its accelerator's memory.
 Split ContiguousSplit(const PartitionGraph& graph);
+// The best split into at most k contiguous runs of the classes in topological order, by dynamic
+// programming over the cut points: a run's cost is its compute plus the outputs it sends and the
+// inputs it receives; throughput minimises the largest run, latency the sum; runs fit memory.
+// (The authors' DP ranges over every ideal of the graph; this one over one order, O(classes^2 k).)
+// ContiguousSplit's result when no such split fits.
+Split ContiguousDpSplit(const PartitionGraph& graph, Objective objective);
 // METIS k-way on the symmetrised graph of colocation classes (vertex weight: latency, edge weight:
 // transfer cost), balanced by latency.
 absl::StatusOr<Split> MetisSplit(const PartitionGraph& graph, uint64_t seed);

@@ -140,6 +140,7 @@ class PartitionEnvironment : public GoEnvironment {
     std::vector<partition::Split> splits = {
         partition::OneAccelerator(graph_), partition::EarliestFinish(graph_),
         partition::ContiguousSplit(graph_),
+        partition::ContiguousDpSplit(graph_, problem_.objective()),
         partition::LocalSearch(graph_, problem_.objective(), 1, rng, 2000, nullptr)};
     if (absl::StatusOr<partition::Split> metis = partition::MetisSplit(graph_, 1); metis.ok()) {
       splits.push_back(*metis);

@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <random>
 
+#include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 #include "optimizers/core/search.h"
 #include "tests/support/corpus.h"
@@ -140,6 +141,11 @@ TEST(DevicePartitionTest, BaselinesRespectTheModel) {
   EXPECT_TRUE(MaxLoad(*g, *metis).valid);
   // Pipeline stages of about half the compute each: {a, b} (3 of 7) and {c}.
   EXPECT_EQ(ContiguousSplit(*g), (Split{1, 1, 2}));
+  // The DP over cut points: {a, b} | {c} has the smaller largest run (3.75 and 4.75, against
+  // 1.5 and 6.5), {a} | {b, c} the smaller sum (8 against 8.5); all three do not fit one.
+  EXPECT_EQ(ContiguousDpSplit(*g, Objective::kThroughput), (Split{1, 1, 2}));
+  EXPECT_EQ(ContiguousDpSplit(*g, Objective::kLatency), (Split{1, 2, 2}));
+  EXPECT_DOUBLE_EQ(Latency(*g, ContiguousDpSplit(*g, Objective::kLatency)).objective, 8);
   int64_t evaluations = 0;
   const Split local = LocalSearch(*g, Objective::kThroughput, 5, rng, 0, &evaluations);
   // The best feasible split: a and b together (90 bytes), c alone:
@@ -185,6 +191,21 @@ TEST(DevicePartitionTest, MatchesTheAuthorsReferenceValues) {
     const SplitScore s = Score(*g, *expert, r.objective);
     ASSERT_TRUE(s.valid) << s.error;
     EXPECT_NEAR(s.objective, r.expert_value, r.expert_value * 1e-3);
+  }
+}
+
+// On BERT's layer graphs the best contiguous split in topological order is the optimum over all
+// contiguous splits that the authors' DP finds (NOTES.md: 17.79 and 41.75).
+TEST(DevicePartitionTest, ContiguousDpMatchesTheAuthorsDpOnBert) {
+  REQUIRE_PLACEMENT_CORPUS(dir);
+  for (const auto& [file, value] : {std::pair<const char*, double>{"bert24_inference", 17.79},
+                                    std::pair<const char*, double>{"bert24_training", 41.75}}) {
+    absl::StatusOr<PartitionGraph> g =
+        LoadPartitionGraph(absl::StrCat(dir, "/throughput/LayerGraphs/", file, ".json"));
+    ASSERT_TRUE(g.ok()) << g.status();
+    const SplitScore s = MaxLoad(*g, ContiguousDpSplit(*g, Objective::kThroughput));
+    EXPECT_TRUE(s.feasible) << s.error;
+    EXPECT_NEAR(s.objective, value, value * 1e-3) << file;
   }
 }
 
