@@ -105,6 +105,7 @@ struct HloRow {
   std::string graph;
   int32_t ops = 0;
   double defaults = 0, other = 0, sa1 = 0, sa10 = 0, go_zero = 0, go_fine = 0, go_scratch = 0;
+  double go_warm = 0, go_warm_fine = 0;
   int64_t fine_to_sa10 = -1, sa_to_best = 0;
 };
 
@@ -216,13 +217,23 @@ int RunHloTask(rl::GoTask task, const std::vector<std::string>& zoo,
         }
       }
       r.go_scratch = (*rl::GoPolicy::Create(config))->Solve(*e->env, solve)->best_score;
+      // Warm-started from the baselines (the daemon's seeds), zero-shot and fine-tuned.
+      rl::GoSolveOptions warm = solve;
+      warm.starts = e->env->Baselines();
+      warm.fine_tune = false;
+      warm.max_samples = zero_samples + static_cast<int64_t>(warm.starts.size());
+      r.go_warm = (*rl::GoPolicy::Load(saved))->Solve(*e->env, warm)->best_score;
+      warm.fine_tune = true;
+      warm.max_samples = fine_samples;
+      r.go_warm_fine = (*rl::GoPolicy::Load(saved))->Solve(*e->env, warm)->best_score;
       rows.push_back(r);
     }
   }
   std::string table = absl::StrFormat(
       "| held-out module (%s) | ops | %s | %s | SA %dx | SA %dx | GO zero-shot (%d) | GO "
-      "fine-tuned (%d) | GO scratch (%d) | fine-tuned samples to SA 10x's best (SA's own) |\n"
-      "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n",
+      "fine-tuned (%d) | GO scratch (%d) | GO warm-started | GO warm, fine-tuned | fine-tuned "
+      "samples to SA 10x's best (SA's own) |\n"
+      "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n",
       joint       ? "joint placement, scheduling and fusion, gpu-4x-nvlink, makespan us"
       : placement ? "placement and scheduling, gpu-4x-nvlink, makespan us"
                   : "fusion, tpu-v4-core, us",
@@ -233,35 +244,48 @@ int RunHloTask(rl::GoTask task, const std::vector<std::string>& zoo,
       : placement ? "one device"
                   : "no fusion",
       fine_samples, 10 * fine_samples, zero_samples, fine_samples, fine_samples);
-  double log_default = 0, log_sa10 = 0, log_fine = 0;
-  int count = 0;
   auto us = [](double s) {
     return std::isfinite(s) ? absl::StrFormat("%.1f", s * 1e6) : std::string("—");
   };
+  // Geomeans of baseline / GO (> 1: GO better) over the modules where both are valid.
+  struct Geomean {
+    double log_sum = 0;
+    int count = 0;
+    void Add(double baseline, double go) {
+      if (std::isfinite(baseline) && std::isfinite(go) && go > 0) {
+        log_sum += std::log(baseline / go);
+        ++count;
+      }
+    }
+    std::string Text() const {
+      return count == 0 ? std::string("—")
+                        : absl::StrFormat("%.3fx (%d modules)", std::exp(log_sum / count), count);
+    }
+  };
+  Geomean zero_default, zero_other, zero_sa10, fine_sa10, warm_default, warm_other, warm_fine_sa10;
   for (const HloRow& r : rows) {
     table += absl::StrFormat(
-        "| %s | %d | %s | %s | %s | %s | %s | %s | %s | %s (%d) |\n", r.graph, r.ops,
+        "| %s | %d | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s (%d) |\n", r.graph, r.ops,
         us(r.defaults), us(r.other), us(r.sa1), us(r.sa10), us(r.go_zero), us(r.go_fine),
-        us(r.go_scratch),
+        us(r.go_scratch), us(r.go_warm), us(r.go_warm_fine),
         r.fine_to_sa10 < 0 ? std::string("not reached") : absl::StrCat(r.fine_to_sa10),
         r.sa_to_best);
-    if (std::isfinite(r.go_zero) && std::isfinite(r.defaults)) {
-      log_default += std::log(r.defaults / r.go_zero);
-      log_sa10 += std::log(r.sa10 / r.go_zero);
-      log_fine += std::log(r.sa10 / r.go_fine);
-      ++count;
-    }
+    zero_default.Add(r.defaults, r.go_zero);
+    zero_other.Add(r.other, r.go_zero);
+    zero_sa10.Add(r.sa10, r.go_zero);
+    fine_sa10.Add(r.sa10, r.go_fine);
+    warm_default.Add(r.defaults, r.go_warm);
+    warm_other.Add(r.other, r.go_warm);
+    warm_fine_sa10.Add(r.sa10, r.go_warm_fine);
   }
-  if (count > 0) {
-    table += absl::StrFormat(
-        "\nGeomean over %d held-out modules (>1: GO better): zero-shot vs %s %.3fx; zero-shot "
-        "vs SA 10x %.3fx; fine-tuned vs SA 10x %.3fx\n",
-        count,
-        joint       ? "the default"
-        : placement ? "m-ETF"
-                    : "XLA fusion",
-        std::exp(log_default / count), std::exp(log_sa10 / count), std::exp(log_fine / count));
-  }
+  const std::string first = joint ? "the default" : placement ? "m-ETF" : "XLA fusion";
+  const std::string second = joint ? "XLA fusion + m-ETF" : placement ? "one device" : "no fusion";
+  table += absl::StrFormat(
+      "\nGeomeans, baseline / GO (> 1: GO better):\n- zero-shot vs %s: %s\n- zero-shot vs %s: "
+      "%s\n- zero-shot vs SA 10x: %s\n- fine-tuned vs SA 10x: %s\n- warm-started zero-shot vs "
+      "%s: %s\n- warm-started zero-shot vs %s: %s\n- warm-started fine-tuned vs SA 10x: %s\n",
+      first, zero_default.Text(), second, zero_other.Text(), zero_sa10.Text(), fine_sa10.Text(),
+      first, warm_default.Text(), second, warm_other.Text(), warm_fine_sa10.Text());
   table += "\n" + notes;
   std::cout << "\n" << table;
   if (!out_path.empty()) std::ofstream(out_path) << table;

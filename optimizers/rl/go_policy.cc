@@ -563,11 +563,13 @@ class TorchGoPolicy : public GoPolicy {
       for (int32_t& d : perturbed.device) {
         if (moved(rng)) d = device(rng);
       }
-      for (const GoDecision* prev :
-           {static_cast<const GoDecision*>(nullptr), static_cast<const GoDecision*>(&perturbed)}) {
+      // And from its own greedy decision (as DAgger): the refinement its greedy chain runs.
+      const GoDecision own = Greedy(g, tensors, HeadsOf(g), nullptr);
+      for (const GoDecision* prev : {static_cast<const GoDecision*>(nullptr),
+                                     static_cast<const GoDecision*>(&perturbed), &own}) {
         const Logits logits = net_->forward(tensors, RefineInputs(g, prev));
         const torch::Tensor loss = torch::nll_loss(torch::log_softmax(logits.device, 1), target);
-        (loss / static_cast<double>(2 * envs.size())).backward();
+        (loss / static_cast<double>(3 * envs.size())).backward();
         total += loss.item<double>();
         ++terms;
       }
