@@ -307,6 +307,8 @@ int main(int argc, char** argv) {
   app.add_option("--holdout", holdouts, "Families held out, one policy each");
   app.add_option("--iterations", iterations, "PPO iterations per policy");
   app.add_option("--imitation", imitation, "Imitation iterations before PPO");
+  int hidden = rl::GoConfig{}.hidden;
+  app.add_option("--hidden", hidden, "Width of the policy's layers");
   app.add_option("--samples", zero_samples, "GO zero-shot samples");
   app.add_option("--fine-tune-samples", fine_samples, "GO fine-tuning samples");
   app.add_option("--max-units", max_units, "Largest zoo graph trained on (ops)");
@@ -399,6 +401,7 @@ int main(int argc, char** argv) {
     }
     rl::GoConfig config;
     config.seed = seed;
+    config.hidden = hidden;
     std::unique_ptr<rl::GoPolicy> policy;
     const std::string ckpt =
         checkpoint_dir.empty() ? "" : absl::StrCat(checkpoint_dir, "/go-holdout-", family, ".ckpt");
@@ -429,8 +432,10 @@ int main(int argc, char** argv) {
         return 1;
       }
       training_notes += absl::StrFormat(
-          "- %s held out: trained on %d graphs, %d iterations, %d samples, %.0f s\n", family,
-          train.size(), iterations, h->empty() ? 0 : h->back().samples, Since(start));
+          "- %s held out: trained on %d graphs, %d imitation + %d PPO iterations (%d PPO samples), "
+          "%.0f s\n",
+          family, train.size(), imitation, iterations, h->empty() ? 0 : h->back().samples,
+          Since(start));
       if (!ckpt.empty()) {
         fs::create_directories(checkpoint_dir);
         std::ofstream(ckpt, std::ios::binary) << policy->Save();
@@ -552,13 +557,14 @@ int main(int argc, char** argv) {
   // The table: values (lower is better), then GO zero-shot's improvement over each baseline.
   std::string table = absl::StrFormat(
       "| held-out graph | classes | one acc. | expert | NOTES ref. | m-ETF | METIS | contiguous | "
-      "random "
-      "%dx | SA 1x | SA 10x | LS 1x | LS 10x | GO zero-shot (%d) | GO fine-tuned (%d) | GO "
+      "contiguous DP | random %dx | SA 1x | SA 10x | LS 1x | LS 10x | GO zero-shot (%d) | GO "
+      "fine-tuned (%d) | GO "
       "scratch (%d) | GO warm-started (+%d) | GO warm, fine-tuned (%d) | fine-tuned samples to "
       "SA 10x's best (SA's own) |\n",
       fine_samples, zero_samples, fine_samples, fine_samples, zero_samples, fine_samples);
-  table +=
-      "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n";
+  table += "|---|";
+  for (int column = 1; column < 20; ++column) table += "---:|";
+  table += "\n";
   auto num = [](double x) {
     return std::isfinite(x) ? absl::StrFormat("%.2f", x) : std::string("—");
   };

@@ -372,25 +372,42 @@ class TorchGoPolicy : public GoPolicy {
     int terms = 0;
     for (GoEnvironment* env : envs) {
       const GoGraph& g = env->graph();
-      if (g.devices < 2) continue;
+      const Heads heads = HeadsOf(g);
       const GoDecision& teacher = Teacher(*env);
-      if (teacher.device.size() != static_cast<size_t>(g.units)) continue;
+      const size_t n = static_cast<size_t>(g.units);
+      // The heads whose teacher decision is known: devices, and the fusion levels and priorities
+      // of the baselines that set them (XLA's fusion is level 1 everywhere).
+      auto labels = [](const std::vector<int32_t>& v) {
+        return torch::tensor(std::vector<int64_t>(v.begin(), v.end()), torch::kLong);
+      };
+      const bool device = heads.device && teacher.device.size() == n;
+      const bool fusion = heads.fusion && teacher.fusion.size() == n;
+      const bool priority = heads.priority && teacher.priority.size() == n;
+      if (!device && !fusion && !priority) continue;
       const GraphTensors& tensors = TensorsOf(*env);
-      const torch::Tensor target = torch::tensor(
-          std::vector<int64_t>(teacher.device.begin(), teacher.device.end()), torch::kLong);
+      const torch::Tensor device_target = device ? labels(teacher.device) : torch::Tensor();
+      const torch::Tensor fusion_target = fusion ? labels(teacher.fusion) : torch::Tensor();
+      const torch::Tensor priority_target = priority ? labels(teacher.priority) : torch::Tensor();
       // From nothing, and from the teacher with a tenth of its units moved (refinement).
       GoDecision perturbed = teacher;
-      std::uniform_int_distribution<int32_t> device(0, g.devices - 1);
+      std::uniform_int_distribution<int32_t> any_device(0, std::max(1, g.devices) - 1);
       std::bernoulli_distribution moved(0.1);
       for (int32_t& d : perturbed.device) {
-        if (moved(rng)) d = device(rng);
+        if (moved(rng)) d = any_device(rng);
       }
       // And from its own greedy decision (as DAgger): the refinement its greedy chain runs.
-      const GoDecision own = Greedy(g, tensors, HeadsOf(g), nullptr);
+      const GoDecision own = Greedy(g, tensors, heads, nullptr);
       for (const GoDecision* prev : {static_cast<const GoDecision*>(nullptr),
                                      static_cast<const GoDecision*>(&perturbed), &own}) {
         const Logits logits = net_->forward(tensors, RefineInputs(g, prev));
-        const torch::Tensor loss = torch::nll_loss(torch::log_softmax(logits.device, 1), target);
+        torch::Tensor loss = torch::zeros({});
+        if (device)
+          loss = loss + torch::nll_loss(torch::log_softmax(logits.device, 1), device_target);
+        if (fusion)
+          loss = loss + torch::nll_loss(torch::log_softmax(logits.fusion, 1), fusion_target);
+        if (priority) {
+          loss = loss + torch::nll_loss(torch::log_softmax(logits.priority, 1), priority_target);
+        }
         (loss / static_cast<double>(3 * envs.size())).backward();
         total += loss.item<double>();
         ++terms;
