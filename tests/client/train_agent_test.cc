@@ -200,7 +200,7 @@ TEST_F(TrainAgentTest, UnknownAlgorithmFails) {
   Result r = RunCli(TrainArgs("sarsa", absl::StrCat("--store ", Path("store.db"))));
   EXPECT_NE(r.exit_code, 0);
   EXPECT_NE(r.err.find("unknown algorithm 'sarsa'"), std::string::npos) << r.err;
-  EXPECT_NE(r.err.find("ppo, dqn or maxq"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("ppo, dqn, maxq or go"), std::string::npos) << r.err;
 }
 
 TEST_F(TrainAgentTest, EmptyFolderIsAClearError) {
