@@ -1,5 +1,5 @@
-// JSON reading for the graph and split files: syntax errors at a line and column, field errors
-// naming where they are and what was expected. Internal to this folder.
+// JSON reading for the graph and split files (syntax errors at a line and column, field errors
+// naming where they are and what was expected), and completing a graph. Internal to this folder.
 #pragma once
 
 #include <cstdint>
@@ -32,7 +32,8 @@ class JsonReader {
 };
 
 struct PartitionGraph;
-// Indices, per group, of nodes etc. are filled from nodes, succ and pred (succ/pred deduplicated).
+// Completes a graph whose nodes, succ and pred are set: deduplicates the edge lists, finds a
+// topological order, renumbers the classes in it and lists each class's nodes.
 void FinishGraph(PartitionGraph& graph);
 
 }  // namespace mltune::opt::partition

@@ -4,6 +4,8 @@
 // sequence rather than the best average). Observations go through an MLP over opcode-histogram
 // and Autophase-style features, or a GraphSAGE encoder over the instruction graph. Actions the
 // environment masks out are never taken. Training and inference are seeded and reproducible.
+// Below them, GO: one graph policy for device placement, scheduling and fusion, trained across
+// graphs and served zero-shot, warm-started or fine-tuned (docs/placement.md).
 // LibTorch stays inside optimizers/rl/*.cc: this header has plain types only.
 // docs/rl.md describes the algorithms, encoders and checkpoints.
 #pragma once
