@@ -76,7 +76,22 @@ double Value(const partition::PartitionGraph& g, const partition::Split& s,
   return score.valid && score.feasible ? score.objective : INFINITY;
 }
 
-double Ratio(double baseline, double go) { return baseline / go; }
+// The geometric mean of baseline / GO (> 1: GO better) over the cases where both are finite.
+struct Geomean {
+  const char* what = "graphs";
+  double log_sum = 0;
+  int count = 0;
+  void Add(double baseline, double go) {
+    if (std::isfinite(baseline) && std::isfinite(go) && go > 0) {
+      log_sum += std::log(baseline / go);
+      ++count;
+    }
+  }
+  std::string Text() const {
+    return count == 0 ? std::string("—")
+                      : absl::StrFormat("%.3fx (%d %s)", std::exp(log_sum / count), count, what);
+  }
+};
 
 // A layered random DAG of `n` nodes (each reads 1-3 of the previous 50), for timing one decision.
 partition::PartitionGraph LargeGraph(int n, uint64_t seed) {
@@ -247,22 +262,9 @@ int RunHloTask(rl::GoTask task, const std::vector<std::string>& zoo,
   auto us = [](double s) {
     return std::isfinite(s) ? absl::StrFormat("%.1f", s * 1e6) : std::string("—");
   };
-  // Geomeans of baseline / GO (> 1: GO better) over the modules where both are valid.
-  struct Geomean {
-    double log_sum = 0;
-    int count = 0;
-    void Add(double baseline, double go) {
-      if (std::isfinite(baseline) && std::isfinite(go) && go > 0) {
-        log_sum += std::log(baseline / go);
-        ++count;
-      }
-    }
-    std::string Text() const {
-      return count == 0 ? std::string("—")
-                        : absl::StrFormat("%.3fx (%d modules)", std::exp(log_sum / count), count);
-    }
-  };
-  Geomean zero_default, zero_other, zero_sa10, fine_sa10, warm_default, warm_other, warm_fine_sa10;
+  Geomean zero_default{"modules"}, zero_other{"modules"}, zero_sa10{"modules"},
+      fine_sa10{"modules"}, warm_default{"modules"}, warm_other{"modules"},
+      warm_fine_sa10{"modules"};
   for (const HloRow& r : rows) {
     table += absl::StrFormat(
         "| %s | %d | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s (%d) |\n", r.graph, r.ops,
@@ -569,20 +571,6 @@ int main(int argc, char** argv) {
     return std::isfinite(x) ? absl::StrFormat("%.2f", x) : std::string("—");
   };
   // Geomeans of baseline / GO over the graphs where both are feasible (> 1: GO better).
-  struct Geomean {
-    double log_sum = 0;
-    int count = 0;
-    void Add(double baseline, double go) {
-      if (std::isfinite(baseline) && std::isfinite(go) && go > 0) {
-        log_sum += std::log(Ratio(baseline, go));
-        ++count;
-      }
-    }
-    std::string Text() const {
-      return count == 0 ? std::string("—")
-                        : absl::StrFormat("%.3fx (%d graphs)", std::exp(log_sum / count), count);
-    }
-  };
   Geomean zero_best, zero_metf, zero_sa10, fine_sa10, warm_best, warm_fine_sa10;
   int zero_feasible = 0;
   for (const Row& r : rows) {

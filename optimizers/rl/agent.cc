@@ -14,6 +14,7 @@
 #include "absl/strings/str_cat.h"
 #include "ir/opcode.h"
 #include "nlohmann/json.hpp"
+#include "optimizers/rl/checkpoint_format.h"
 #include "optimizers/rl/rl.h"
 
 namespace mltune::opt::rl {
@@ -192,7 +193,7 @@ class TorchAgent : public Agent {
     std::ostringstream weights;
     archive.save_to(weights);
     const std::string header = j.dump();
-    return absl::StrCat(kMagic, header.size(), "\n", header, weights.str());
+    return internal::JoinCheckpoint(kMagic, header, weights.str());
   }
 
   void LoadWeights(const std::string& bytes) {
@@ -560,22 +561,13 @@ absl::StatusOr<std::unique_ptr<Agent>> Agent::Create(const AgentConfig& config, 
 }
 
 absl::StatusOr<std::unique_ptr<Agent>> Agent::Load(std::string_view checkpoint) {
-  const std::string_view magic(kMagic);
-  if (checkpoint.substr(0, magic.size()) != magic) {
-    return absl::InvalidArgumentError("not an mltune RL agent checkpoint (bad magic)");
-  }
-  checkpoint.remove_prefix(magic.size());
-  const size_t newline = checkpoint.find('\n');
-  size_t header_size = 0;
-  if (newline == std::string_view::npos ||
-      !absl::SimpleAtoi(std::string(checkpoint.substr(0, newline)), &header_size) ||
-      newline + 1 + header_size > checkpoint.size()) {
-    return absl::InvalidArgumentError("RL agent checkpoint: truncated header");
-  }
+  absl::StatusOr<internal::CheckpointParts> parts =
+      internal::SplitCheckpoint(checkpoint, kMagic, "RL agent");
+  if (!parts.ok()) return parts.status();
   AgentConfig config;
   int actions = 0, features = 0, node_features = 0;
   try {
-    nlohmann::json j = nlohmann::json::parse(checkpoint.substr(newline + 1, header_size));
+    nlohmann::json j = nlohmann::json::parse(parts->header);
     config.action_names = j.at("action_names").get<std::vector<std::string>>();
     absl::StatusOr<Algo> algo = ParseAlgo(j.at("algo").get<std::string>());
     absl::StatusOr<EncoderKind> encoder = ParseEncoder(j.at("encoder").get<std::string>());
@@ -597,8 +589,7 @@ absl::StatusOr<std::unique_ptr<Agent>> Agent::Load(std::string_view checkpoint) 
   absl::StatusOr<std::unique_ptr<Agent>> agent = Create(config, actions, features, node_features);
   if (!agent.ok()) return agent.status();
   try {
-    static_cast<TorchAgent&>(**agent).LoadWeights(
-        std::string(checkpoint.substr(newline + 1 + header_size)));
+    static_cast<TorchAgent&>(**agent).LoadWeights(std::string(parts->weights));
   } catch (const std::exception& e) {
     return absl::InvalidArgumentError(absl::StrCat("RL agent checkpoint: bad weights: ", e.what()));
   }

@@ -39,12 +39,8 @@ class ClusterEnvironment : public GoEnvironment {
       }
       u.out_cost = op.output_bytes / link;
       u.kind = op.matmul ? 1 : op.elementwise_like ? 2 : 3;
-      for (const costmodels::OpInput& in : op.inputs) {
-        if (in.node < 0 || in.node == i) continue;
-        src.push_back(in.node);
-        dst.push_back(i);
-      }
     }
+    internal::OpGraphEdges(graph, &src, &dst);
     go_ = BuildGoGraph(graph.module_name, units, std::move(src), std::move(dst), sim.devices(),
                        device_bytes_);
     go_.priorities = schedule;

@@ -64,6 +64,17 @@ GoGraph BuildGoGraph(std::string name, const std::vector<UnitFacts>& units,
   return g;
 }
 
+void OpGraphEdges(const costmodels::OpGraph& graph, std::vector<int32_t>* src,
+                  std::vector<int32_t>* dst) {
+  for (int32_t i = 0; i < graph.size(); ++i) {
+    for (const costmodels::OpInput& in : graph.nodes[static_cast<size_t>(i)].inputs) {
+      if (in.node < 0 || in.node == i) continue;
+      src->push_back(in.node);
+      dst->push_back(i);
+    }
+  }
+}
+
 }  // namespace internal
 
 int GoFeatureSize() { return internal::kGoFeatures; }

@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "costmodels/analytical/op_graph.h"
 #include "optimizers/rl/rl.h"
 
 namespace mltune::opt::rl::internal {
@@ -26,5 +27,9 @@ struct UnitFacts {
 GoGraph BuildGoGraph(std::string name, const std::vector<UnitFacts>& units,
                      std::vector<int32_t> src, std::vector<int32_t> dst, int32_t devices,
                      double device_bytes);
+
+// The data edges of an op graph as (producer, consumer) pairs, self-loops left out.
+void OpGraphEdges(const costmodels::OpGraph& graph, std::vector<int32_t>* src,
+                  std::vector<int32_t>* dst);
 
 }  // namespace mltune::opt::rl::internal

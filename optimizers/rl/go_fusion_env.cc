@@ -36,12 +36,8 @@ class FusionEnvironment : public GoEnvironment {
       u.out_cost = op.output_bytes / hbm;
       u.kind = op.matmul ? 1 : op.elementwise_like ? 2 : 3;
       u.cpu_only = op.opaque;
-      for (const costmodels::OpInput& in : op.inputs) {
-        if (in.node < 0 || in.node == i) continue;
-        src.push_back(in.node);
-        dst.push_back(i);
-      }
     }
+    internal::OpGraphEdges(graph, &src, &dst);
     go_ = BuildGoGraph(graph.module_name, units, std::move(src), std::move(dst), 1, 0);
     go_.fusion = true;
     GoDecision fused;

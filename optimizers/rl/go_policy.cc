@@ -15,6 +15,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "nlohmann/json.hpp"
+#include "optimizers/rl/checkpoint_format.h"
 #include "optimizers/rl/go_network.h"
 #include "optimizers/rl/rl.h"
 
@@ -87,7 +88,7 @@ class TorchGoPolicy : public GoPolicy {
     std::ostringstream weights;
     archive.save_to(weights);
     const std::string header = j.dump();
-    return absl::StrCat(kMagic, header.size(), "\n", header, weights.str());
+    return internal::JoinCheckpoint(kMagic, header, weights.str());
   }
 
   void LoadWeights(const std::string& bytes) {
@@ -466,21 +467,12 @@ absl::StatusOr<std::unique_ptr<GoPolicy>> GoPolicy::Create(const GoConfig& confi
 }
 
 absl::StatusOr<std::unique_ptr<GoPolicy>> GoPolicy::Load(std::string_view checkpoint) {
-  const std::string_view magic(kMagic);
-  if (checkpoint.substr(0, magic.size()) != magic) {
-    return absl::InvalidArgumentError("not an mltune GO policy checkpoint (bad magic)");
-  }
-  checkpoint.remove_prefix(magic.size());
-  const size_t newline = checkpoint.find('\n');
-  size_t header_size = 0;
-  if (newline == std::string_view::npos ||
-      !absl::SimpleAtoi(std::string(checkpoint.substr(0, newline)), &header_size) ||
-      newline + 1 + header_size > checkpoint.size()) {
-    return absl::InvalidArgumentError("GO policy checkpoint: truncated header");
-  }
+  absl::StatusOr<internal::CheckpointParts> parts =
+      internal::SplitCheckpoint(checkpoint, kMagic, "GO policy");
+  if (!parts.ok()) return parts.status();
   GoConfig config;
   try {
-    const nlohmann::json j = nlohmann::json::parse(checkpoint.substr(newline + 1, header_size));
+    const nlohmann::json j = nlohmann::json::parse(parts->header);
     if (j.at("features").get<int>() != GoFeatureSize()) {
       return absl::FailedPreconditionError(
           absl::StrCat("GO policy checkpoint: trained on ", j.at("features").get<int>(),
@@ -503,8 +495,7 @@ absl::StatusOr<std::unique_ptr<GoPolicy>> GoPolicy::Load(std::string_view checkp
   absl::StatusOr<std::unique_ptr<GoPolicy>> policy = Create(config);
   if (!policy.ok()) return policy.status();
   try {
-    static_cast<TorchGoPolicy&>(**policy).LoadWeights(
-        std::string(checkpoint.substr(newline + 1 + header_size)));
+    static_cast<TorchGoPolicy&>(**policy).LoadWeights(std::string(parts->weights));
   } catch (const std::exception& e) {
     return absl::InvalidArgumentError(
         absl::StrCat("GO policy checkpoint: bad weights: ", e.what()));
