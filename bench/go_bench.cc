@@ -76,6 +76,30 @@ double Value(const partition::PartitionGraph& g, const partition::Split& s,
   return score.valid && score.feasible ? score.objective : INFINITY;
 }
 
+// Annealing at `samples` and 10x `samples` evaluations on `problem`, and the step at which the
+// longer run first reached its best.
+struct AnnealRuns {
+  double one = 0, ten = 0;
+  int64_t ten_steps_to_best = 0;
+};
+AnnealRuns Anneal(mltune::opt::Problem& problem, int64_t samples, uint64_t seed) {
+  auto run = [&](int64_t budget) {
+    auto strategy = mltune::opt::StrategyRegistry::Global().Create("annealing");
+    return *(*strategy)->Search(problem, mltune::opt::Budget(budget, 0), seed);
+  };
+  AnnealRuns runs;
+  runs.one = run(samples).best_score;
+  const mltune::opt::Result ten = run(10 * samples);
+  runs.ten = ten.best_score;
+  for (const mltune::opt::TracePoint& t : ten.trace) {
+    if (t.best_score <= runs.ten) {
+      runs.ten_steps_to_best = t.step;
+      break;
+    }
+  }
+  return runs;
+}
+
 // The geometric mean of baseline / GO (> 1: GO better) over the cases where both are finite.
 struct Geomean {
   const char* what = "graphs";
@@ -200,22 +224,10 @@ int RunHloTask(rl::GoTask task, const std::vector<std::string>& zoo,
         r.other = p->Evaluate(mltune::opt::Candidate(p->DefaultCandidate().size(), 0));
         problem = std::move(p);
       }
-      auto anneal = [&](int64_t budget, mltune::opt::Result* out) {
-        auto strategy = mltune::opt::StrategyRegistry::Global().Create("annealing");
-        absl::StatusOr<mltune::opt::Result> res =
-            (*strategy)->Search(*problem, mltune::opt::Budget(budget, 0), seed);
-        if (out != nullptr) *out = *res;
-        return res->best_score;
-      };
-      mltune::opt::Result sa10;
-      r.sa1 = anneal(fine_samples, nullptr);
-      r.sa10 = anneal(10 * fine_samples, &sa10);
-      for (const mltune::opt::TracePoint& t : sa10.trace) {
-        if (t.best_score <= r.sa10) {
-          r.sa_to_best = t.step;
-          break;
-        }
-      }
+      const AnnealRuns sa = Anneal(*problem, fine_samples, seed);
+      r.sa1 = sa.one;
+      r.sa10 = sa.ten;
+      r.sa_to_best = sa.ten_steps_to_best;
       rl::GoSolveOptions solve;
       solve.max_samples = zero_samples;
       solve.sampled = zero_samples;
@@ -520,22 +532,10 @@ int main(int argc, char** argv) {
 
       // Search baselines at 1x and 10x GO's fine-tuning samples.
       partition::PartitionProblem problem(*g, objective);
-      auto anneal = [&](int64_t budget, mltune::opt::Result* out) {
-        auto strategy = mltune::opt::StrategyRegistry::Global().Create("annealing");
-        absl::StatusOr<mltune::opt::Result> res =
-            (*strategy)->Search(problem, mltune::opt::Budget(budget, 0), seed);
-        if (out != nullptr) *out = *res;
-        return res->best_score;
-      };
-      mltune::opt::Result sa10;
-      r.sa1 = anneal(fine_samples, nullptr);
-      r.sa10 = anneal(10 * fine_samples, &sa10);
-      for (const mltune::opt::TracePoint& t : sa10.trace) {
-        if (t.best_score <= r.sa10) {
-          r.sa_to_best = t.step;
-          break;
-        }
-      }
+      const AnnealRuns sa = Anneal(problem, fine_samples, seed);
+      r.sa1 = sa.one;
+      r.sa10 = sa.ten;
+      r.sa_to_best = sa.ten_steps_to_best;
       for (const auto& [samples, best] : f->trace) {
         if (best <= r.sa10 * (1 + 1e-9)) {
           r.fine_to_sa10 = samples;

@@ -188,19 +188,11 @@ class TorchAgent : public Agent {
     j["actions"] = actions_;
     j["features"] = features_;
     j["node_features"] = node_features_;
-    torch::serialize::OutputArchive archive;
-    net_->save(archive);
-    std::ostringstream weights;
-    archive.save_to(weights);
-    const std::string header = j.dump();
-    return internal::JoinCheckpoint(kMagic, header, weights.str());
+    return internal::JoinCheckpoint(kMagic, j.dump(), internal::ModuleBytes(*net_));
   }
 
   void LoadWeights(const std::string& bytes) {
-    std::istringstream in(bytes);
-    torch::serialize::InputArchive archive;
-    archive.load_from(in);
-    net_->load(archive);
+    internal::LoadModuleBytes(*net_, bytes);
     if (target_) SyncTarget();
   }
 

@@ -1,5 +1,7 @@
 #include "optimizers/rl/checkpoint_format.h"
 
+#include <sstream>
+
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 
@@ -28,6 +30,21 @@ absl::StatusOr<CheckpointParts> SplitCheckpoint(std::string_view bytes, std::str
   }
   return CheckpointParts{bytes.substr(newline + 1, header_size),
                          bytes.substr(newline + 1 + header_size)};
+}
+
+std::string ModuleBytes(const torch::nn::Module& module) {
+  torch::serialize::OutputArchive archive;
+  module.save(archive);
+  std::ostringstream bytes;
+  archive.save_to(bytes);
+  return bytes.str();
+}
+
+void LoadModuleBytes(torch::nn::Module& module, const std::string& bytes) {
+  std::istringstream in(bytes);
+  torch::serialize::InputArchive archive;
+  archive.load_from(in);
+  module.load(archive);
 }
 
 }  // namespace mltune::opt::rl::internal

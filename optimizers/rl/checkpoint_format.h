@@ -2,6 +2,8 @@
 // the size of a JSON header, the header, then the torch archive of the weights.
 #pragma once
 
+#include <torch/torch.h>
+
 #include <string>
 #include <string_view>
 
@@ -20,5 +22,9 @@ struct CheckpointParts {
 // header" for bytes of another layout.
 absl::StatusOr<CheckpointParts> SplitCheckpoint(std::string_view bytes, std::string_view magic,
                                                 std::string_view kind);
+
+// A module's parameters and buffers as a torch archive, and back (throws what torch throws).
+std::string ModuleBytes(const torch::nn::Module& module);
+void LoadModuleBytes(torch::nn::Module& module, const std::string& bytes);
 
 }  // namespace mltune::opt::rl::internal

@@ -83,20 +83,10 @@ class TorchGoPolicy : public GoPolicy {
     j["ppo_epochs"] = config_.ppo_epochs;
     j["seed"] = config_.seed;
     j["features"] = GoFeatureSize();
-    torch::serialize::OutputArchive archive;
-    net_->save(archive);
-    std::ostringstream weights;
-    archive.save_to(weights);
-    const std::string header = j.dump();
-    return internal::JoinCheckpoint(kMagic, header, weights.str());
+    return internal::JoinCheckpoint(kMagic, j.dump(), internal::ModuleBytes(*net_));
   }
 
-  void LoadWeights(const std::string& bytes) {
-    std::istringstream in(bytes);
-    torch::serialize::InputArchive archive;
-    archive.load_from(in);
-    net_->load(archive);
-  }
+  void LoadWeights(const std::string& bytes) { internal::LoadModuleBytes(*net_, bytes); }
 
   absl::StatusOr<std::vector<GoTrainProgress>> Train(const std::vector<GoEnvironment*>& envs,
                                                      const GoTrainOptions& options) override {
