@@ -4,11 +4,16 @@
 
 #include <cstdint>
 #include <iosfwd>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "optimizers/cost_model_data/collect.h"
 #include "optimizers/cost_model_training/train_cost_model.h"
+
+namespace mltune::storage {
+class Store;
+}
 
 namespace mltune::client {
 
@@ -175,6 +180,10 @@ struct TrainAgentCommand {
 // split, evaluates it against the start and XLA's default CPU pipeline, writes the training curve
 // and stores the checkpoint as the next version of `pass-order/rl-<algo>`.
 int RunTrainAgent(const TrainAgentCommand& cmd, std::ostream& out, std::ostream& err);
+// The store `train-agent` writes its checkpoint to, opened before training so an unwritable one
+// fails at once: nullptr with --no-store; false, after saying why on `err`, when it cannot open.
+bool OpenTrainAgentStore(const TrainAgentCommand& cmd, std::unique_ptr<storage::Store>* store,
+                         std::ostream& err);
 // `mltune train-agent --algo go` (RunTrainAgent hands it over): the GO policy across graphs,
 // stored as the next version of `partition/go`.
 int RunTrainGoAgent(const TrainAgentCommand& cmd, std::ostream& out, std::ostream& err);

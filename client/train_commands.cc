@@ -223,6 +223,20 @@ bool OpenOutput(const std::string& path, std::ofstream& file, std::ostream& err)
 
 }  // namespace
 
+bool OpenTrainAgentStore(const TrainAgentCommand& cmd, std::unique_ptr<storage::Store>* store,
+                         std::ostream& err) {
+  store->reset();
+  if (cmd.no_store) return true;
+  absl::StatusOr<std::unique_ptr<storage::Store>> opened = storage::Store::Open(cmd.store);
+  if (!opened.ok()) {
+    err << "error: cannot open the store " << cmd.store << ": " << opened.status().message()
+        << " (use --store PATH, or --no-store)\n";
+    return false;
+  }
+  *store = *std::move(opened);
+  return true;
+}
+
 int RunTrainAgent(const TrainAgentCommand& cmd, std::ostream& out, std::ostream& err) {
   // ---- Arguments, before any work.
   if (cmd.algo == "go") return RunTrainGoAgent(cmd, out, err);
@@ -272,15 +286,7 @@ int RunTrainAgent(const TrainAgentCommand& cmd, std::ostream& out, std::ostream&
 
   // ---- Outputs, opened before training: an unwritable store or file fails now, not after it.
   std::unique_ptr<storage::Store> store;
-  if (!cmd.no_store) {
-    absl::StatusOr<std::unique_ptr<storage::Store>> opened = storage::Store::Open(cmd.store);
-    if (!opened.ok()) {
-      err << "error: cannot open the store " << cmd.store << ": " << opened.status().message()
-          << " (use --store PATH, or --no-store)\n";
-      return 1;
-    }
-    store = *std::move(opened);
-  }
+  if (!OpenTrainAgentStore(cmd, &store, err)) return 1;
   std::ofstream csv_file, svg_file;
   if (!OpenOutput(cmd.csv, csv_file, err) || !OpenOutput(cmd.svg, svg_file, err)) return 1;
 

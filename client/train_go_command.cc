@@ -138,15 +138,7 @@ int RunTrainGoAgent(const TrainAgentCommand& cmd, std::ostream& out, std::ostrea
     return 1;
   }
   std::unique_ptr<storage::Store> store;
-  if (!cmd.no_store) {
-    absl::StatusOr<std::unique_ptr<storage::Store>> opened = storage::Store::Open(cmd.store);
-    if (!opened.ok()) {
-      err << "error: cannot open the store " << cmd.store << ": " << opened.status().message()
-          << " (use --store PATH, or --no-store)\n";
-      return 1;
-    }
-    store = *std::move(opened);
-  }
+  if (!OpenTrainAgentStore(cmd, &store, err)) return 1;
   out << absl::StrFormat(
       "train-agent %s: GO policy, %d imitation + %d PPO iterations, seed %d; %d graphs to "
       "train on, %d held out (families: %s)\n",
