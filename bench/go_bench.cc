@@ -18,6 +18,7 @@
 #include "backends/cluster_sim/cluster_sim.h"
 #include "backends/spec/target_spec.h"
 #include "backends/tpu_sim/tpu_sim.h"
+#include "bench/go_bench_util.h"
 #include "costmodels/analytical/kernels.h"
 #include "costmodels/analytical/op_graph.h"
 #include "ir/hlo_files.h"
@@ -33,6 +34,9 @@ namespace fs = std::filesystem;
 namespace partition = mltune::opt::partition;
 namespace rl = mltune::opt::rl;
 using Clock = std::chrono::steady_clock;
+using mltune::bench::Anneal;
+using mltune::bench::AnnealRuns;
+using mltune::bench::Geomean;
 
 double Since(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
@@ -75,47 +79,6 @@ double Value(const partition::PartitionGraph& g, const partition::Split& s,
   const partition::SplitScore score = partition::Score(g, s, objective);
   return score.valid && score.feasible ? score.objective : INFINITY;
 }
-
-// Annealing at `samples` and 10x `samples` evaluations on `problem`, and the step at which the
-// longer run first reached its best.
-struct AnnealRuns {
-  double one = 0, ten = 0;
-  int64_t ten_steps_to_best = 0;
-};
-AnnealRuns Anneal(mltune::opt::Problem& problem, int64_t samples, uint64_t seed) {
-  auto run = [&](int64_t budget) {
-    auto strategy = mltune::opt::StrategyRegistry::Global().Create("annealing");
-    return *(*strategy)->Search(problem, mltune::opt::Budget(budget, 0), seed);
-  };
-  AnnealRuns runs;
-  runs.one = run(samples).best_score;
-  const mltune::opt::Result ten = run(10 * samples);
-  runs.ten = ten.best_score;
-  for (const mltune::opt::TracePoint& t : ten.trace) {
-    if (t.best_score <= runs.ten) {
-      runs.ten_steps_to_best = t.step;
-      break;
-    }
-  }
-  return runs;
-}
-
-// The geometric mean of baseline / GO (> 1: GO better) over the cases where both are finite.
-struct Geomean {
-  const char* what = "graphs";
-  double log_sum = 0;
-  int count = 0;
-  void Add(double baseline, double go) {
-    if (std::isfinite(baseline) && std::isfinite(go) && go > 0) {
-      log_sum += std::log(baseline / go);
-      ++count;
-    }
-  }
-  std::string Text() const {
-    return count == 0 ? std::string("—")
-                      : absl::StrFormat("%.3fx (%d %s)", std::exp(log_sum / count), count, what);
-  }
-};
 
 // A layered random DAG of `n` nodes (each reads 1-3 of the previous 50), for timing one decision.
 partition::PartitionGraph LargeGraph(int n, uint64_t seed) {

@@ -1,6 +1,8 @@
-// GO on tpu-sim: fusion priorities ordering the greedy priority fusion pass.
+// GO on fusion: fusion priorities ordering the greedy priority fusion pass, each plan scored by
+// tpu-sim or by a measurement (the CPU worker running the fused module).
 #include <algorithm>
 #include <cmath>
+#include <map>
 
 #include "backends/tpu_sim/tpu_sim.h"
 #include "costmodels/analytical/kernels.h"
@@ -15,25 +17,20 @@ using internal::UnitFacts;
 
 class FusionEnvironment : public GoEnvironment {
  public:
-  FusionEnvironment(const costmodels::OpGraph& graph, backends::tpu::TpuSimulator sim)
-      : graph_(graph), sim_(std::move(sim)), producers_(costmodels::FusibleProducers(graph)) {
-    const costmodels::FusionPlan unfused = costmodels::Unfused(graph);
-    const std::vector<costmodels::KernelSummary> kernels =
-        costmodels::SummarizeKernels(graph, unfused);
+  using ScoreFn = std::function<Outcome(const costmodels::FusionPlan&)>;
+  // `unit_seconds`: each op as its own kernel; `bandwidth`: bytes per second of the memory an
+  // unfused op's result goes through (what fusion saves).
+  FusionEnvironment(const costmodels::OpGraph& graph, const std::vector<double>& unit_seconds,
+                    double bandwidth, ScoreFn score)
+      : graph_(graph), score_(std::move(score)), producers_(costmodels::FusibleProducers(graph)) {
     std::vector<UnitFacts> units(static_cast<size_t>(graph.size()));
-    double hbm = 1e12;
-    for (const backends::MemoryLevel& level : sim_.spec().memory) {
-      if (level.name == "hbm") hbm = level.bandwidth;
-    }
     std::vector<int32_t> src, dst;
     for (int32_t i = 0; i < graph.size(); ++i) {
       const costmodels::OpNode& op = graph.nodes[static_cast<size_t>(i)];
       UnitFacts& u = units[static_cast<size_t>(i)];
-      const int32_t k = unfused.kernel_of[static_cast<size_t>(i)];
-      const costmodels::KernelSummary& kernel = kernels[static_cast<size_t>(k)];
-      u.seconds = sim_.SimulateKernel(kernel, sim_.DefaultTile(kernel)).seconds;
+      u.seconds = unit_seconds[static_cast<size_t>(i)];
       u.bytes = op.output_bytes;
-      u.out_cost = op.output_bytes / hbm;
+      u.out_cost = op.output_bytes / bandwidth;
       u.kind = op.matmul ? 1 : op.elementwise_like ? 2 : 3;
       u.cpu_only = op.opaque;
     }
@@ -54,13 +51,12 @@ class FusionEnvironment : public GoEnvironment {
         priority[p] = decision.fusion[static_cast<size_t>(producers_[p])];
       }
     }
+    // Many priority orders make the same kernels: each plan is scored once (a measurement takes
+    // a compilation and a run).
     const costmodels::FusionPlan plan = costmodels::PlanFusionByPriority(graph_, priority);
-    const backends::tpu::TpuResult r = sim_.Simulate(costmodels::SummarizeKernels(graph_, plan));
-    Outcome o;
-    o.valid = r.valid;
-    o.score = r.seconds;
-    o.overflow = r.valid ? 0 : 1;
-    return o;
+    auto [it, fresh] = scored_.try_emplace(plan.kernel_of);
+    if (fresh) it->second = score_(plan);
+    return it->second;
   }
   double reference_score() const override { return reference_; }
   std::vector<GoDecision> Baselines() override {
@@ -72,21 +68,57 @@ class FusionEnvironment : public GoEnvironment {
 
  private:
   const costmodels::OpGraph& graph_;
-  backends::tpu::TpuSimulator sim_;
+  ScoreFn score_;
   std::vector<int32_t> producers_;
+  std::map<std::vector<int32_t>, Outcome> scored_;  // by the plan's kernel_of
   GoGraph go_;
   double reference_ = 1;
 };
-
-// Placement, scheduling and fusion at once on cluster-sim: the fusion head's levels order the
-// priority fusion pass, the kernels it makes run on the device of their root op, in the order of
-// their highest priority; the simulated makespan of the fused graph.
 
 }  // namespace
 
 std::unique_ptr<GoEnvironment> MakeFusionEnvironment(const costmodels::OpGraph& graph,
                                                      backends::tpu::TpuSimulator sim) {
-  return std::make_unique<FusionEnvironment>(graph, std::move(sim));
+  const costmodels::FusionPlan unfused = costmodels::Unfused(graph);
+  const std::vector<costmodels::KernelSummary> kernels =
+      costmodels::SummarizeKernels(graph, unfused);
+  std::vector<double> seconds(static_cast<size_t>(graph.size()));
+  for (int32_t i = 0; i < graph.size(); ++i) {
+    const costmodels::KernelSummary& k =
+        kernels[static_cast<size_t>(unfused.kernel_of[static_cast<size_t>(i)])];
+    seconds[static_cast<size_t>(i)] = sim.SimulateKernel(k, sim.DefaultTile(k)).seconds;
+  }
+  double hbm = 1e12;
+  for (const backends::MemoryLevel& level : sim.spec().memory) {
+    if (level.name == "hbm") hbm = level.bandwidth;
+  }
+  auto score = [&graph, sim = std::move(sim)](const costmodels::FusionPlan& plan) mutable {
+    const backends::tpu::TpuResult r = sim.Simulate(costmodels::SummarizeKernels(graph, plan));
+    return GoEnvironment::Outcome{
+        .score = r.seconds, .valid = r.valid, .overflow = r.valid ? 0.0 : 1.0};
+  };
+  return std::make_unique<FusionEnvironment>(graph, seconds, hbm, std::move(score));
+}
+
+std::unique_ptr<GoEnvironment> MakeMeasuredFusionEnvironment(const costmodels::OpGraph& graph,
+                                                             FusionPlanMeasure measure) {
+  // Features need only the ops' relative costs: a roofline at a server core's balance (tens of
+  // GFLOP/s against a few GB/s of DRAM per core) orders them as a measurement would.
+  constexpr double kFlops = 50e9, kBandwidth = 10e9, kOverhead = 1e-6;
+  std::vector<double> seconds(static_cast<size_t>(graph.size()));
+  for (int32_t i = 0; i < graph.size(); ++i) {
+    const costmodels::OpCost& c = graph.nodes[static_cast<size_t>(i)].cost;
+    seconds[static_cast<size_t>(i)] =
+        std::max(c.flops / kFlops, c.bytes() / kBandwidth) + kOverhead;
+  }
+  auto score = [measure = std::move(measure)](const costmodels::FusionPlan& plan) {
+    const absl::StatusOr<double> s = measure(plan);
+    if (!s.ok() || !std::isfinite(*s)) {
+      return GoEnvironment::Outcome{.score = 0, .valid = false, .overflow = 1};
+    }
+    return GoEnvironment::Outcome{.score = *s, .valid = true, .overflow = 0};
+  };
+  return std::make_unique<FusionEnvironment>(graph, seconds, kBandwidth, std::move(score));
 }
 
 }  // namespace mltune::opt::rl

@@ -187,7 +187,8 @@ enum class Objective;
 }  // namespace mltune::opt::partition
 namespace mltune::costmodels {
 struct OpGraph;
-}
+struct FusionPlan;
+}  // namespace mltune::costmodels
 namespace mltune::backends::cluster {
 class ClusterSimulator;
 }
@@ -261,6 +262,14 @@ std::unique_ptr<GoEnvironment> MakeClusterEnvironment(
 // `graph`.
 std::unique_ptr<GoEnvironment> MakeFusionEnvironment(const costmodels::OpGraph& graph,
                                                      backends::tpu::TpuSimulator sim);
+
+// A fusion plan's measured seconds (e.g. the CPU worker compiling and running the fused module).
+using FusionPlanMeasure = std::function<absl::StatusOr<double>(const costmodels::FusionPlan&)>;
+// Fusion priorities as above, each distinct plan measured once by `measure`; a plan whose
+// measurement fails is invalid. Units' features come from the ops' roofline costs. Keeps a
+// reference to `graph`.
+std::unique_ptr<GoEnvironment> MakeMeasuredFusionEnvironment(const costmodels::OpGraph& graph,
+                                                             FusionPlanMeasure measure);
 
 // Placement, scheduling and fusion at once on cluster-sim: the fusion head orders the priority
 // fusion pass, each kernel runs on its root op's device at its highest priority; the fused

@@ -193,5 +193,40 @@ TEST(GoPolicyTest, FusionAndJointEnvironmentsScoreLikeTheProblems) {
   EXPECT_EQ(r->best.fusion.size(), static_cast<size_t>(graph.size()));
 }
 
+// The measured fusion environment measures each distinct plan once (a CPU measurement compiles
+// and runs the module), and a plan whose measurement fails is invalid, not a crash or a score.
+TEST(GoPolicyTest, MeasuredFusionMeasuresEachPlanOnceAndFailuresAreInvalid) {
+  absl::StatusOr<std::unique_ptr<ir::Module>> module =
+      ir::LoadVerifiedHlo(testing::SourcePath("examples/mlp_train_step.hlo"));
+  ASSERT_TRUE(module.ok()) << module.status();
+  const costmodels::OpGraph graph = costmodels::BuildOpGraph(**module);
+  int calls = 0;
+  // Stands in for a measurement: one microsecond per kernel; plans of many kernels fail.
+  auto measure = [&](const costmodels::FusionPlan& plan) -> absl::StatusOr<double> {
+    ++calls;
+    if (plan.size() == graph.size()) return absl::InternalError("the runner crashed");
+    return 1e-6 * plan.size();
+  };
+  std::unique_ptr<GoEnvironment> env = MakeMeasuredFusionEnvironment(graph, measure);
+  EXPECT_TRUE(env->graph().fusion);
+  EXPECT_EQ(env->graph().units, graph.size());
+  const std::vector<GoDecision> baselines = env->Baselines();
+  ASSERT_EQ(baselines.size(), 2u);
+  const int after_reference = calls;  // the reference score measures XLA's plan
+  const GoEnvironment::Outcome fused = env->Evaluate(baselines[0]);
+  ASSERT_TRUE(fused.valid);
+  EXPECT_DOUBLE_EQ(env->reference_score(), fused.score);
+  EXPECT_EQ(calls, after_reference);  // XLA's plan again: not measured twice
+  const GoEnvironment::Outcome unfused = env->Evaluate(baselines[1]);
+  EXPECT_FALSE(unfused.valid);
+  env->Evaluate(baselines[1]);
+  EXPECT_EQ(calls, after_reference + 1);
+  // Every level above 0 fuses in the same greedy order when all are equal: the same plan.
+  GoDecision all_sevens;
+  all_sevens.fusion.assign(static_cast<size_t>(graph.size()), 7);
+  EXPECT_DOUBLE_EQ(env->Evaluate(all_sevens).score, fused.score);
+  EXPECT_EQ(calls, after_reference + 1);
+}
+
 }  // namespace
 }  // namespace mltune::opt::rl
