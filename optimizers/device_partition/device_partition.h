@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "optimizers/constraints/constraints.h"
 #include "optimizers/core/config_problem.h"
 
 namespace mltune::costmodels {
@@ -133,9 +134,12 @@ Split LocalSearch(const PartitionGraph& graph, Objective objective, int restarts
 // A split as a configuration: one accelerator (action a = accelerator a + 1) per colocation
 // class; classes holding an unsupported node are fixed to the CPU. Scores the objective;
 // splits over the memory limit score +infinity. Seeds: one accelerator (when it fits) and m-ETF.
-class PartitionProblem : public ConfigProblem {
+// Its solver (for the solver-backed strategies and GO's FIX and SAMPLE modes) holds the memory
+// per accelerator, classes that must run on the CPU, and with `contiguous` each accelerator's
+// classes a contiguous piece of the graph (a class never feeds a lower-numbered accelerator).
+class PartitionProblem : public constraints::ConstrainedProblem {
  public:
-  PartitionProblem(const PartitionGraph& graph, Objective objective);
+  PartitionProblem(const PartitionGraph& graph, Objective objective, bool contiguous = false);
 
   std::string name() const override { return "device-partition"; }
   SearchSpace space() const override { return space_; }
@@ -145,10 +149,13 @@ class PartitionProblem : public ConfigProblem {
   Candidate Encode(const Split& split) const;  // classes by their first node's device
   const PartitionGraph& graph() const { return graph_; }
   Objective objective() const { return objective_; }
+  absl::StatusOr<std::unique_ptr<constraints::Solver>> NewSolver() const override;
+  std::vector<int32_t> VariableOrder() const override;  // classes, numbered topologically
 
  private:
   const PartitionGraph& graph_;
   Objective objective_;
+  bool contiguous_;
   SearchSpace space_;
   std::vector<bool> cpu_group_;  // classes fixed to the CPU
 };

@@ -2,12 +2,17 @@
 #include <cmath>
 #include <limits>
 
+#include "absl/strings/str_cat.h"
 #include "optimizers/device_partition/device_partition.h"
 
 namespace mltune::opt::partition {
 
-PartitionProblem::PartitionProblem(const PartitionGraph& graph, Objective objective)
-    : graph_(graph), objective_(objective), cpu_group_(static_cast<size_t>(graph.groups), false) {
+PartitionProblem::PartitionProblem(const PartitionGraph& graph, Objective objective,
+                                   bool contiguous)
+    : graph_(graph),
+      objective_(objective),
+      contiguous_(contiguous),
+      cpu_group_(static_cast<size_t>(graph.groups), false) {
   for (const PartitionNode& n : graph.nodes) {
     if (!n.accelerator_ok) cpu_group_[static_cast<size_t>(n.group)] = true;
   }
@@ -47,6 +52,55 @@ Candidate PartitionProblem::Encode(const Split& split) const {
 double PartitionProblem::Evaluate(const Candidate& candidate) {
   const SplitScore s = Score(graph_, Decode(candidate), objective_);
   return s.valid && s.feasible ? s.objective : std::numeric_limits<double>::infinity();
+}
+
+absl::StatusOr<std::unique_ptr<constraints::Solver>> PartitionProblem::NewSolver() const {
+  const size_t groups = static_cast<size_t>(graph_.groups);
+  std::vector<std::string> names(groups);
+  std::vector<double> bytes(groups, 0);
+  for (size_t c = 0; c < groups; ++c) {
+    const PartitionNode& first = graph_.nodes[static_cast<size_t>(graph_.group_nodes[c][0])];
+    names[c] = graph_.group_nodes[c].size() == 1
+                   ? absl::StrCat("node ", first.id)
+                   : absl::StrCat("the colocation class of node ", first.id);
+  }
+  for (const PartitionNode& n : graph_.nodes) {
+    if (!cpu_group_[static_cast<size_t>(n.group)]) bytes[static_cast<size_t>(n.group)] += n.bytes;
+  }
+  auto solver =
+      std::make_unique<constraints::Solver>(graph_.groups, graph_.accelerators, std::move(names));
+  solver->Add(constraints::MakeCapacityConstraint(
+      "memory", std::move(bytes),
+      std::vector<double>(static_cast<size_t>(graph_.accelerators), graph_.accelerator_bytes)));
+  if (contiguous_) {
+    std::vector<int32_t> from, to;
+    for (int32_t v = 0; v < graph_.size(); ++v) {
+      const int32_t a = graph_.nodes[static_cast<size_t>(v)].group;
+      for (int32_t w : graph_.succ[static_cast<size_t>(v)]) {
+        const int32_t b = graph_.nodes[static_cast<size_t>(w)].group;
+        if (a != b && !cpu_group_[static_cast<size_t>(a)] && !cpu_group_[static_cast<size_t>(b)]) {
+          from.push_back(a);
+          to.push_back(b);
+        }
+      }
+    }
+    solver->Add(constraints::MakeOrderConstraint("contiguous", std::move(from), std::move(to)));
+  }
+  if (absl::Status s = solver->Init(); !s.ok()) return s;
+  // CPU classes have one choice (candidate value 0).
+  for (size_t c = 0; c < groups; ++c) {
+    if (cpu_group_[c] && !solver->Fix(static_cast<int32_t>(c), 0)) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "no valid split: ", solver->conflict_constraint(), ": ", solver->conflict()));
+    }
+  }
+  return solver;
+}
+
+std::vector<int32_t> PartitionProblem::VariableOrder() const {
+  std::vector<int32_t> order(static_cast<size_t>(graph_.groups));
+  for (int32_t c = 0; c < graph_.groups; ++c) order[static_cast<size_t>(c)] = c;
+  return order;
 }
 
 }  // namespace mltune::opt::partition

@@ -2,14 +2,18 @@
 // topological order, "start the next chip here" or not, so every candidate flows from lower to
 // higher chips without skipping one; the pipeline's stage time (1 / throughput) is the score and
 // a partition breaking the triangle or SRAM constraint scores +infinity. The balanced partition
-// is the seed.
+// is the seed. McmChipProblem assigns a chip to every op instead, with the four constraints in a
+// solver, for the solver-backed strategies and GO's FIX and SAMPLE modes.
 #pragma once
 
+#include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "backends/mcm_sim/mcm_sim.h"
 #include "costmodels/analytical/op_graph.h"
+#include "optimizers/constraints/constraints.h"
 #include "optimizers/core/config_problem.h"
 
 namespace mltune::opt::mcm {
@@ -35,6 +39,36 @@ class McmPartitionProblem : public ConfigProblem {
   costmodels::OpGraph graph_;
   backends::mcm::McmSimulator sim_;
   SearchSpace space_;
+};
+
+// One chip per op (candidate[i] = op i's chip), scored by the simulator (+infinity when invalid).
+// Its solver holds the simulator's constraints: acyclic (chips non-decreasing along every edge),
+// no skipped chip (the chips used are 0..m), no chip triangle, and SRAM per chip (exact, checked
+// as ops are fixed). Counts every evaluation and the valid ones (Stats()).
+class McmChipProblem : public constraints::ConstrainedProblem {
+ public:
+  McmChipProblem(costmodels::OpGraph graph, backends::mcm::McmSimulator sim);
+
+  std::string name() const override { return "mcm-partition"; }
+  SearchSpace space() const override { return space_; }
+  std::string ActionName(int64_t position, Action action) const override;
+  double Evaluate(const Candidate& candidate) override;
+  std::vector<std::pair<std::string, int64_t>> Stats() const override;
+  absl::StatusOr<std::unique_ptr<constraints::Solver>> NewSolver() const override;
+  std::vector<int32_t> VariableOrder() const override;
+
+  Candidate BalancedCandidate() const;
+  backends::mcm::McmResult Simulate(const Candidate& candidate) const;
+  const costmodels::OpGraph& graph() const { return graph_; }
+  const backends::mcm::McmSimulator& simulator() const { return sim_; }
+  int64_t evaluations() const { return evaluations_; }
+  int64_t valid_evaluations() const { return valid_; }
+
+ private:
+  costmodels::OpGraph graph_;
+  backends::mcm::McmSimulator sim_;
+  SearchSpace space_;
+  int64_t evaluations_ = 0, valid_ = 0;
 };
 
 }  // namespace mltune::opt::mcm

@@ -3,6 +3,7 @@
 // baselines and bad input.
 #include "optimizers/device_partition/device_partition.h"
 
+#include <cmath>
 #include <filesystem>
 #include <random>
 
@@ -152,6 +153,87 @@ TEST(DevicePartitionTest, BaselinesRespectTheModel) {
   // max(1 + 2 + 0.5 + 0.25, 4 + 0.5 + 0.25).
   EXPECT_DOUBLE_EQ(MaxLoad(*g, local).objective, 4.75);
   EXPECT_GT(evaluations, 3);
+}
+
+// A random DAG of `n` nodes, some colocated and some CPU-only, whose memory fills about 70% of
+// `k` accelerators (a node's output costs the same on each of its edges).
+std::string RandomGraphJson(std::mt19937_64& rng, int n, int k, bool colocate) {
+  std::string nodes, edges;
+  const double capacity = 1000;
+  std::uniform_real_distribution<double> latency(0.1, 5), size(0, 2 * 0.7 * capacity * k / n);
+  for (int i = 1; i <= n; ++i) {
+    const bool cpu_only = rng() % 17 == 0;
+    std::string color =
+        colocate && rng() % 9 == 0 ? absl::StrCat(", \"colorClass\": ", rng() % 3) : "";
+    absl::StrAppend(&nodes, i > 1 ? "," : "", "{\"id\": ", i,
+                    ", \"supportedOnFpga\": ", cpu_only ? 0 : 1,
+                    ", \"cpuLatency\": ", latency(rng) * 10, ", \"fpgaLatency\": ", latency(rng),
+                    ", \"isBackwardNode\": 0, \"size\": ", size(rng), color, "}");
+    for (int back = 1; back <= 3 && i - back >= 1; ++back) {
+      if (back == 1 || rng() % 3 == 0) {
+        absl::StrAppend(&edges, edges.empty() ? "" : ",", "{\"sourceId\": ", i - back,
+                        ", \"destId\": ", i, ", \"cost\": ", (i - back) % 7 * 0.1, "}");
+      }
+    }
+  }
+  return absl::StrCat("{\"maxSizePerFPGA\": ", capacity, ", \"maxFPGAs\": ", k,
+                      ", \"maxCPUs\": 1, \"nodes\": [", nodes, "], \"edges\": [", edges, "]}");
+}
+
+// The property of the solver-backed paths: every split they return fits the accelerators, and
+// with `contiguous` no accelerator feeds a lower-numbered one.
+TEST(DevicePartitionTest, SolverSplitsAlwaysFitAndStayContiguousWhenAsked) {
+  std::mt19937_64 rng(21);
+  int64_t checked = 0;
+  for (int g = 0; g < 20; ++g) {
+    // Colocation classes far apart can make a contiguous split impossible: tested apart.
+    const bool contiguous = g % 2 == 1;
+    absl::StatusOr<PartitionGraph> graph = ParsePartitionGraph(
+        RandomGraphJson(rng, 20 + static_cast<int>(rng() % 60), 2 + g % 5, !contiguous), "random");
+    ASSERT_TRUE(graph.ok()) << graph.status();
+    {
+      PartitionProblem problem(*graph, Objective::kThroughput, contiguous);
+      absl::StatusOr<std::unique_ptr<constraints::Solver>> solver = problem.NewSolver();
+      ASSERT_TRUE(solver.ok()) << solver.status();
+      const size_t root = (*solver)->Checkpoint();
+      for (int trial = 0; trial < 10; ++trial) {
+        absl::StatusOr<std::vector<int32_t>> a = constraints::Complete(
+            **solver, problem.VariableOrder(), constraints::UniformOrder(rng));
+        (*solver)->Undo(root);
+        ASSERT_TRUE(a.ok()) << a.status();
+        const Split split = problem.Decode(Candidate(a->begin(), a->end()));
+        const SplitScore score = Score(*graph, split, Objective::kThroughput);
+        EXPECT_TRUE(score.valid && score.feasible) << score.error;
+        if (contiguous) {
+          for (int32_t v = 0; v < graph->size(); ++v) {
+            for (int32_t w : graph->succ[static_cast<size_t>(v)]) {
+              if (split[static_cast<size_t>(v)] > 0 && split[static_cast<size_t>(w)] > 0) {
+                EXPECT_LE(split[static_cast<size_t>(v)], split[static_cast<size_t>(w)]);
+              }
+            }
+          }
+        }
+        ++checked;
+      }
+      absl::StatusOr<Result> r = (*constraints::SolverStrategies().Create("solver-annealing"))
+                                     ->Search(problem, Budget(60, 0), 1);
+      ASSERT_TRUE(r.ok()) << r.status();
+      EXPECT_TRUE(std::isfinite(r->best_score));
+    }
+  }
+  EXPECT_EQ(checked, 200);
+  // A class larger than every accelerator is named.
+  absl::StatusOr<PartitionGraph> big = ParsePartitionGraph(
+      R"({"maxSizePerFPGA": 10, "maxFPGAs": 2, "maxCPUs": 1, "nodes": [
+        {"id": 7, "supportedOnFpga": 1, "cpuLatency": 1, "fpgaLatency": 1, "size": 11}],
+        "edges": []})",
+      "big");
+  ASSERT_TRUE(big.ok()) << big.status();
+  absl::StatusOr<std::unique_ptr<constraints::Solver>> none =
+      PartitionProblem(*big, Objective::kThroughput).NewSolver();
+  ASSERT_FALSE(none.ok());
+  EXPECT_NE(none.status().message().find("memory: node 7 needs 11"), std::string::npos)
+      << none.status();
 }
 
 struct Reference {
