@@ -11,6 +11,7 @@
 #include "costmodels/analytical/op_graph.h"
 #include "ir/hlo_files.h"
 #include "optimizers/device_partition/device_partition.h"
+#include "optimizers/mcm/mcm_problem.h"
 #include "optimizers/rl/rl.h"
 
 namespace mltune::opt::rl {
@@ -18,6 +19,7 @@ namespace mltune::opt::rl {
 struct GoCorpus::Storage {
   std::deque<partition::PartitionGraph> partition_graphs;
   std::deque<costmodels::OpGraph> op_graphs;
+  std::deque<mcm::McmChipProblem> mcm_problems;
   std::vector<std::unique_ptr<GoEnvironment>> envs;
 };
 
@@ -26,9 +28,10 @@ absl::StatusOr<GoTask> ParseGoTask(std::string_view name) {
   if (name == "placement") return GoTask::kPlacement;
   if (name == "fusion") return GoTask::kFusion;
   if (name == "joint") return GoTask::kJoint;
+  if (name == "mcm") return GoTask::kMcm;
   return absl::InvalidArgumentError(
       absl::StrCat("unknown GO task '", std::string(name),
-                   "' (expected partition, placement, fusion or joint)"));
+                   "' (expected partition, placement, fusion, joint or mcm)"));
 }
 
 std::string_view GoTaskName(GoTask task) {
@@ -41,6 +44,8 @@ std::string_view GoTaskName(GoTask task) {
       return "fusion";
     case GoTask::kJoint:
       return "joint";
+    case GoTask::kMcm:
+      return "mcm";
   }
   return "";
 }
@@ -71,8 +76,13 @@ std::string Stem(const std::string& path) {
 }  // namespace
 
 GoCorpus::GoCorpus(GoTask task, const backends::cluster::ClusterSimulator& sim, uint64_t seed,
-                   const backends::tpu::TpuSimulator* tpu)
-    : task_(task), sim_(sim), seed_(seed), tpu_(tpu), storage_(std::make_unique<Storage>()) {}
+                   const backends::tpu::TpuSimulator* tpu, const backends::mcm::McmSimulator* mcm)
+    : task_(task),
+      sim_(sim),
+      seed_(seed),
+      tpu_(tpu),
+      mcm_(mcm),
+      storage_(std::make_unique<Storage>()) {}
 GoCorpus::~GoCorpus() = default;
 
 absl::Status GoCorpus::AddPartitionGraph(const std::string& path, partition::Objective objective) {
@@ -106,6 +116,19 @@ absl::Status GoCorpus::AddHlo(const std::string& path, int32_t max_units) {
     }
     storage_->op_graphs.push_back(std::move(graph));
     storage_->envs.push_back(MakeFusionEnvironment(storage_->op_graphs.back(), *tpu_));
+    entries_.push_back({stem, GraphFamily(stem), storage_->envs.back().get()});
+    return absl::OkStatus();
+  }
+  if (task_ == GoTask::kMcm) {
+    if (mcm_ == nullptr) return absl::InvalidArgumentError("the mcm task needs an MCM simulator");
+    storage_->mcm_problems.emplace_back(std::move(graph), *mcm_);
+    const mcm::McmChipProblem& problem = storage_->mcm_problems.back();
+    if (absl::StatusOr<std::unique_ptr<constraints::Solver>> solver = problem.NewSolver();
+        !solver.ok()) {
+      storage_->mcm_problems.pop_back();
+      return absl::FailedPreconditionError(absl::StrCat(path, ": ", solver.status().message()));
+    }
+    storage_->envs.push_back(MakeMcmEnvironment(problem, GoSolverMode::kFix, seed_));
     entries_.push_back({stem, GraphFamily(stem), storage_->envs.back().get()});
     return absl::OkStatus();
   }

@@ -175,7 +175,8 @@ class TorchGoPolicy : public GoPolicy {
     // The greedy chain: each decision sees the best one so far.
     for (int t = 0; t < std::max(1, config_.refinements) && left() > 0 && !stopped(); ++t) {
       const auto pass = Clock::now();
-      GoDecision d = Greedy(g, tensors, heads, result.best.device.empty() ? nullptr : &result.best);
+      GoDecision d =
+          Greedy(g, tensors, heads, result.best.device.empty() ? nullptr : &result.best, &env);
       if (t == 0) result.first_decision_seconds = Since(pass);
       consider(d);
       if (result.best.device.empty()) result.best = d;  // nothing valid yet: refine from it
@@ -185,8 +186,13 @@ class TorchGoPolicy : public GoPolicy {
     if (sampled > 0 && !stopped()) {
       torch::NoGradGuard no_grad;
       const GoDecision prev = result.best;
-      const Actions a = Sample(net_->forward(tensors, RefineInputs(g, &prev)), heads, sampled);
-      for (int64_t s = 0; s < sampled && !stopped(); ++s) consider(DecisionAt(g, a, s));
+      const Logits logits = net_->forward(tensors, RefineInputs(g, &prev));
+      const Actions a = Sample(logits, heads, sampled);
+      const std::vector<float> probabilities = DeviceProbabilities(env, logits);
+      for (int64_t s = 0; s < sampled && !stopped(); ++s) {
+        const GoDecision d = DecisionAt(g, a, s);
+        consider(env.realizes() ? env.Realize(d, probabilities) : d);
+      }
     }
     if (options.fine_tune) {
       // PPO on this graph alone, keeping enough for the last greedy chain.
@@ -199,7 +205,7 @@ class TorchGoPolicy : public GoPolicy {
         Update(batches);
       }
       for (int t = 0; t < std::max(1, config_.refinements) && left() > 0 && !stopped(); ++t) {
-        consider(Greedy(g, tensors, heads, &result.best));
+        consider(Greedy(g, tensors, heads, &result.best, &env));
       }
     }
     if (!std::isfinite(result.best_score))
@@ -243,15 +249,26 @@ class TorchGoPolicy : public GoPolicy {
     return a;
   }
 
+  // The most likely decision; realized by `env` when it realizes decisions.
   GoDecision Greedy(const GoGraph& g, const GraphTensors& tensors, Heads heads,
-                    const GoDecision* prev) {
+                    const GoDecision* prev, GoEnvironment* env = nullptr) {
     torch::NoGradGuard no_grad;
     const Logits logits = net_->forward(tensors, RefineInputs(g, prev));
     Actions a;
     if (heads.device) a.device = logits.device.argmax(1, true);
     if (heads.priority) a.priority = logits.priority.argmax(1, true);
     if (heads.fusion) a.fusion = logits.fusion.argmax(1, true);
-    return DecisionAt(g, a, 0);
+    const GoDecision d = DecisionAt(g, a, 0);
+    if (env == nullptr || !env->realizes()) return d;
+    return env->Realize(d, DeviceProbabilities(*env, logits));
+  }
+
+  // units x kGoMaxDevices, row-major; empty unless `env` realizes decisions.
+  static std::vector<float> DeviceProbabilities(const GoEnvironment& env, const Logits& logits) {
+    if (!env.realizes() || !logits.device.defined()) return {};
+    const torch::Tensor p = torch::softmax(logits.device, 1).contiguous();
+    const float* data = p.data_ptr<float>();
+    return std::vector<float>(data, data + p.numel());
   }
 
   // Samples `count` decisions per refinement step on `env`, each step refining the best of the
@@ -273,12 +290,25 @@ class TorchGoPolicy : public GoPolicy {
       batch.refine = RefineInputs(g, have_best ? &best : nullptr);
       const Logits logits = net_->forward(tensors, batch.refine);
       batch.actions = Sample(logits, heads, count);
+      // A realizing environment evaluates its own decision: the policy learns from that one.
+      std::vector<GoDecision> decisions(static_cast<size_t>(count));
+      const std::vector<float> probabilities = DeviceProbabilities(env, logits);
+      for (int64_t s = 0; s < count; ++s) {
+        decisions[static_cast<size_t>(s)] = DecisionAt(g, batch.actions, s);
+        if (!env.realizes()) continue;
+        GoDecision& d = decisions[static_cast<size_t>(s)];
+        d = env.Realize(d, probabilities);
+        if (batch.actions.device.defined() && d.device.size() == static_cast<size_t>(g.units)) {
+          batch.actions.device.select(1, s).copy_(
+              torch::tensor(std::vector<int64_t>(d.device.begin(), d.device.end()), torch::kLong));
+        }
+      }
       batch.old_logp = LogProb(logits, batch.actions, heads);
       std::vector<double> rewards(static_cast<size_t>(count));
       double best_reward = -1e300;
       int64_t best_column = 0;
       for (int64_t s = 0; s < count; ++s) {
-        const GoDecision d = DecisionAt(g, batch.actions, s);
+        const GoDecision& d = decisions[static_cast<size_t>(s)];
         const GoEnvironment::Outcome o = env.Evaluate(d);
         ++spent;
         if (track != nullptr && o.valid && o.score < track->best_score) {
@@ -294,7 +324,7 @@ class TorchGoPolicy : public GoPolicy {
         *reward_sum += rewards[static_cast<size_t>(s)];
         ++*reward_count;
       }
-      best = DecisionAt(g, batch.actions, best_column);
+      best = decisions[static_cast<size_t>(best_column)];
       have_best = true;
       // The graph's own samples are the baseline: rewards are comparable only within a graph.
       const double mean = std::accumulate(rewards.begin(), rewards.end(), 0.0) / count;

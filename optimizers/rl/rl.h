@@ -185,6 +185,12 @@ namespace mltune::opt::partition {
 struct PartitionGraph;
 enum class Objective;
 }  // namespace mltune::opt::partition
+namespace mltune::opt::constraints {
+class ConstrainedProblem;
+}
+namespace mltune::opt::mcm {
+class McmChipProblem;
+}
 namespace mltune::costmodels {
 struct OpGraph;
 struct FusionPlan;
@@ -194,6 +200,9 @@ class ClusterSimulator;
 }
 namespace mltune::backends::tpu {
 class TpuSimulator;
+}
+namespace mltune::backends::mcm {
+class McmSimulator;
 }
 
 namespace mltune::opt::rl {
@@ -220,7 +229,7 @@ struct GoGraph {
 
 // The number of feature values per unit of every environment (GoGraph::feature_size).
 int GoFeatureSize();
-inline constexpr int kGoMaxDevices = 16;
+inline constexpr int kGoMaxDevices = 64;  // an MCM's 36 chips fit
 inline constexpr int kGoPriorityLevels = 8;
 
 struct GoDecision {
@@ -244,6 +253,15 @@ class GoEnvironment {
   virtual double reference_score() const = 0;
   // The baselines' decisions on this graph (m-ETF, METIS, ...): imitation's teachers.
   virtual std::vector<GoDecision> Baselines() { return {}; }
+  // Environments whose valid decisions are sparse turn the policy's proposal into the decision
+  // they evaluate (a constraint solver's FIX or SAMPLE, MakeConstrainedEnvironment); the policy
+  // then learns from what was evaluated. `device_probabilities` holds the policy's device
+  // distribution, units x kGoMaxDevices.
+  virtual bool realizes() const { return false; }
+  virtual GoDecision Realize(const GoDecision& proposal,
+                             const std::vector<float>& /*device_probabilities*/) {
+    return proposal;
+  }
 };
 
 // A split of a dnn-partitioning graph: units are colocation classes, the device head picks the
@@ -277,6 +295,27 @@ std::unique_ptr<GoEnvironment> MakeMeasuredFusionEnvironment(const costmodels::O
 // default), and XLA fusion with m-ETF. Keeps references to `graph` and `sim`.
 std::unique_ptr<GoEnvironment> MakeJointEnvironment(const costmodels::OpGraph& graph,
                                                     const backends::cluster::ClusterSimulator& sim);
+
+// How a constraint solver turns GO's device decision into a valid one (Xie et al. 2022): FIX
+// repairs the proposal with as few changes as it finds (variables in order, each at its proposed
+// value when allowed, else the nearest); SAMPLE walks the variables and draws each from the
+// policy's distribution restricted to what the constraints still allow.
+enum class GoSolverMode { kFix, kSample };
+// "fix", "sample"
+absl::StatusOr<GoSolverMode> ParseGoSolverMode(std::string_view name);
+
+// `inner` (whose device decision is `problem`'s candidate) with its decisions realized through
+// `problem`'s solver in `mode`; a proposal the solver cannot complete is evaluated as it is.
+// Keeps a reference to `problem`.
+std::unique_ptr<GoEnvironment> MakeConstrainedEnvironment(
+    std::unique_ptr<GoEnvironment> inner, const constraints::ConstrainedProblem& problem,
+    GoSolverMode mode, uint64_t seed);
+// An op graph partitioned onto a multi-chip module's chips (mcm::McmChipProblem), realized in
+// `mode`: units are ops, the device head picks the chip, the score is the pipeline's stage
+// seconds. Baselines: the balanced partition, the solver's first-fit fill and its local search.
+// Keeps a reference to `problem`.
+std::unique_ptr<GoEnvironment> MakeMcmEnvironment(const mcm::McmChipProblem& problem,
+                                                  GoSolverMode mode, uint64_t seed);
 
 struct GoConfig {
   int hidden = 64;
@@ -365,8 +404,9 @@ enum class GoTask {
   kPlacement,  // device placement and scheduling priorities on cluster-sim (makespan)
   kFusion,     // fusion priorities on tpu-sim (simulated seconds)
   kJoint,      // placement, scheduling and fusion on cluster-sim (makespan)
+  kMcm,        // ops onto a multi-chip module's chips through its solver (stage seconds)
 };
-// "partition", "placement", "fusion", "joint"
+// "partition", "placement", "fusion", "joint", "mcm"
 absl::StatusOr<GoTask> ParseGoTask(std::string_view name);
 std::string_view GoTaskName(GoTask task);
 
@@ -377,9 +417,10 @@ std::string GraphFamily(std::string_view name);
 class GoCorpus {
  public:
   // `sim` (a cluster-sim target) gives HLO ops their times, links and memory; kept by reference.
-  // The fusion task simulates on `tpu` (required for it).
+  // The fusion task simulates on `tpu`, the mcm task on `mcm` (required for them).
   GoCorpus(GoTask task, const backends::cluster::ClusterSimulator& sim, uint64_t seed,
-           const backends::tpu::TpuSimulator* tpu = nullptr);
+           const backends::tpu::TpuSimulator* tpu = nullptr,
+           const backends::mcm::McmSimulator* mcm = nullptr);
   ~GoCorpus();
   GoCorpus(const GoCorpus&) = delete;
   GoCorpus& operator=(const GoCorpus&) = delete;
@@ -388,7 +429,7 @@ class GoCorpus {
   absl::Status AddPartitionGraph(const std::string& path, partition::Objective objective);
   // An HLO module: for kPartition, twice (throughput and latency) on 2..8 accelerators chosen by
   // the seed and the name; for kPlacement and kJoint, once on the simulator's cluster; for
-  // kFusion, once on the TPU simulator. Modules with more
+  // kFusion, once on the TPU simulator; for kMcm, once on the MCM (FIX mode). Modules with more
   // than `max_units` ops are refused (FailedPrecondition) to bound training time.
   absl::Status AddHlo(const std::string& path, int32_t max_units);
 
@@ -405,6 +446,7 @@ class GoCorpus {
   const backends::cluster::ClusterSimulator& sim_;
   uint64_t seed_;
   const backends::tpu::TpuSimulator* tpu_;
+  const backends::mcm::McmSimulator* mcm_;
   std::unique_ptr<Storage> storage_;
   std::vector<Entry> entries_;
 };

@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "backends/cluster_sim/cluster_sim.h"
+#include "backends/mcm_sim/mcm_sim.h"
 #include "backends/spec/target_spec.h"
 #include "backends/tpu_sim/tpu_sim.h"
 #include "costmodels/analytical/op_graph.h"
@@ -13,6 +14,7 @@
 #include "ir/hlo_files.h"
 #include "optimizers/device_partition/device_partition.h"
 #include "optimizers/fusion/fusion_problem.h"
+#include "optimizers/mcm/mcm_problem.h"
 #include "optimizers/rl/rl.h"
 #include "tests/support/corpus.h"
 
@@ -91,7 +93,7 @@ TEST(GoPolicyTest, RefusesGraphsWithMoreDevicesThanItsHead) {
   std::unique_ptr<GoPolicy> policy = *GoPolicy::Create(SmallConfig());
   absl::StatusOr<GoSolveResult> r = policy->Solve(*env, GoSolveOptions{});
   ASSERT_FALSE(r.ok());
-  EXPECT_NE(r.status().message().find("at most 16"), std::string::npos);
+  EXPECT_NE(r.status().message().find("at most 64"), std::string::npos);
 }
 
 TEST(GoPolicyTest, TrainingOnSmallGraphsTransfersToALargerOne) {
@@ -226,6 +228,45 @@ TEST(GoPolicyTest, MeasuredFusionMeasuresEachPlanOnceAndFailuresAreInvalid) {
   all_sevens.fusion.assign(static_cast<size_t>(graph.size()), 7);
   EXPECT_DOUBLE_EQ(env->Evaluate(all_sevens).score, fused.score);
   EXPECT_EQ(calls, after_reference + 1);
+}
+
+// GO on a multi-chip module, in FIX and SAMPLE modes: every decision it evaluates passes through
+// the solver, so its results are valid partitions even untrained, and training runs on them.
+TEST(GoPolicyTest, McmDecisionsGoThroughTheSolverAndAreValid) {
+  absl::StatusOr<std::unique_ptr<ir::Module>> module =
+      ir::LoadVerifiedHlo(testing::SourcePath("examples/mlp_train_step.hlo"));
+  ASSERT_TRUE(module.ok()) << module.status();
+  backends::TargetSpec spec = *backends::TargetRegistry::Global().Find("mcm-36");
+  spec.devices = 20;
+  mcm::McmChipProblem problem(costmodels::BuildOpGraph(**module),
+                              *backends::mcm::McmSimulator::Create(spec));
+  for (GoSolverMode mode : {GoSolverMode::kFix, GoSolverMode::kSample}) {
+    std::unique_ptr<GoEnvironment> env = MakeMcmEnvironment(problem, mode, 1);
+    EXPECT_TRUE(env->realizes());
+    EXPECT_EQ(env->graph().devices, 20);
+    // A proposal of random chips is almost never valid; realized, it is.
+    GoDecision proposal;
+    for (int32_t i = 0; i < problem.graph().size(); ++i) proposal.device.push_back(i * 7 % 20);
+    EXPECT_FALSE(env->Evaluate(proposal).valid);
+    const std::vector<float> uniform(static_cast<size_t>(problem.graph().size()) * kGoMaxDevices,
+                                     1.0f);
+    EXPECT_TRUE(env->Evaluate(env->Realize(proposal, uniform)).valid);
+
+    std::unique_ptr<GoPolicy> policy = *GoPolicy::Create(SmallConfig());
+    GoTrainOptions train;
+    train.imitation_iterations = 3;
+    train.iterations = 2;
+    train.samples_per_graph = 4;
+    train.eval_every = 0;
+    ASSERT_TRUE(policy->Train({env.get()}, train).ok());
+    GoSolveOptions solve;
+    solve.max_samples = 12;
+    solve.fine_tune = true;
+    absl::StatusOr<GoSolveResult> r = policy->Solve(*env, solve);
+    ASSERT_TRUE(r.ok()) << r.status();
+    ASSERT_TRUE(std::isfinite(r->best_score));
+    EXPECT_TRUE(problem.Simulate(Candidate(r->best.device.begin(), r->best.device.end())).valid);
+  }
 }
 
 }  // namespace
