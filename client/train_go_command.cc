@@ -12,6 +12,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "backends/cluster_sim/cluster_sim.h"
+#include "backends/mcm_sim/mcm_sim.h"
 #include "backends/spec/target_spec.h"
 #include "backends/tpu_sim/tpu_sim.h"
 #include "client/cli_commands.h"
@@ -79,7 +80,7 @@ int RunTrainGoAgent(const TrainAgentCommand& cmd, std::ostream& out, std::ostrea
     return 1;
   }
   // HLO ops are timed on a cluster target (--target, default gpu-4x-nvlink); the fusion task
-  // simulates on tpu-v4-core.
+  // simulates on tpu-v4-core, the mcm task on mcm-36.
   const backends::TargetSpec* spec = backends::TargetRegistry::Global().Find(cmd.target);
   absl::StatusOr<backends::cluster::ClusterSimulator> sim =
       spec == nullptr
@@ -102,13 +103,24 @@ int RunTrainGoAgent(const TrainAgentCommand& cmd, std::ostream& out, std::ostrea
     }
     tpu = *std::move(made);
   }
+  std::optional<backends::mcm::McmSimulator> mcm;
+  if (std::find(tasks.begin(), tasks.end(), rl::GoTask::kMcm) != tasks.end()) {
+    absl::StatusOr<backends::mcm::McmSimulator> made =
+        backends::mcm::McmSimulator::Create(*backends::TargetRegistry::Global().Find("mcm-36"));
+    if (!made.ok()) {
+      err << "error: mcm-36: " << made.status().message() << "\n";
+      return 1;
+    }
+    mcm = *std::move(made);
+  }
   std::vector<std::unique_ptr<rl::GoCorpus>> corpora;
   std::vector<rl::GoEnvironment*> train, held;
   nlohmann::ordered_json train_names = nlohmann::ordered_json::array();
   nlohmann::ordered_json held_names = nlohmann::ordered_json::array();
   size_t usable = 0;
   for (rl::GoTask task : tasks) {
-    corpora.push_back(std::make_unique<rl::GoCorpus>(task, *sim, cmd.seed, tpu ? &*tpu : nullptr));
+    corpora.push_back(std::make_unique<rl::GoCorpus>(task, *sim, cmd.seed, tpu ? &*tpu : nullptr,
+                                                     mcm ? &*mcm : nullptr));
     rl::GoCorpus& corpus = *corpora.back();
     for (const std::string& file : files) {
       absl::Status added;

@@ -13,8 +13,10 @@
 #include "backends/mcm_sim/mcm_sim.h"
 #include "costmodels/analytical/op_graph.h"
 #include "daemon/config_search.h"
+#include "daemon/go_strategy.h"
 #include "daemon/sim_workers.h"
 #include "nlohmann/json.hpp"
+#include "optimizers/constraints/constraints.h"
 #include "optimizers/mcm/mcm_problem.h"
 #include "optimizers/placement/placement_problem.h"
 #include "optimizers/rl/rl.h"
@@ -23,64 +25,6 @@ namespace mltune::daemon {
 namespace {
 
 using nlohmann::json;
-
-constexpr char kGoModel[] = "partition/go";
-
-// The GO policy as a search strategy: every decision it evaluates goes through the search
-// context, so it is charged to the budget, logged and traced like any other strategy's, and the
-// seeds (m-ETF, one device, the cached best) are scored first, so it never returns worse.
-class GoStrategy : public opt::Strategy {
- public:
-  GoStrategy(std::unique_ptr<opt::rl::GoPolicy> policy, std::unique_ptr<opt::rl::GoEnvironment> env,
-             bool fine_tune)
-      : policy_(std::move(policy)), env_(std::move(env)), fine_tune_(fine_tune) {}
-  std::string_view name() const override { return "go"; }
-
- protected:
-  bool Run(opt::SearchContext& context) override {
-    class Charged : public opt::rl::GoEnvironment {
-     public:
-      Charged(opt::rl::GoEnvironment& inner, opt::SearchContext& context)
-          : inner_(inner), context_(context) {}
-      const opt::rl::GoGraph& graph() const override { return inner_.graph(); }
-      double reference_score() const override { return inner_.reference_score(); }
-      Outcome Evaluate(const opt::rl::GoDecision& decision) override {
-        std::optional<opt::SearchContext::Evaluation> e =
-            context_.Evaluate(opt::Candidate(decision.device.begin(), decision.device.end()));
-        Outcome o;
-        o.valid = e.has_value() && std::isfinite(e->score);
-        o.score = o.valid ? e->score : 0;
-        o.overflow = o.valid ? 0 : 1;
-        return o;
-      }
-
-     private:
-      opt::rl::GoEnvironment& inner_;
-      opt::SearchContext& context_;
-    } charged(*env_, context);
-    opt::rl::GoSolveOptions options;
-    const int64_t max_steps = context.budget().max_steps;
-    options.max_samples = max_steps > 0 ? max_steps - context.steps() : 64;
-    options.sampled = 8;
-    options.fine_tune = fine_tune_;
-    options.seed = context.rng()();
-    options.stop = [&context] { return context.Exhausted(); };
-    // Refine the best seed (m-ETF, one device, the cached best) rather than start from nothing.
-    if (!context.best().empty()) {
-      opt::rl::GoDecision start;
-      start.device.assign(context.best().begin(), context.best().end());
-      options.starts.push_back(std::move(start));
-    }
-    absl::StatusOr<opt::rl::GoSolveResult> solved = policy_->Solve(charged, options);
-    if (!solved.ok()) Fail(solved.status());
-    return context.Exhausted();
-  }
-
- private:
-  std::unique_ptr<opt::rl::GoPolicy> policy_;
-  std::unique_ptr<opt::rl::GoEnvironment> env_;
-  bool fine_tune_;
-};
 
 json Assignment(const costmodels::OpGraph& graph, const std::vector<int32_t>& unit) {
   json out = json::object();
@@ -97,34 +41,116 @@ class McmPartitionTask : public ConfigTask {
             "mcm-partition",
             "ops onto the chips of a multi-chip module as a pipeline (acyclic, no skipped chip, "
             "no chip triangle, SRAM), in simulated stage seconds, against the balanced partition",
-            "mcm-sim", false) {}
+            "mcm-sim", false, /*allow_fine_tune=*/true) {}
+
+  // The registry's strategies search where each chip starts in op order; these assign a chip to
+  // every op through the constraint solver, so every partition they try is valid.
+  std::vector<OwnStrategy> own_strategies() const override {
+    std::vector<OwnStrategy> own;
+    const opt::StrategyRegistry& solver = opt::constraints::SolverStrategies();
+    for (const std::string& name : solver.Names()) {
+      own.push_back({name, solver.Description(name), nullptr});
+    }
+    auto go = [](std::string_view) { return std::string(kGoModel); };
+    own.push_back({"go-fix",
+                   "the GO graph policy (pretrained) proposes every op's chip, the constraint "
+                   "solver repairs it; option fine_tune trains it on the graph",
+                   go});
+    own.push_back({"go-sample",
+                   "the GO graph policy (pretrained) draws each op's chip from what the "
+                   "constraint solver still allows; option fine_tune trains it on the graph",
+                   go});
+    return own;
+  }
 
  protected:
   absl::StatusOr<TaskOutcome> Search(const TaskRequest& request, const ConfigTaskOptions& options,
                                      const backends::TargetSpec& spec) const override {
     absl::StatusOr<backends::mcm::McmSimulator> sim = backends::mcm::McmSimulator::Create(spec);
     if (!sim.ok()) return sim.status();
+    const bool go = request.strategy == "go-fix" || request.strategy == "go-sample";
+    if (options.fine_tune && !go) {
+      return absl::InvalidArgumentError(
+          "option fine_tune applies to strategies go-fix and "
+          "go-sample only");
+    }
+    if (go || opt::constraints::SolverStrategies().Create(request.strategy).ok()) {
+      return SearchChips(request, options, *std::move(sim), go);
+    }
     opt::mcm::McmPartitionProblem problem(costmodels::BuildOpGraph(*request.module),
                                           *std::move(sim));
     const double baseline = problem.Evaluate(problem.BalancedCandidate());
-    // The graph as given: everything on one chip, when it fits.
-    const backends::mcm::McmResult one_chip = problem.simulator().Simulate(
-        problem.graph(), std::vector<int32_t>(static_cast<size_t>(problem.graph().size()), 0));
-    absl::StatusOr<ConfigSearchRun> run = RunConfigSearch(
-        request, name(), problem, options.seed, one_chip.valid ? one_chip.stage_seconds : baseline,
-        baseline, "simulated stage seconds");
+    absl::StatusOr<ConfigSearchRun> run =
+        RunConfigSearch(request, name(), problem, options.seed,
+                        OneChip(problem.graph(), problem.simulator(), baseline), baseline,
+                        "simulated stage seconds");
     if (!run.ok()) return run.status();
-    const backends::mcm::McmResult best = problem.Simulate(run->best);
-    run->outcome.artifacts["partition"] =
-        Assignment(problem.graph(), problem.Decode(run->best)).dump(1);
-    run->outcome.artifacts["summary"] = json{
+    const opt::Candidate best = run->best;
+    return Finish(*std::move(run), problem.graph(), problem.Decode(best), problem.Simulate(best));
+  }
+
+ private:
+  // The graph as given: everything on one chip, when it fits.
+  static double OneChip(const costmodels::OpGraph& graph, const backends::mcm::McmSimulator& sim,
+                        double otherwise) {
+    const backends::mcm::McmResult r =
+        sim.Simulate(graph, std::vector<int32_t>(static_cast<size_t>(graph.size()), 0));
+    return r.valid ? r.stage_seconds : otherwise;
+  }
+
+  absl::StatusOr<TaskOutcome> SearchChips(const TaskRequest& request,
+                                          const ConfigTaskOptions& options,
+                                          backends::mcm::McmSimulator sim, bool go) const {
+    opt::mcm::McmChipProblem problem(costmodels::BuildOpGraph(*request.module), std::move(sim));
+    // An infeasible instance (an op larger than a chip) is refused here, naming the constraint.
+    if (absl::StatusOr<std::unique_ptr<opt::constraints::Solver>> solver = problem.NewSolver();
+        !solver.ok()) {
+      return solver.status();
+    }
+    std::unique_ptr<opt::Strategy> strategy;
+    if (go) {
+      absl::StatusOr<std::unique_ptr<opt::Strategy>> made = MakeGoStrategy(
+          request,
+          opt::rl::MakeMcmEnvironment(problem,
+                                      request.strategy == "go-fix" ? opt::rl::GoSolverMode::kFix
+                                                                   : opt::rl::GoSolverMode::kSample,
+                                      options.seed),
+          options.fine_tune);
+      if (!made.ok()) return made.status();
+      strategy = *std::move(made);
+    } else {
+      absl::StatusOr<std::unique_ptr<opt::Strategy>> made =
+          opt::constraints::SolverStrategies().Create(request.strategy);
+      if (!made.ok()) return made.status();
+      strategy = *std::move(made);
+    }
+    const double baseline = problem.Evaluate(problem.BalancedCandidate());
+    absl::StatusOr<ConfigSearchRun> run =
+        RunConfigSearch(request, name(), problem, options.seed,
+                        OneChip(problem.graph(), problem.simulator(), baseline), baseline,
+                        "simulated stage seconds", {}, std::move(strategy));
+    if (!run.ok()) return run.status();
+    const opt::Candidate best = run->best;
+    TaskOutcome outcome =
+        Finish(*std::move(run), problem.graph(), std::vector<int32_t>(best.begin(), best.end()),
+               problem.Simulate(best));
+    outcome.artifacts["validity"] =
+        json{{"evaluations", problem.evaluations()}, {"valid", problem.valid_evaluations()}}.dump();
+    return outcome;
+  }
+
+  static TaskOutcome Finish(ConfigSearchRun run, const costmodels::OpGraph& graph,
+                            const std::vector<int32_t>& chips,
+                            const backends::mcm::McmResult& best) {
+    run.outcome.artifacts["partition"] = Assignment(graph, chips).dump(1);
+    run.outcome.artifacts["summary"] = json{
         {"throughput_per_s", best.throughput},
         {"stage_seconds", best.stage_seconds},
         {"chips_used", best.chips_used},
         {"bottleneck_chip", best.bottleneck_chip},
         {"transfer_bytes",
          best.transfer_bytes}}.dump(1);
-    return std::move(run->outcome);
+    return std::move(run.outcome);
   }
 };
 
@@ -145,26 +171,6 @@ class PlacementTask : public ConfigTask {
   }
 
  protected:
-  static absl::StatusOr<std::unique_ptr<opt::Strategy>> MakeGoStrategy(
-      const TaskRequest& request, const costmodels::OpGraph& graph,
-      const backends::cluster::ClusterSimulator& sim, bool fine_tune) {
-    if (!request.latest_model) return absl::InternalError("no model store for learned policies");
-    absl::StatusOr<std::optional<storage::ModelRecord>> model = request.latest_model(kGoModel);
-    if (!model.ok()) return model.status();
-    if (!model->has_value()) {
-      return absl::FailedPreconditionError(
-          absl::StrCat("no ", kGoModel,
-                       " model in the store; train one with `mltune train-agent "
-                       "--algo go` or start mltuned with its pretrained models"));
-    }
-    absl::StatusOr<std::unique_ptr<opt::rl::GoPolicy>> policy =
-        opt::rl::GoPolicy::Load((*model)->data);
-    if (!policy.ok()) return policy.status();
-    return std::make_unique<GoStrategy>(
-        *std::move(policy), opt::rl::MakeClusterEnvironment(graph, sim, /*schedule=*/false),
-        fine_tune);
-  }
-
   absl::StatusOr<TaskOutcome> Search(const TaskRequest& request, const ConfigTaskOptions& options,
                                      const backends::TargetSpec& spec) const override {
     absl::StatusOr<backends::cluster::ClusterSimulator> sim =
@@ -178,8 +184,9 @@ class PlacementTask : public ConfigTask {
         problem.Evaluate(opt::Candidate(static_cast<size_t>(problem.graph().size()), 0));
     std::unique_ptr<opt::Strategy> go;
     if (request.strategy == "go") {
-      absl::StatusOr<std::unique_ptr<opt::Strategy>> made =
-          MakeGoStrategy(request, problem.graph(), simulator, options.fine_tune);
+      absl::StatusOr<std::unique_ptr<opt::Strategy>> made = MakeGoStrategy(
+          request, opt::rl::MakeClusterEnvironment(problem.graph(), simulator, /*schedule=*/false),
+          options.fine_tune);
       if (!made.ok()) return made.status();
       go = *std::move(made);
     } else if (options.fine_tune) {

@@ -374,11 +374,13 @@ TEST_F(DaemonTest, ListingsDescribeTasksStrategiesAndWorkers) {
   ASSERT_TRUE(list.ok()) << list.status();
   std::vector<std::string> names;
   for (const client::NamedInfo& s : list->strategies) names.push_back(s.name);
-  // The registry's strategies, then the tasks' own, by task: fusion's model-guided, pass-order's
-  // agents, placement's GO policy, tile's model-guided.
-  EXPECT_EQ(names, (std::vector<std::string>{"annealing", "beam", "evolutionary", "greedy",
-                                             "random", "model-topk", "rl-ppo", "rl-dqn", "rl-maxq",
-                                             "go", "model-topk"}));
+  // The registry's strategies, then the tasks' own, by task: fusion's model-guided,
+  // mcm-partition's solver-backed and GO modes, pass-order's agents, placement's GO policy,
+  // tile's model-guided.
+  EXPECT_EQ(names, (std::vector<std::string>{
+                       "annealing", "beam", "evolutionary", "greedy", "random", "model-topk",
+                       "solver-annealing", "solver-local-search", "solver-random", "go-fix",
+                       "go-sample", "rl-ppo", "rl-dqn", "rl-maxq", "go", "model-topk"}));
   EXPECT_NE(list->strategies.back().description.find("no trained model yet"), std::string::npos);
   EXPECT_EQ(list->default_strategy, "beam");
   std::vector<std::string> tasks;

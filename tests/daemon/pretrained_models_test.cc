@@ -14,6 +14,7 @@
 #include "daemon/daemon.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "nlohmann/json.hpp"
 #include "storage/store.h"
 #include "tests/daemon/daemon_test_util.h"
 
@@ -109,7 +110,8 @@ TEST_F(PretrainedModelsTest, AFreshDaemonServesEveryLearnedStrategyItLists) {
     EXPECT_THAT(strategy.description, Not(HasSubstr("no trained model yet"))) << strategy.name;
     if (strategy.description.find(" v0 (pretrained)") != std::string::npos) ++learned;
   }
-  EXPECT_EQ(learned, 6);  // fusion's and tile's model-topk, rl-ppo, rl-dqn, rl-maxq, go
+  // fusion's and tile's model-topk, rl-ppo, rl-dqn, rl-maxq, go, go-fix, go-sample
+  EXPECT_EQ(learned, 8);
 
   for (const char* agent : {"rl-ppo", "rl-dqn", "rl-maxq"}) {
     JobInfo job = MustFinish("pass-order", "cpu", agent);
@@ -120,6 +122,16 @@ TEST_F(PretrainedModelsTest, AFreshDaemonServesEveryLearnedStrategyItLists) {
   JobInfo go = MustFinish("placement", "gpu-4x-nvlink", "go");
   ASSERT_EQ(go.results.size(), 1u);
   EXPECT_LE(go.results[0].tuned_score, go.results[0].baseline_score);
+  // And partitions the module onto the MCM's chips through the solver: every try valid.
+  for (const char* mode : {"go-fix", "go-sample"}) {
+    JobInfo mcm = MustFinish("mcm-partition", "mcm-36", mode);
+    ASSERT_EQ(mcm.results.size(), 1u);
+    const nlohmann::json validity = nlohmann::json::parse(mcm.results[0].artifacts.at("validity"));
+    EXPECT_GT(validity.at("evaluations").get<int64_t>(), 1) << mode;
+    // The balanced seed is the one evaluation that may be invalid.
+    EXPECT_GE(validity.at("valid").get<int64_t>(), validity.at("evaluations").get<int64_t>() - 1)
+        << mode;
+  }
   for (const char* task : {"tile", "fusion"}) {
     for (const char* target : {"cpu", "tpu-v3-core", "tpu-v4-core"}) {
       JobInfo job = MustFinish(task, target, "model-topk");

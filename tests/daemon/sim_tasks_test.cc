@@ -119,6 +119,20 @@ TEST_F(SimTasksTest, McmSimDefaultsToPartitioningAndReportsThroughput) {
   EXPECT_NEAR(summary.at("throughput_per_s").get<double>() * r.tuned_score, 1.0, 1e-9);
 }
 
+// The solver-backed strategies assign a chip to every op and try only valid partitions, where
+// the registry's strategies search chip boundaries in op order.
+TEST_F(SimTasksTest, McmSolverStrategiesTryOnlyValidPartitions) {
+  for (const char* strategy : {"solver-random", "solver-annealing", "solver-local-search"}) {
+    const client::TaskResult r = Run("mcm-sim", {}, 200, strategy);
+    EXPECT_EQ(r.task, "mcm-partition");
+    EXPECT_LE(r.tuned_score, r.baseline_score) << strategy;  // the balanced seed is scored first
+    const nlohmann::json validity = nlohmann::json::parse(r.artifacts.at("validity"));
+    EXPECT_GE(validity.at("evaluations").get<int64_t>(), 100) << strategy;
+    EXPECT_GE(validity.at("valid").get<int64_t>(), validity.at("evaluations").get<int64_t>() - 1)
+        << strategy;
+  }
+}
+
 TEST_F(SimTasksTest, ClusterSimDefaultsToPlacementNoWorseThanMetf) {
   const client::TaskResult r = Run("cluster-sim", {});
   EXPECT_EQ(r.task, "placement");
