@@ -136,7 +136,10 @@ struct PartitionCommand {
   // nothing; each is one of the budget's samples.
   bool warm_start = true;
   std::string evaluate;  // graphs: score this split file instead of searching
-  std::string target;    // modules: a gpu-cluster target ("" = gpu-4x-nvlink)
+  std::string target;    // modules: a gpu-cluster or mcm target ("" = gpu-4x-nvlink)
+  // Graphs, solver-backed strategies and go-fix/go-sample: each accelerator's classes a
+  // contiguous piece (no class feeds a lower-numbered accelerator).
+  bool contiguous = false;
 };
 // `mltune partition`: the best split of a dnn-partitioning graph a baseline, search strategy or
 // the GO policy finds under the throughput or latency objective, or the score of a given split;

@@ -432,9 +432,11 @@ int main(int argc, char** argv) {
                             "Graphs: throughput (max-load) or latency (required)");
   partition_cmd->add_option(
       "--strategy", partition.strategy,
-      "Graphs: one-accelerator, m-etf, metis, local-search; modules: one-device, m-etf; both: "
-      "random, greedy, beam, annealing, evolutionary, go (default: go when its checkpoint "
-      "exists, else local-search for graphs and annealing for modules)");
+      "Graphs: one-accelerator, m-etf, metis, contiguous, contiguous-dp, pipedream, "
+      "local-search; modules: one-device, m-etf (clusters), balanced (MCMs); graphs and MCMs: "
+      "solver-random, solver-annealing, solver-local-search, go-fix, go-sample; all: random, "
+      "greedy, beam, annealing, evolutionary, go (default: go when its checkpoint exists, else "
+      "local-search for graphs and annealing for modules)");
   partition_cmd->add_option(
       "--budget", partition.budget,
       "Evaluations (0: search strategies 1000, go 16, local-search until it converges)");
@@ -454,7 +456,10 @@ int main(int argc, char** argv) {
   partition_cmd->add_option(
       "--target", partition.target,
       "Modules: a gpu-cluster target (gpu-{2,4,8}x-{nvlink,pcie}, cluster-sim; default "
-      "gpu-4x-nvlink)");
+      "gpu-4x-nvlink) or a multi-chip module (mcm-36, mcm-sim)");
+  partition_cmd->add_flag("--contiguous", partition.contiguous,
+                          "Graphs, solver-* and go-fix/go-sample: each accelerator's nodes a "
+                          "contiguous piece of the graph");
 
   // ---- RPC subcommands (client/rpc_commands.h) ----
   auto add_server = [](CLI::App* cmd, std::string& server) {

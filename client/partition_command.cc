@@ -25,6 +25,7 @@
 #include "backends/spec/target_spec.h"
 #include "client/cli_commands.h"
 #include "client/load.h"
+#include "client/partition_common.h"
 #include "client/sim_targets.h"
 #include "costmodels/analytical/op_graph.h"
 #include "daemon/pretrained_paths.h"
@@ -39,160 +40,20 @@ namespace {
 
 namespace partition = opt::partition;
 namespace rl = opt::rl;
+using internal::Available;
+using internal::DefaultStrategy;
+using internal::kSearchBudget;
+using internal::Number;
+using internal::Print;
+using internal::RegistrySearch;
+using internal::Report;
+using internal::SecondsSince;
+using internal::SolveWithGo;
+using internal::WriteText;
 using json = nlohmann::ordered_json;
 
-constexpr int64_t kSearchBudget = 1000;  // evaluations of a search strategy
-constexpr int64_t kGoBudget = 16;        // decisions the GO policy evaluates
 constexpr int kLocalSearchRestarts = 10;
 constexpr char kDefaultClusterTarget[] = "gpu-4x-nvlink";
-
-double SecondsSince(std::chrono::steady_clock::time_point start) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-}
-
-std::string Number(double v) { return absl::StrFormat("%.6g", v); }
-
-// The pretrained GO policy's checkpoint, model "partition/go"; "" without a pretrained folder.
-std::string DefaultGoCheckpoint() {
-  const std::string dir = daemon::DefaultPretrainedDir();
-  if (dir.empty()) return "";
-  return (std::filesystem::path(dir) / (daemon::PretrainedFileStem("partition/go") + ".ckpt"))
-      .string();
-}
-
-// An explicit --model asks for GO; otherwise GO runs when its pretrained checkpoint is there, so
-// a fresh checkout (none yet) still gets a search.
-std::string DefaultStrategy(const PartitionCommand& cmd, const std::string& fallback) {
-  if (!cmd.model.empty()) return "go";
-  const std::string checkpoint = DefaultGoCheckpoint();
-  std::error_code ec;
-  if (!checkpoint.empty() && std::filesystem::is_regular_file(checkpoint, ec)) return "go";
-  return fallback;
-}
-
-std::string Available(std::vector<std::string> own) {
-  for (const std::string& name : opt::StrategyRegistry::Global().Names()) {
-    if (std::find(own.begin(), own.end(), name) == own.end()) own.push_back(name);
-  }
-  std::sort(own.begin(), own.end());
-  return absl::StrJoin(own, ", ");
-}
-
-absl::StatusOr<opt::Result> RegistrySearch(const std::string& name, opt::Problem& problem,
-                                           int64_t budget, uint64_t seed) {
-  absl::StatusOr<std::unique_ptr<opt::Strategy>> strategy =
-      opt::StrategyRegistry::Global().Create(name);
-  if (!strategy.ok()) return strategy.status();
-  opt::Budget limits;
-  limits.max_steps = budget;
-  absl::StatusOr<opt::Result> result = (*strategy)->Search(problem, limits, seed);
-  if (!result.ok()) return result.status();
-  if (result->best.empty()) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("strategy ", name, " evaluated nothing within --budget ", budget));
-  }
-  return result;
-}
-
-// Loads the GO policy and runs it on `env` (nullptr: this build has no GO environment).
-// Unless --no-warm-start, the policy refines the best of `starts` (the baselines' decisions).
-absl::StatusOr<rl::GoSolveResult> SolveWithGo(const PartitionCommand& cmd, rl::GoEnvironment* env,
-                                              std::vector<rl::GoDecision> starts) {
-  const std::string checkpoint = cmd.model.empty() ? DefaultGoCheckpoint() : cmd.model;
-  if (checkpoint.empty()) {
-    return absl::NotFoundError(absl::StrCat("--strategy go: no pretrained folder holds ",
-                                            daemon::PretrainedFileStem("partition/go"),
-                                            ".ckpt; name one with --model"));
-  }
-  std::ifstream in(checkpoint, std::ios::binary);
-  if (!in) {
-    return absl::NotFoundError(absl::StrCat("--strategy go: cannot read the GO checkpoint ",
-                                            checkpoint, ": ", std::strerror(errno)));
-  }
-  std::ostringstream bytes;
-  bytes << in.rdbuf();
-  absl::StatusOr<std::unique_ptr<rl::GoPolicy>> policy = rl::GoPolicy::Load(bytes.str());
-  if (!policy.ok()) {
-    return absl::Status(policy.status().code(), absl::StrCat("--strategy go: ", checkpoint, ": ",
-                                                             policy.status().message()));
-  }
-  if (env == nullptr) {
-    return absl::UnimplementedError("--strategy go: this build has no GO environment for it");
-  }
-  rl::GoSolveOptions options;
-  options.max_samples = cmd.budget > 0 ? cmd.budget : kGoBudget;
-  options.fine_tune = cmd.fine_tune;
-  options.seed = cmd.seed;
-  if (cmd.warm_start) options.starts = std::move(starts);
-  absl::StatusOr<rl::GoSolveResult> result = (*policy)->Solve(*env, options);
-  if (!result.ok()) {
-    return absl::Status(result.status().code(),
-                        absl::StrCat("--strategy go: ", result.status().message()));
-  }
-  if (result->best.device.size() != static_cast<size_t>(env->graph().units)) {
-    return absl::InternalError(absl::StrCat("--strategy go: the policy decided ",
-                                            result->best.device.size(), " devices for ",
-                                            env->graph().units, " units"));
-  }
-  return result;
-}
-
-bool WriteText(const std::string& path, const std::string& text, std::ostream& err) {
-  std::ofstream file(path, std::ios::binary | std::ios::trunc);
-  file << text;
-  file.close();
-  if (!file) {
-    err << "error: cannot write " << path << "\n";
-    return false;
-  }
-  return true;
-}
-
-// The strategy's result and the references, as text or one JSON object.
-struct Report {
-  json header;  // graph, size and target facts, in print order
-  std::string objective_name;
-  std::string label, unit;  // how the text names the objective and its unit
-  double objective = 0;
-  bool feasible = true;
-  std::string error;  // why not feasible
-  std::string strategy;
-  int64_t samples = 0;
-  double seconds = 0;
-  std::vector<std::pair<std::string, double>> references;  // +inf: infeasible
-};
-
-void Print(const PartitionCommand& cmd, const Report& r, const std::string& summary,
-           std::ostream& out) {
-  if (cmd.json) {
-    json j = r.header;
-    j["objective_name"] = r.objective_name;
-    j["objective"] = r.objective;  // null when infinite
-    j["feasible"] = r.feasible;
-    if (!r.feasible) j["error"] = r.error;
-    j["strategy"] = r.strategy;
-    j["samples"] = r.samples;
-    j["seconds"] = r.seconds;
-    json refs = json::object();
-    for (const auto& [name, value] : r.references) refs[name] = value;
-    j["reference"] = std::move(refs);
-    if (!cmd.out.empty()) j["out"] = cmd.out;
-    out << j.dump(2) << "\n";
-    return;
-  }
-  out << summary << "\n";
-  out << absl::StrFormat("%s: %s%s (%s)\n", r.label, Number(r.objective), r.unit,
-                         r.feasible ? "feasible" : "infeasible: " + r.error);
-  out << absl::StrFormat("strategy %s: %d sample%s in %.3g s\n", r.strategy, r.samples,
-                         r.samples == 1 ? "" : "s", r.seconds);
-  std::vector<std::string> refs;
-  for (const auto& [name, value] : r.references) {
-    refs.push_back(
-        absl::StrCat(name, " ", std::isfinite(value) ? Number(value) + r.unit : "infeasible"));
-  }
-  if (!refs.empty()) out << "for reference: " << absl::StrJoin(refs, ", ") << "\n";
-  if (!cmd.out.empty()) out << "written to " << cmd.out << "\n";
-}
 
 // ---- dnn-partitioning graphs ----
 
@@ -263,11 +124,12 @@ int PartitionGraphFile(const PartitionCommand& cmd, std::ostream& out, std::ostr
   } else {
     report.strategy = cmd.strategy.empty() ? DefaultStrategy(cmd, "local-search") : cmd.strategy;
     const std::string& s = report.strategy;
-    if (s != "go" && (!cmd.model.empty() || cmd.fine_tune)) {
-      err << "error: --model and --fine-tune apply to --strategy go, not " << s << "\n";
+    if (!internal::IsGo(s) && (!cmd.model.empty() || cmd.fine_tune)) {
+      err << "error: --model and --fine-tune apply to --strategy go, go-fix and go-sample, not "
+          << s << "\n";
       return 1;
     }
-    const bool registry = opt::StrategyRegistry::Global().Create(s).ok();
+    const bool registry = internal::IsRegistryStrategy(s);
     if (s == "one-accelerator") {
       split = partition::OneAccelerator(*graph);
       report.samples = 1;
@@ -276,6 +138,9 @@ int PartitionGraphFile(const PartitionCommand& cmd, std::ostream& out, std::ostr
       report.samples = 1;
     } else if (s == "contiguous") {
       split = partition::ContiguousSplit(*graph);
+      report.samples = 1;
+    } else if (s == "pipedream") {
+      split = partition::PipeDreamSplit(*graph);
       report.samples = 1;
     } else if (s == "contiguous-dp") {
       split = partition::ContiguousDpSplit(*graph, *objective);
@@ -292,9 +157,15 @@ int PartitionGraphFile(const PartitionCommand& cmd, std::ostream& out, std::ostr
       std::mt19937_64 rng(cmd.seed);
       split = partition::LocalSearch(*graph, *objective, kLocalSearchRestarts, rng, cmd.budget,
                                      &report.samples);
-    } else if (s == "go") {
+    } else if (internal::IsGo(s)) {
+      // go-fix and go-sample realize every decision through the split's constraint solver.
+      const partition::PartitionProblem problem(*graph, *objective, cmd.contiguous);
       std::unique_ptr<rl::GoEnvironment> env = rl::MakePartitionEnvironment(*graph, *objective);
-      const partition::PartitionProblem problem(*graph, *objective);
+      if (s != "go") {
+        env = rl::MakeConstrainedEnvironment(
+            std::move(env), problem,
+            s == "go-fix" ? rl::GoSolverMode::kFix : rl::GoSolverMode::kSample, cmd.seed);
+      }
       std::vector<partition::Split> baselines = {partition::EarliestFinish(*graph),
                                                  partition::ContiguousDpSplit(*graph, *objective)};
       if (absl::StatusOr<partition::Split> metis = partition::MetisSplit(*graph, cmd.seed);
@@ -311,11 +182,12 @@ int PartitionGraphFile(const PartitionCommand& cmd, std::ostream& out, std::ostr
         err << "error: " << result.status().message() << "\n";
         return 1;
       }
-      split = partition::PartitionProblem(*graph, *objective).Decode(result->best.device);
+      split = problem.Decode(result->best.device);
       report.samples = result->samples;
     } else if (registry) {
-      // The registry's "random" is the best of --budget random splits (after the seeds).
-      partition::PartitionProblem problem(*graph, *objective);
+      // The registry's "random" is the best of --budget random splits (after the seeds); the
+      // solver-backed strategies keep --contiguous.
+      partition::PartitionProblem problem(*graph, *objective, cmd.contiguous);
       absl::StatusOr<opt::Result> result =
           RegistrySearch(s, problem, cmd.budget > 0 ? cmd.budget : kSearchBudget, cmd.seed);
       if (!result.ok()) {
@@ -326,8 +198,8 @@ int PartitionGraphFile(const PartitionCommand& cmd, std::ostream& out, std::ostr
       report.samples = result->evaluations;
     } else {
       err << "error: unknown strategy '" << s << "' for a partition graph (available: "
-          << Available({"contiguous", "contiguous-dp", "go", "local-search", "m-etf", "metis",
-                        "one-accelerator"})
+          << Available({"contiguous", "contiguous-dp", "go", "go-fix", "go-sample", "local-search",
+                        "m-etf", "metis", "one-accelerator", "pipedream"})
           << ")\n";
       return 1;
     }
@@ -373,9 +245,11 @@ int PlaceModule(const PartitionCommand& cmd, std::ostream& out, std::ostream& er
     err << "error: unknown target '" << target << "' (" << KnownTargets() << ")\n";
     return 1;
   }
+  if (spec->kind == "mcm") return internal::PartitionModuleOnMcm(cmd, *spec, out, err);
   if (spec->kind != "gpu-cluster") {
     err << "error: target '" << spec->name << "' is of kind '" << spec->kind
-        << "'; partition places ops on a gpu-cluster target (e.g. gpu-4x-nvlink, cluster-sim)\n";
+        << "'; partition places ops on a gpu-cluster target (e.g. gpu-4x-nvlink, cluster-sim) "
+           "or partitions them onto a multi-chip module (mcm-36, mcm-sim)\n";
     return 1;
   }
   absl::StatusOr<backends::cluster::ClusterSimulator> sim =
@@ -438,7 +312,7 @@ int PlaceModule(const PartitionCommand& cmd, std::ostream& out, std::ostream& er
     }
     placement = result->best.device;
     report.samples = result->samples;
-  } else if (opt::StrategyRegistry::Global().Create(s).ok()) {
+  } else if (internal::IsRegistryStrategy(s)) {
     absl::StatusOr<opt::Result> result =
         RegistrySearch(s, problem, cmd.budget > 0 ? cmd.budget : kSearchBudget, cmd.seed);
     if (!result.ok()) {

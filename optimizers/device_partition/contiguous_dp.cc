@@ -10,15 +10,18 @@ namespace {
 constexpr double kInf = std::numeric_limits<double>::infinity();
 
 // cost[a][b - a - 1] and bytes of the run of classes [a, b), for every a < b: each start grows
-// its run one class at a time, tracking which outputs leave it and which inputs enter it.
+// its run one class at a time, tracking which outputs leave it and which inputs enter it. cost
+// is the model's device load (compute + send + receive); overlapped, PipeDream's stage time
+// (compute, sending and receiving at once).
 struct RunCosts {
-  std::vector<std::vector<double>> cost, bytes;
+  std::vector<std::vector<double>> cost, overlapped, bytes;
 };
 
 RunCosts ComputeRunCosts(const PartitionGraph& g, const std::vector<bool>& cpu) {
   const size_t groups = static_cast<size_t>(g.groups);
   RunCosts runs;
   runs.cost.resize(groups);
+  runs.overlapped.resize(groups);
   runs.bytes.resize(groups);
   std::vector<int32_t> in_run(g.nodes.size(), -1);  // the start `a` whose run holds the node
   std::vector<int32_t> outside_succ(g.nodes.size(), 0), into_run(g.nodes.size(), 0);
@@ -60,22 +63,21 @@ RunCosts ComputeRunCosts(const PartitionGraph& g, const std::vector<bool>& cpu) 
         // edge out of it.
       }
       runs.cost[a].push_back(compute + send + receive);
+      runs.overlapped[a].push_back(std::max({compute, send, receive}));
       runs.bytes[a].push_back(bytes);
     }
   }
   return runs;
 }
 
-}  // namespace
-
-Split ContiguousDpSplit(const PartitionGraph& g, Objective objective) {
-  std::vector<bool> cpu(static_cast<size_t>(g.groups), false);
-  for (const PartitionNode& n : g.nodes) {
-    if (!n.accelerator_ok) cpu[static_cast<size_t>(n.group)] = true;
-  }
+// The DP over cut points: the classes [0, j) in s runs, each run's value from `run_cost`
+// (summed for latency, the largest for throughput); runs that overflow an accelerator are
+// skipped. Returns one device per class (0 for CPU classes), or empty when nothing fits.
+std::vector<int32_t> CutPointDp(const PartitionGraph& g, const std::vector<bool>& cpu,
+                                const std::vector<std::vector<double>>& run_cost,
+                                const std::vector<std::vector<double>>& run_bytes, bool sum) {
   const size_t groups = static_cast<size_t>(g.groups);
   const size_t k = static_cast<size_t>(g.accelerators);
-  const RunCosts runs = ComputeRunCosts(g, cpu);
   // best[s][j]: the classes [0, j) in s runs; choice[s][j]: where the last run starts.
   std::vector<std::vector<double>> best(k + 1, std::vector<double>(groups + 1, kInf));
   std::vector<std::vector<int32_t>> choice(k + 1, std::vector<int32_t>(groups + 1, -1));
@@ -83,11 +85,10 @@ Split ContiguousDpSplit(const PartitionGraph& g, Objective objective) {
   for (size_t s = 1; s <= k; ++s) {
     for (size_t j = 1; j <= groups; ++j) {
       for (size_t i = j; i-- > 0;) {
-        if (runs.bytes[i][j - i - 1] > g.accelerator_bytes) break;  // longer runs only grow
+        if (run_bytes[i][j - i - 1] > g.accelerator_bytes) break;  // longer runs only grow
         if (best[s - 1][i] == kInf) continue;
-        const double c = runs.cost[i][j - i - 1];
-        const double v =
-            objective == Objective::kThroughput ? std::max(best[s - 1][i], c) : best[s - 1][i] + c;
+        const double c = run_cost[i][j - i - 1];
+        const double v = sum ? best[s - 1][i] + c : std::max(best[s - 1][i], c);
         if (v < best[s][j]) {
           best[s][j] = v;
           choice[s][j] = static_cast<int32_t>(i);
@@ -103,7 +104,7 @@ Split ContiguousDpSplit(const PartitionGraph& g, Objective objective) {
       runs_used = s;
     }
   }
-  if (runs_used == 0) return ContiguousSplit(g);
+  if (runs_used == 0) return {};
   std::vector<int32_t> device(groups, 1);
   size_t j = groups;
   for (size_t s = runs_used; s >= 1; --s) {
@@ -111,11 +112,40 @@ Split ContiguousDpSplit(const PartitionGraph& g, Objective objective) {
     for (size_t c = i; c < j; ++c) device[c] = cpu[c] ? 0 : static_cast<int32_t>(s);
     j = i;
   }
+  return device;
+}
+
+Split SplitOf(const PartitionGraph& g, const std::vector<int32_t>& device) {
   Split split(g.nodes.size());
   for (size_t v = 0; v < split.size(); ++v) {
     split[v] = device[static_cast<size_t>(g.nodes[v].group)];
   }
   return split;
+}
+
+std::vector<bool> CpuClasses(const PartitionGraph& g) {
+  std::vector<bool> cpu(static_cast<size_t>(g.groups), false);
+  for (const PartitionNode& n : g.nodes) {
+    if (!n.accelerator_ok) cpu[static_cast<size_t>(n.group)] = true;
+  }
+  return cpu;
+}
+
+}  // namespace
+
+Split ContiguousDpSplit(const PartitionGraph& g, Objective objective) {
+  const std::vector<bool> cpu = CpuClasses(g);
+  const RunCosts runs = ComputeRunCosts(g, cpu);
+  const std::vector<int32_t> device =
+      CutPointDp(g, cpu, runs.cost, runs.bytes, objective == Objective::kLatency);
+  return device.empty() ? ContiguousSplit(g) : SplitOf(g, device);
+}
+
+Split PipeDreamSplit(const PartitionGraph& g) {
+  const std::vector<bool> cpu = CpuClasses(g);
+  const RunCosts runs = ComputeRunCosts(g, cpu);
+  const std::vector<int32_t> device = CutPointDp(g, cpu, runs.overlapped, runs.bytes, false);
+  return device.empty() ? ContiguousSplit(g) : SplitOf(g, device);
 }
 
 }  // namespace mltune::opt::partition

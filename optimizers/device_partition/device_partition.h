@@ -122,6 +122,11 @@ Split ContiguousSplit(const PartitionGraph& graph);
 // (The authors' DP ranges over every ideal of the graph; this one over one order, O(classes^2 k).)
 // ContiguousSplit's result when no such split fits.
 Split ContiguousDpSplit(const PartitionGraph& graph, Objective objective);
+// PipeDream's planner (Narayanan et al., SOSP 2019) over the classes in topological order: the
+// same DP over cut points, with a stage's time its compute, its sends and its receives
+// overlapped (the largest of the three) rather than summed; without PipeDream's data-parallel
+// stage replicas, which a split (one device per node) cannot express.
+Split PipeDreamSplit(const PartitionGraph& g);
 // METIS k-way on the symmetrised graph of colocation classes (vertex weight: latency, edge weight:
 // transfer cost), balanced by latency.
 absl::StatusOr<Split> MetisSplit(const PartitionGraph& graph, uint64_t seed);

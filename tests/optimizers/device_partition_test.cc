@@ -147,6 +147,10 @@ TEST(DevicePartitionTest, BaselinesRespectTheModel) {
   EXPECT_EQ(ContiguousDpSplit(*g, Objective::kThroughput), (Split{1, 1, 2}));
   EXPECT_EQ(ContiguousDpSplit(*g, Objective::kLatency), (Split{1, 2, 2}));
   EXPECT_DOUBLE_EQ(Latency(*g, ContiguousDpSplit(*g, Objective::kLatency)).objective, 8);
+  // PipeDream's stages overlap compute and transfers: {a, b} | {c} costs max(3, 0.75) and
+  // max(4, 0.75) = 4 as a stage, against {a} | {b, c}'s 6; the model still charges 4.75.
+  EXPECT_EQ(PipeDreamSplit(*g), (Split{1, 1, 2}));
+  EXPECT_DOUBLE_EQ(MaxLoad(*g, PipeDreamSplit(*g)).objective, 4.75);
   int64_t evaluations = 0;
   const Split local = LocalSearch(*g, Objective::kThroughput, 5, rng, 0, &evaluations);
   // The best feasible split: a and b together (90 bytes), c alone:
