@@ -85,6 +85,21 @@ int PartitionModuleOnMcm(const PartitionCommand& cmd, const backends::TargetSpec
   if (s == "balanced") {
     chips = balanced;
     report.samples = 1;
+  } else if (s == "contiguous-dp") {
+    // The DP's partition, repaired by the solver where the simulator's rules (triangles, a
+    // tensor sent to several chips) make it invalid.
+    const std::vector<int32_t> dp = opt::mcm::ContiguousDpPartition(graph, *sim);
+    if (dp.empty()) {
+      err << "error: contiguous-dp: no contiguous partition of " << cmd.graph << " fits "
+          << spec.name << "'s chips\n";
+      return 1;
+    }
+    chips.assign(dp.begin(), dp.end());
+    if (!problem.Simulate(chips).valid) {
+      absl::StatusOr<std::vector<int32_t>> repaired = opt::constraints::Repair(problem, dp);
+      if (repaired.ok()) chips.assign(repaired->begin(), repaired->end());
+    }
+    report.samples = 1;
   } else if (IsGo(s)) {
     std::unique_ptr<opt::rl::GoEnvironment> env = opt::rl::MakeMcmEnvironment(
         problem, s == "go-fix" ? opt::rl::GoSolverMode::kFix : opt::rl::GoSolverMode::kSample,
@@ -121,7 +136,7 @@ int PartitionModuleOnMcm(const PartitionCommand& cmd, const backends::TargetSpec
     report.samples = result->evaluations;
   } else {
     err << "error: unknown strategy '" << s << "' for a multi-chip module (available: "
-        << Available({"balanced", "go-fix", "go-sample"}) << ")\n";
+        << Available({"balanced", "contiguous-dp", "go-fix", "go-sample"}) << ")\n";
     return 1;
   }
   report.seconds = SecondsSince(start);

@@ -389,6 +389,15 @@ McmResult McmSimulator::Simulate(const OpGraph& graph,
   return result;
 }
 
+std::vector<double> McmSimulator::OpSeconds(const OpGraph& graph) const {
+  OpTimer timer(spec_, *SramLevel(spec_));
+  std::vector<double> seconds(static_cast<size_t>(graph.size()));
+  for (int32_t i = 0; i < graph.size(); ++i) {
+    seconds[static_cast<size_t>(i)] = timer.Seconds(graph.nodes[static_cast<size_t>(i)]);
+  }
+  return seconds;
+}
+
 std::vector<int32_t> McmSimulator::BalancedPartition(const OpGraph& graph) const {
   const int32_t n = graph.size();
   std::vector<int32_t> best(static_cast<size_t>(n), 0);

@@ -18,11 +18,11 @@ namespace mltune::backends::mcm {
 // The constraints a partition must meet, in the order they are checked.
 enum class Constraint {
   kNone,
-  kShape,          // wrong length, or a chip id outside [0, chips)
-  kAcyclic,        // data flows from a higher chip id to a lower one
-  kSkippedChip,    // a chip between the first and the last used holds no op
-  kTriangle,       // chips A < B < C with A->B, B->C and A->C dependencies
-  kSramCapacity,   // a chip's weights and buffers exceed its SRAM
+  kShape,         // wrong length, or a chip id outside [0, chips)
+  kAcyclic,       // data flows from a higher chip id to a lower one
+  kSkippedChip,   // a chip between the first and the last used holds no op
+  kTriangle,      // chips A < B < C with A->B, B->C and A->C dependencies
+  kSramCapacity,  // a chip's weights and buffers exceed its SRAM
 };
 const char* ConstraintName(Constraint c);  // "acyclic", "skipped-chip", ...
 
@@ -36,12 +36,12 @@ struct ChipLoad {
 struct McmResult {
   bool valid = false;
   Constraint violated = Constraint::kNone;
-  std::string error;  // names the constraint and the ops/chips involved; "" when valid
+  std::string error;         // names the constraint and the ops/chips involved; "" when valid
   double stage_seconds = 0;  // max over chips of compute + transfer: the pipeline's period
   double throughput = 0;     // inferences per second = 1 / stage_seconds
   int32_t chips_used = 0;
   int32_t bottleneck_chip = -1;
-  double transfer_bytes = 0;  // bytes crossing die-to-die links, summed over hops
+  double transfer_bytes = 0;    // bytes crossing die-to-die links, summed over hops
   std::vector<ChipLoad> chips;  // one per chip of the spec
 };
 
@@ -52,7 +52,11 @@ class McmSimulator {
   static absl::StatusOr<McmSimulator> Create(const TargetSpec& spec);
 
   // `chip_of_node[i]` is the chip of op graph node i. Deterministic; thread-safe (const).
-  McmResult Simulate(const costmodels::OpGraph& graph, const std::vector<int32_t>& chip_of_node) const;
+  McmResult Simulate(const costmodels::OpGraph& graph,
+                     const std::vector<int32_t>& chip_of_node) const;
+
+  // Each op's time on one chip (the roofline the simulation charges), by node.
+  std::vector<double> OpSeconds(const costmodels::OpGraph& graph) const;
 
   // A reasonable partition: ops in topological order cut into contiguous runs of roughly equal
   // compute, one run per chip, as many chips as help (the baseline the search must beat).

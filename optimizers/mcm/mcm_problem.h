@@ -71,4 +71,11 @@ class McmChipProblem : public constraints::ConstrainedProblem {
   int64_t evaluations_ = 0, valid_ = 0;
 };
 
+// The best contiguous partition in op order by dynamic programming over cut points (Tarnawski
+// et al., NeurIPS 2020): each run's compute plus its outgoing hop's transfers, each run within a
+// chip's SRAM; crossing tensors counted once per producer, a lower bound the simulator checks.
+// Empty when no contiguous partition fits the chips.
+std::vector<int32_t> ContiguousDpPartition(const costmodels::OpGraph& graph,
+                                           const backends::mcm::McmSimulator& sim);
+
 }  // namespace mltune::opt::mcm

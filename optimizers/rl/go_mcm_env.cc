@@ -27,22 +27,16 @@ class McmEnvironment : public GoEnvironment {
     const backends::MemoryLevel* sram = spec.Memory("sram");
     if (sram == nullptr && !spec.memory.empty()) sram = &spec.memory.front();
     const double sram_bytes = sram != nullptr ? static_cast<double>(sram->bytes) : 0;
-    const double sram_bandwidth = sram != nullptr && sram->bandwidth > 0 ? sram->bandwidth : 1e12;
     double link = 1e10;
     for (const backends::Link& l : spec.links) {
       if (l.bandwidth > 0) link = l.bandwidth;
     }
-    double fallback_peak = 1;
-    for (const auto& [type, ops] : spec.peak_ops) fallback_peak = std::max(fallback_peak, ops);
+    const std::vector<double> seconds = problem.simulator().OpSeconds(graph);
     std::vector<UnitFacts> units(static_cast<size_t>(graph.size()));
     for (int32_t i = 0; i < graph.size(); ++i) {
       const costmodels::OpNode& op = graph.nodes[static_cast<size_t>(i)];
       UnitFacts& u = units[static_cast<size_t>(i)];
-      double peak = spec.PeakOps(op.element_type);
-      if (!(peak > 0)) peak = fallback_peak;
-      u.seconds = std::max((op.cost.flops + op.cost.transcendentals) / peak,
-                           op.cost.bytes() / sram_bandwidth) +
-                  spec.kernel_overhead_s;
+      u.seconds = seconds[static_cast<size_t>(i)];
       u.bytes = op.output_bytes;
       for (const costmodels::OpWeight& w : op.weights) u.bytes += w.bytes;
       u.out_cost = op.output_bytes / link;

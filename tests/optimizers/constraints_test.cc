@@ -195,6 +195,44 @@ TEST(McmConstraintsTest, EverySolverPartitionIsValidOnRandomGraphs) {
   EXPECT_LE(repairs_failed * 10, repairs) << repairs_failed << " of " << repairs;
 }
 
+// On a chain every cut carries one tensor to one chip, so the DP's stage time is the simulator's,
+// and no contiguous partition (the balanced one included) is better.
+TEST(McmConstraintsTest, ContiguousDpIsOptimalOnAChain) {
+  costmodels::OpGraph chain;
+  std::mt19937_64 rng(9);
+  std::uniform_real_distribution<double> flops(1e8, 5e9), bytes(1e4, 1e6);
+  for (int32_t i = 0; i < 40; ++i) {
+    costmodels::OpNode op;
+    op.name = "op." + std::to_string(i);
+    op.element_type = "s8";
+    op.cost.flops = flops(rng);
+    op.output_bytes = bytes(rng);
+    if (i > 0) op.inputs.push_back({i - 1, chain.nodes.back().output_bytes});
+    chain.nodes.push_back(std::move(op));
+  }
+  chain.LinkUsers();
+  const backends::mcm::McmSimulator sim =
+      *backends::mcm::McmSimulator::Create(McmSpec(6, 32'000'000));
+  const std::vector<int32_t> dp = mcm::ContiguousDpPartition(chain, sim);
+  ASSERT_EQ(dp.size(), 40u);
+  const backends::mcm::McmResult r = sim.Simulate(chain, dp);
+  ASSERT_TRUE(r.valid) << r.error;
+  const backends::mcm::McmResult balanced = sim.Simulate(chain, sim.BalancedPartition(chain));
+  ASSERT_TRUE(balanced.valid);
+  EXPECT_LE(r.stage_seconds, balanced.stage_seconds * (1 + 1e-12));
+  // Against every contiguous split into at most 3 runs, exhaustively.
+  for (int32_t a = 1; a < 40; ++a) {
+    for (int32_t b = a; b <= 40; ++b) {
+      std::vector<int32_t> split(40, 0);
+      for (int32_t i = a; i < 40; ++i) split[static_cast<size_t>(i)] = i < b ? 1 : 2;
+      const backends::mcm::McmResult other = sim.Simulate(chain, split);
+      if (other.valid) {
+        EXPECT_LE(r.stage_seconds, other.stage_seconds * (1 + 1e-12));
+      }
+    }
+  }
+}
+
 TEST(McmConstraintsTest, AnOpLargerThanAChipIsNamed) {
   std::mt19937_64 rng(3);
   costmodels::OpGraph graph = RandomDag(rng, 10);
