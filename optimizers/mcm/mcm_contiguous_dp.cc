@@ -117,23 +117,34 @@ std::vector<int32_t> ContiguousDpPartition(const costmodels::OpGraph& graph,
       }
     }
   }
-  size_t used = 0;
-  double value = kInf;
+  // The DP's best for each chip count, checked by the simulator (whose per-destination
+  // transfers and triangle rule the DP does not model): the best valid one, else the DP's best.
+  auto partition_with = [&](size_t used) {
+    std::vector<int32_t> chip(un, 0);
+    size_t j = un;
+    for (size_t s = used; s >= 1; --s) {
+      const int32_t i = from[s][j];
+      for (size_t k = static_cast<size_t>(i); k < j; ++k) chip[k] = static_cast<int32_t>(s) - 1;
+      j = static_cast<size_t>(i);
+    }
+    return chip;
+  };
+  std::vector<int32_t> best_valid, best_estimate;
+  double valid_value = kInf, estimate = kInf;
   for (size_t s = 1; s <= chips; ++s) {
-    if (best[s][un] < value) {
-      value = best[s][un];
-      used = s;
+    if (best[s][un] == kInf) continue;
+    std::vector<int32_t> chip = partition_with(s);
+    if (best[s][un] < estimate) {
+      estimate = best[s][un];
+      best_estimate = chip;
+    }
+    const backends::mcm::McmResult r = sim.Simulate(graph, chip);
+    if (r.valid && r.stage_seconds < valid_value) {
+      valid_value = r.stage_seconds;
+      best_valid = std::move(chip);
     }
   }
-  if (used == 0) return {};
-  std::vector<int32_t> chip(un, 0);
-  size_t j = un;
-  for (size_t s = used; s >= 1; --s) {
-    const int32_t i = from[s][j];
-    for (size_t k = static_cast<size_t>(i); k < j; ++k) chip[k] = static_cast<int32_t>(s) - 1;
-    j = static_cast<size_t>(i);
-  }
-  return chip;
+  return best_valid.empty() ? best_estimate : best_valid;
 }
 
 }  // namespace mltune::opt::mcm

@@ -73,7 +73,8 @@ class McmChipProblem : public constraints::ConstrainedProblem {
 
 // The best contiguous partition in op order by dynamic programming over cut points (Tarnawski
 // et al., NeurIPS 2020): each run's compute plus its outgoing hop's transfers, each run within a
-// chip's SRAM; crossing tensors counted once per producer, a lower bound the simulator checks.
+// chip's SRAM; crossing tensors counted once per producer. The best partition of each chip count
+// is simulated and the best valid one returned (else the DP's best, for the solver to repair).
 // Empty when no contiguous partition fits the chips.
 std::vector<int32_t> ContiguousDpPartition(const costmodels::OpGraph& graph,
                                            const backends::mcm::McmSimulator& sim);
