@@ -467,12 +467,16 @@ grpc::Status CompileServiceImpl::DoListStrategies(v1::ListStrategiesResponse* re
               absl::StrCat(name, " v", (*record)->version, " (", ModelOrigin(**record), ")"));
         }
       }
-      const std::string model = served.empty()
-                                    ? std::string("no trained model yet")
-                                    : absl::StrCat(served.size() == 1 ? "model " : "models ",
-                                                   absl::StrJoin(served, ", "));
+      // A strategy that needs no model (the constraint solver's) says nothing of one.
+      std::string model;
+      if (!served.empty()) {
+        model = absl::StrCat("; ", served.size() == 1 ? "model " : "models ",
+                             absl::StrJoin(served, ", "));
+      } else if (strategy.model) {
+        model = "; no trained model yet";
+      }
       info->set_description(
-          absl::StrCat(std::string(task->name()), " only: ", strategy.description, "; ", model));
+          absl::StrCat(std::string(task->name()), " only: ", strategy.description, model));
     }
     v1::TaskInfo* info = response->add_tasks();
     info->set_name(std::string(task->name()));
