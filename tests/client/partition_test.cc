@@ -262,6 +262,36 @@ TEST_F(PartitionCliTest, PlacesAnHloModuleOnACluster) {
   EXPECT_NE(tpu.err.find("gpu-cluster"), std::string::npos) << tpu.err;
 }
 
+// An HLO module on a multi-chip module: the solver's strategies, the DP and GO through the
+// solver all return valid partitions; a module no chip can hold is refused naming the op.
+TEST_F(PartitionCliTest, PartitionsAnHloModuleOntoAMultiChipModule) {
+  const std::string hlo = testing::SourcePath("examples/mlp_train_step.hlo");
+  for (const char* strategy : {"balanced", "contiguous-dp", "solver-random", "solver-annealing",
+                               "solver-local-search", "go-fix", "go-sample"}) {
+    SCOPED_TRACE(strategy);
+    const std::string out = (dir_ / absl::StrCat(strategy, ".json")).string();
+    Result r = RunCli(absl::StrCat("partition ", hlo, " --target mcm-36 --strategy ", strategy,
+                                   " --budget 30 --json --out ", out));
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    nlohmann::json j = nlohmann::json::parse(r.out);
+    EXPECT_EQ(j["target"], "mcm-36");
+    EXPECT_EQ(j["objective_name"], "stage_seconds");
+    ASSERT_TRUE(j["feasible"].get<bool>()) << r.out;
+    EXPECT_LE(j["samples"].get<int64_t>(), 30);
+    std::ifstream in(out);
+    nlohmann::json partition = nlohmann::json::parse(in);
+    EXPECT_EQ(partition["partition"].size(), j["ops"].get<size_t>());
+    EXPECT_DOUBLE_EQ(partition["stage_seconds"].get<double>(), j["objective"].get<double>());
+  }
+  // GPT-2's embedding lookup alone needs more than a chip's 32 MB: named, before any search.
+  Result big =
+      RunCli(absl::StrCat("partition ", testing::SourcePath("models/hlo/gpt2.infer.b1.after.hlo"),
+                          " --target mcm-36 --strategy solver-random"));
+  EXPECT_EQ(big.exit_code, 1);
+  EXPECT_NE(big.err.find("sram-capacity: op '"), std::string::npos) << big.err;
+  EXPECT_NE(big.err.find("alone needs"), std::string::npos) << big.err;
+}
+
 TEST_F(PartitionCliTest, HelpListsTheSubcommand) {
   Result r = RunCli("--help");
   ASSERT_EQ(r.exit_code, 0) << r.err;
