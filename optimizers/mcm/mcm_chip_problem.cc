@@ -12,7 +12,10 @@ McmChipProblem::McmChipProblem(costmodels::OpGraph graph, backends::mcm::McmSimu
   space_.choices = {sim_.chips()};
   space_.max_length = graph_.size();
   space_.fixed_length = true;
-  (void)AddSeed(BalancedCandidate());
+  // The balanced partition seeds the search where it is valid (often it breaks the triangle or
+  // SRAM rule, and an invalid seed teaches nothing).
+  const Candidate balanced = BalancedCandidate();
+  if (Simulate(balanced).valid) (void)AddSeed(balanced);
 }
 
 std::string McmChipProblem::ActionName(int64_t position, Action action) const {

@@ -44,7 +44,8 @@ class McmPartitionProblem : public ConfigProblem {
 // One chip per op (candidate[i] = op i's chip), scored by the simulator (+infinity when invalid).
 // Its solver holds the simulator's constraints: acyclic (chips non-decreasing along every edge),
 // no skipped chip (the chips used are 0..m), no chip triangle, and SRAM per chip (exact, checked
-// as ops are fixed). Counts every evaluation and the valid ones (Stats()).
+// as ops are fixed). The balanced partition is its seed when valid. Counts every evaluation and
+// the valid ones (Stats()).
 class McmChipProblem : public constraints::ConstrainedProblem {
  public:
   McmChipProblem(costmodels::OpGraph graph, backends::mcm::McmSimulator sim);

@@ -255,8 +255,8 @@ TEST(McmConstraintsTest, SolverStrategiesEvaluateOnlyValidPartitions) {
     absl::StatusOr<Result> r = (*strategy)->Search(problem, Budget(150, 0), 1);
     ASSERT_TRUE(r.ok()) << name << ": " << r.status();
     EXPECT_TRUE(std::isfinite(r->best_score)) << name;
-    // The balanced seed may be invalid; everything the strategy drew itself is valid.
-    EXPECT_GE(problem.valid_evaluations(), problem.evaluations() - 1) << name;
+    // Every evaluation is valid: the balanced seed is used only when it is.
+    EXPECT_EQ(problem.valid_evaluations(), problem.evaluations()) << name;
     EXPECT_GE(problem.evaluations(), 100) << name;
     EXPECT_TRUE(problem.Simulate(r->best).valid) << name;
   }
