@@ -3,6 +3,7 @@
 // "placement" (ops onto the devices of a cluster, cluster-sim, scored by the makespan, against
 // Baechi's m-ETF placement).
 #include <cmath>
+#include <limits>
 #include <memory>
 #include <optional>
 #include <string>
@@ -124,7 +125,10 @@ class McmPartitionTask : public ConfigTask {
       if (!made.ok()) return made.status();
       strategy = *std::move(made);
     }
-    const double baseline = problem.Evaluate(problem.BalancedCandidate());
+    // Simulated, not evaluated: the validity artifact counts the strategy's own tries.
+    const backends::mcm::McmResult balanced = problem.Simulate(problem.BalancedCandidate());
+    const double baseline =
+        balanced.valid ? balanced.stage_seconds : std::numeric_limits<double>::infinity();
     absl::StatusOr<ConfigSearchRun> run =
         RunConfigSearch(request, name(), problem, options.seed,
                         OneChip(problem.graph(), problem.simulator(), baseline), baseline,
