@@ -130,7 +130,10 @@ int64_t SamplesToReach(const std::vector<std::pair<int64_t, double>>& trace, dou
 std::string Us(double s) {
   return std::isfinite(s) ? absl::StrFormat("%.2f", s * 1e6) : std::string("—");
 }
-std::string Pct(double share) { return absl::StrFormat("%.0f%%", share * 100); }
+// "—" when the strategy evaluated nothing (the solver found no valid partition to start from).
+std::string Pct(const Run& run) {
+  return run.samples > 0 ? absl::StrFormat("%.0f%%", run.valid_share * 100) : std::string("—");
+}
 
 // ---- Section 1: held-out zoo modules on mcm-36 ----
 
@@ -263,11 +266,10 @@ std::string McmSection(const std::vector<std::string>& modules,
     }
     const int64_t to_sa10 = SamplesToReach(fine_trace, b_sa10.best);
     const int64_t scratch_to_sa10 = SamplesToReach(scratch_trace, b_sa10.best);
-    validity += absl::StrFormat(
-        "| %s | %d | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", e->name, graph.size(),
-        Pct(plain_random.valid_share), Pct(plain_sa.valid_share), Pct(b_random.valid_share),
-        Pct(b_sa.valid_share), Pct(s_random.valid_share), Pct(s_sa.valid_share),
-        Pct(s_ls.valid_share), Pct(fine.valid_share), Pct(fine_sample.valid_share));
+    validity +=
+        absl::StrFormat("| %s | %d | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", e->name,
+                        graph.size(), Pct(plain_random), Pct(plain_sa), Pct(b_random), Pct(b_sa),
+                        Pct(s_random), Pct(s_sa), Pct(s_ls), Pct(fine), Pct(fine_sample));
     auto reached = [](int64_t n) { return n < 0 ? std::string("—") : absl::StrCat(n); };
     quality += absl::StrFormat(
         "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s / %s |\n", e->name,
