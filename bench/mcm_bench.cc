@@ -255,15 +255,8 @@ std::string McmSection(const std::vector<std::string>& modules,
     const Run fine_sample = Go(saved, *sample, samples, true, seed);
     const Run scratch = Go("", *fix, samples, true, seed, &scratch_trace);
     const mltune::backends::mcm::McmResult balanced = chips.Simulate(chips.BalancedCandidate());
-    double dp = INFINITY;
-    if (const std::vector<int32_t> d = mcm::ContiguousDpPartition(graph, sim); !d.empty()) {
-      mltune::backends::mcm::McmResult r = sim.Simulate(graph, d);
-      if (!r.valid) {
-        absl::StatusOr<std::vector<int32_t>> repaired = mltune::opt::constraints::Repair(chips, d);
-        if (repaired.ok()) r = sim.Simulate(graph, *repaired);
-      }
-      if (r.valid) dp = r.stage_seconds;
-    }
+    const Candidate dp_chips = chips.ContiguousDpCandidate();
+    const double dp = dp_chips.empty() ? INFINITY : chips.Simulate(dp_chips).stage_seconds;
     const int64_t to_sa10 = SamplesToReach(fine_trace, b_sa10.best);
     const int64_t scratch_to_sa10 = SamplesToReach(scratch_trace, b_sa10.best);
     validity +=

@@ -86,18 +86,11 @@ int PartitionModuleOnMcm(const PartitionCommand& cmd, const backends::TargetSpec
     chips = balanced;
     report.samples = 1;
   } else if (s == "contiguous-dp") {
-    // The DP's partition, repaired by the solver where the simulator's rules (triangles, a
-    // tensor sent to several chips) make it invalid.
-    const std::vector<int32_t> dp = opt::mcm::ContiguousDpPartition(graph, *sim);
-    if (dp.empty()) {
-      err << "error: contiguous-dp: no contiguous partition of " << cmd.graph << " fits "
-          << spec.name << "'s chips\n";
+    chips = problem.ContiguousDpCandidate();
+    if (chips.empty()) {
+      err << "error: contiguous-dp: no valid contiguous partition of " << cmd.graph << " on "
+          << spec.name << "\n";
       return 1;
-    }
-    chips.assign(dp.begin(), dp.end());
-    if (!problem.Simulate(chips).valid) {
-      absl::StatusOr<std::vector<int32_t>> repaired = opt::constraints::Repair(problem, dp);
-      if (repaired.ok()) chips.assign(repaired->begin(), repaired->end());
     }
     report.samples = 1;
   } else if (IsGo(s)) {

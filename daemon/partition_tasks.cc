@@ -35,6 +35,23 @@ json Assignment(const costmodels::OpGraph& graph, const std::vector<int32_t>& un
   return out;
 }
 
+// A baseline as a strategy: evaluates its one candidate (after the seeds).
+class OneCandidate : public opt::Strategy {
+ public:
+  OneCandidate(std::string name, opt::Candidate candidate)
+      : name_(std::move(name)), candidate_(std::move(candidate)) {}
+  std::string_view name() const override { return name_; }
+
+ protected:
+  bool Run(opt::SearchContext& context) override {
+    return !context.Evaluate(candidate_).has_value();
+  }
+
+ private:
+  std::string name_;
+  opt::Candidate candidate_;
+};
+
 class McmPartitionTask : public ConfigTask {
  public:
   McmPartitionTask()
@@ -52,6 +69,10 @@ class McmPartitionTask : public ConfigTask {
     for (const std::string& name : solver.Names()) {
       own.push_back({name, solver.Description(name), nullptr});
     }
+    own.push_back({"contiguous-dp",
+                   "the best contiguous partition in op order by DP over cut points (Tarnawski et "
+                   "al. 2020), repaired by the constraint solver where the simulator refuses it",
+                   nullptr});
     auto go = [](std::string_view) { return std::string(kGoModel); };
     own.push_back({"go-fix",
                    "the GO graph policy (pretrained) proposes every op's chip, the constraint "
@@ -75,7 +96,8 @@ class McmPartitionTask : public ConfigTask {
           "option fine_tune applies to strategies go-fix and "
           "go-sample only");
     }
-    if (go || opt::constraints::SolverStrategies().Create(request.strategy).ok()) {
+    if (go || request.strategy == "contiguous-dp" ||
+        opt::constraints::SolverStrategies().Create(request.strategy).ok()) {
       return SearchChips(request, options, *std::move(sim), go);
     }
     opt::mcm::McmPartitionProblem problem(costmodels::BuildOpGraph(*request.module),
@@ -109,7 +131,14 @@ class McmPartitionTask : public ConfigTask {
       return solver.status();
     }
     std::unique_ptr<opt::Strategy> strategy;
-    if (go) {
+    if (request.strategy == "contiguous-dp") {
+      const opt::Candidate dp = problem.ContiguousDpCandidate();
+      if (dp.empty()) {
+        return absl::FailedPreconditionError(
+            "contiguous-dp: no valid contiguous partition of the module on this target");
+      }
+      strategy = std::make_unique<OneCandidate>("contiguous-dp", dp);
+    } else if (go) {
       absl::StatusOr<std::unique_ptr<opt::Strategy>> made = MakeGoStrategy(
           request,
           opt::rl::MakeMcmEnvironment(problem,

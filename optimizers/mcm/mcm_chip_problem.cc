@@ -27,6 +27,17 @@ Candidate McmChipProblem::BalancedCandidate() const {
   return Candidate(chips.begin(), chips.end());
 }
 
+Candidate McmChipProblem::ContiguousDpCandidate() const {
+  const std::vector<int32_t> dp = ContiguousDpPartition(graph_, sim_);
+  if (dp.empty()) return {};
+  Candidate chips(dp.begin(), dp.end());
+  if (Simulate(chips).valid) return chips;
+  absl::StatusOr<std::vector<int32_t>> repaired = constraints::Repair(*this, dp);
+  if (!repaired.ok()) return {};
+  chips.assign(repaired->begin(), repaired->end());
+  return Simulate(chips).valid ? chips : Candidate{};
+}
+
 backends::mcm::McmResult McmChipProblem::Simulate(const Candidate& candidate) const {
   return sim_.Simulate(graph_, std::vector<int32_t>(candidate.begin(), candidate.end()));
 }

@@ -59,6 +59,9 @@ class McmChipProblem : public constraints::ConstrainedProblem {
   std::vector<int32_t> VariableOrder() const override;
 
   Candidate BalancedCandidate() const;
+  // ContiguousDpPartition, repaired by the solver (FIX) when the simulator refuses it; empty when
+  // neither gives a valid partition.
+  Candidate ContiguousDpCandidate() const;
   backends::mcm::McmResult Simulate(const Candidate& candidate) const;
   const costmodels::OpGraph& graph() const { return graph_; }
   const backends::mcm::McmSimulator& simulator() const { return sim_; }

@@ -379,8 +379,8 @@ TEST_F(DaemonTest, ListingsDescribeTasksStrategiesAndWorkers) {
   // tile's model-guided.
   EXPECT_EQ(names, (std::vector<std::string>{
                        "annealing", "beam", "evolutionary", "greedy", "random", "model-topk",
-                       "solver-annealing", "solver-local-search", "solver-random", "go-fix",
-                       "go-sample", "rl-ppo", "rl-dqn", "rl-maxq", "go", "model-topk"}));
+                       "solver-annealing", "solver-local-search", "solver-random", "contiguous-dp",
+                       "go-fix", "go-sample", "rl-ppo", "rl-dqn", "rl-maxq", "go", "model-topk"}));
   EXPECT_NE(list->strategies.back().description.find("no trained model yet"), std::string::npos);
   EXPECT_EQ(list->default_strategy, "beam");
   std::vector<std::string> tasks;
