@@ -674,6 +674,54 @@ std::string KernelEmitter::Compute(const Instruction* instr, const Idx& idx) {
       }
       return Value(instr->operand(0), o);
     }
+    case Opcode::kGather: {
+      // Per output element (XLA's semantics, as ir/evaluator/gather_scatter.cc): the output's
+      // batch dimensions pick an index vector, whose entries (clamped so the slice fits) start
+      // the slice in the operand; the offset dimensions walk the slice.
+      const ir::GatherDimensionNumbers& dn = *instr->gather_dnums;
+      const Instruction* indices = instr->operand(1);
+      const std::vector<int64_t>& od = instr->operand(0)->shape().dimensions();
+      const int64_t index_rank = indices->shape().rank();
+      auto contains = [](const std::vector<int64_t>& v, int64_t x) {
+        return std::find(v.begin(), v.end(), x) != v.end();
+      };
+      Idx batch;  // the output's batch dimensions, in order
+      for (size_t d = 0; d < idx.size(); ++d) {
+        if (!contains(dn.offset_dims, static_cast<int64_t>(d))) batch.push_back(idx[d]);
+      }
+      auto index_entry = [&](int64_t k) {  // entry k of the index vector at `batch`
+        Idx at;
+        size_t j = 0;
+        for (int64_t d = 0; d < index_rank; ++d) {
+          at.push_back(d == dn.index_vector_dim ? absl::StrCat(k) : batch[j++]);
+        }
+        return Value(indices, at);
+      };
+      Idx start(od.size(), "0");
+      for (size_t k = 0; k < dn.start_index_map.size(); ++k) {
+        start[static_cast<size_t>(dn.start_index_map[k])] =
+            absl::StrCat("(int64_t)", index_entry(static_cast<int64_t>(k)));
+      }
+      for (size_t i = 0; i < dn.operand_batching_dims.size(); ++i) {
+        const int64_t d = dn.start_indices_batching_dims[i];
+        start[static_cast<size_t>(dn.operand_batching_dims[i])] =
+            batch[static_cast<size_t>(d < dn.index_vector_dim ? d : d - 1)];
+      }
+      Idx o(od.size());
+      size_t window = 0;
+      for (size_t d = 0; d < od.size(); ++d) {
+        const int64_t size = instr->gather_slice_sizes[d];
+        std::string at = start[d] == "0" ? "0" : IntVar(Clamp(start[d], 0, od[d] - size));
+        const bool walked = !contains(dn.collapsed_slice_dims, static_cast<int64_t>(d)) &&
+                            !contains(dn.operand_batching_dims, static_cast<int64_t>(d));
+        if (walked) {
+          const std::string offset = idx[static_cast<size_t>(dn.offset_dims[window++])];
+          at = at == "0" ? offset : absl::StrCat("(", offset, ") + ", at);
+        }
+        o[d] = at;
+      }
+      return Value(instr->operand(0), o);
+    }
     case Opcode::kDynamicUpdateSlice: {
       const std::vector<int64_t>& ud = instr->operand(1)->shape().dimensions();
       Idx u(idx.size());

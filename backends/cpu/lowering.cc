@@ -69,6 +69,7 @@ bool IsLoopOp(Opcode op) {
     case Opcode::kCopy:
     case Opcode::kDynamicSlice:
     case Opcode::kDynamicUpdateSlice:
+    case Opcode::kGather:
       return true;
     default:
       return false;
@@ -152,6 +153,13 @@ absl::Status CheckInstruction(const Instruction& instr) {
                   instr.feature_group_count !=
               0) {
         return Unsupported(instr, "output features not divisible by feature_group_count");
+      }
+      return absl::OkStatus();
+    case Opcode::kGather:
+      if (!instr.gather_dnums.has_value() ||
+          static_cast<int64_t>(instr.gather_slice_sizes.size()) !=
+              instr.operand(0)->shape().rank()) {
+        return Unsupported(instr, "gather without dimension numbers or slice sizes");
       }
       return absl::OkStatus();
     default:

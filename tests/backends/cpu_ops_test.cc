@@ -406,6 +406,20 @@ ENTRY e {
   sm = f32[301,130] divide(ex, eb)
   ROOT t = (f32[301], f32[130], f32[301,130]) tuple(rows, cols, sm)
 })"},
+    // An embedding lookup (indices out of range are clamped, as XLA's gather does) fused with
+    // its consumer, and a gather of 2-D windows with a leading index vector dimension.
+    {"gathers", R"(
+HloModule m
+ENTRY e {
+  table = f32[50,8] parameter(0)
+  ids = s32[3,4] parameter(1)
+  emb = f32[3,4,8] gather(table, ids), offset_dims={2}, collapsed_slice_dims={0}, start_index_map={0}, index_vector_dim=2, slice_sizes={1,8}
+  sq = f32[3,4,8] multiply(emb, emb)
+  x = f32[6,7,5] parameter(2)
+  st = s32[2,3] parameter(3)
+  g2 = f32[3,2,4] gather(x, st), offset_dims={1,2}, collapsed_slice_dims={2}, start_index_map={0,2}, index_vector_dim=0, slice_sizes={2,4,1}
+  ROOT t = (f32[3,4,8], f32[3,2,4]) tuple(sq, g2)
+})"},
     {"multi_output_and_passthrough", R"(
 HloModule m
 ENTRY e {
