@@ -375,6 +375,7 @@ class KernelEmitter {
   std::string OutPtr(const Instruction* o) const { return out_ptr_.at(o); }
 
   absl::Status EmitLoop();
+  absl::Status EmitScatter();
   absl::Status EmitReduce();
   absl::Status EmitReduceWindow();
   absl::Status EmitReduceWindowRows(const std::vector<ir::WindowDim>& win);
@@ -861,6 +862,89 @@ absl::Status KernelEmitter::EmitLoop() {
   opts.simd = Param("simd") != 0;
   opts.parallel = Param("parallel") != 0;
   StoreOutputs(k_.outputs, opts);
+  return absl::OkStatus();
+}
+
+// XLA's scatter (as ir/evaluator/gather_scatter.cc): the output starts as the operand; then, in
+// the updates' order, each update element's window start comes from its index vector, a window
+// that does not fit the operand is skipped whole, and the combiner folds the update into the
+// output element. Sequential, so updates to one element apply in order.
+absl::Status KernelEmitter::EmitScatter() {
+  const Instruction* s = k_.root;
+  const ir::ScatterDimensionNumbers& dn = *s->scatter_dnums;
+  const Instruction* operand = s->operand(0);
+  const Instruction* indices = s->operand(1);
+  const Instruction* updates = s->operand(2);
+  const PrimitiveType t = s->shape().element_type();
+  const std::vector<int64_t>& od = s->shape().dimensions();
+  const std::vector<int64_t>& ud = updates->shape().dimensions();
+  const std::string out = OutPtr(s);
+  const std::string cast = t == PrimitiveType::kPred ? "(uint8_t)" : "";
+  if (Product(od) > 0) {
+    LoopNest(od, LoopOptions{}, [&](const Idx& idx) {
+      Line(absl::StrCat(out, "[", Linear(od, idx), "] = ", cast, Value(operand, idx), ";"));
+    });
+  }
+  if (Product(ud) == 0 || Product(od) == 0) return absl::OkStatus();
+  auto contains = [](const std::vector<int64_t>& v, int64_t x) {
+    return std::find(v.begin(), v.end(), x) != v.end();
+  };
+  std::vector<int64_t> window_op_dims;
+  for (size_t d = 0; d < od.size(); ++d) {
+    const int64_t di = static_cast<int64_t>(d);
+    if (!contains(dn.inserted_window_dims, di) && !contains(dn.input_batching_dims, di)) {
+      window_op_dims.push_back(di);
+    }
+  }
+  std::vector<int64_t> window_size(od.size(), 1);
+  for (size_t k = 0; k < window_op_dims.size(); ++k) {
+    window_size[static_cast<size_t>(window_op_dims[k])] =
+        ud[static_cast<size_t>(dn.update_window_dims[k])];
+  }
+  const std::string combine = Reducer(*s->to_apply(), t).fn;
+  const int64_t index_rank = indices->shape().rank();
+  LoopNest(ud, LoopOptions{}, [&](const Idx& idx) {
+    Idx batch;
+    for (size_t d = 0; d < idx.size(); ++d) {
+      if (!contains(dn.update_window_dims, static_cast<int64_t>(d))) batch.push_back(idx[d]);
+    }
+    Idx start(od.size(), "0");
+    for (size_t k = 0; k < dn.scatter_dims_to_operand_dims.size(); ++k) {
+      Idx at;
+      size_t j = 0;
+      for (int64_t d = 0; d < index_rank; ++d) {
+        at.push_back(d == dn.index_vector_dim ? absl::StrCat(k) : batch[j++]);
+      }
+      start[static_cast<size_t>(dn.scatter_dims_to_operand_dims[k])] =
+          IntVar(absl::StrCat("(int64_t)", Value(indices, at)));
+    }
+    for (size_t i = 0; i < dn.input_batching_dims.size(); ++i) {
+      const int64_t d = dn.scatter_indices_batching_dims[i];
+      start[static_cast<size_t>(dn.input_batching_dims[i])] =
+          batch[static_cast<size_t>(d < dn.index_vector_dim ? d : d - 1)];
+    }
+    std::vector<std::string> fits;
+    Idx target(od.size());
+    size_t window = 0;
+    for (size_t d = 0; d < od.size(); ++d) {
+      if (start[d] != "0") {
+        fits.push_back(
+            absl::StrCat(start[d], " >= 0 && ", start[d], " <= ", od[d] - window_size[d]));
+      }
+      std::string at = start[d];
+      if (window < window_op_dims.size() && window_op_dims[window] == static_cast<int64_t>(d)) {
+        const std::string offset = idx[static_cast<size_t>(dn.update_window_dims[window++])];
+        at = at == "0" ? offset : absl::StrCat("(", at, ") + (", offset, ")");
+      }
+      target[d] = at;
+    }
+    const std::string slot = absl::StrCat(out, "[", Linear(od, target), "]");
+    const std::string update = Value(updates, idx);
+    Open(fits.empty() ? std::string("{")
+                      : absl::StrCat("if (", absl::StrJoin(fits, " && "), ") {"));
+    Line(absl::StrCat(slot, " = ", cast, combine, "(", slot, ", ", update, ");"));
+    Close();
+  });
   return absl::OkStatus();
 }
 
@@ -1574,6 +1658,9 @@ absl::StatusOr<std::string> KernelEmitter::Emit(const std::string& fn) {
       break;
     case KernelKind::kRow:
       s = EmitRow();
+      break;
+    case KernelKind::kScatter:
+      s = EmitScatter();
       break;
     case KernelKind::kDot:
     case KernelKind::kConvolution:

@@ -155,6 +155,12 @@ absl::Status CheckInstruction(const Instruction& instr) {
         return Unsupported(instr, "output features not divisible by feature_group_count");
       }
       return absl::OkStatus();
+    case Opcode::kScatter:
+      if (instr.operand_count() != 3 || !instr.scatter_dnums.has_value() ||
+          instr.to_apply() == nullptr) {
+        return Unsupported(instr, "only a scatter of one operand is lowered");
+      }
+      return CheckScalarComputation(instr, *instr.to_apply());
     case Opcode::kGather:
       if (!instr.gather_dnums.has_value() ||
           static_cast<int64_t>(instr.gather_slice_sizes.size()) !=
@@ -178,6 +184,8 @@ KernelKind KindOf(const Instruction& heavy) {
       return KernelKind::kDot;
     case Opcode::kConvolution:
       return KernelKind::kConvolution;
+    case Opcode::kScatter:
+      return KernelKind::kScatter;
     default:
       return KernelKind::kLoop;
   }
@@ -229,6 +237,8 @@ std::vector<int64_t> Lanes(int64_t n) {
 std::vector<KernelParam> KindParams(const Kernel& kernel) {
   const Instruction& root = *kernel.root;
   switch (kernel.kind) {
+    case KernelKind::kScatter:
+      return {};  // sequential: updates to one element apply in order
     case KernelKind::kLoop:
       // block: 2-D tile of the two minor dimensions (transposes); simd: vectorize the inner loop.
       return {{"block", {0, 16, 32, 64}},
@@ -454,6 +464,8 @@ const char* KernelKindName(KernelKind kind) {
       return "convolution";
     case KernelKind::kRow:
       return "row";
+    case KernelKind::kScatter:
+      return "scatter";
   }
   return "?";
 }

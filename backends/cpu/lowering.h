@@ -24,6 +24,7 @@ enum class KernelKind {
   kDot,           // pack, GEMM, epilogue
   kConvolution,   // im2col pack, GEMM, epilogue
   kRow,           // row fusion (row_fusion.h): minor-dimension reduces and their row consumers
+  kScatter,       // a scatter: the operand copied, then each update folded in, in order
 };
 const char* KernelKindName(KernelKind kind);
 

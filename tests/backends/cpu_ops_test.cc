@@ -420,6 +420,32 @@ ENTRY e {
   g2 = f32[3,2,4] gather(x, st), offset_dims={1,2}, collapsed_slice_dims={2}, start_index_map={0,2}, index_vector_dim=0, slice_sizes={2,4,1}
   ROOT t = (f32[3,4,8], f32[3,2,4]) tuple(sq, g2)
 })"},
+    // An embedding gradient (repeated ids add up, in order) and 2-D windows combined by max,
+    // where windows that do not fit the operand are skipped whole, as XLA does.
+    {"scatters", R"(
+HloModule m
+add {
+  a0 = f32[] parameter(0)
+  a1 = f32[] parameter(1)
+  ROOT s = f32[] add(a0, a1)
+}
+mx {
+  m0 = f32[] parameter(0)
+  m1 = f32[] parameter(1)
+  ROOT m = f32[] maximum(m0, m1)
+}
+ENTRY e {
+  t = f32[10,4] parameter(0)
+  ids = s32[6] parameter(1)
+  u = f32[6,4] parameter(2)
+  sa = f32[10,4] scatter(t, ids, u), update_window_dims={1}, inserted_window_dims={0}, scatter_dims_to_operand_dims={0}, index_vector_dim=1, to_apply=add
+  x = f32[6,7] parameter(3)
+  st = s32[2,3] parameter(4)
+  w = f32[3,3,2] parameter(5)
+  sm = f32[6,7] scatter(x, st, w), update_window_dims={1,2}, inserted_window_dims={}, scatter_dims_to_operand_dims={0,1}, index_vector_dim=0, to_apply=mx
+  neg = f32[6,7] negate(sm)
+  ROOT r = (f32[10,4], f32[6,7]) tuple(sa, neg)
+})"},
     {"multi_output_and_passthrough", R"(
 HloModule m
 ENTRY e {
