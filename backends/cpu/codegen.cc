@@ -12,6 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "backends/cpu/custom_calls.h"
 #include "backends/cpu/gemm_shape.h"
 #include "backends/cpu/onednn_conv.h"
 #include "backends/cpu/row_fusion.h"
@@ -674,6 +675,13 @@ std::string KernelEmitter::Compute(const Instruction* instr, const Idx& idx) {
         o[d] = absl::StrCat("(", idx[d], ") + ", start);
       }
       return Value(instr->operand(0), o);
+    }
+    case Opcode::kCustomCall: {
+      const internal::KnownCustomCall call = internal::FindKnownCustomCall(*instr);
+      const std::string x = Value(instr->operand(0), idx);
+      if (call == internal::KnownCustomCall::kIdentity) return x;
+      e = internal::KnownCustomCallExpr(call, x, ct);
+      break;
     }
     case Opcode::kGather: {
       // Per output element (XLA's semantics, as ir/evaluator/gather_scatter.cc): the output's

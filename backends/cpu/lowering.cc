@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
+#include "backends/cpu/custom_calls.h"
 #include "backends/cpu/gemm_shape.h"
 #include "backends/cpu/onednn.h"
 #include "backends/cpu/onednn_conv.h"
@@ -153,6 +154,12 @@ absl::Status CheckInstruction(const Instruction& instr) {
                   instr.feature_group_count !=
               0) {
         return Unsupported(instr, "output features not divisible by feature_group_count");
+      }
+      return absl::OkStatus();
+    case Opcode::kCustomCall:
+      if (internal::FindKnownCustomCall(instr) == internal::KnownCustomCall::kNone) {
+        return Unsupported(instr, absl::StrCat("custom-call target \"", instr.custom_call_target,
+                                               "\" is not lowered"));
       }
       return absl::OkStatus();
     case Opcode::kScatter:

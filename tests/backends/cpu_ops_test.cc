@@ -446,6 +446,17 @@ ENTRY e {
   neg = f32[6,7] negate(sm)
   ROOT r = (f32[10,4], f32[6,7]) tuple(sa, neg)
 })"},
+    // Framework markers the backend knows (as the evaluator's registry): a Neuron transfer
+    // (identity) and Neuron's GELU (erf form).
+    {"framework_custom_calls", R"(
+HloModule m
+ENTRY e {
+  a = f32[4,6] parameter(0)
+  t = f32[4,6] custom-call(a), custom_call_target="AwsNeuronTransferWithStaticRing"
+  s = f32[4,6] multiply(t, t)
+  g = f32[4,6] custom-call(s), custom_call_target="AwsNeuronGelu"
+  ROOT r = f32[4,6] subtract(g, a)
+})"},
     {"multi_output_and_passthrough", R"(
 HloModule m
 ENTRY e {
