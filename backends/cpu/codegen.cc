@@ -197,6 +197,9 @@ std::string ElementwiseExpr(const Instruction& instr, const std::vector<std::str
       return absl::StrCat("mt_clamp<", ct, ">(", a[0], ", ", a[1], ", ", a[2], ")");
     case Opcode::kConvert:
       return absl::StrCat("mt_convert<", ct, ">(", a[0], ")");
+    case Opcode::kBitcastConvert:  // same width (CheckInstructionSupported)
+      return absl::StrCat("std::bit_cast<", ct, ">((",
+                          CType(instr.operand(0)->shape().element_type()), ")", a[0], ")");
     case Opcode::kCopy:
       return a[0];
     case Opcode::kAbs:

@@ -51,7 +51,6 @@ bool IsLoopOp(Opcode op) {
       case Opcode::kImag:
       case Opcode::kReducePrecision:
       case Opcode::kStochasticConvert:
-      case Opcode::kBitcastConvert:
         return false;
       default:
         return true;
@@ -156,6 +155,16 @@ absl::Status CheckInstruction(const Instruction& instr) {
         return Unsupported(instr, "output features not divisible by feature_group_count");
       }
       return absl::OkStatus();
+    case Opcode::kBitcastConvert: {
+      // Same-width reinterpretation only (a wider or narrower type changes the shape's rank).
+      const PrimitiveType from = instr.operand(0)->shape().element_type();
+      const PrimitiveType to = instr.shape().element_type();
+      if (from == PrimitiveType::kPred || to == PrimitiveType::kPred ||
+          ir::BitWidth(from) != ir::BitWidth(to)) {
+        return Unsupported(instr, "bitcast-convert between types of different widths");
+      }
+      return absl::OkStatus();
+    }
     case Opcode::kCustomCall:
       if (internal::FindKnownCustomCall(instr) == internal::KnownCustomCall::kNone) {
         return Unsupported(instr, absl::StrCat("custom-call target \"", instr.custom_call_target,

@@ -457,6 +457,19 @@ ENTRY e {
   g = f32[4,6] custom-call(s), custom_call_target="AwsNeuronGelu"
   ROOT r = f32[4,6] subtract(g, a)
 })"},
+    // Same-width reinterpretation, as BERT's erf expansion masks a float's low mantissa bits.
+    {"bitcast_converts", R"(
+HloModule m
+ENTRY e {
+  a = f32[5,7] parameter(0)
+  bits = u32[5,7] bitcast-convert(a)
+  m = u32[] constant(4294963200)
+  mb = u32[5,7] broadcast(m), dimensions={}
+  masked = u32[5,7] and(bits, mb)
+  f = f32[5,7] bitcast-convert(masked)
+  s = s32[5,7] bitcast-convert(f)
+  ROOT t = (f32[5,7], s32[5,7]) tuple(f, s)
+})"},
     {"multi_output_and_passthrough", R"(
 HloModule m
 ENTRY e {
