@@ -142,22 +142,17 @@ int RunHloTask(rl::GoTask task, const std::vector<std::string>& zoo,
       (e.family == family ? held.push_back(&e) : train.push_back(e.env));
     }
     if (held.empty()) continue;
-    rl::GoConfig config;
-    config.seed = seed;
-    std::unique_ptr<rl::GoPolicy> policy = *rl::GoPolicy::Create(config);
-    rl::GoTrainOptions options;
-    options.imitation_iterations = imitation;
-    options.iterations = iterations;
-    options.eval_every = 0;
-    const auto start = Clock::now();
-    absl::StatusOr<std::vector<rl::GoTrainProgress>> h = policy->Train(train, options);
-    if (!h.ok()) {
-      std::cerr << h.status() << "\n";
+    absl::StatusOr<mltune::bench::TrainedGo> trained =
+        mltune::bench::TrainGo(train, imitation, iterations, seed);
+    if (!trained.ok()) {
+      std::cerr << trained.status() << "\n";
       return 1;
     }
     notes += absl::StrFormat("- %s held out: trained on %d modules, %d + %d iterations, %.0f s\n",
-                             family, train.size(), imitation, iterations, Since(start));
-    const std::string saved = policy->Save();
+                             family, train.size(), imitation, iterations, trained->seconds);
+    const std::string saved = trained->checkpoint;
+    rl::GoConfig config;  // the untrained policy's, as TrainGo's
+    config.seed = seed;
     for (const rl::GoCorpus::Entry* e : held) {
       std::cout << "  " << e->name << "\n" << std::flush;
       auto module = *mltune::ir::LoadVerifiedHlo(path_of[e->env]);

@@ -1,15 +1,41 @@
-// Shared by the GO benchmarks (go_bench, go_fusion_cpu): annealing at 1x and 10x a budget, and
-// the geometric mean of baseline / GO ratios.
+// Shared by the GO benchmarks (go_bench, go_fusion_cpu, mcm_bench): training a policy, annealing
+// at 1x and 10x a budget, and the geometric mean of baseline / GO ratios.
 #pragma once
 
+#include <chrono>
 #include <cmath>
 #include <cstdint>
 #include <string>
+#include <vector>
 
+#include "absl/status/statusor.h"
 #include "absl/strings/str_format.h"
 #include "optimizers/core/search.h"
+#include "optimizers/rl/rl.h"
 
 namespace mltune::bench {
+
+// A GO policy (default configuration, `seed`) trained on `train`: `imitation` iterations of
+// imitation, then `iterations` of PPO. Its checkpoint bytes, and the training's seconds.
+struct TrainedGo {
+  std::string checkpoint;
+  double seconds = 0;
+};
+inline absl::StatusOr<TrainedGo> TrainGo(const std::vector<opt::rl::GoEnvironment*>& train,
+                                         int imitation, int iterations, uint64_t seed) {
+  opt::rl::GoConfig config;
+  config.seed = seed;
+  absl::StatusOr<std::unique_ptr<opt::rl::GoPolicy>> policy = opt::rl::GoPolicy::Create(config);
+  if (!policy.ok()) return policy.status();
+  opt::rl::GoTrainOptions options;
+  options.imitation_iterations = imitation;
+  options.iterations = iterations;
+  options.eval_every = 0;
+  const auto start = std::chrono::steady_clock::now();
+  if (absl::Status s = (*policy)->Train(train, options).status(); !s.ok()) return s;
+  return TrainedGo{(*policy)->Save(),
+                   std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count()};
+}
 
 // Annealing at `samples` and 10x `samples` evaluations on `problem`, and the step at which the
 // longer run first reached its best.

@@ -121,24 +121,17 @@ int main(int argc, char** argv) {
     }
     std::vector<rl::GoEnvironment*> train;
     for (const rl::GoCorpus::Entry& e : corpus.entries()) train.push_back(e.env);
-    rl::GoConfig config;
-    config.seed = seed;
-    std::unique_ptr<rl::GoPolicy> policy = *rl::GoPolicy::Create(config);
-    rl::GoTrainOptions options;
-    options.imitation_iterations = imitation;
-    options.iterations = iterations;
-    options.eval_every = 0;
-    const auto start = Clock::now();
-    if (absl::StatusOr<std::vector<rl::GoTrainProgress>> h = policy->Train(train, options);
-        !h.ok()) {
-      std::cerr << h.status() << "\n";
+    absl::StatusOr<mltune::bench::TrainedGo> trained =
+        mltune::bench::TrainGo(train, imitation, iterations, seed);
+    if (!trained.ok()) {
+      std::cerr << trained.status() << "\n";
       return 1;
     }
-    saved = policy->Save();
+    saved = trained->checkpoint;
     training = absl::StrFormat(
         "policy trained on tpu-v4-core fusion of %d zoo modules, %d imitation + %d PPO "
         "iterations, %.0f s",
-        train.size(), imitation, iterations, Since(start));
+        train.size(), imitation, iterations, trained->seconds);
     if (!checkpoint.empty()) std::ofstream(checkpoint, std::ios::binary) << saved;
   }
   std::cerr << training << "\n";

@@ -167,20 +167,14 @@ std::string McmSection(const std::vector<std::string>& modules,
       trained_families.insert(e.family);
     }
   }
-  rl::GoConfig config;
-  config.seed = seed;
-  std::unique_ptr<rl::GoPolicy> policy = *rl::GoPolicy::Create(config);
-  rl::GoTrainOptions options;
-  options.imitation_iterations = imitation;
-  options.iterations = 0;
-  options.eval_every = 0;
-  const auto train_start = Clock::now();
-  if (absl::StatusOr<std::vector<rl::GoTrainProgress>> h = policy->Train(train, options); !h.ok()) {
-    std::cerr << h.status() << "\n";
+  absl::StatusOr<mltune::bench::TrainedGo> trained =
+      mltune::bench::TrainGo(train, imitation, 0, seed);
+  if (!trained.ok()) {
+    std::cerr << trained.status() << "\n";
     return "";
   }
-  const double train_seconds = Since(train_start);
-  const std::string saved = policy->Save();
+  const double train_seconds = trained->seconds;
+  const std::string saved = trained->checkpoint;
 
   std::string validity = absl::StrFormat(
       "### Valid candidates, %d samples each (share of evaluations the simulator accepts)\n\n"
@@ -333,15 +327,10 @@ std::string PlacementSection(const std::string& placement_dir, const std::string
         train.push_back(e.env);
       }
     }
-    rl::GoConfig config;
-    config.seed = seed;
-    std::unique_ptr<rl::GoPolicy> policy = *rl::GoPolicy::Create(config);
-    rl::GoTrainOptions options;
-    options.imitation_iterations = imitation;
-    options.iterations = 0;
-    options.eval_every = 0;
-    if (!policy->Train(train, options).ok()) return "";
-    const std::string saved = policy->Save();
+    absl::StatusOr<mltune::bench::TrainedGo> trained =
+        mltune::bench::TrainGo(train, imitation, 0, seed);
+    if (!trained.ok()) return "";
+    const std::string saved = trained->checkpoint;
     for (const rl::GoCorpus::Entry* e : held) {
       std::cerr << "  " << e->name << "\n";
       const partition::PartitionGraph g = *partition::LoadPartitionGraph(path_of[e->env]);
