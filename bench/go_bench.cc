@@ -37,6 +37,7 @@ using Clock = std::chrono::steady_clock;
 using mltune::bench::Anneal;
 using mltune::bench::AnnealRuns;
 using mltune::bench::Geomean;
+using mltune::bench::SplitCorpus;
 
 double Since(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
@@ -136,11 +137,8 @@ int RunHloTask(rl::GoTask task, const std::vector<std::string>& zoo,
   std::vector<HloRow> rows;
   std::string notes;
   for (const std::string& family : holdouts) {
-    std::vector<rl::GoEnvironment*> train;
-    std::vector<const rl::GoCorpus::Entry*> held;
-    for (const rl::GoCorpus::Entry& e : corpus.entries()) {
-      (e.family == family ? held.push_back(&e) : train.push_back(e.env));
-    }
+    const auto [train, held] =
+        SplitCorpus(corpus, [&](const std::string& f) { return f == family; });
     if (held.empty()) continue;
     absl::StatusOr<mltune::bench::TrainedGo> trained =
         mltune::bench::TrainGo(train, imitation, iterations, seed);
@@ -362,15 +360,9 @@ int main(int argc, char** argv) {
   std::vector<Row> rows;
   std::string training_notes;
   for (const std::string& family : holdouts) {
-    std::vector<rl::GoEnvironment*> train;
-    std::vector<const rl::GoCorpus::Entry*> held;
-    for (const rl::GoCorpus::Entry& e : corpus.entries()) {
-      if (e.family == family) {
-        if (path_of.count(e.env)) held.push_back(&e);
-      } else {
-        train.push_back(e.env);
-      }
-    }
+    const auto [train, held] = SplitCorpus(
+        corpus, [&](const std::string& f) { return f == family; },
+        [&](const rl::GoCorpus::Entry& e) { return path_of.count(e.env) != 0; });
     rl::GoConfig config;
     config.seed = seed;
     config.hidden = hidden;

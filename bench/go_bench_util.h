@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -14,6 +15,27 @@
 #include "optimizers/rl/rl.h"
 
 namespace mltune::bench {
+
+// A corpus split for a held-out evaluation: the environments of every family `held_family` does
+// not name train; the entries of the families it names are held out where `evaluated` accepts
+// them (the rest of those families is left out of both).
+struct CorpusSplit {
+  std::vector<opt::rl::GoEnvironment*> train;
+  std::vector<const opt::rl::GoCorpus::Entry*> held;
+};
+inline CorpusSplit SplitCorpus(
+    const opt::rl::GoCorpus& corpus, const std::function<bool(const std::string&)>& held_family,
+    const std::function<bool(const opt::rl::GoCorpus::Entry&)>& evaluated = nullptr) {
+  CorpusSplit split;
+  for (const opt::rl::GoCorpus::Entry& e : corpus.entries()) {
+    if (!held_family(e.family)) {
+      split.train.push_back(e.env);
+    } else if (!evaluated || evaluated(e)) {
+      split.held.push_back(&e);
+    }
+  }
+  return split;
+}
 
 // A GO policy (default configuration, `seed`) trained on `train`: `imitation` iterations of
 // imitation, then `iterations` of PPO. Its checkpoint bytes, and the training's seconds.

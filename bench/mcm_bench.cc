@@ -156,16 +156,13 @@ std::string McmSection(const std::vector<std::string>& modules,
     }
     path_of[corpus.entries().back().name] = p;
   }
-  std::vector<rl::GoEnvironment*> train;
-  std::vector<const rl::GoCorpus::Entry*> held;
+  auto held_family = [&](const std::string& f) {
+    return std::find(holdouts.begin(), holdouts.end(), f) != holdouts.end();
+  };
+  const auto [train, held] = mltune::bench::SplitCorpus(corpus, held_family);
   std::set<std::string> trained_families;
   for (const rl::GoCorpus::Entry& e : corpus.entries()) {
-    if (std::find(holdouts.begin(), holdouts.end(), e.family) != holdouts.end()) {
-      held.push_back(&e);
-    } else {
-      train.push_back(e.env);
-      trained_families.insert(e.family);
-    }
+    if (!held_family(e.family)) trained_families.insert(e.family);
   }
   absl::StatusOr<mltune::bench::TrainedGo> trained =
       mltune::bench::TrainGo(train, imitation, 0, seed);
@@ -318,15 +315,9 @@ std::string PlacementSection(const std::string& placement_dir, const std::string
       imitation, fine_samples);
   Geomean cold_dp{"graphs"}, warm_dp{"graphs"}, warm_ls{"graphs"}, cold_ls{"graphs"};
   for (const std::string family : {"bert", "resnet"}) {
-    std::vector<rl::GoEnvironment*> train;
-    std::vector<const rl::GoCorpus::Entry*> held;
-    for (const rl::GoCorpus::Entry& e : corpus.entries()) {
-      if (e.family == family) {
-        if (path_of.count(e.env)) held.push_back(&e);
-      } else {
-        train.push_back(e.env);
-      }
-    }
+    const auto [train, held] = mltune::bench::SplitCorpus(
+        corpus, [&](const std::string& f) { return f == family; },
+        [&](const rl::GoCorpus::Entry& e) { return path_of.count(e.env) != 0; });
     absl::StatusOr<mltune::bench::TrainedGo> trained =
         mltune::bench::TrainGo(train, imitation, 0, seed);
     if (!trained.ok()) return "";
