@@ -2,7 +2,7 @@
 // that the backend runs, and a 3-layer MLP that also exists in PyTorch.
 //
 //   build/release/bench/cpu_models [--corpus DIR] [--threads 1] [--budget 8] [--seconds 0.2]
-//                                  [--rounds 3] [--json] [--no-torch]
+//                                  [--rounds 3] [--json] [--no-torch] [--coverage]
 //   build/release/bench/cpu_models --zoo [--zoo-models a,b] [--zoo-batches 1,8] [--seconds 2]
 //                                  [--check]   (bench/zoo_models.h)
 //
@@ -127,7 +127,7 @@ std::string Check(const ir::Module& module, const cpu::CompiledModule& compiled,
 // Runs one prepared module: default compile and its evaluator check, tuning, tuned compile and its
 // check, then `rounds` alternating timings of both (each keeps its best round).
 void RunModule(const ir::Module& module, Row& row, const bench::TuneOptions& tune,
-               const cpu::MeasureOptions& measure, int rounds) {
+               const cpu::MeasureOptions& measure, int rounds, bool coverage_only) {
   row.ops = module.entry()->instruction_count();
   absl::StatusOr<cpu::CompiledModule> compiled = cpu::CompileModule(module);
   if (!compiled.ok()) {
@@ -136,6 +136,7 @@ void RunModule(const ir::Module& module, Row& row, const bench::TuneOptions& tun
   }
   row.kernels = static_cast<int64_t>(compiled->lowered.kernels.size());
   row.check = Check(module, *compiled, tune.seed, measure, &row.check_error);
+  if (coverage_only) return;
   absl::StatusOr<bench::TuneOutcome> tuned = bench::TuneKernels(compiled->lowered, tune);
   if (!tuned.ok()) {
     row.error = absl::StrCat("tuning: ", tuned.status().message());
@@ -181,6 +182,7 @@ int main(int argc, char** argv) {
   uint64_t seed = 0;
   bool as_json = false;
   bool no_torch = false;
+  bool coverage_only = false;
   int rounds = 3;
   std::string python = "/usr/bin/python3";
   std::string torch_script = (fs::path(MLTUNE_SOURCE_DIR) / "bench/peers/torch_ops.py").string();
@@ -198,6 +200,9 @@ int main(int argc, char** argv) {
   app.add_option("--seed", seed, "Search and input seed");
   app.add_flag("--json", as_json, "Print JSON instead of markdown tables");
   app.add_flag("--no-torch", no_torch, "Skip the PyTorch peer");
+  app.add_flag("--coverage", coverage_only,
+               "Corpus coverage only: compile each module with the defaults and check it against "
+               "the evaluator, no tuning or timing");
   app.add_option("--python", python, "Interpreter that imports torch");
   app.add_option("--torch-script", torch_script, "bench/peers/torch_ops.py");
   bench::ZooBenchOptions zoo;
@@ -261,7 +266,7 @@ int main(int argc, char** argv) {
     std::cerr << "[" << name << "]\n";
     Row row;
     row.name = name;
-    RunModule(**module, row, tune, measure, rounds);
+    RunModule(**module, row, tune, measure, rounds, coverage_only);
     std::cerr << "  " << (row.error.empty() ? "" : row.error + "; ") << "check " << row.check
               << ", untuned " << Us(row.untuned_s) << " us, tuned " << Us(row.tuned_s) << " us\n";
     rows.push_back(std::move(row));
@@ -285,7 +290,7 @@ int main(int argc, char** argv) {
       row.error = absl::StrCat("pipeline/CheckSupported: ", module.status().message());
     } else {
       std::cerr << "[mlp]\n";
-      RunModule(**module, row, tune, measure, rounds);
+      RunModule(**module, row, tune, measure, rounds, coverage_only);
     }
     if (!no_torch) {
       json specs =

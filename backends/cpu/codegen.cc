@@ -16,6 +16,7 @@
 #include "backends/cpu/gemm_shape.h"
 #include "backends/cpu/onednn_conv.h"
 #include "backends/cpu/row_fusion.h"
+#include "ir/evaluator/evaluator.h"
 
 namespace mltune::backends::cpu {
 namespace {
@@ -190,6 +191,10 @@ std::string ElementwiseExpr(const Instruction& instr, const std::vector<std::str
     case Opcode::kXor:
       return absl::StrCat("(", ct, ")(", a[0], " ^ ", a[1], ")");
     case Opcode::kCompare:
+      if (instr.comparison_type == ir::ComparisonType::kFloatTotalOrder) {
+        return absl::StrCat("(mt_total_key(", a[0], ") ", CompareOp(*instr.comparison_direction),
+                            " mt_total_key(", a[1], "))");
+      }
       return absl::StrCat("(", a[0], " ", CompareOp(*instr.comparison_direction), " ", a[1], ")");
     case Opcode::kSelect:
       return absl::StrCat("(", a[0], " ? ", a[1], " : ", a[2], ")");
@@ -249,6 +254,18 @@ struct LoopOptions {
   // stores, whose locals are all Var()s.
   bool hoist = false;
 };
+
+// A program's text: its kernels' functions, and the bodies of its entry (plain and with each
+// kernel timed) over `args`, `results` and `scratch`; a called program is one function more.
+struct ProgramText {
+  std::string kernels, entry, profiled;
+  int64_t scratch_bytes = 0;
+  bool onednn = false, onednn_conv = false;
+};
+// Kernel functions are named `prefix` + "k" + id.
+absl::StatusOr<ProgramText> EmitProgram(const LoweredModule& module,
+                                        const std::vector<KernelConfig>& configs,
+                                        const std::string& prefix, ConstantPool* pool);
 
 class KernelEmitter {
  public:
@@ -380,6 +397,17 @@ class KernelEmitter {
 
   absl::Status EmitLoop();
   absl::Status EmitScatter();
+  // Kernels of one tuple-shaped op (lowering.h's operand_leaves and called programs).
+  absl::Status EmitWhile();
+  absl::Status EmitConditional();
+  absl::Status EmitSort();
+  absl::Status EmitLibrary();
+  absl::Status EmitLinalg();
+  absl::Status EmitTriangularSolve();
+  // Operand leaf `leaf` as an array expression of its storage type: an input or a constant.
+  std::string LeafArray(const Instruction* leaf);
+  // Appends called program `called` as function `name` to the helpers; returns its scratch bytes.
+  absl::StatusOr<int64_t> CalledProgram(const LoweredModule& called, const std::string& name);
   absl::Status EmitReduce();
   absl::Status EmitReduceWindow();
   absl::Status EmitReduceWindowRows(const std::vector<ir::WindowDim>& win);
@@ -403,6 +431,7 @@ class KernelEmitter {
   const Kernel& k_;
   KernelConfig config_;
   ConstantPool* pool_;
+  std::string fn_;  // the kernel function's name, which names its helpers
   std::string code_, helpers_, indent_ = "  ";
   std::vector<std::map<std::string, std::string>> memo_;
   std::unordered_map<const Instruction*, std::string> in_ptr_, out_ptr_;
@@ -468,17 +497,20 @@ std::string KernelEmitter::HeavyLoad(const Idx& idx) {
   return Var("float", absl::StrCat(heavy_buffer_, "[", heavy_index_(idx), "]"));
 }
 
-KernelEmitter::ReducerFns KernelEmitter::Reducer(const ir::Computation& comp, PrimitiveType t) {
-  auto it = reducers_.find(&comp);
-  if (it != reducers_.end()) return it->second;
-  const std::string name = absl::StrCat("red_", k_.id, "_", reducers_.size());
-  const std::string ct = CType(t);
-  std::string text = absl::StrCat("inline ", ct, " ", name, "(", ct, " p0, ", ct, " p1) {\n");
+// Scalar computation `comp` (parameters, constants, scalar elementwise ops) as an inline C++
+// function `name` of its parameters p0, p1, ... in order.
+std::string ScalarFunction(const ir::Computation& comp, const std::string& name) {
+  std::vector<std::string> params;
+  for (const Instruction* p : comp.parameters()) {
+    params.push_back(absl::StrCat(CType(p->shape().element_type()), " p", p->parameter_number));
+  }
+  std::string text = absl::StrCat("inline ", CType(comp.root()->shape().element_type()), " ", name,
+                                  "(", absl::StrJoin(params, ", "), ") {\n");
   std::unordered_map<const Instruction*, std::string> var;
   int n = 0;
   for (const Instruction* i : comp.MakePostOrder()) {
     if (i->opcode() == Opcode::kParameter) {
-      var[i] = i->parameter_number == 0 ? "p0" : "p1";
+      var[i] = absl::StrCat("p", i->parameter_number);
       continue;
     }
     if (i->opcode() == Opcode::kConstant) {
@@ -493,6 +525,15 @@ KernelEmitter::ReducerFns KernelEmitter::Reducer(const ir::Computation& comp, Pr
     var[i] = v;
   }
   absl::StrAppend(&text, "  return ", var.at(comp.root()), ";\n}\n");
+  return text;
+}
+
+KernelEmitter::ReducerFns KernelEmitter::Reducer(const ir::Computation& comp, PrimitiveType t) {
+  auto it = reducers_.find(&comp);
+  if (it != reducers_.end()) return it->second;
+  const std::string name = absl::StrCat("red_", fn_, "_", reducers_.size());
+  const std::string ct = CType(t);
+  std::string text = ScalarFunction(comp, name);
   ReducerFns fns{.fn = name, .fast = ""};
   const Instruction* root = comp.root();
   const bool max = root->opcode() == Opcode::kMaximum, min = root->opcode() == Opcode::kMinimum;
@@ -956,6 +997,278 @@ absl::Status KernelEmitter::EmitScatter() {
     Line(absl::StrCat(slot, " = ", cast, combine, "(", slot, ", ", update, ");"));
     Close();
   });
+  return absl::OkStatus();
+}
+
+std::string KernelEmitter::LeafArray(const Instruction* leaf) {
+  if (leaf->opcode() == Opcode::kConstant) return pool_->Name(leaf);
+  return in_ptr_.at(leaf);
+}
+
+absl::StatusOr<int64_t> KernelEmitter::CalledProgram(const LoweredModule& called,
+                                                     const std::string& name) {
+  absl::StatusOr<ProgramText> text = EmitProgram(called, {}, absl::StrCat(name, "_"), pool_);
+  if (!text.ok()) return text.status();
+  absl::StrAppend(&helpers_, text->kernels, "void ", name,
+                  "(void* const* args, void* const* results, char* scratch) {\n"
+                  "  (void)args; (void)results; (void)scratch;\n",
+                  text->entry, "}\n");
+  onednn_ |= text->onednn;
+  onednn_conv_ |= text->onednn_conv;
+  return text->scratch_bytes;
+}
+
+// XLA's while: the state (the kernel's outputs) starts as the operand; then, while the condition
+// holds, the body maps the state to the next one. Body results other than a leaf it passes
+// through unchanged are written apart and copied back, since the body still reads the state.
+absl::Status KernelEmitter::EmitWhile() {
+  const LoweredModule& cond = *k_.called[0];
+  const LoweredModule& body = *k_.called[1];
+  const absl::StatusOr<int64_t> cond_scratch = CalledProgram(cond, fn_ + "_cond");
+  if (!cond_scratch.ok()) return cond_scratch.status();
+  const absl::StatusOr<int64_t> body_scratch = CalledProgram(body, fn_ + "_body");
+  if (!body_scratch.ok()) return body_scratch.status();
+  const size_t n = k_.outputs.size();
+  std::vector<std::string> state, next;
+  std::vector<std::pair<size_t, int64_t>> copies;  // (leaf, bytes) copied back each iteration
+  for (size_t i = 0; i < n; ++i) {
+    const int64_t bytes = k_.outputs[i]->shape().ByteSize();
+    state.push_back(absl::StrCat("(char*)", OutPtr(k_.outputs[i])));
+    if (bytes > 0) {
+      Line(absl::StrCat("std::memcpy(", state[i], ", ", LeafArray(k_.operand_leaves[i]), ", ",
+                        bytes, ");"));
+    }
+    const bool through = i < body.results.size() && i < body.parameters.size() &&
+                         body.results[i] == body.parameters[i];
+    if (through) {
+      next.push_back(state[i]);
+    } else {
+      next.push_back(absl::StrCat("ws + ", Alloc(bytes)));
+      if (bytes > 0) copies.emplace_back(i, bytes);
+    }
+  }
+  const int64_t sub = Alloc(std::max(*cond_scratch, *body_scratch));
+  const std::string args = absl::StrJoin(state, ", ");
+  Open("for (;;) {");
+  Line("uint8_t go = 0;");
+  Line(absl::StrCat("{ void* a[] = {", args, n > 0 ? ", " : "", "nullptr}; void* r[] = {&go}; ",
+                    fn_, "_cond(a, r, ws + ", sub, "); }"));
+  Line("if (!go) break;");
+  Line(absl::StrCat("{ void* a[] = {", args, n > 0 ? ", " : "", "nullptr}; void* r[] = {",
+                    absl::StrJoin(next, ", "), n > 0 ? ", " : "", "nullptr}; ", fn_,
+                    "_body(a, r, ws + ", sub, "); }"));
+  for (const auto& [i, bytes] : copies) {
+    Line(absl::StrCat("std::memcpy(", state[i], ", ", next[i], ", ", bytes, ");"));
+  }
+  Close();
+  return absl::OkStatus();
+}
+
+// XLA's conditional: a pred index runs branch 0 when true, 1 when false; an s32 index out of
+// range runs the last branch. The branch writes the kernel's outputs.
+absl::Status KernelEmitter::EmitConditional() {
+  const Instruction* c = k_.root;
+  const int64_t branches = static_cast<int64_t>(k_.called.size());
+  std::vector<std::string> outs;
+  for (const Instruction* o : k_.outputs) outs.push_back(absl::StrCat("(char*)", OutPtr(o)));
+  outs.push_back("nullptr");
+  int64_t scratch = 0;
+  std::vector<std::string> calls;
+  size_t at = 1;  // operand_leaves[0] is the index
+  for (int64_t b = 0; b < branches; ++b) {
+    const std::string name = absl::StrCat(fn_, "_branch", b);
+    absl::StatusOr<int64_t> bs = CalledProgram(*k_.called[static_cast<size_t>(b)], name);
+    if (!bs.ok()) return bs.status();
+    scratch = std::max(scratch, *bs);
+    const ir::Shape& operand = c->operand(b + 1)->shape();
+    const int64_t leaves = operand.IsTuple() ? operand.tuple_size() : 1;
+    std::vector<std::string> args;
+    for (int64_t l = 0; l < leaves; ++l) {
+      args.push_back(absl::StrCat("(void*)", LeafArray(k_.operand_leaves[at++])));
+    }
+    args.push_back("nullptr");
+    calls.push_back(absl::StrCat("{ void* a[] = {", absl::StrJoin(args, ", "), "}; void* r[] = {",
+                                 absl::StrJoin(outs, ", "), "}; ", name, "(a, r, ws + @); }"));
+  }
+  const int64_t sub = Alloc(scratch);
+  const std::string index = absl::StrCat("(int64_t)", LeafArray(k_.operand_leaves[0]), "[0]");
+  if (c->operand(0)->shape().element_type() == PrimitiveType::kPred) {
+    Line(absl::StrCat("const int64_t branch = ", index, " ? 0 : 1;"));
+  } else {
+    Line(absl::StrCat("int64_t branch = ", index, ";"));
+    Line(absl::StrCat("if (branch < 0 || branch >= ", branches, ") branch = ", branches - 1, ";"));
+  }
+  Open("switch (branch) {");
+  for (int64_t b = 0; b < branches; ++b) {
+    std::string call = calls[static_cast<size_t>(b)];
+    call.replace(call.find('@'), 1, absl::StrCat(sub));
+    Line(absl::StrCat("case ", b, ": ", call, " break;"));
+  }
+  Close();
+  return absl::OkStatus();
+}
+
+// XLA's sort: each slice along the sort dimension is ordered by the comparator over all operands'
+// elements, stably (as the evaluator sorts), and every operand is permuted alike.
+absl::Status KernelEmitter::EmitSort() {
+  const Instruction* s = k_.root;
+  const std::vector<int64_t>& dims = s->operand(0)->shape().dimensions();
+  const int64_t d = s->dimensions[0];
+  const int64_t n = dims[static_cast<size_t>(d)];
+  if (Product(dims) == 0) return absl::OkStatus();
+  const std::string cmp = absl::StrCat(fn_, "_less");
+  helpers_ += ScalarFunction(*s->to_apply(), cmp);
+  int64_t stride = 1;
+  for (size_t i = static_cast<size_t>(d) + 1; i < dims.size(); ++i) stride *= dims[i];
+  const int64_t perm_at = Alloc(n * static_cast<int64_t>(sizeof(int64_t)));
+  std::vector<int64_t> outer = dims;
+  outer[static_cast<size_t>(d)] = 1;
+  const size_t k = static_cast<size_t>(s->operand_count());
+  LoopNest(outer, LoopOptions{}, [&](const Idx& idx) {
+    const std::string base = IntVar(Linear(dims, idx));
+    Line(absl::StrCat("int64_t* const perm = (int64_t*)(ws + ", perm_at, ");"));
+    Line(absl::StrCat("for (int64_t j = 0; j < ", n, "; ++j) perm[j] = j;"));
+    std::vector<std::string> args;
+    for (size_t o = 0; o < k; ++o) {
+      const std::string a = LeafArray(k_.operand_leaves[o]);
+      const bool pred = s->operand(o)->shape().element_type() == PrimitiveType::kPred;
+      for (const char* side : {"x", "y"}) {
+        args.push_back(
+            absl::StrCat(pred ? "(bool)" : "", a, "[", base, " + ", side, " * ", stride, "]"));
+      }
+    }
+    Line(absl::StrCat("std::stable_sort(perm, perm + ", n, ", [&](int64_t x, int64_t y) { return ",
+                      cmp, "(", absl::StrJoin(args, ", "), "); });"));
+    Open(absl::StrCat("for (int64_t j = 0; j < ", n, "; ++j) {"));
+    for (size_t o = 0; o < k; ++o) {
+      Line(absl::StrCat(OutPtr(k_.outputs[o]), "[", base, " + j * ", stride, "] = ",
+                        LeafArray(k_.operand_leaves[o]), "[", base, " + perm[j] * ", stride, "];"));
+    }
+    Close();
+  });
+  return absl::OkStatus();
+}
+
+absl::Status KernelEmitter::EmitLibrary() {
+  const Instruction* c = k_.root;
+  if (c->opcode() == Opcode::kTriangularSolve) return EmitTriangularSolve();
+  switch (internal::FindLibraryCall(*c)) {
+    case internal::LibraryCall::kThreefry2x32: {
+      const int64_t n = k_.outputs[0]->shape().ElementCount();
+      std::vector<std::string> in;
+      for (const Instruction* leaf : k_.operand_leaves) in.push_back(LeafArray(leaf));
+      Line("#pragma omp simd");
+      Open(absl::StrCat("for (int64_t i = 0; i < ", n, "; ++i) {"));
+      Line(absl::StrCat("mt_threefry2x32(", in[0], "[i], ", in[1], "[i], ", in[2], "[i], ", in[3],
+                        "[i], &", OutPtr(k_.outputs[0]), "[i], &", OutPtr(k_.outputs[1]), "[i]);"));
+      Close();
+      return absl::OkStatus();
+    }
+    case internal::LibraryCall::kLuPivotsToPermutation: {
+      // The permutation the pivots' row swaps apply to 0..size-1; out-of-range pivots skipped.
+      const int64_t pivots = c->operand(0)->shape().dimensions().back();
+      const int64_t size = c->shape().dimensions().back();
+      const int64_t batch = c->shape().ElementCount() / size;
+      const std::string in = LeafArray(k_.operand_leaves[0]), out = OutPtr(k_.outputs[0]);
+      Open(absl::StrCat("for (int64_t b = 0; b < ", batch, "; ++b) {"));
+      Line(absl::StrCat("int32_t* const perm = ", out, " + b * ", size, ";"));
+      Line(absl::StrCat("for (int64_t i = 0; i < ", size, "; ++i) perm[i] = (int32_t)i;"));
+      Open(absl::StrCat("for (int64_t i = 0; i < ", std::min(pivots, size), "; ++i) {"));
+      Line(absl::StrCat("const int64_t j = ", in, "[b * ", pivots, " + i];"));
+      Line(absl::StrCat("if (j >= 0 && j < ", size, ") std::swap(perm[i], perm[j]);"));
+      Close();
+      Close();
+      return absl::OkStatus();
+    }
+    case internal::LibraryCall::kPotrf:
+    case internal::LibraryCall::kGetrf:
+    case internal::LibraryCall::kGeqrf:
+    case internal::LibraryCall::kOrgqr:
+    case internal::LibraryCall::kTrsm:
+      return EmitLinalg();
+    case internal::LibraryCall::kNone:
+      break;
+  }
+  return absl::InternalError(absl::StrCat("no library routine for '", c->name(), "'"));
+}
+
+// HLO's triangular-solve: b copied to the output, then each matrix of the batch solved in place by
+// the runtime's routine (the LAPACK-style trsm's).
+absl::Status KernelEmitter::EmitTriangularSolve() {
+  const Instruction* c = k_.root;
+  const ir::TriangularSolveOptions& opt = *c->triangular_solve;
+  const std::vector<int64_t>& bd = c->shape().dimensions();
+  const int64_t rank = static_cast<int64_t>(bd.size());
+  const int64_t m = bd[static_cast<size_t>(rank - 2)], n = bd[static_cast<size_t>(rank - 1)];
+  const int64_t k = opt.left_side ? m : n;
+  const int64_t es = ir::BitWidth(c->shape().element_type()) / 8;
+  const int64_t bytes = c->shape().ByteSize();
+  if (bytes == 0) return absl::OkStatus();
+  const std::string out = absl::StrCat("(char*)", OutPtr(k_.outputs[0]));
+  Line(absl::StrCat("std::memcpy(", out, ", ", LeafArray(k_.operand_leaves[1]), ", ", bytes, ");"));
+  Open(absl::StrCat("for (int64_t b = 0; b < ", c->shape().ElementCount() / (m * n), "; ++b) {"));
+  Line(absl::StrCat("mltune_rt_trsm(", c->shape().element_type() == PrimitiveType::kF64 ? 1 : 0,
+                    ", (const char*)", LeafArray(k_.operand_leaves[0]), " + b * ", k * k * es, ", ",
+                    out, " + b * ", m * n * es, ", ", m, ", ", n, ", ", opt.left_side ? 1 : 0, ", ",
+                    opt.lower ? 1 : 0, ", ",
+                    opt.transpose_a != ir::TriangularTranspose::kNoTranspose ? 1 : 0, ", ",
+                    opt.unit_diagonal ? 1 : 0, ");"));
+  Close();
+  return absl::OkStatus();
+}
+
+// LAPACK-style calls: the results start zeroed (workspace and info leaves), the matrix is copied
+// to the first, and the runtime routine factors or solves each matrix of the batch in place.
+absl::Status KernelEmitter::EmitLinalg() {
+  const Instruction* c = k_.root;
+  const absl::StatusOr<ir::LinalgCall> call = ir::DecodeLinalgCall(*c);
+  if (!call.ok()) return call.status();
+  const internal::LibraryCall kind = internal::FindLibraryCall(*c);
+  const PrimitiveType t = c->operand(0)->shape().element_type();
+  const int64_t es = ir::BitWidth(t) / 8;
+  const std::string f64 = t == PrimitiveType::kF64 ? "1" : "0";
+  for (const Instruction* o : k_.outputs) {
+    const int64_t bytes = o->shape().ByteSize();
+    if (bytes > 0) Line(absl::StrCat("std::memset(", OutPtr(o), ", 0, ", bytes, ");"));
+  }
+  const size_t matrix = kind == internal::LibraryCall::kTrsm ? 1 : 0;
+  const std::string out = absl::StrCat("(char*)", OutPtr(k_.outputs[0]));
+  const int64_t bytes = k_.outputs[0]->shape().ByteSize();
+  if (bytes > 0) {
+    Line(absl::StrCat("std::memcpy(", out, ", ", LeafArray(k_.operand_leaves[matrix]), ", ", bytes,
+                      ");"));
+  }
+  const int64_t mn = call->m * call->n, k = call->k;
+  Open(absl::StrCat("for (int64_t b = 0; b < ", call->batch, "; ++b) {"));
+  const std::string at = absl::StrCat(out, " + b * ", mn * es);
+  switch (kind) {
+    case internal::LibraryCall::kPotrf:
+      Line(absl::StrCat(OutPtr(k_.outputs[1]), "[b] = mltune_rt_potrf(", f64, ", ", at, ", ",
+                        call->n, ", ", call->lower ? 1 : 0, ");"));
+      break;
+    case internal::LibraryCall::kGetrf:
+      Line(absl::StrCat(OutPtr(k_.outputs[2]), "[b] = mltune_rt_getrf(", f64, ", ", at, ", ",
+                        call->m, ", ", call->n, ", ", OutPtr(k_.outputs[1]), " + b * ", k, ");"));
+      break;
+    case internal::LibraryCall::kGeqrf:
+      Line(absl::StrCat("mltune_rt_geqrf(", f64, ", ", at, ", ", call->m, ", ", call->n,
+                        ", (char*)", OutPtr(k_.outputs[1]), " + b * ", k * es, ");"));
+      break;
+    case internal::LibraryCall::kOrgqr:
+      Line(absl::StrCat("mltune_rt_orgqr(", f64, ", ", at, ", ", call->m, ", ", call->n, ", ", k,
+                        ", (const char*)", LeafArray(k_.operand_leaves[1]), " + b * ", k * es,
+                        ");"));
+      break;
+    case internal::LibraryCall::kTrsm:
+      Line(absl::StrCat("mltune_rt_trsm(", f64, ", (const char*)", LeafArray(k_.operand_leaves[0]),
+                        " + b * ", k * k * es, ", ", at, ", ", call->m, ", ", call->n, ", ",
+                        call->left_side ? 1 : 0, ", ", call->lower ? 1 : 0, ", ",
+                        call->transpose ? 1 : 0, ", ", call->unit_diagonal ? 1 : 0, ");"));
+      break;
+    default:
+      return absl::InternalError("not a LAPACK-style call");
+  }
+  Close();
   return absl::OkStatus();
 }
 
@@ -1637,6 +1950,7 @@ absl::StatusOr<std::string> KernelEmitter::Emit(const std::string& fn) {
                                                      "=", config_[i], " is not a choice"));
     }
   }
+  fn_ = fn;
   memo_.emplace_back();
   std::string header;
   int64_t slot = 0;
@@ -1673,6 +1987,18 @@ absl::StatusOr<std::string> KernelEmitter::Emit(const std::string& fn) {
     case KernelKind::kScatter:
       s = EmitScatter();
       break;
+    case KernelKind::kWhile:
+      s = EmitWhile();
+      break;
+    case KernelKind::kConditional:
+      s = EmitConditional();
+      break;
+    case KernelKind::kSort:
+      s = EmitSort();
+      break;
+    case KernelKind::kLibrary:
+      s = EmitLibrary();
+      break;
     case KernelKind::kDot:
     case KernelKind::kConvolution:
       s = EmitMatmul();
@@ -1692,9 +2018,9 @@ struct Emitted {
 };
 
 absl::StatusOr<Emitted> EmitKernel(const Kernel& kernel, const KernelConfig& config,
-                                   ConstantPool* pool) {
+                                   ConstantPool* pool, const std::string& fn) {
   KernelEmitter emitter(kernel, config, pool);
-  absl::StatusOr<std::string> text = emitter.Emit(absl::StrCat("k", kernel.id));
+  absl::StatusOr<std::string> text = emitter.Emit(fn);
   if (!text.ok()) return text.status();
   return Emitted{*std::move(text), emitter.workspace_bytes(), emitter.uses_onednn(),
                  emitter.uses_onednn_conv()};
@@ -1730,6 +2056,109 @@ std::string Assemble(const ConstantPool& pool, const std::string& kernels, const
   return out;
 }
 
+absl::StatusOr<ProgramText> EmitProgram(const LoweredModule& module,
+                                        const std::vector<KernelConfig>& configs,
+                                        const std::string& prefix, ConstantPool* pool) {
+  ProgramText p;
+  const int32_t nk = static_cast<int32_t>(module.kernels.size());
+
+  // Where each value lives: args[i], results[j] (its first result slot) or scratch + offset.
+  std::unordered_map<const Instruction*, std::string> where;
+  for (size_t i = 0; i < module.parameters.size(); ++i) {
+    if (module.parameters[i] != nullptr) {
+      where[module.parameters[i]] = absl::StrCat("(char*)args[", i, "]");
+    }
+  }
+  for (size_t j = 0; j < module.results.size(); ++j) {
+    const Instruction* r = module.results[j];
+    if (module.producer.count(r) != 0 && where.count(r) == 0) {
+      where[r] = absl::StrCat("(char*)results[", j, "]");
+    }
+  }
+  // Temporaries: live from their kernel to their last reader; first fit by offset.
+  std::unordered_map<const Instruction*, int32_t> last_use;
+  for (const Kernel& k : module.kernels) {
+    for (const Instruction* o : k.outputs) last_use[o] = std::max(last_use[o], k.id);
+    for (const Instruction* in : k.inputs) last_use[in] = std::max(last_use[in], k.id);
+  }
+  struct Live {
+    int64_t offset, size;
+    int32_t until;
+  };
+  std::vector<Live> live;
+  int64_t temp_bytes = 0;
+  // `profiled`: the entry again with each kernel call timed, so a measured plan also tells which
+  // of its kernels took the time (Timing::kernel_s); the plain entry stays the one timed whole.
+  std::string entry, profiled;
+  int64_t workspace = 0;
+  for (int32_t id = 0; id < nk; ++id) {
+    const Kernel& k = module.kernels[static_cast<size_t>(id)];
+    live.erase(
+        std::remove_if(live.begin(), live.end(), [&](const Live& l) { return l.until < id; }),
+        live.end());
+    for (const Instruction* o : k.outputs) {
+      if (where.count(o) != 0) continue;
+      const int64_t size = AlignUp(std::max<int64_t>(1, o->shape().ByteSize()), kAlign);
+      std::sort(live.begin(), live.end(),
+                [](const Live& x, const Live& y) { return x.offset < y.offset; });
+      int64_t offset = 0;
+      for (const Live& l : live) {
+        if (offset + size <= l.offset) break;
+        offset = std::max(offset, l.offset + l.size);
+      }
+      live.push_back({offset, size, last_use[o]});
+      temp_bytes = std::max(temp_bytes, offset + size);
+      where[o] = absl::StrCat("scratch + ", offset);
+    }
+    const KernelConfig empty;
+    const KernelConfig& config =
+        static_cast<size_t>(id) < configs.size() ? configs[static_cast<size_t>(id)] : empty;
+    const std::string fn = absl::StrCat(prefix, "k", k.id);
+    absl::StatusOr<Emitted> e = EmitKernel(k, config, pool, fn);
+    if (!e.ok()) return e.status();
+    p.kernels += e->text;
+    workspace = std::max(workspace, e->workspace);
+    p.onednn |= e->onednn;
+    p.onednn_conv |= e->onednn_conv;
+    std::vector<std::string> bufs;
+    for (const Instruction* in : k.inputs) bufs.push_back(where.at(in));
+    for (const Instruction* o : k.outputs) bufs.push_back(where.at(o));
+    absl::StrAppend(&entry, "  { char* b[] = {", absl::StrJoin(bufs, ", "), "}; ", fn,
+                    "(b, ws); }\n");
+    absl::StrAppend(&profiled, "  { char* b[] = {", absl::StrJoin(bufs, ", "),
+                    "}; const int64_t t = mltune_now_ns(); ", fn, "(b, ws); kernel_ns[", id,
+                    "] += mltune_now_ns() - t; }\n");
+  }
+  const int64_t ws_offset = AlignUp(temp_bytes, kAlign);
+  p.scratch_bytes = ws_offset + AlignUp(workspace, kAlign);
+  entry = absl::StrCat("  char* const ws = scratch + ", ws_offset, ";\n  (void)ws;\n", entry);
+  profiled = absl::StrCat("  char* const ws = scratch + ", ws_offset, ";\n  (void)ws;\n", profiled);
+  // Results not written in place: parameters, constants, a value listed twice.
+  for (size_t j = 0; j < module.results.size(); ++j) {
+    const Instruction* r = module.results[j];
+    const std::string slot = absl::StrCat("(char*)results[", j, "]");
+    const int64_t bytes = r->shape().ByteSize();
+    if (bytes == 0) continue;
+    std::string src;
+    if (r->opcode() == Opcode::kConstant) {
+      src = absl::StrCat("(const char*)", pool->Name(r));
+    } else {
+      src = where.at(r);
+    }
+    if (src != slot) {
+      // A called program's result may be the very buffer of its argument (a while's state leaf
+      // its body passes through), hence the test.
+      const std::string copy = absl::StrCat("  if (", slot, " != ", src, ") std::memcpy(", slot,
+                                            ", ", src, ", ", bytes, ");\n");
+      entry += copy;
+      profiled += copy;
+    }
+  }
+  p.entry = std::move(entry);
+  p.profiled = std::move(profiled);
+  return p;
+}
+
 }  // namespace
 
 MicroKernelShape MicroKernel(int64_t micro) {
@@ -1752,7 +2181,7 @@ absl::StatusOr<Program> GenerateKernel(const LoweredModule& module, int32_t kern
   }
   const Kernel& k = module.kernels[static_cast<size_t>(kernel)];
   ConstantPool pool;
-  absl::StatusOr<Emitted> e = EmitKernel(k, config, &pool);
+  absl::StatusOr<Emitted> e = EmitKernel(k, config, &pool, absl::StrCat("k", k.id));
   if (!e.ok()) return e.status();
   Program p;
   std::string entry = "  char* b[] = {";
@@ -1778,97 +2207,13 @@ absl::StatusOr<Program> GenerateModule(const LoweredModule& module,
   Program p;
   for (const Instruction* param : module.parameters) p.params.push_back(param->shape());
   for (const Instruction* r : module.results) p.results.push_back(r->shape());
+  absl::StatusOr<ProgramText> text = EmitProgram(module, configs, "", &pool);
+  if (!text.ok()) return text.status();
+  p.scratch_bytes = text->scratch_bytes;
+  p.uses_onednn = text->onednn;
   const int32_t nk = static_cast<int32_t>(module.kernels.size());
-
-  // Where each value lives: args[i], results[j] (its first result slot) or scratch + offset.
-  std::unordered_map<const Instruction*, std::string> where;
-  for (size_t i = 0; i < module.parameters.size(); ++i) {
-    where[module.parameters[i]] = absl::StrCat("(char*)args[", i, "]");
-  }
-  for (size_t j = 0; j < module.results.size(); ++j) {
-    const Instruction* r = module.results[j];
-    if (module.producer.count(r) != 0 && where.count(r) == 0) {
-      where[r] = absl::StrCat("(char*)results[", j, "]");
-    }
-  }
-  // Temporaries: live from their kernel to their last reader; first fit by offset.
-  std::unordered_map<const Instruction*, int32_t> last_use;
-  for (const Kernel& k : module.kernels) {
-    for (const Instruction* o : k.outputs) last_use[o] = std::max(last_use[o], k.id);
-    for (const Instruction* in : k.inputs) last_use[in] = std::max(last_use[in], k.id);
-  }
-  struct Live {
-    int64_t offset, size;
-    int32_t until;
-  };
-  std::vector<Live> live;
-  int64_t temp_bytes = 0;
-  // `profiled`: the entry again with each kernel call timed, so a measured plan also tells which
-  // of its kernels took the time (Timing::kernel_s); the plain entry stays the one timed whole.
-  std::string kernels_text, entry, profiled;
-  int64_t workspace = 0;
-  bool onednn_conv = false;
-  for (int32_t id = 0; id < nk; ++id) {
-    const Kernel& k = module.kernels[static_cast<size_t>(id)];
-    live.erase(
-        std::remove_if(live.begin(), live.end(), [&](const Live& l) { return l.until < id; }),
-        live.end());
-    for (const Instruction* o : k.outputs) {
-      if (where.count(o) != 0) continue;
-      const int64_t size = AlignUp(std::max<int64_t>(1, o->shape().ByteSize()), kAlign);
-      std::sort(live.begin(), live.end(),
-                [](const Live& x, const Live& y) { return x.offset < y.offset; });
-      int64_t offset = 0;
-      for (const Live& l : live) {
-        if (offset + size <= l.offset) break;
-        offset = std::max(offset, l.offset + l.size);
-      }
-      live.push_back({offset, size, last_use[o]});
-      temp_bytes = std::max(temp_bytes, offset + size);
-      where[o] = absl::StrCat("scratch + ", offset);
-    }
-    const KernelConfig empty;
-    const KernelConfig& config =
-        static_cast<size_t>(id) < configs.size() ? configs[static_cast<size_t>(id)] : empty;
-    absl::StatusOr<Emitted> e = EmitKernel(k, config, &pool);
-    if (!e.ok()) return e.status();
-    kernels_text += e->text;
-    workspace = std::max(workspace, e->workspace);
-    p.uses_onednn |= e->onednn;
-    onednn_conv |= e->onednn_conv;
-    std::vector<std::string> bufs;
-    for (const Instruction* in : k.inputs) bufs.push_back(where.at(in));
-    for (const Instruction* o : k.outputs) bufs.push_back(where.at(o));
-    absl::StrAppend(&entry, "  { char* b[] = {", absl::StrJoin(bufs, ", "), "}; k", k.id,
-                    "(b, ws); }\n");
-    absl::StrAppend(&profiled, "  { char* b[] = {", absl::StrJoin(bufs, ", "),
-                    "}; const int64_t t = mltune_now_ns(); k", k.id, "(b, ws); kernel_ns[", id,
-                    "] += mltune_now_ns() - t; }\n");
-  }
-  const int64_t ws_offset = AlignUp(temp_bytes, kAlign);
-  p.scratch_bytes = ws_offset + AlignUp(workspace, kAlign);
-  entry = absl::StrCat("  char* const ws = scratch + ", ws_offset, ";\n  (void)ws;\n", entry);
-  profiled = absl::StrCat("  char* const ws = scratch + ", ws_offset, ";\n  (void)ws;\n", profiled);
-  // Results not written in place: parameters, constants, a value listed twice.
-  for (size_t j = 0; j < module.results.size(); ++j) {
-    const Instruction* r = module.results[j];
-    const std::string slot = absl::StrCat("(char*)results[", j, "]");
-    const int64_t bytes = r->shape().ByteSize();
-    if (bytes == 0) continue;
-    std::string src;
-    if (r->opcode() == Opcode::kConstant) {
-      src = absl::StrCat("(const char*)", pool.Name(r));
-    } else {
-      src = where.at(r);
-    }
-    if (src != slot) {
-      const std::string copy = absl::StrCat("  std::memcpy(", slot, ", ", src, ", ", bytes, ");\n");
-      entry += copy;
-      profiled += copy;
-    }
-  }
-  p.source =
-      Assemble(pool, kernels_text, entry, p.scratch_bytes, onednn_conv, nk > 0 ? profiled : "", nk);
+  p.source = Assemble(pool, text->kernels, text->entry, p.scratch_bytes, text->onednn_conv,
+                      nk > 0 ? text->profiled : "", nk);
   return p;
 }
 

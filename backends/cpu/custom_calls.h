@@ -1,5 +1,6 @@
-// Internal to backends/cpu: the framework custom-calls the backend computes itself, each an
-// elementwise function of its one operand (as ir/evaluator's registry defines them).
+// Internal to backends/cpu: the custom-calls the backend computes itself, as ir/evaluator's
+// registry defines them: framework markers (elementwise functions of one operand, loop ops) and
+// routines over whole buffers (library kernels).
 #pragma once
 
 #include <string>
@@ -20,5 +21,21 @@ KnownCustomCall FindKnownCustomCall(const ir::Instruction& instr);
 
 // The C++ expression of `call` on the operand's value `x` of C type `ctype`.
 std::string KnownCustomCallExpr(KnownCustomCall call, const std::string& x, std::string_view ctype);
+
+enum class LibraryCall {
+  kNone,
+  kThreefry2x32,  // JAX's cuda_threefry2x32: (key0, key1, x0, x1) -> (y0, y1), u32 arrays of n
+  // JAX's LAPACK-style calls (ir::DecodeLinalgCall), run by the runner's runtime routines.
+  kPotrf,  // cusolver_potrf: (a) -> (factor, info, workspace)
+  kGetrf,  // cusolver_getrf, cublas_getrf_batched: (a) -> (lu, pivots, info, [workspace])
+  kGeqrf,  // cusolver_geqrf: (a) -> (qr, taus, info, workspace)
+  kOrgqr,  // cusolver_orgqr: (a, taus) -> (q, info, workspace)
+  kTrsm,   // cublas_trsm_batched: (a, b) -> (x, workspace, workspace)
+  kLuPivotsToPermutation,  // cuda_lu_pivots_to_permutation: s32 pivots -> s32 permutation
+};
+
+// kNone unless `instr` is a custom-call of a known library target with the operands and result
+// shapes the target takes.
+LibraryCall FindLibraryCall(const ir::Instruction& instr);
 
 }  // namespace mltune::backends::cpu::internal

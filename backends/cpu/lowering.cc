@@ -90,23 +90,118 @@ absl::Status CheckScalarComputation(const Instruction& user, const ir::Computati
   return absl::OkStatus();
 }
 
-absl::Status CheckInstruction(const Instruction& instr) {
-  const Opcode op = instr.opcode();
-  if (op == Opcode::kTuple) return absl::OkStatus();
-  if (op == Opcode::kGetTupleElement) {
-    if (instr.operand(0)->opcode() != Opcode::kTuple) {
-      return Unsupported(instr, "only get-tuple-element of a tuple instruction is lowered");
+absl::Status CheckComputation(const ir::Computation& comp, bool entry);
+
+std::string TypeError(PrimitiveType t) {
+  return absl::StrCat("element type ", std::string(ir::PrimitiveTypeName(t)),
+                      " is not generated (pred, s8-s64, u8-u64, f32, f64 are)");
+}
+
+// A tuple-shaped value other than a tuple instruction gets one buffer per leaf: a flat tuple of
+// static arrays of generated types, used only through its leaves' get-tuple-elements.
+absl::Status CheckTupleValue(const Instruction& instr) {
+  const int64_t n = instr.shape().tuple_size();
+  for (int64_t i = 0; i < n; ++i) {
+    const ir::Shape& s = instr.shape().tuple_shapes(i);
+    if (!s.IsArray()) return Unsupported(instr, "nested tuples are not lowered");
+    if (!SupportedType(s.element_type())) return Unsupported(instr, TypeError(s.element_type()));
+    if (!s.is_static()) return Unsupported(instr, "dynamic shapes are not lowered");
+  }
+  bool normal = instr.parent() == nullptr || instr.parent()->root() != &instr;
+  for (const Instruction* u : instr.users()) normal &= u->opcode() == Opcode::kGetTupleElement;
+  for (int64_t i = 0; i < n; ++i) normal &= LeafValue(&instr, i) != nullptr;
+  if (!normal) {
+    return Unsupported(instr,
+                       "a tuple-shaped value must be used through its leaves' get-tuple-elements "
+                       "(RunCpuPasses puts modules in this form: NormalizeTupleUses)");
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CheckWhile(const Instruction& instr) {
+  const ir::Computation* cond = instr.while_condition();
+  const ir::Computation* body = instr.while_body();
+  if (cond == nullptr || body == nullptr) return Unsupported(instr, "while without computations");
+  if (!cond->root()->shape().IsArray() ||
+      cond->root()->shape().element_type() != PrimitiveType::kPred ||
+      !cond->root()->shape().IsScalar()) {
+    return Unsupported(instr, "the condition must return pred[]");
+  }
+  if (absl::Status s = CheckComputation(*cond, false); !s.ok()) return s;
+  return CheckComputation(*body, false);
+}
+
+absl::Status CheckConditional(const Instruction& instr) {
+  const ir::Shape& index = instr.operand(0)->shape();
+  if (!index.IsScalar() || (index.element_type() != PrimitiveType::kPred &&
+                            index.element_type() != PrimitiveType::kS32)) {
+    return Unsupported(instr, "the branch index must be pred[] or s32[]");
+  }
+  const std::vector<ir::Computation*>& branches = instr.called_computations();
+  if (branches.empty() || static_cast<int64_t>(branches.size()) + 1 != instr.operand_count()) {
+    return Unsupported(instr, "one operand per branch is expected");
+  }
+  for (const ir::Computation* b : branches) {
+    if (absl::Status s = CheckComputation(*b, false); !s.ok()) return s;
+  }
+  return absl::OkStatus();
+}
+
+// A comparator the generated sort can inline: 2n scalar parameters, scalar elementwise ops.
+absl::Status CheckSort(const Instruction& instr) {
+  const ir::Computation* cmp = instr.to_apply();
+  if (cmp == nullptr || instr.dimensions.size() != 1) {
+    return Unsupported(instr, "sort needs a comparator and one dimension");
+  }
+  const std::vector<int64_t>& dims = instr.operand(0)->shape().dimensions();
+  for (const Instruction* o : instr.operands()) {
+    if (o->shape().dimensions() != dims) return Unsupported(instr, "sort operands differ in shape");
+  }
+  for (const Instruction* i : cmp->instructions()) {
+    if (i->opcode() == Opcode::kParameter || i->opcode() == Opcode::kConstant) continue;
+    if (!ir::IsElementwise(i->opcode()) || !IsLoopOp(i->opcode()) || !i->shape().IsScalar()) {
+      return Unsupported(instr, absl::StrCat("its comparator '", cmp->name(), "' uses ",
+                                             std::string(ir::OpcodeName(i->opcode())),
+                                             " (only scalar elementwise ops are inlined)"));
     }
-    return absl::OkStatus();
   }
-  if (!instr.shape().IsArray()) return Unsupported(instr, "tuple-shaped results are not lowered");
-  if (!SupportedType(instr.shape().element_type())) {
-    return Unsupported(
-        instr, absl::StrCat("element type ",
-                            std::string(ir::PrimitiveTypeName(instr.shape().element_type())),
-                            " is not generated (pred, s8-s64, u8-u64, f32, f64 are)"));
+  if (!cmp->root()->shape().IsScalar() ||
+      cmp->root()->shape().element_type() != PrimitiveType::kPred) {
+    return Unsupported(instr, "the comparator must return pred[]");
   }
-  if (!instr.shape().is_static()) return Unsupported(instr, "dynamic shapes are not lowered");
+  return absl::OkStatus();
+}
+
+absl::Status CheckInstruction(const Instruction& instr, bool entry) {
+  const Opcode op = instr.opcode();
+  if (op == Opcode::kTuple || op == Opcode::kGetTupleElement) return absl::OkStatus();
+  if (instr.shape().IsTuple()) {
+    switch (op) {
+      case Opcode::kParameter:
+        if (entry) return Unsupported(instr, "entry parameters must be arrays");
+        break;
+      case Opcode::kWhile:
+      case Opcode::kConditional:
+      case Opcode::kSort:
+        break;
+      case Opcode::kCustomCall:
+        if (internal::FindLibraryCall(instr) == internal::LibraryCall::kNone) {
+          return Unsupported(instr, absl::StrCat("custom-call target \"", instr.custom_call_target,
+                                                 "\" is not lowered"));
+        }
+        break;
+      default:
+        return Unsupported(instr, "tuple-shaped results are not lowered");
+    }
+    if (absl::Status s = CheckTupleValue(instr); !s.ok()) return s;
+  } else if (!instr.shape().IsArray()) {
+    return Unsupported(instr, "only array and tuple values are lowered");
+  } else {
+    if (!SupportedType(instr.shape().element_type())) {
+      return Unsupported(instr, TypeError(instr.shape().element_type()));
+    }
+    if (!instr.shape().is_static()) return Unsupported(instr, "dynamic shapes are not lowered");
+  }
   for (const Instruction* operand : instr.operands()) {
     if (operand->shape().IsArray() && !SupportedType(operand->shape().element_type())) {
       return Unsupported(instr, "an operand's element type is not generated");
@@ -125,11 +220,26 @@ absl::Status CheckInstruction(const Instruction& instr) {
         return Unsupported(instr, "bitcasts that change the element type are not lowered");
       }
       return absl::OkStatus();
-    case Opcode::kCompare:
-      if (instr.comparison_type == ir::ComparisonType::kFloatTotalOrder) {
-        return Unsupported(instr, "total-order comparisons are not generated");
+    case Opcode::kTriangularSolve: {
+      const ir::Shape& a = instr.operand(0)->shape();
+      const ir::Shape& b = instr.operand(1)->shape();
+      const int64_t rank = a.rank();
+      if (!instr.triangular_solve.has_value() || rank < 2 || b.rank() != rank ||
+          !b.Compatible(instr.shape()) || a.element_type() != b.element_type() ||
+          (a.element_type() != PrimitiveType::kF32 && a.element_type() != PrimitiveType::kF64) ||
+          a.dimensions(rank - 1) != a.dimensions(rank - 2) ||
+          b.dimensions(instr.triangular_solve->left_side ? rank - 2 : rank - 1) !=
+              a.dimensions(rank - 1)) {
+        return Unsupported(instr, "only f32 and f64 solves of matching batches are lowered");
       }
       return absl::OkStatus();
+    }
+    case Opcode::kWhile:
+      return CheckWhile(instr);
+    case Opcode::kConditional:
+      return CheckConditional(instr);
+    case Opcode::kSort:
+      return CheckSort(instr);
     case Opcode::kReduce:
       if (instr.operand_count() != 2) return Unsupported(instr, "variadic reduce is not lowered");
       return CheckScalarComputation(instr, *instr.to_apply());
@@ -166,7 +276,8 @@ absl::Status CheckInstruction(const Instruction& instr) {
       return absl::OkStatus();
     }
     case Opcode::kCustomCall:
-      if (internal::FindKnownCustomCall(instr) == internal::KnownCustomCall::kNone) {
+      if (internal::FindKnownCustomCall(instr) == internal::KnownCustomCall::kNone &&
+          internal::FindLibraryCall(instr) == internal::LibraryCall::kNone) {
         return Unsupported(instr, absl::StrCat("custom-call target \"", instr.custom_call_target,
                                                "\" is not lowered"));
       }
@@ -190,6 +301,16 @@ absl::Status CheckInstruction(const Instruction& instr) {
   }
 }
 
+absl::Status CheckComputation(const ir::Computation& comp, bool entry) {
+  for (const Instruction* p : comp.parameters()) {
+    if (entry && !p->shape().IsArray()) return Unsupported(*p, "entry parameters must be arrays");
+  }
+  for (const Instruction* instr : comp.MakePostOrder()) {
+    if (absl::Status s = CheckInstruction(*instr, entry); !s.ok()) return s;
+  }
+  return absl::OkStatus();
+}
+
 KernelKind KindOf(const Instruction& heavy) {
   switch (heavy.opcode()) {
     case Opcode::kReduce:
@@ -202,6 +323,17 @@ KernelKind KindOf(const Instruction& heavy) {
       return KernelKind::kConvolution;
     case Opcode::kScatter:
       return KernelKind::kScatter;
+    case Opcode::kWhile:
+      return KernelKind::kWhile;
+    case Opcode::kConditional:
+      return KernelKind::kConditional;
+    case Opcode::kSort:
+      return KernelKind::kSort;
+    case Opcode::kTriangularSolve:
+      return KernelKind::kLibrary;
+    case Opcode::kCustomCall:
+      return internal::FindLibraryCall(heavy) != internal::LibraryCall::kNone ? KernelKind::kLibrary
+                                                                              : KernelKind::kLoop;
     default:
       return KernelKind::kLoop;
   }
@@ -253,8 +385,12 @@ std::vector<int64_t> Lanes(int64_t n) {
 std::vector<KernelParam> KindParams(const Kernel& kernel) {
   const Instruction& root = *kernel.root;
   switch (kernel.kind) {
-    case KernelKind::kScatter:
-      return {};  // sequential: updates to one element apply in order
+    case KernelKind::kScatter:  // sequential: updates to one element apply in order
+    case KernelKind::kWhile:
+    case KernelKind::kConditional:
+    case KernelKind::kSort:
+    case KernelKind::kLibrary:
+      return {};
     case KernelKind::kLoop:
       // block: 2-D tile of the two minor dimensions (transposes); simd: vectorize the inner loop.
       return {{"block", {0, 16, 32, 64}},
@@ -317,8 +453,19 @@ std::vector<KernelParam> KindParams(const Kernel& kernel) {
         if (kernel.kind == KernelKind::kConvolution && OneDnnConvolutionFits(root)) {
           // Plain layouts only where oneDNN has a kernel for them: elsewhere it runs its
           // reference loops, 100-300x slower, a choice that only costs the tuner measurements.
-          if (OneDnnRunsPlainLayoutsNatively(OneDnnConvShapeOf(root))) impls.push_back(2);
+          const bool plain = OneDnnRunsPlainLayoutsNatively(OneDnnConvShapeOf(root));
+          if (plain) impls.push_back(2);
           impls.push_back(3);
+          // The default is oneDNN's primitive (kDefaultConvolutionImpl's measurements): plain
+          // layouts on pointwise (1x1) layers, where reorders cost more than they save, blocked
+          // layouts elsewhere.
+          bool pointwise = true;
+          if (root.window.has_value()) {
+            for (const ir::WindowDim& w : root.window->dims) pointwise &= w.size == 1;
+          }
+          const int64_t preferred = plain && pointwise ? 2 : 3;
+          std::rotate(impls.begin(), std::find(impls.begin(), impls.end(), preferred),
+                      std::find(impls.begin(), impls.end(), preferred) + 1);
         }
       }
       std::vector<KernelParam> params = {{"impl", impls}};
@@ -419,6 +566,10 @@ void CollectLeaves(const Instruction* instr, std::vector<const Instruction*>* ou
   } else if (instr->opcode() == Opcode::kGetTupleElement &&
              instr->operand(0)->opcode() == Opcode::kTuple) {
     CollectLeaves(instr->operand(0)->operand(instr->tuple_index), out);
+  } else if (instr->shape().IsTuple()) {
+    for (int64_t i = 0; i < instr->shape().tuple_size(); ++i) {
+      out->push_back(LeafValue(instr, i));
+    }
   } else {
     out->push_back(BaseValue(instr));
   }
@@ -482,6 +633,14 @@ const char* KernelKindName(KernelKind kind) {
       return "row";
     case KernelKind::kScatter:
       return "scatter";
+    case KernelKind::kWhile:
+      return "while";
+    case KernelKind::kConditional:
+      return "conditional";
+    case KernelKind::kSort:
+      return "sort";
+    case KernelKind::kLibrary:
+      return "library";
   }
   return "?";
 }
@@ -515,34 +674,58 @@ const Instruction* BaseValue(const Instruction* instr) {
     } else if (instr->opcode() == Opcode::kGetTupleElement &&
                instr->operand(0)->opcode() == Opcode::kTuple) {
       instr = instr->operand(0)->operand(instr->tuple_index);
+    } else if (instr->opcode() == Opcode::kGetTupleElement) {
+      const Instruction* leaf = LeafValue(instr->operand(0), instr->tuple_index);
+      return leaf != nullptr ? leaf : instr;
     } else {
       return instr;
     }
   }
 }
 
-absl::Status CheckInstructionSupported(const Instruction& instr) { return CheckInstruction(instr); }
-
-absl::Status CheckSupported(const ir::Module& module) {
-  const ir::Computation& entry = *module.entry();
-  for (const Instruction* p : entry.parameters()) {
-    if (!p->shape().IsArray()) return Unsupported(*p, "entry parameters must be arrays");
-  }
-  for (const Instruction* instr : entry.MakePostOrder()) {
-    if (absl::Status s = CheckInstruction(*instr); !s.ok()) return s;
-  }
-  return absl::OkStatus();
+absl::Status CheckInstructionSupported(const Instruction& instr) {
+  return CheckInstruction(instr, instr.parent() == nullptr || instr.parent()->is_entry());
 }
 
-absl::StatusOr<LoweredModule> Lower(const ir::Module& module, const costmodels::FusionPlan* plan) {
-  if (absl::Status s = CheckSupported(module); !s.ok()) return s;
+absl::Status CheckSupported(const ir::Module& module) {
+  return CheckComputation(*module.entry(), true);
+}
+
+namespace {
+
+bool IsCallKind(KernelKind kind) {
+  return kind == KernelKind::kWhile || kind == KernelKind::kConditional ||
+         kind == KernelKind::kSort || kind == KernelKind::kLibrary;
+}
+
+// Maps each leaf of a tuple-shaped member to its kernel: readers of a leaf depend on the kernel
+// that writes it.
+void MapLeaves(const std::vector<Kernel>& kernels,
+               std::unordered_map<const Instruction*, int32_t>* kernel_of) {
+  for (size_t k = 0; k < kernels.size(); ++k) {
+    for (const Instruction* m : kernels[k].member_set) {
+      if (!m->shape().IsTuple() || m->opcode() == Opcode::kTuple) continue;
+      for (int64_t i = 0; i < m->shape().tuple_size(); ++i) {
+        if (const Instruction* leaf = LeafValue(m, i); leaf != nullptr) {
+          (*kernel_of)[leaf] = static_cast<int32_t>(k);
+        }
+      }
+    }
+  }
+}
+
+absl::StatusOr<LoweredModule> LowerComputation(const ir::Module& module,
+                                               const ir::Computation& entry,
+                                               const costmodels::FusionPlan* plan) {
   LoweredModule out;
   out.module = &module;
-  out.graph = costmodels::BuildOpGraph(module);
+  out.computation = &entry;
+  out.graph = costmodels::BuildOpGraph(module, entry);
   out.plan = plan != nullptr ? *plan : costmodels::PlanFusion(out.graph);
   if (absl::Status s = costmodels::ValidateFusion(out.graph, out.plan); !s.ok()) return s;
-  const ir::Computation& entry = *module.entry();
-  out.parameters.assign(entry.parameters().begin(), entry.parameters().end());
+  for (const Instruction* p : entry.parameters()) CollectLeaves(p, &out.parameters);
+  const std::unordered_set<const Instruction*> is_parameter(out.parameters.begin(),
+                                                            out.parameters.end());
 
   std::unordered_map<std::string, const Instruction*> by_name;
   const std::vector<Instruction*> order = entry.MakePostOrder();
@@ -561,6 +744,7 @@ absl::StatusOr<LoweredModule> Lower(const ir::Module& module, const costmodels::
       kernel_of[instr] = k;
     }
   }
+  MapLeaves(out.kernels, &kernel_of);
   // Row fusion merges plan kernels; the merged kernels are renumbered in a topological order.
   std::vector<bool> is_row;
   {
@@ -603,6 +787,7 @@ absl::StatusOr<LoweredModule> Lower(const ir::Module& module, const costmodels::
     for (int32_t k = 0; k < n; ++k) merged[static_cast<size_t>(k)].id = k;
     out.kernels = std::move(merged);
     out.plan = std::move(plan_after);
+    MapLeaves(out.kernels, &kernel_of);
   }
   // A bitcast between two ops of one kernel is inlined as a reshape; elsewhere it is a view of
   // its operand's buffer.
@@ -636,7 +821,27 @@ absl::StatusOr<LoweredModule> Lower(const ir::Module& module, const costmodels::
     kernel.kind = is_row[static_cast<size_t>(kernel.id)] ? KernelKind::kRow : KindOf(*kernel.root);
     kernel.name = kernel.root->name();
     std::unordered_set<const Instruction*> seen_input;
+    if (IsCallKind(kernel.kind)) {
+      // One op: its leaves are the outputs, its operands' leaves the inputs.
+      CollectLeaves(kernel.root, &kernel.outputs);
+      for (const Instruction* operand : kernel.root->operands()) {
+        CollectLeaves(operand, &kernel.operand_leaves);
+      }
+      for (const Instruction* leaf : kernel.operand_leaves) {
+        if (leaf->opcode() != Opcode::kConstant && seen_input.insert(leaf).second) {
+          kernel.inputs.push_back(leaf);
+        }
+      }
+      if (kernel.kind == KernelKind::kWhile || kernel.kind == KernelKind::kConditional) {
+        for (const ir::Computation* c : kernel.root->called_computations()) {
+          absl::StatusOr<LoweredModule> called = LowerComputation(module, *c, nullptr);
+          if (!called.ok()) return called.status();
+          kernel.called.push_back(std::make_shared<const LoweredModule>(*std::move(called)));
+        }
+      }
+    }
     for (const Instruction* m : kernel.members) {
+      if (IsCallKind(kernel.kind)) break;
       // Outputs: read by anything outside the kernel (plumbing included) or part of the result.
       bool leaves = is_result.count(m) != 0;
       for (const Instruction* u : m->users()) {
@@ -657,13 +862,20 @@ absl::StatusOr<LoweredModule> Lower(const ir::Module& module, const costmodels::
   // outside user is a bitcast is an output through BaseValue, which resolves the bitcast.
   for (const Kernel& kernel : out.kernels) {
     for (const Instruction* in : kernel.inputs) {
-      if (in->opcode() != Opcode::kParameter && out.producer.count(in) == 0) {
+      if (is_parameter.count(in) == 0 && out.producer.count(in) == 0) {
         return absl::InternalError(absl::StrCat("cpu lowering: kernel '", kernel.name, "' reads '",
                                                 in->name(), "', which no kernel materializes"));
       }
     }
   }
   return out;
+}
+
+}  // namespace
+
+absl::StatusOr<LoweredModule> Lower(const ir::Module& module, const costmodels::FusionPlan* plan) {
+  if (absl::Status s = CheckSupported(module); !s.ok()) return s;
+  return LowerComputation(module, *module.entry(), plan);
 }
 
 }  // namespace mltune::backends::cpu

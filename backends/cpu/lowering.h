@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <unordered_map>
 #include <unordered_set>
@@ -25,6 +26,10 @@ enum class KernelKind {
   kConvolution,   // im2col pack, GEMM, epilogue
   kRow,           // row fusion (row_fusion.h): minor-dimension reduces and their row consumers
   kScatter,       // a scatter: the operand copied, then each update folded in, in order
+  kWhile,         // a while loop: its condition and body run as programs of their own (`called`)
+  kConditional,   // a conditional: the branch chosen runs as a program of its own (`called`)
+  kSort,          // a sort of one or more arrays along one dimension, its comparator inlined
+  kLibrary,       // a routine over whole buffers: threefry and the LAPACK-style custom-calls
 };
 const char* KernelKindName(KernelKind kind);
 
@@ -34,6 +39,8 @@ struct KernelParam {
   std::string name;
   std::vector<int64_t> choices;
 };
+
+struct LoweredModule;
 
 struct Kernel {
   int32_t id = 0;
@@ -47,6 +54,13 @@ struct Kernel {
   std::vector<const ir::Instruction*> inputs;
   std::vector<const ir::Instruction*> outputs;  // members whose value leaves the kernel
   std::vector<KernelParam> params;
+  // Kernels of one tuple-shaped op (while, conditional, sort, library) write one buffer per leaf
+  // of its result: `outputs` are then its leaves (each its get-tuple-element) in order. These
+  // kernels read `operand_leaves`: each operand's array leaves in order, repeats and constants
+  // kept, as base values.
+  std::vector<const ir::Instruction*> operand_leaves;
+  // while: [condition, body]; conditional: its branches; each lowered as a program of its own.
+  std::vector<std::shared_ptr<const LoweredModule>> called;
   bool Contains(const ir::Instruction* i) const { return member_set.count(i) != 0; }
 };
 
@@ -86,17 +100,30 @@ KernelConfig CanonicalConfig(const Kernel& kernel, KernelConfig config);
 
 struct LoweredModule {
   const ir::Module* module = nullptr;
+  const ir::Computation* computation = nullptr;  // the entry, or a computation a kernel calls
   costmodels::OpGraph graph;
   costmodels::FusionPlan plan;
   std::vector<Kernel> kernels;
-  std::vector<const ir::Instruction*> parameters;  // entry parameters, by number
-  std::vector<const ir::Instruction*> results;     // the root's array leaves, as base values
+  // The computation's parameters' array leaves, in order (a tuple parameter's leaves are its
+  // get-tuple-elements).
+  std::vector<const ir::Instruction*> parameters;
+  std::vector<const ir::Instruction*> results;  // the root's array leaves, as base values
   // The kernel producing each materialized value (base instructions only).
   std::unordered_map<const ir::Instruction*, int32_t> producer;
 };
 
-// Follows bitcasts and get-tuple-element(tuple) to the instruction owning the buffer.
+// Follows bitcasts and get-tuple-element(tuple) to the instruction owning the buffer. A leaf of
+// another tuple-shaped value (a while, a tuple parameter) is owned by its get-tuple-element
+// (LeafValue).
 const ir::Instruction* BaseValue(const ir::Instruction* instr);
+// The get-tuple-element standing for leaf `index` of tuple-shaped `value`: its first such user,
+// or nullptr where it has none (NormalizeTupleUses gives every leaf one).
+const ir::Instruction* LeafValue(const ir::Instruction* value, int64_t index);
+
+// Puts every computation of `module` in the form the lowering reads: each leaf of a tuple-shaped
+// value other than a tuple instruction has a get-tuple-element, and such values are used through
+// those alone (another use reads a tuple of them). RunCpuPasses ends with it.
+void NormalizeTupleUses(ir::Module& module);
 
 // OK when the backend can compile the module; otherwise Unimplemented naming the first op (and
 // its line) it cannot lower and why.

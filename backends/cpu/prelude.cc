@@ -114,6 +114,47 @@ template <typename T> inline T mt_popcnt(T a) { return (T)__builtin_popcountll((
 template <typename T> inline T mt_not(T a) {
   if constexpr (std::is_same_v<T, bool>) return !a; else return (T)~a;
 }
+// compare's TOTALORDER: floats ordered by their bits, negatives' magnitude bits flipped
+// (-NaN < -inf < ... < -0 < +0 < ... < +inf < +NaN); other types compare as they are.
+template <typename T> inline auto mt_total_key(T x) {
+  if constexpr (std::is_same_v<T, float>) {
+    const int32_t i = std::bit_cast<int32_t>(x);
+    return i ^ ((i >> 31) & 0x7fffffff);
+  } else if constexpr (std::is_same_v<T, double>) {
+    const int64_t i = std::bit_cast<int64_t>(x);
+    return i ^ ((i >> 63) & 0x7fffffffffffffffLL);
+  } else {
+    return x;
+  }
+}
+// The runner's runtime routines (runtime_linalg.cc) for the LAPACK-style custom-calls.
+extern "C" int32_t mltune_rt_potrf(int32_t f64, void* a, int64_t n, int32_t lower);
+extern "C" int32_t mltune_rt_getrf(int32_t f64, void* a, int64_t rows, int64_t cols,
+                                   int32_t* pivots);
+extern "C" void mltune_rt_geqrf(int32_t f64, void* a, int64_t rows, int64_t cols, void* taus);
+extern "C" void mltune_rt_orgqr(int32_t f64, void* a, int64_t rows, int64_t cols, int64_t k,
+                                const void* taus);
+extern "C" void mltune_rt_trsm(int32_t f64, const void* a, void* b, int64_t rows, int64_t cols,
+                               int32_t left_side, int32_t lower, int32_t transpose,
+                               int32_t unit_diagonal);
+// Threefry-2x32, 20 rounds, as jax.random and XLA compute it (cuda_threefry2x32).
+inline void mt_threefry2x32(uint32_t k0, uint32_t k1, uint32_t x0, uint32_t x1, uint32_t* y0,
+                            uint32_t* y1) {
+  const uint32_t ks[3] = {k0, k1, k0 ^ k1 ^ 0x1BD11BDAu};
+  uint32_t a = x0 + ks[0], b = x1 + ks[1];
+  static constexpr int kRot[2][4] = {{13, 15, 26, 6}, {17, 29, 16, 24}};
+  for (int block = 0; block < 5; ++block) {
+    for (int r = 0; r < 4; ++r) {
+      a += b;
+      b = (b << kRot[block % 2][r]) | (b >> (32 - kRot[block % 2][r]));
+      b ^= a;
+    }
+    a += ks[(block + 1) % 3];
+    b += ks[(block + 2) % 3] + (uint32_t)(block + 1);
+  }
+  *y0 = a;
+  *y1 = b;
+}
 template <typename To, typename From> inline To mt_convert(From x) {
   if constexpr (std::is_same_v<To, bool>) {
     return x != From(0);

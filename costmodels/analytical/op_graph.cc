@@ -52,6 +52,8 @@ bool IsOpaque(Opcode op) {
     case Opcode::kScatter:
     case Opcode::kRng:
     case Opcode::kRngBitGenerator:
+    case Opcode::kTriangularSolve:
+    case Opcode::kCholesky:
     case Opcode::kInfeed:
     case Opcode::kOutfeed:
     case Opcode::kSend:
@@ -185,10 +187,11 @@ void OpGraph::LinkUsers() {
   }
 }
 
-OpGraph BuildOpGraph(const ir::Module& module) {
+OpGraph BuildOpGraph(const ir::Module& module) { return BuildOpGraph(module, *module.entry()); }
+
+OpGraph BuildOpGraph(const ir::Module& module, const ir::Computation& entry) {
   OpGraph graph;
   graph.module_name = module.name();
-  const ir::Computation& entry = *module.entry();
 
   // The ops and weights an operand's data comes from, through plumbing.
   struct Source {

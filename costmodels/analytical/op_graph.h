@@ -72,5 +72,7 @@ struct OpGraph {
 
 // The entry computation of `module` as an op graph.
 OpGraph BuildOpGraph(const ir::Module& module);
+// `computation` of `module` (a while's body, a branch) as an op graph.
+OpGraph BuildOpGraph(const ir::Module& module, const ir::Computation& computation);
 
 }  // namespace mltune::costmodels

@@ -34,6 +34,20 @@ struct EvalOptions {
 absl::StatusOr<Literal> Evaluate(const Module& module, const std::vector<Literal>& arguments,
                                  const EvalOptions& options = {});
 
+// A LAPACK-style custom-call (cusolver_potrf, cusolver_getrf, cublas_getrf_batched,
+// cusolver_geqrf, cusolver_orgqr, cublas_trsm_batched) as the evaluator reads it: jaxlib's
+// descriptor (the backend_config) decoded and checked against the operands, so that a backend
+// computes the same call (ir/linalg has the algorithms).
+struct LinalgCall {
+  int64_t batch = 0, m = 0, n = 0;
+  int64_t k = 0;               // min(m, n) (getrf, geqrf); reflectors (orgqr); a's order (trsm)
+  bool lower = true;           // potrf, trsm: the triangle read
+  bool left_side = true;       // trsm: op(a) x = b, else x op(a) = b
+  bool transpose = false;      // trsm: op(a) = a^T
+  bool unit_diagonal = false;  // trsm
+};
+absl::StatusOr<LinalgCall> DecodeLinalgCall(const Instruction& instr);
+
 // Seeded random arguments for the entry parameters: floats uniform in [-1, 1), integers in a
 // small range, preds fair coins. The same seed gives the same arguments.
 absl::StatusOr<std::vector<Literal>> MakeRandomArguments(const Module& module, uint64_t seed);

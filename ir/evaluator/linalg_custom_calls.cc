@@ -12,6 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "ir/evaluator/backend_config.h"
 #include "ir/evaluator/eval_internal.h"
+#include "ir/evaluator/evaluator.h"
 #include "ir/evaluator/linalg_kernels.h"
 
 namespace mltune::ir::eval {
@@ -113,7 +114,108 @@ absl::StatusOr<Literal> Lu(Evaluator& ev, const Instruction& instr, const Litera
   return out;
 }
 
+// `shape` holds `batch` matrices of rows x cols in its last two dimensions.
+absl::Status CheckMatrixShape(const Instruction& instr, const Shape& shape, int64_t batch,
+                              int64_t rows, int64_t cols) {
+  const int64_t rank = shape.IsArray() ? shape.rank() : 0;
+  if (rank < 2 || MatrixCount(shape) != batch || shape.dimensions(rank - 2) != rows ||
+      shape.dimensions(rank - 1) != cols) {
+    return Invalid(
+        instr, absl::StrCat("operand ", shape.ToString(false), " does not hold the descriptor's ",
+                            batch, " matrices of ", rows, "x", cols));
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
+}  // namespace mltune::ir::eval
+
+namespace mltune::ir {
+
+absl::StatusOr<LinalgCall> DecodeLinalgCall(const Instruction& instr) {
+  using eval::CheckMatrixShape;
+  using eval::CheckType;
+  using eval::Descriptor;
+  using eval::DescriptorReader;
+  using eval::Ints32;
+  using eval::Invalid;
+  const std::string& target = instr.custom_call_target;
+  if (instr.opcode() != Opcode::kCustomCall || instr.operand_count() < 1 ||
+      !instr.operand(0)->shape().IsArray()) {
+    return Invalid(instr, "not a LAPACK-style custom-call");
+  }
+  const Shape& a = instr.operand(0)->shape();
+  std::string storage;
+  absl::StatusOr<DescriptorReader> r = Descriptor(instr, storage);
+  if (!r.ok()) return r.status();
+  LinalgCall c;
+  int fields = 0;
+  if (target == "cusolver_potrf") {
+    fields = 2;
+  } else if (target == "cusolver_getrf" || target == "cusolver_geqrf") {
+    fields = 4;
+  } else if (target == "cublas_getrf_batched") {
+    fields = 3;
+  } else if (target == "cusolver_orgqr") {
+    fields = 5;
+  } else if (target == "cublas_trsm_batched") {
+    fields = 8;
+  } else {
+    return Invalid(instr, "not a LAPACK-style custom-call");
+  }
+  absl::StatusOr<std::vector<int64_t>> f = Ints32(instr, *r, fields);
+  if (!f.ok()) return f.status();
+  if (absl::Status s = CheckType(instr, static_cast<int32_t>((*f)[0]), a.element_type()); !s.ok()) {
+    return s;
+  }
+  if (target == "cusolver_potrf") {
+    absl::StatusOr<int64_t> batch = r->I64();
+    absl::StatusOr<int64_t> n = batch.ok() ? r->I64() : batch;
+    if (!n.ok()) return Invalid(instr, n.status().message());
+    if ((*f)[1] != 0 && (*f)[1] != 1) return Invalid(instr, absl::StrCat("bad uplo ", (*f)[1]));
+    c.lower = (*f)[1] == 0;
+    c.batch = *batch;
+    c.m = c.n = c.k = *n;
+  } else if (target == "cublas_getrf_batched") {
+    c.batch = (*f)[1];
+    c.m = c.n = c.k = (*f)[2];
+  } else if (target == "cublas_trsm_batched") {
+    c.batch = (*f)[1];
+    c.m = (*f)[2];
+    c.n = (*f)[3];
+    const int64_t side = (*f)[4], uplo = (*f)[5], trans = (*f)[6], diag = (*f)[7];
+    if (side < 0 || side > 1 || uplo < 0 || uplo > 1 || trans < 0 || trans > 2 || diag < 0 ||
+        diag > 1) {
+      return Invalid(instr, "bad side/uplo/trans/diag in the descriptor");
+    }
+    c.left_side = side == 0;
+    c.lower = uplo == 0;
+    c.transpose = trans != 0;
+    c.unit_diagonal = diag == 1;
+    c.k = c.left_side ? c.m : c.n;
+    if (instr.operand_count() != 2) return Invalid(instr, "takes a and b");
+    if (absl::Status s = CheckMatrixShape(instr, instr.operand(1)->shape(), c.batch, c.m, c.n);
+        !s.ok()) {
+      return s;
+    }
+    if (absl::Status s = CheckMatrixShape(instr, a, c.batch, c.k, c.k); !s.ok()) return s;
+    return c;
+  } else {
+    c.batch = (*f)[1];
+    c.m = (*f)[2];
+    c.n = (*f)[3];
+    c.k = target == "cusolver_orgqr" ? (*f)[4] : std::min(c.m, c.n);
+    if (target == "cusolver_orgqr" && (c.k < 0 || c.k > c.n || c.n > c.m)) {
+      return Invalid(instr, "taus do not match the descriptor (needs k <= n <= m)");
+    }
+  }
+  if (absl::Status s = CheckMatrixShape(instr, a, c.batch, c.m, c.n); !s.ok()) return s;
+  return c;
+}
+
+}  // namespace mltune::ir
+
+namespace mltune::ir::eval {
 
 // PotrfDescriptor { type; uplo (0 lower, 1 upper); int64 batch, n; int lwork; }.
 // Result (factor, info s32[batch], workspace); the other triangle keeps the input, as in LAPACK.
