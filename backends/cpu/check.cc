@@ -90,7 +90,14 @@ absl::Status CompareLeaves(const std::vector<ir::Literal>& expected,
           ok = x == y;
         } else {
           const double err = std::fabs(x - y);
-          const double allowed = tolerance.absolute + tolerance.relative * std::fabs(x);
+          // 16-bit floats are checked at two units in their last place (bf16: 8 significant
+          // bits, f16: 11): rounding each op to them moves results that far from the evaluator's.
+          const ir::PrimitiveType t = e.element_type();
+          const double floor = t == ir::PrimitiveType::kBF16  ? 1.0 / 64
+                               : t == ir::PrimitiveType::kF16 ? 1.0 / 512
+                                                              : 0;
+          const double allowed = std::max(tolerance.absolute, floor / 16) +
+                                 std::max(tolerance.relative, floor) * std::fabs(x);
           ok = err <= allowed;
           if (!ok && spreads != nullptr && r < spreads->size() && i < std::ssize((*spreads)[r])) {
             ok = err <= allowed + tolerance.spread_factor * (*spreads)[r][static_cast<size_t>(i)];

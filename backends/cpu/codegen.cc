@@ -17,6 +17,7 @@
 #include "backends/cpu/onednn_conv.h"
 #include "backends/cpu/row_fusion.h"
 #include "ir/evaluator/evaluator.h"
+#include "ir/float_types.h"
 
 namespace mltune::backends::cpu {
 namespace {
@@ -55,9 +56,25 @@ std::string CType(PrimitiveType t) {
       return "float";
   }
 }
-// pred is stored one byte per element, as in Literal.
+// pred is stored one byte per element, as in Literal; bf16 and f16 as their 16 bits, computed in
+// float as XLA's CPU backend does (each op's result rounded back to the type).
 std::string StorageType(PrimitiveType t) {
-  return t == PrimitiveType::kPred ? "uint8_t" : CType(t);
+  if (t == PrimitiveType::kPred) return "uint8_t";
+  if (t == PrimitiveType::kBF16 || t == PrimitiveType::kF16) return "uint16_t";
+  return CType(t);
+}
+// A stored element `load` of type `t` as its C type, and a value as what is stored.
+std::string LoadAs(PrimitiveType t, const std::string& load) {
+  if (t == PrimitiveType::kPred) return absl::StrCat("(bool)", load);
+  if (t == PrimitiveType::kBF16) return absl::StrCat("mt_bf16_load(", load, ")");
+  if (t == PrimitiveType::kF16) return absl::StrCat("mt_f16_load(", load, ")");
+  return load;
+}
+std::string StoreAs(PrimitiveType t, const std::string& v) {
+  if (t == PrimitiveType::kPred) return absl::StrCat("(uint8_t)", v);
+  if (t == PrimitiveType::kBF16) return absl::StrCat("mt_bf16_store(", v, ")");
+  if (t == PrimitiveType::kF16) return absl::StrCat("mt_f16_store(", v, ")");
+  return v;
 }
 
 std::string LiteralText(const ir::Literal& lit, int64_t i) {
@@ -112,8 +129,16 @@ class ConstantPool {
     const ir::Literal& lit = *c->literal;
     std::string text = absl::StrCat("static const ", StorageType(lit.element_type()), " ", name,
                                     "[", std::max<int64_t>(1, lit.element_count()), "] = {");
+    const PrimitiveType t = lit.element_type();
     for (int64_t i = 0; i < lit.element_count(); ++i) {
-      absl::StrAppend(&text, i == 0 ? "" : ",", (i % 8 == 7) ? "\n  " : "", LiteralText(lit, i));
+      std::string v;
+      if (t == PrimitiveType::kBF16 || t == PrimitiveType::kF16) {
+        const float f = static_cast<float>(lit.GetAsDouble(i));
+        v = absl::StrCat(t == PrimitiveType::kBF16 ? ir::FloatToBF16(f) : ir::FloatToHalf(f));
+      } else {
+        v = LiteralText(lit, i);
+      }
+      absl::StrAppend(&text, i == 0 ? "" : ",", (i % 8 == 7) ? "\n  " : "", v);
     }
     absl::StrAppend(&text, "};\n");
     decls_ += text;
@@ -145,9 +170,23 @@ std::string CompareOp(ir::ComparisonDirection d) {
   return "==";
 }
 
+std::string ElementwiseExprInType(const Instruction& instr, const std::vector<std::string>& a);
+
 // The C++ expression of elementwise `instr` on operand expressions `a` (XLA semantics through the
-// prelude's mt_* helpers).
+// prelude's mt_* helpers); a bf16 or f16 result is computed in float and rounded to its type.
 std::string ElementwiseExpr(const Instruction& instr, const std::vector<std::string>& a) {
+  const std::string e = ElementwiseExprInType(instr, a);
+  switch (instr.shape().element_type()) {
+    case PrimitiveType::kBF16:
+      return absl::StrCat("mt_round_bf16(", e, ")");
+    case PrimitiveType::kF16:
+      return absl::StrCat("mt_round_f16(", e, ")");
+    default:
+      return e;
+  }
+}
+
+std::string ElementwiseExprInType(const Instruction& instr, const std::vector<std::string>& a) {
   const std::string ct = CType(instr.shape().element_type());
   auto call = [&](const char* fn) { return absl::StrCat(fn, "(", absl::StrJoin(a, ", "), ")"); };
   // libm functions, cast back to the element type (they return double for integer arguments).
@@ -202,9 +241,18 @@ std::string ElementwiseExpr(const Instruction& instr, const std::vector<std::str
       return absl::StrCat("mt_clamp<", ct, ">(", a[0], ", ", a[1], ", ", a[2], ")");
     case Opcode::kConvert:
       return absl::StrCat("mt_convert<", ct, ">(", a[0], ")");
-    case Opcode::kBitcastConvert:  // same width (CheckInstructionSupported)
-      return absl::StrCat("std::bit_cast<", ct, ">((",
-                          CType(instr.operand(0)->shape().element_type()), ")", a[0], ")");
+    case Opcode::kBitcastConvert: {  // same width (CheckInstructionSupported)
+      // 16-bit floats are float values here: their bits come from, and go to, the stored form.
+      const PrimitiveType from = instr.operand(0)->shape().element_type();
+      const PrimitiveType to = instr.shape().element_type();
+      const std::string bits = from == PrimitiveType::kBF16 || from == PrimitiveType::kF16
+                                   ? StoreAs(from, a[0])
+                                   : absl::StrCat("(", CType(from), ")", a[0]);
+      if (to == PrimitiveType::kBF16 || to == PrimitiveType::kF16) {
+        return LoadAs(to, absl::StrCat("std::bit_cast<uint16_t>(", bits, ")"));
+      }
+      return absl::StrCat("std::bit_cast<", ct, ">(", bits, ")");
+    }
     case Opcode::kCopy:
       return a[0];
     case Opcode::kAbs:
@@ -485,12 +533,12 @@ std::string KernelEmitter::External(const Instruction* instr, const Idx& idx) {
   const PrimitiveType t = instr->shape().element_type();
   if (base->opcode() == Opcode::kConstant) {
     if (base->literal->element_count() == 1) return LiteralText(*base->literal, 0);
-    return Var(CType(t), absl::StrCat("(", CType(t), ")", pool_->Name(base), "[",
-                                      Linear(instr->shape().dimensions(), idx), "]"));
+    return Var(CType(t), LoadAs(t, absl::StrCat(pool_->Name(base), "[",
+                                                Linear(instr->shape().dimensions(), idx), "]")));
   }
   const std::string load =
       absl::StrCat(in_ptr_.at(base), "[", Linear(instr->shape().dimensions(), idx), "]");
-  return Var(CType(t), t == PrimitiveType::kPred ? absl::StrCat("(bool)", load) : load);
+  return Var(CType(t), LoadAs(t, load));
 }
 
 std::string KernelEmitter::HeavyLoad(const Idx& idx) {
@@ -899,9 +947,8 @@ void KernelEmitter::StoreOutputs(const std::vector<const Instruction*>& outputs,
     LoopNest(dims, hoisting, [&](const Idx& idx) {
       for (const Instruction* o : groups[dims]) {
         const std::string v = Value(o, idx);
-        const bool pred = o->shape().element_type() == PrimitiveType::kPred;
-        Line(absl::StrCat(OutPtr(o), "[", Linear(dims, idx), "] = ", pred ? "(uint8_t)" : "", v,
-                          ";"));
+        Line(absl::StrCat(OutPtr(o), "[", Linear(dims, idx),
+                          "] = ", StoreAs(o->shape().element_type(), v), ";"));
       }
     });
   }
@@ -931,10 +978,9 @@ absl::Status KernelEmitter::EmitScatter() {
   const std::vector<int64_t>& od = s->shape().dimensions();
   const std::vector<int64_t>& ud = updates->shape().dimensions();
   const std::string out = OutPtr(s);
-  const std::string cast = t == PrimitiveType::kPred ? "(uint8_t)" : "";
   if (Product(od) > 0) {
     LoopNest(od, LoopOptions{}, [&](const Idx& idx) {
-      Line(absl::StrCat(out, "[", Linear(od, idx), "] = ", cast, Value(operand, idx), ";"));
+      Line(absl::StrCat(out, "[", Linear(od, idx), "] = ", StoreAs(t, Value(operand, idx)), ";"));
     });
   }
   if (Product(ud) == 0 || Product(od) == 0) return absl::OkStatus();
@@ -994,7 +1040,9 @@ absl::Status KernelEmitter::EmitScatter() {
     const std::string update = Value(updates, idx);
     Open(fits.empty() ? std::string("{")
                       : absl::StrCat("if (", absl::StrJoin(fits, " && "), ") {"));
-    Line(absl::StrCat(slot, " = ", cast, combine, "(", slot, ", ", update, ");"));
+    Line(absl::StrCat(slot, " = ",
+                      StoreAs(t, absl::StrCat(combine, "(", LoadAs(t, slot), ", ", update, ")")),
+                      ";"));
     Close();
   });
   return absl::OkStatus();
@@ -1131,10 +1179,9 @@ absl::Status KernelEmitter::EmitSort() {
     std::vector<std::string> args;
     for (size_t o = 0; o < k; ++o) {
       const std::string a = LeafArray(k_.operand_leaves[o]);
-      const bool pred = s->operand(o)->shape().element_type() == PrimitiveType::kPred;
       for (const char* side : {"x", "y"}) {
-        args.push_back(
-            absl::StrCat(pred ? "(bool)" : "", a, "[", base, " + ", side, " * ", stride, "]"));
+        args.push_back(LoadAs(s->operand(o)->shape().element_type(),
+                              absl::StrCat(a, "[", base, " + ", side, " * ", stride, "]")));
       }
     }
     Line(absl::StrCat("std::stable_sort(perm, perm + ", n, ", [&](int64_t x, int64_t y) { return ",
@@ -1290,9 +1337,6 @@ absl::Status KernelEmitter::EmitReduce() {
   const ReducerFns red = Reducer(*r->to_apply(), t);
   const std::string init = Value(r->operand(1), {});
   const std::string out = OutPtr(r);
-  const bool pred = t == PrimitiveType::kPred;
-  const std::string load_cast = pred ? "(bool)" : "";
-  const std::string store_cast = pred ? "(uint8_t)" : "";
   const bool parallel = Param("parallel") != 0;
   std::vector<size_t> red_dims, kept_dims;
   for (size_t d = 0; d < xd.size(); ++d) (reduced[d] ? red_dims : kept_dims).push_back(d);
@@ -1300,7 +1344,7 @@ absl::Status KernelEmitter::EmitReduce() {
   if (Param("order") == 1 || Product(xd) == 0) {
     // Walk the operand in memory order; each element folds into its output element.
     LoopNest(od, LoopOptions{.simd = true}, [&](const Idx& oi) {
-      Line(absl::StrCat(out, "[", Linear(od, oi), "] = ", store_cast, init, ";"));
+      Line(absl::StrCat(out, "[", Linear(od, oi), "] = ", StoreAs(t, init), ";"));
     });
     if (Product(xd) == 0) return absl::OkStatus();
     const bool inner_kept = !xd.empty() && !reduced.back();
@@ -1314,7 +1358,8 @@ absl::Status KernelEmitter::EmitReduce() {
       for (size_t d : kept_dims) oi.push_back(idx[d]);
       const std::string v = Value(x, idx);
       const std::string slot = absl::StrCat(out, "[", Linear(od, oi), "]");
-      Line(absl::StrCat(slot, " = ", store_cast, red.fn, "(", load_cast, slot, ", ", v, ");"));
+      Line(absl::StrCat(slot, " = ",
+                        StoreAs(t, absl::StrCat(red.fn, "(", LoadAs(t, slot), ", ", v, ")")), ";"));
     });
     return absl::OkStatus();
   }
@@ -1348,7 +1393,7 @@ absl::Status KernelEmitter::EmitReduce() {
     }
     for (int i = 0; i < opened; ++i) Close();
     const std::string value = CombineAccumulators(acc);
-    Line(absl::StrCat(out, "[", Linear(od, ki), "] = ", store_cast, value, ";"));
+    Line(absl::StrCat(out, "[", Linear(od, ki), "] = ", StoreAs(t, value), ";"));
   });
   return absl::OkStatus();
 }
@@ -1385,7 +1430,6 @@ absl::Status KernelEmitter::EmitReduceWindow() {
   if (Product(od) == 0) return absl::OkStatus();
   const ReducerFns red = Reducer(*r->to_apply(), t);
   const std::string init = Value(r->operand(1), {});
-  const bool pred = t == PrimitiveType::kPred;
   std::vector<ir::WindowDim> win(xd.size());
   if (r->window.has_value()) {
     for (size_t d = 0; d < xd.size() && d < r->window->dims.size(); ++d)
@@ -1425,7 +1469,7 @@ absl::Status KernelEmitter::EmitReduceWindow() {
     if (!valid.empty()) Close();
     for (int i = 0; i < opened; ++i) Close();
     const std::string value = CombineAccumulators(acc);
-    Line(absl::StrCat(OutPtr(r), "[", Linear(od, oi), "] = ", pred ? "(uint8_t)" : "", value, ";"));
+    Line(absl::StrCat(OutPtr(r), "[", Linear(od, oi), "] = ", StoreAs(t, value), ";"));
   });
   return absl::OkStatus();
 }
@@ -1641,11 +1685,10 @@ absl::Status KernelEmitter::EmitRow() {
     // Outputs: per-row values, then one vector loop per row shape.
     std::map<int64_t, std::vector<const Instruction*>> by_length;
     for (const Instruction* o : k_.outputs) {
-      const bool pred = o->shape().element_type() == PrimitiveType::kPred;
       if (o->shape().dimensions().size() == outer.size()) {
         const std::string v = Value(o, oi);
-        Line(absl::StrCat(OutPtr(o), "[", Linear(outer, oi), "] = ", pred ? "(uint8_t)" : "", v,
-                          ";"));
+        Line(absl::StrCat(OutPtr(o), "[", Linear(outer, oi),
+                          "] = ", StoreAs(o->shape().element_type(), v), ";"));
       } else {
         by_length[o->shape().dimensions().back()].push_back(o);
       }
@@ -1658,10 +1701,9 @@ absl::Status KernelEmitter::EmitRow() {
       Idx idx = oi;
       idx.push_back(j);
       for (const Instruction* o : outs) {
-        const bool pred = o->shape().element_type() == PrimitiveType::kPred;
         const std::string v = Value(o, idx);
         Line(absl::StrCat(OutPtr(o), "[", Linear(o->shape().dimensions(), idx),
-                          "] = ", pred ? "(uint8_t)" : "", v, ";"));
+                          "] = ", StoreAs(o->shape().element_type(), v), ";"));
       }
       PopScope();
       Close();

@@ -29,6 +29,8 @@ bool SupportedType(PrimitiveType t) {
     case PrimitiveType::kU64:
     case PrimitiveType::kF32:
     case PrimitiveType::kF64:
+    case PrimitiveType::kBF16:
+    case PrimitiveType::kF16:
       return true;
     default:
       return false;
@@ -94,7 +96,7 @@ absl::Status CheckComputation(const ir::Computation& comp, bool entry);
 
 std::string TypeError(PrimitiveType t) {
   return absl::StrCat("element type ", std::string(ir::PrimitiveTypeName(t)),
-                      " is not generated (pred, s8-s64, u8-u64, f32, f64 are)");
+                      " is not generated (pred, s8-s64, u8-u64, bf16, f16, f32, f64 are)");
 }
 
 // A tuple-shaped value other than a tuple instruction gets one buffer per leaf: a flat tuple of
@@ -174,6 +176,11 @@ absl::Status CheckSort(const Instruction& instr) {
 
 absl::Status CheckInstruction(const Instruction& instr, bool entry) {
   const Opcode op = instr.opcode();
+  if (ir::IsCollective(op)) {
+    return Unsupported(instr,
+                       "collectives exchange data between devices; a single-device worker (and "
+                       "the reference evaluator) runs one");
+  }
   if (op == Opcode::kTuple || op == Opcode::kGetTupleElement) return absl::OkStatus();
   if (instr.shape().IsTuple()) {
     switch (op) {
@@ -365,7 +372,12 @@ bool OneDnnConvolutionFits(const Instruction& conv) {
 // the window loops outside it): any window, but no base dilation on that dimension.
 bool RowsReduceWindow(const Instruction& r) {
   const std::vector<int64_t>& od = r.shape().dimensions();
-  if (od.empty() || r.shape().element_type() == PrimitiveType::kPred) return false;
+  // Rows accumulate into the output, which holds pred and 16-bit floats in their stored form.
+  const PrimitiveType t = r.shape().element_type();
+  if (od.empty() || t == PrimitiveType::kPred || t == PrimitiveType::kBF16 ||
+      t == PrimitiveType::kF16) {
+    return false;
+  }
   if (!r.window.has_value() || r.window->dims.size() < od.size()) return true;
   return r.window->dims[od.size() - 1].base_dilation <= 1;
 }

@@ -114,6 +114,18 @@ template <typename T> inline T mt_popcnt(T a) { return (T)__builtin_popcountll((
 template <typename T> inline T mt_not(T a) {
   if constexpr (std::is_same_v<T, bool>) return !a; else return (T)~a;
 }
+// bf16 and f16 are stored as their bits and computed in float; each op's result is rounded to
+// the type (round to nearest even; a NaN stays a quiet NaN).
+inline float mt_bf16_load(uint16_t b) { return std::bit_cast<float>((uint32_t)b << 16); }
+inline uint16_t mt_bf16_store(float f) {
+  const uint32_t u = std::bit_cast<uint32_t>(f);
+  const uint32_t rounded = (u + 0x7fffu + ((u >> 16) & 1u)) >> 16;
+  return (uint16_t)((u & 0x7fffffffu) > 0x7f800000u ? ((u >> 16) | 0x40u) : rounded);
+}
+inline float mt_round_bf16(float f) { return mt_bf16_load(mt_bf16_store(f)); }
+inline float mt_f16_load(uint16_t b) { return (float)std::bit_cast<_Float16>(b); }
+inline uint16_t mt_f16_store(float f) { return std::bit_cast<uint16_t>((_Float16)f); }
+inline float mt_round_f16(float f) { return (float)(_Float16)f; }
 // compare's TOTALORDER: floats ordered by their bits, negatives' magnitude bits flipped
 // (-NaN < -inf < ... < -0 < +0 < ... < +inf < +NaN); other types compare as they are.
 template <typename T> inline auto mt_total_key(T x) {

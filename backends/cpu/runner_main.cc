@@ -13,6 +13,7 @@
 #include <sys/resource.h>
 
 #include <algorithm>
+#include <bit>
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
@@ -33,7 +34,7 @@ struct Buffer {
 
 int ElementBytes(const std::string& t) {
   if (t == "pred" || t == "s8" || t == "u8") return 1;
-  if (t == "s16" || t == "u16") return 2;
+  if (t == "s16" || t == "u16" || t == "bf16" || t == "f16") return 2;
   if (t == "f32" || t == "s32" || t == "u32") return 4;
   if (t == "f64" || t == "s64" || t == "u64") return 8;
   return 0;
@@ -79,6 +80,12 @@ void FillRandom(Buffer* b, uint64_t* state) {
       static_cast<float*>(b->data)[i] = static_cast<float>(2 * u - 1);
     } else if (b->type == "f64") {
       static_cast<double*>(b->data)[i] = 2 * u - 1;
+    } else if (b->type == "bf16") {  // the float's upper half
+      static_cast<uint16_t*>(b->data)[i] =
+          static_cast<uint16_t>(std::bit_cast<uint32_t>(static_cast<float>(2 * u - 1)) >> 16);
+    } else if (b->type == "f16") {
+      static_cast<uint16_t*>(b->data)[i] =
+          std::bit_cast<uint16_t>(static_cast<_Float16>(2 * u - 1));
     } else if (b->type == "pred") {
       static_cast<uint8_t*>(b->data)[i] = r & 1;
     } else {

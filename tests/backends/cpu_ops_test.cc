@@ -593,6 +593,42 @@ ENTRY e {
   x = u32[10] xor(y0, y1)
   ROOT t = (u32[10], u32[10]) tuple(x, y1)
 })"},
+    // bf16 and f16, stored as 16 bits and computed in float with each result rounded to its
+    // type: arithmetic, converts, constants, a reduction, a bitcast to bits and back, a sort.
+    {"sixteen_bit_floats", R"(
+HloModule m
+sum {
+  sa = bf16[] parameter(0)
+  sb = bf16[] parameter(1)
+  ROOT ss = bf16[] add(sa, sb)
+}
+less {
+  la = f16[] parameter(0)
+  lb = f16[] parameter(1)
+  ROOT lt = pred[] compare(la, lb), direction=LT, type=TOTALORDER
+}
+ENTRY e {
+  a = bf16[6,40] parameter(0)
+  b = f16[6,40] parameter(1)
+  c = bf16[40] constant({0.5, 1.5, -2, 3, 0.25, 7, -1, 2, 0.5, 1.5, -2, 3, 0.25, 7, -1, 2, 0.5, 1.5, -2, 3, 0.25, 7, -1, 2, 0.5, 1.5, -2, 3, 0.25, 7, -1, 2, 0.5, 1.5, -2, 3, 0.25, 7, -1, 2})
+  cb = bf16[6,40] broadcast(c), dimensions={1}
+  m = bf16[6,40] multiply(a, cb)
+  e = bf16[6,40] exponential(m)
+  bf = bf16[6,40] convert(b)
+  s = bf16[6,40] add(e, bf)
+  z = bf16[] constant(0)
+  r = bf16[6] reduce(s, z), dimensions={1}, to_apply=sum
+  h = f16[6,40] convert(s)
+  t = f16[6,40] tanh(h)
+  u = u16[6,40] bitcast-convert(t)
+  one = u16[] constant(1)
+  ob = u16[6,40] broadcast(one), dimensions={}
+  u1 = u16[6,40] and(u, ob)
+  f = f16[6,40] bitcast-convert(u)
+  so = f16[6,40] sort(b), dimensions={1}, to_apply=less
+  ROOT o = (bf16[6], f16[6,40], u16[6,40], f16[6,40], f32[6,40]) tuple(r, f, u1, so, h2)
+  h2 = f32[6,40] convert(h)
+})"},
     {"multi_output_and_passthrough", R"(
 HloModule m
 ENTRY e {
