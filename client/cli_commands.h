@@ -63,6 +63,9 @@ struct SearchCommand {
   int64_t max_length = 40;     // longest pass sequence
   std::string target = "cpu";  // whose default pipeline is the baseline
   bool warm_start = true;      // start from the default pipeline's order
+  // pass-order: "op-count", or "latency" (the CPU backend's measured seconds; --target cpu).
+  std::string score = "op-count";
+  double measure_seconds = 0.1;  // score latency: timed runs per candidate, at most
   std::string output;
   // tile on cpu with strategy model-topk: the store holding cost-model/tile-cpu.
   std::string model_db;

@@ -116,6 +116,15 @@ int main(int argc, char** argv) {
                          "cost-model/tile-cpu (fusion: cost-model/fusion-cpu) ranks candidates");
   search_cmd->add_flag("!--no-warm-start", search.warm_start,
                        "Do not start from the default pipeline's order (search from scratch)");
+  search_cmd
+      ->add_option("--score", search.score,
+                   "pass-order: op-count, or latency (compile each candidate with the CPU "
+                   "backend and time it; --target cpu)")
+      ->default_val("op-count");
+  search_cmd
+      ->add_option("--measure-seconds", search.measure_seconds,
+                   "--score latency: timed runs per candidate, at most (seconds)")
+      ->default_val(0.1);
 
   RunCommand run;
   auto* run_cmd = app.add_subcommand(

@@ -183,7 +183,7 @@ absl::StatusOr<JobSpec> CompileServiceImpl::BuildSpec(const v1::SubmitCompileReq
                                                      "' (known: ", absl::StrJoin(targets, ", "),
                                                      ")"));
     }
-    if (absl::Status s = task->ValidateOptions(spec.options); !s.ok()) return s;
+    if (absl::Status s = task->ValidateOptions(spec.options, spec.target); !s.ok()) return s;
   }
   spec.strategy = request.strategy().empty() ? config_.default_strategy : request.strategy();
   if (absl::Status s = CheckStrategy(spec); !s.ok()) return s;
@@ -302,7 +302,11 @@ absl::Status CompileServiceImpl::FillJob(const JobView& view, v1::Job* job) {
   job->set_finished_unix_ms(r.finished_ms);
   if (r.state == storage::JobState::kDone) {
     for (const std::string& task : job->tasks()) {
-      storage::CacheKey key{r.key.fingerprint, task, r.key.target, r.key.search_version};
+      // The spec knows the options, hence the score variant of each task's key.
+      const storage::CacheKey key =
+          view.spec != nullptr
+              ? view.spec->TaskKey(task)
+              : storage::CacheKey{r.key.fingerprint, task, r.key.target, r.key.search_version};
       absl::StatusOr<std::optional<storage::ResultRecord>> result = store_.LookupResult(key);
       if (!result.ok()) return result.status();
       if (!result->has_value()) continue;
@@ -432,7 +436,7 @@ grpc::Status CompileServiceImpl::DoLookupCache(const v1::LookupCacheRequest& r,
       store_.LookupResultsByFingerprint(fingerprint);
   if (!results.ok()) return scope.Done(results.status());
   for (const storage::ResultRecord& record : *results) {
-    if (record.key.search_version != kSearchVersion) continue;
+    if (!IsCurrentSearchVersion(record.key.search_version)) continue;
     if (!request->task().empty() && record.key.task != request->task()) continue;
     if (!request->target().empty() && record.key.target != ResolveTarget(request->target())) {
       continue;
@@ -501,7 +505,7 @@ grpc::Status CompileServiceImpl::DoListWorkers(v1::ListWorkersResponse* response
     info->set_name(worker.name);
     info->set_kind("in-process");
     for (const std::string& target : targets) info->add_targets(target);
-    info->set_scorer("op-count; measured seconds (tile, fusion)");
+    info->set_scorer("op-count; measured seconds (tile, fusion, pass-order score=latency)");
     info->set_state(worker.job_id.empty() ? "idle" : "busy");
     info->set_job_id(worker.job_id);
     info->set_candidates_evaluated(worker.candidates_evaluated);

@@ -58,7 +58,8 @@ absl::StatusOr<TaskOutcome> ConfigTask::SearchCpu(const TaskRequest&,
   return absl::InvalidArgumentError(absl::StrCat("task ", name_, " does not run on cpu"));
 }
 
-absl::Status ConfigTask::ValidateOptions(const TaskOptions& options) const {
+absl::Status ConfigTask::ValidateOptions(const TaskOptions& options,
+                                         const std::string& /*target*/) const {
   return ParseConfigTaskOptions(name_, options, allow_noise_, allow_fine_tune_).status();
 }
 

@@ -49,7 +49,8 @@ class ConfigTask : public Task {
   std::string_view name() const override { return name_; }
   std::string description() const override { return description_; }
   std::vector<std::string> targets() const override;
-  absl::Status ValidateOptions(const TaskOptions& options) const override;
+  absl::Status ValidateOptions(const TaskOptions& options,
+                               const std::string& target) const override;
   absl::StatusOr<TaskOutcome> Run(const TaskRequest& request) const final;
 
  protected:

@@ -80,7 +80,9 @@ void LogError(const std::string& what, const absl::Status& status) {
 }  // namespace
 
 storage::CacheKey JobSpec::TaskKey(const std::string& task) const {
-  return {fingerprint, task, target, kSearchVersion};
+  const Task* t = TaskRegistry::Global().Find(task);
+  return {fingerprint, task, target,
+          SearchVersionFor(t != nullptr ? t->ScoreVariant(options) : "")};
 }
 
 std::string JobSpec::DedupKey() const {

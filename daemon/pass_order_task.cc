@@ -1,7 +1,9 @@
 // The "pass-order" task: searches the order of XLA's HLO passes that minimises the op count
-// (optimizers/pass_order) on cpu and gpu, or the simulated time on tpu-sim targets, against XLA's
-// default pipeline for the target as the baseline.
+// (optimizers/pass_order) on cpu and gpu, the measured latency of the CPU backend's compile on cpu
+// with score=latency, or the simulated time on tpu-sim targets, against XLA's default pipeline
+// for the target as the baseline.
 #include <chrono>
+#include <cmath>
 #include <memory>
 #include <string>
 #include <unordered_set>
@@ -22,6 +24,8 @@
 #include "daemon/task.h"
 #include "ir/hlo_printer.h"
 #include "ir/verifier.h"
+#include "nlohmann/json.hpp"
+#include "optimizers/pass_order/cpu_latency.h"
 #include "optimizers/pass_order/pass_order.h"
 #include "optimizers/rl/rl.h"
 #include "passes/default_pipelines.h"
@@ -31,13 +35,20 @@ namespace {
 
 constexpr char kName[] = "pass-order";
 constexpr int64_t kMaxSequenceLength = 200;
+// Measured candidates go to the measurement log under their own task name: seconds and op counts
+// of one module must not read as one series.
+constexpr char kLatencyLogName[] = "pass-order-latency";
+constexpr char kLatencyScorer[] = "measured seconds";
+constexpr double kMaxMeasureSeconds = 10;
 
 struct ParsedOptions {
   uint64_t seed = 0;
   int64_t max_length = 40;
   bool warm_start = true;
-  int64_t rollouts = 4;    // rl-*: sampled rollouts after the greedy one
-  bool fine_tune = false;  // rl-*: train on the graph with what is left of the budget
+  int64_t rollouts = 4;          // rl-*: sampled rollouts after the greedy one
+  bool fine_tune = false;        // rl-*: train on the graph with what is left of the budget
+  bool latency = false;          // score=latency: the CPU backend's measured seconds (target cpu)
+  double measure_seconds = 0.1;  // score=latency: timed runs per candidate, at most
 };
 
 constexpr const char* kAgents[] = {"ppo", "dqn", "maxq"};
@@ -62,20 +73,47 @@ absl::StatusOr<ParsedOptions> ParseOptions(const TaskOptions& options) {
            parsed.rollouts <= 1000;
     } else if (key == "fine_tune") {
       ok = absl::SimpleAtob(value, &parsed.fine_tune);
+    } else if (key == "score") {
+      ok = value == "op-count" || value == "latency";
+      parsed.latency = value == "latency";
+    } else if (key == "measure_seconds") {
+      ok = absl::SimpleAtod(value, &parsed.measure_seconds) && parsed.measure_seconds > 0 &&
+           parsed.measure_seconds <= kMaxMeasureSeconds;
     } else {
       return absl::InvalidArgumentError(
           absl::StrCat("unknown option '", key,
                        "' for task pass-order (known: seed, max_length, warm_start, rollouts, "
-                       "fine_tune)"));
+                       "fine_tune, score, measure_seconds)"));
     }
     if (!ok) {
       return absl::InvalidArgumentError(absl::StrCat(
           "option ", key, "='", value, "': expected ",
-          key == "seed"         ? "an unsigned integer"
-          : key == "max_length" ? absl::StrCat("an integer in [1, ", kMaxSequenceLength, "]")
-          : key == "rollouts"   ? "an integer in [0, 1000]"
-                                : "true or false"));
+          key == "seed"              ? "an unsigned integer"
+          : key == "max_length"      ? absl::StrCat("an integer in [1, ", kMaxSequenceLength, "]")
+          : key == "rollouts"        ? "an integer in [0, 1000]"
+          : key == "score"           ? "op-count or latency"
+          : key == "measure_seconds" ? absl::StrCat("seconds in (0, ", kMaxMeasureSeconds, "]")
+                                     : "true or false"));
     }
+  }
+  return parsed;
+}
+
+// The options that hold on `target`: score=latency times the CPU backend's code, so cpu only;
+// tpu-sim targets are scored by their simulator, so no score option there.
+absl::StatusOr<ParsedOptions> ParseOptions(const TaskOptions& options, const std::string& target) {
+  absl::StatusOr<ParsedOptions> parsed = ParseOptions(options);
+  if (!parsed.ok()) return parsed.status();
+  auto score = options.find("score");
+  if (score != options.end() && target != "cpu" && (parsed->latency || target != "gpu")) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "option score=", score->second, " does not apply to target '", target,
+        "' (score=latency: target cpu only; score=op-count: cpu and gpu; tpu-sim targets are "
+        "scored in simulated seconds)"));
+  }
+  if (options.contains("measure_seconds") && !parsed->latency) {
+    return absl::InvalidArgumentError(
+        "option measure_seconds applies to score=latency only (target cpu)");
   }
   return parsed;
 }
@@ -126,8 +164,9 @@ class PassOrderTask : public Task {
  public:
   std::string_view name() const override { return kName; }
   std::string description() const override {
-    return "order of XLA's HLO passes that minimises the op count (cpu, gpu) or the simulated "
-           "time (tpu-sim targets), against XLA's default pipeline for the target";
+    return "order of XLA's HLO passes that minimises the op count (cpu, gpu), the measured "
+           "latency of the CPU backend's code (cpu, option score=latency) or the simulated time "
+           "(tpu-sim targets), against XLA's default pipeline for the target";
   }
   std::vector<std::string> targets() const override {
     std::vector<std::string> targets = {"cpu", "gpu"};
@@ -135,8 +174,14 @@ class PassOrderTask : public Task {
     return targets;
   }
 
-  absl::Status ValidateOptions(const TaskOptions& options) const override {
-    return ParseOptions(options).status();
+  absl::Status ValidateOptions(const TaskOptions& options,
+                               const std::string& target) const override {
+    return ParseOptions(options, target).status();
+  }
+
+  std::string ScoreVariant(const TaskOptions& options) const override {
+    absl::StatusOr<ParsedOptions> parsed = ParseOptions(options);
+    return parsed.ok() && parsed->latency ? "score=latency" : "";
   }
 
   std::vector<OwnStrategy> own_strategies() const override {
@@ -152,7 +197,7 @@ class PassOrderTask : public Task {
   }
 
   absl::StatusOr<TaskOutcome> Run(const TaskRequest& request) const override {
-    absl::StatusOr<ParsedOptions> parsed = ParseOptions(request.options);
+    absl::StatusOr<ParsedOptions> parsed = ParseOptions(request.options, request.target);
     if (!parsed.ok()) return parsed.status();
     const bool learned = absl::StartsWith(request.strategy, "rl-");
     std::unique_ptr<opt::Strategy> strategy;
@@ -164,8 +209,24 @@ class PassOrderTask : public Task {
     }
 
     TaskOutcome outcome;
-    absl::StatusOr<opt::pass_order::ScoreFn> score = MakeScorer(request.target, &outcome.scorer);
-    if (!score.ok()) return score.status();
+    std::shared_ptr<opt::pass_order::CpuLatencyScorer> latency;
+    absl::StatusOr<opt::pass_order::ScoreFn> score;
+    if (parsed->latency) {
+      // The candidate pass sequence replaces the backend's own pipeline, so each candidate is
+      // compiled as it is; the start must compile, or no score is defined.
+      if (absl::Status s = opt::pass_order::CheckLatencyScorable(*request.module); !s.ok()) {
+        return s;
+      }
+      opt::pass_order::CpuLatencyOptions latency_options;
+      latency_options.measure = opt::pass_order::LatencyMeasureOptions(parsed->measure_seconds);
+      latency_options.seed = parsed->seed;
+      latency = std::make_shared<opt::pass_order::CpuLatencyScorer>(latency_options);
+      score = opt::pass_order::LatencyScoreFn(latency);
+      outcome.scorer = kLatencyScorer;
+    } else {
+      score = MakeScorer(request.target, &outcome.scorer);
+      if (!score.ok()) return score.status();
+    }
     opt::pass_order::PassOrderOptions options;
     options.episode_length = parsed->max_length;
     if (outcome.scorer != "op-count") options.cost_model = *score;
@@ -179,7 +240,9 @@ class PassOrderTask : public Task {
     absl::StatusOr<std::unique_ptr<opt::pass_order::PassOrderProblem>> problem =
         opt::pass_order::PassOrderProblem::Create(*request.module, options);
     if (!problem.ok()) return problem.status();
-    absl::StatusOr<double> baseline = DefaultPipelineScore(*request.module, request.target, *score);
+    absl::StatusOr<double> baseline =
+        latency != nullptr ? opt::pass_order::DefaultCpuPipelineLatency(*request.module, *latency)
+                           : DefaultPipelineScore(*request.module, request.target, *score);
     if (!baseline.ok()) return baseline.status();
 
     // Every distinct pass sequence scored goes to the measurement log.
@@ -187,13 +250,14 @@ class PassOrderTask : public Task {
     opt::Budget budget = request.budget;
     const opt::pass_order::PassOrderProblem& p = **problem;
     budget.on_step = [&](const opt::Budget::Report& report) {
+      // A candidate the backend could not compile or run scores +inf: no measurement to log.
       if (request.record_measurement && report.candidate != nullptr &&
-          logged.size() < kMaxMeasurementsPerRun) {
+          std::isfinite(report.score) && logged.size() < kMaxMeasurementsPerRun) {
         std::string configuration = absl::StrJoin(p.PassNames(*report.candidate), ",");
         if (logged.insert(configuration).second) {
           storage::MeasurementRecord m;
           m.graph_key = request.fingerprint;
-          m.task = kName;
+          m.task = latency != nullptr ? kLatencyLogName : kName;
           m.target = request.target;
           m.configuration = std::move(configuration);
           m.value = report.score;
@@ -224,6 +288,19 @@ class PassOrderTask : public Task {
     outcome.complete = !outcome.stopped && !(result->budget_exhausted && out_of_time);
     outcome.artifacts["optimized_hlo"] = ir::PrintModule(*best);
     outcome.artifacts["pass_sequence"] = absl::StrJoin((*problem)->PassNames(result->best), "\n");
+    if (latency != nullptr) {
+      // What the measurements cost and why some candidates were invalid (+inf).
+      const opt::pass_order::CpuLatencyStats st = latency->stats();
+      nlohmann::json j = {{"measured", st.measured},
+                          {"memo_hits", st.memo_hits},
+                          {"unsupported", st.unsupported},
+                          {"failed", st.failed},
+                          {"compile_seconds", st.compile_seconds},
+                          {"measure_seconds", st.measure_seconds},
+                          {"best_op_count", opt::pass_order::OpCount(*best)}};
+      if (!latency->first_error().empty()) j["first_error"] = latency->first_error();
+      outcome.artifacts["latency"] = j.dump();
+    }
     return outcome;
   }
 

@@ -72,8 +72,14 @@ class Task {
   virtual std::string_view name() const = 0;
   virtual std::string description() const = 0;
   virtual std::vector<std::string> targets() const = 0;
-  // InvalidArgument naming the bad key or value, and the keys the task knows.
-  virtual absl::Status ValidateOptions(const TaskOptions& options) const = 0;
+  // InvalidArgument naming the bad key or value, and the keys the task knows; or naming an option
+  // that does not apply to `target` (a registered target of the task), and where it does.
+  virtual absl::Status ValidateOptions(const TaskOptions& options,
+                                       const std::string& target) const = 0;
+  // A tag for options that change what a score means (pass-order's score=latency: seconds, not
+  // ops), "" for none. It extends the result's cache key, so results under different scorers
+  // never answer for, continue or replace each other.
+  virtual std::string ScoreVariant(const TaskOptions& /*options*/) const { return ""; }
   // Strategies the task runs itself, beside opt::StrategyRegistry's (e.g. learned agents): name,
   // description, and the model the strategy needs from the store on a request's target (a
   // learned cost model is per target, an agent is not; unset or "" = none).
