@@ -211,6 +211,16 @@ absl::StatusOr<TaskOutcome> SearchCpuTiles(const TaskRequest& request,
   absl::StatusOr<double> t = ModuleSeconds(**module, tuned, nullptr, options.seed);
   if (d.ok()) whole["default_seconds"] = *d;
   if (t.ok()) whole["tuned_seconds"] = *t;
+  // Kernels timed alone do not always add up to the module (caches, frequency): a tuned module
+  // measured slower than the default is not returned; the defaults are.
+  if (d.ok() && (!t.ok() || *t > *d)) {
+    run->best = problem.DefaultCandidate();
+    run->outcome.tuned_score = baseline;
+    run->outcome.artifacts["configuration"] = opt::ConfigProblem::Format(run->best);
+    whole["returned"] = "default (the tuned module measured slower)";
+  } else {
+    whole["returned"] = "tuned";
+  }
   if (!not_lowered.empty()) {
     // Then the module timed is the cut one: its kernels, with those ops' results as inputs.
     whole["ops_as_parameters"] = not_lowered.size();

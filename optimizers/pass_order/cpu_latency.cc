@@ -32,14 +32,17 @@ bool HasCalls(const ir::Module& module) {
 
 absl::StatusOr<std::unique_ptr<ir::Module>> InlineCallsForLowering(const ir::Module& module) {
   std::unique_ptr<ir::Module> copy = module.Clone();
-  if (!HasCalls(module)) return copy;
-  static const passes::Registry& registry = passes::Registry::Global();
-  absl::StatusOr<std::unique_ptr<passes::Pass>> inliner = registry.Create("call-inliner");
-  if (!inliner.ok()) return inliner.status();
-  if (absl::StatusOr<bool> changed = (*inliner)->Run(*copy); !changed.ok()) {
-    return absl::InternalError(
-        absl::StrCat("call-inliner before lowering failed: ", changed.status().message()));
+  if (HasCalls(module)) {
+    static const passes::Registry& registry = passes::Registry::Global();
+    absl::StatusOr<std::unique_ptr<passes::Pass>> inliner = registry.Create("call-inliner");
+    if (!inliner.ok()) return inliner.status();
+    if (absl::StatusOr<bool> changed = (*inliner)->Run(*copy); !changed.ok()) {
+      return absl::InternalError(
+          absl::StrCat("call-inliner before lowering failed: ", changed.status().message()));
+    }
   }
+  // One buffer per tuple leaf, as the backend's own pipeline leaves modules (a while's state).
+  cpu::NormalizeTupleUses(*copy);
   return copy;
 }
 

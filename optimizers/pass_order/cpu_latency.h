@@ -44,8 +44,8 @@ struct CpuLatencyStats {
   double measure_seconds = 0;  // wall time of the runner children
 };
 
-// What the scorer compiles for `module`: a copy with every call inlined (call-inliner), or a
-// plain copy when it has none.
+// What the scorer compiles for `module`: a copy with every call inlined (call-inliner) and tuple
+// values in the form the lowering reads (cpu::NormalizeTupleUses).
 absl::StatusOr<std::unique_ptr<ir::Module>> InlineCallsForLowering(const ir::Module& module);
 
 // Compiles and times modules, each structurally distinct module (ir::Fingerprint of what is

@@ -8,6 +8,8 @@
 #include <set>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "optimizers/tiling/cpu_kernel_graph.h"
 
 namespace mltune::opt::tiling {
 
@@ -27,8 +29,24 @@ backends::cpu::MeasureOptions ModuleTuningMeasureOptions() {
 
 CpuTileProblem::CpuTileProblem(const backends::cpu::LoweredModule& module, MeasureFn measure)
     : module_(module), measure_(std::move(measure)) {
+  // Kernels of one structure (a model's repeated blocks) and one parameter space are tuned as
+  // one: the first stands for the others, which take its configuration and its time.
+  std::map<std::string, int32_t> first;
   for (const backends::cpu::Kernel& k : module_.kernels) {
-    if (k.params.empty()) continue;
+    representative_.push_back(k.id);
+    absl::StatusOr<CpuKernelFeatures> features = CpuKernelFeaturesOf(module_, k.id);
+    if (!features.ok() || k.params.empty()) continue;
+    std::string key = features->key;
+    for (const backends::cpu::KernelParam& p : k.params) {
+      absl::StrAppend(&key, "|", p.name, ":", absl::StrJoin(p.choices, ","));
+    }
+    auto [it, fresh] = first.emplace(key, k.id);
+    representative_.back() = it->second;
+  }
+  copies_.assign(module_.kernels.size(), 0);
+  for (int32_t r : representative_) ++copies_[static_cast<size_t>(r)];
+  for (const backends::cpu::Kernel& k : module_.kernels) {
+    if (k.params.empty() || representative_[static_cast<size_t>(k.id)] != k.id) continue;
     parts_.emplace_back();
     part_kernel_.push_back(k.id);
     for (size_t p = 0; p < k.params.size(); ++p) {
@@ -61,6 +79,9 @@ std::vector<backends::cpu::KernelConfig> CpuTileProblem::Decode(const Candidate&
     configs[static_cast<size_t>(s.kernel)][s.param] = choices[static_cast<size_t>(candidate[i])];
   }
   for (size_t k = 0; k < configs.size(); ++k) {
+    configs[k] = configs[static_cast<size_t>(representative_[k])];
+  }
+  for (size_t k = 0; k < configs.size(); ++k) {
     configs[k] = backends::cpu::CanonicalConfig(module_.kernels[k], std::move(configs[k]));
   }
   return configs;
@@ -77,13 +98,15 @@ Candidate CpuTileProblem::WithDefaultKernels(Candidate candidate,
 }
 
 std::vector<std::vector<int64_t>> CpuTileProblem::Parts() const {
-  // Slowest kernel (under its defaults, once measured) first: a search cut short by its budget
-  // has then spent it where the time is.
+  // The largest share of the module's time (a kernel's seconds under its defaults, once
+  // measured, times its identical copies) first: a search cut short by its budget has then spent
+  // it where the time is.
   const std::vector<backends::cpu::KernelConfig> defaults = Decode(DefaultCandidate());
   std::vector<double> seconds(parts_.size(), 0);
   for (size_t p = 0; p < parts_.size(); ++p) {
-    auto it = cache_.find({part_kernel_[p], defaults[static_cast<size_t>(part_kernel_[p])]});
-    if (it != cache_.end() && std::isfinite(it->second)) seconds[p] = it->second;
+    const size_t k = static_cast<size_t>(part_kernel_[p]);
+    auto it = cache_.find({part_kernel_[p], defaults[k]});
+    if (it != cache_.end() && std::isfinite(it->second)) seconds[p] = it->second * copies_[k];
   }
   std::vector<size_t> order(parts_.size());
   std::iota(order.begin(), order.end(), 0);
@@ -166,6 +189,9 @@ void CpuTileProblem::MarkImplementationMustTries(const backends::cpu::Kernel& ke
 }
 
 double CpuTileProblem::KernelSeconds(int32_t kernel, const backends::cpu::KernelConfig& config) {
+  if (kernel >= 0 && static_cast<size_t>(kernel) < representative_.size()) {
+    kernel = representative_[static_cast<size_t>(kernel)];
+  }
   auto key = std::make_pair(
       kernel, backends::cpu::CanonicalConfig(module_.kernels[static_cast<size_t>(kernel)], config));
   auto it = cache_.find(key);

@@ -229,17 +229,12 @@ TEST_F(SimTasksTest, TileAndFusionOnCpuMeasureGeneratedKernels) {
 
 TEST_F(SimTasksTest, TileOnCpuTunesTheKernelsAroundOpsTheBackendCannotLower) {
   setenv("MLTUNE_KERNEL_CACHE", MLTUNE_TEST_KERNEL_CACHE, 0);
-  // A sort (which the cpu backend does not lower) feeding a dense layer.
-  const std::string hlo = R"(HloModule sort_then_dense
-lt {
-  a0 = f32[] parameter(0)
-  a1 = f32[] parameter(1)
-  ROOT c = pred[] compare(a0, a1), direction=LT
-}
+  // A reduce-precision (which the cpu backend does not lower) feeding a dense layer.
+  const std::string hlo = R"(HloModule rounded_then_dense
 ENTRY main {
   table = f32[64,32] parameter(0)
   w = f32[32,32] parameter(1)
-  rows = f32[64,32] sort(table), dimensions={1}, to_apply=lt
+  rows = f32[64,32] reduce-precision(table), exponent_bits=5, mantissa_bits=10
   d = f32[64,32] dot(rows, w), lhs_contracting_dims={1}, rhs_contracting_dims={0}
   ROOT t = f32[64,32] tanh(d)
 })";
@@ -247,7 +242,7 @@ ENTRY main {
   EXPECT_EQ(tile.task, "tile");
   EXPECT_GT(tile.baseline_score, 0);
   EXPECT_LE(tile.tuned_score, tile.baseline_score);
-  // The sort alone (its name as the cpu pipeline left it) became a parameter.
+  // The reduce-precision alone (its name as the cpu pipeline left it) became a parameter.
   const nlohmann::json cut = nlohmann::json::parse(tile.artifacts.at("not_lowered"));
   ASSERT_EQ(cut.size(), 1u) << cut.dump();
   EXPECT_EQ(cut[0].get<std::string>().rfind("rows", 0), 0u) << cut.dump();
