@@ -5,11 +5,12 @@
 #include <limits>
 #include <map>
 #include <numeric>
+#include <regex>
 #include <set>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "optimizers/tiling/cpu_kernel_graph.h"
+#include "backends/cpu/codegen.h"
 
 namespace mltune::opt::tiling {
 
@@ -27,21 +28,37 @@ backends::cpu::MeasureOptions ModuleTuningMeasureOptions() {
   return m;
 }
 
+namespace {
+
+// Kernel `kernel`'s program under its defaults, less what names it (its number in function
+// names, the comment naming its ops), with its parameter space: equal for kernels that compile
+// to one program under every configuration.
+absl::StatusOr<std::string> ProgramKey(const backends::cpu::LoweredModule& module,
+                                       const backends::cpu::Kernel& kernel) {
+  absl::StatusOr<backends::cpu::Program> program = backends::cpu::GenerateKernel(module, kernel.id);
+  if (!program.ok()) return program.status();
+  const std::regex names(
+      absl::StrCat("// kernel [^\n]*|\\bk", kernel.id, "(?=[(_])|red_k", kernel.id, "_"));
+  std::string key = std::regex_replace(program->source, names, "");
+  for (const backends::cpu::KernelParam& p : kernel.params) {
+    absl::StrAppend(&key, "|", p.name, ":", absl::StrJoin(p.choices, ","));
+  }
+  return key;
+}
+
+}  // namespace
+
 CpuTileProblem::CpuTileProblem(const backends::cpu::LoweredModule& module, MeasureFn measure)
     : module_(module), measure_(std::move(measure)) {
-  // Kernels of one structure (a model's repeated blocks) and one parameter space are tuned as
-  // one: the first stands for the others, which take its configuration and its time.
+  // Kernels that compile to one program (a model's repeated blocks) are tuned as one: the first
+  // stands for the others, which take its configuration and its time.
   std::map<std::string, int32_t> first;
   for (const backends::cpu::Kernel& k : module_.kernels) {
     representative_.push_back(k.id);
-    absl::StatusOr<CpuKernelFeatures> features = CpuKernelFeaturesOf(module_, k.id);
-    if (!features.ok() || k.params.empty()) continue;
-    std::string key = features->key;
-    for (const backends::cpu::KernelParam& p : k.params) {
-      absl::StrAppend(&key, "|", p.name, ":", absl::StrJoin(p.choices, ","));
-    }
-    auto [it, fresh] = first.emplace(key, k.id);
-    representative_.back() = it->second;
+    if (k.params.empty()) continue;
+    absl::StatusOr<std::string> key = ProgramKey(module_, k);
+    if (!key.ok()) continue;
+    representative_.back() = first.emplace(*key, k.id).first->second;
   }
   copies_.assign(module_.kernels.size(), 0);
   for (int32_t r : representative_) ++copies_[static_cast<size_t>(r)];

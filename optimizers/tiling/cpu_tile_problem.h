@@ -2,9 +2,9 @@
 // unrolling, vectorization, reduction order, GEMM implementation, register and cache tiles,
 // parallel split) is a position; the score is the sum of the kernels' measured times. Kernels are
 // measured alone, each (kernel, program) once (configurations with one cpu::CanonicalConfig make
-// one program), so a step that changes one kernel costs at most one measurement. Kernels of one
-// structure (a model's repeated layers: one features key and parameter space) are tuned once,
-// the first standing for the others. The compiler's default configuration is the seed.
+// one program), so a step that changes one kernel costs at most one measurement. Kernels that
+// compile to one program (a model's repeated layers) are tuned once, the first standing for the
+// others. The compiler's default configuration is the seed.
 #pragma once
 
 #include <cstdint>
@@ -88,8 +88,8 @@ class CpuTileProblem : public ConfigProblem {
   std::vector<Slot> slots_;
   std::vector<std::vector<int64_t>> parts_;
   std::vector<int32_t> part_kernel_;  // per part, in kernel order
-  // Per kernel, the kernel of its structure and parameters that is tuned for it (itself for the
-  // first), and per kernel how many it stands for.
+  // Per kernel, the kernel of its program that is tuned for it (itself for the first), and per
+  // kernel how many it stands for.
   std::vector<int32_t> representative_;
   std::vector<int64_t> copies_;
   mutable std::vector<int32_t> listed_kernel_;  // per part, as Parts() last listed them

@@ -243,6 +243,42 @@ TEST_F(CpuRuntimeTest, TileProblemPartsPutTheSlowestKernelFirst) {
   }
 }
 
+// Two dense layers that compile to one program (a model's repeated block) are tuned as one: the
+// search space has one layer's positions, both layers get its configuration, and only the first
+// is measured; the second counts in the score and in its part's share of the time.
+TEST_F(CpuRuntimeTest, TileProblemTunesIdenticalKernelsOnce) {
+  absl::StatusOr<std::unique_ptr<ir::Module>> m = ir::ParseHloText(R"(
+HloModule twice
+ENTRY e {
+  x1 = f32[64,128] parameter(0)
+  x2 = f32[64,128] parameter(1)
+  w1 = f32[128,128] parameter(2)
+  w2 = f32[128,128] parameter(3)
+  d1 = f32[64,128] dot(x1, w1), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+  t1 = f32[64,128] tanh(d1)
+  d2 = f32[64,128] dot(x2, w2), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+  t2 = f32[64,128] tanh(d2)
+  ROOT r = (f32[64,128], f32[64,128]) tuple(t1, t2)
+})");
+  ASSERT_TRUE(m.ok()) << m.status();
+  absl::StatusOr<LoweredModule> lowered = Lower(**m);
+  ASSERT_TRUE(lowered.ok()) << lowered.status();
+  ASSERT_EQ(lowered->kernels.size(), 2u);
+  std::vector<int32_t> measured;
+  opt::tiling::CpuTileProblem problem(
+      *lowered, [&](int32_t k, const KernelConfig&) -> absl::StatusOr<double> {
+        measured.push_back(k);
+        return 1.0;
+      });
+  EXPECT_EQ(problem.space().choices.size(), lowered->kernels[0].params.size());
+  opt::Candidate c = problem.DefaultCandidate();
+  c.back() = 1;  // the last parameter's second value
+  EXPECT_EQ(problem.Evaluate(c), 2.0);
+  const std::vector<KernelConfig> configs = problem.Decode(c);
+  EXPECT_EQ(configs[0], configs[1]);
+  EXPECT_EQ(measured, std::vector<int32_t>{0});
+}
+
 // A module measured with kernel times also reports each kernel's seconds inside the module's
 // run, in the lowered kernels' order: what model-topk corrects its predictions with. The dot
 // (33 MFLOP) takes far longer than the negation of 4 floats; a kernel compiled alone has none.
