@@ -45,7 +45,8 @@ absl::StatusOr<CompiledModule> CompileModule(const ir::Module& module,
 // Runs the compiled module once on ir::MakeRandomArguments(module, seed) and compares with the
 // evaluator's results: OK, DataLoss naming the first difference, or the evaluator's or runner's
 // error. Elements outside `tolerance` pass when within its spread_factor times their
-// RoundingSpread (ill-conditioned outputs); `ill_conditioned` receives how many did. With
+// RoundingSpread (ill-conditioned outputs; 3 noisy pairs, then 10 where elements fall outside);
+// `ill_conditioned` receives how many did. With
 // `timing`, the run is also timed on those inputs.
 absl::Status CheckAgainstEvaluator(const ir::Module& module, const CompiledModule& compiled,
                                    uint64_t seed, const MeasureOptions& options = {},
