@@ -473,8 +473,9 @@ class KernelEmitter {
   absl::Status EmitConvPrimitive(const std::string& src, const std::string& weights,
                                  const std::vector<const Instruction*>& others);
   // GEMM over packed A [batch][m][k], B [batch][k][n] into C [batch][m][n].
+  // `a_trans`: A is stored [batch][k][m]; `b_trans`: B is stored [batch][n][k].
   void EmitGemm(const std::string& a, const std::string& b, const std::string& c, int64_t batch,
-                int64_t m, int64_t n, int64_t kdim);
+                int64_t m, int64_t n, int64_t kdim, bool a_trans = false, bool b_trans = false);
 
   const Kernel& k_;
   KernelConfig config_;
@@ -1714,15 +1715,18 @@ absl::Status KernelEmitter::EmitRow() {
 }
 
 void KernelEmitter::EmitGemm(const std::string& a, const std::string& b, const std::string& c,
-                             int64_t batch, int64_t m, int64_t n, int64_t kdim) {
+                             int64_t batch, int64_t m, int64_t n, int64_t kdim, bool a_trans,
+                             bool b_trans) {
   if (batch * m * n == 0) return;
   const bool parallel = Param("parallel") != 0;
+  const int64_t lda = a_trans ? m : kdim, ldb = b_trans ? kdim : n;
   if (Param("impl") == 1) {
     onednn_ = true;
     Open(absl::StrCat("for (int64_t g = 0; g < ", batch, "; ++g) {"));
-    Line(absl::StrCat("dnnl_sgemm('N', 'N', ", m, ", ", n, ", ", kdim, ", 1.f, ", a, " + g*",
-                      m * kdim, "LL, ", kdim, ", ", b, " + g*", kdim * n, "LL, ", n, ", 0.f, ", c,
-                      " + g*", m * n, "LL, ", n, ");"));
+    Line(absl::StrCat("dnnl_sgemm('", a_trans ? "T" : "N", "', '", b_trans ? "T" : "N", "', ", m,
+                      ", ", n, ", ", kdim, ", 1.f, ", a, " + g*", m * kdim, "LL, ", lda, ", ", b,
+                      " + g*", kdim * n, "LL, ", ldb, ", 0.f, ", c, " + g*", m * n, "LL, ", n,
+                      ");"));
     Close();
     return;
   }
@@ -1737,9 +1741,10 @@ void KernelEmitter::EmitGemm(const std::string& a, const std::string& b, const s
   const int64_t pb = Alloc(nc * kc * 4);
   Open(absl::StrCat("for (int64_t g = 0; g < ", batch, "; ++g) {"));
   Line(absl::StrCat("mt_gemm<", mr, ", ", mk.vectors, ">(", m, ", ", n, ", ", kdim, ", ", a,
-                    " + g*", m * kdim, "LL, ", kdim, ", ", b, " + g*", kdim * n, "LL, ", n, ", ", c,
-                    " + g*", m * n, "LL, ", n, ", ", mc, ", ", kc, ", ", nc, ", (float*)(ws + ", pa,
-                    "), (float*)(ws + ", pb, "), ", parallel ? "true" : "false", ");"));
+                    " + g*", m * kdim, "LL, ", lda, ", ", b, " + g*", kdim * n, "LL, ", ldb, ", ",
+                    c, " + g*", m * n, "LL, ", n, ", ", mc, ", ", kc, ", ", nc, ", (float*)(ws + ",
+                    pa, "), (float*)(ws + ", pb, "), ", parallel ? "true" : "false", ", ",
+                    a_trans ? "true" : "false", ", ", b_trans ? "true" : "false", ");"));
   Close();
 }
 
@@ -1796,7 +1801,8 @@ absl::Status KernelEmitter::EmitMatmul() {
   const GemmShape shape = GemmShapeOf(*mm);
   const int64_t batch = shape.batch, m = shape.m, n = shape.n, kdim = shape.k;
   std::string a, b;
-  bool direct = false;  // C is the output buffer, in its layout
+  bool a_trans = false, b_trans = false;  // operands read in place, transposed
+  bool direct = false;                    // C is the output buffer, in its layout
   if (mm->opcode() == Opcode::kDot) {
     const ir::DotDimensionNumbers& dn = *mm->dot_dnums;
     std::vector<int64_t> lorder, rorder;
@@ -1815,8 +1821,36 @@ absl::Status KernelEmitter::EmitMatmul() {
     std::vector<int64_t> lp, rp;
     for (int64_t d : lorder) lp.push_back(ld[static_cast<size_t>(d)]);
     for (int64_t d : rorder) rp.push_back(rd[static_cast<size_t>(d)]);
-    a = pack(lhs, lorder, lp, nullptr);
-    b = pack(rhs, rorder, rp, nullptr);
+    // A buffer whose contracting dimensions come after its free ones (rhs) or before them (lhs)
+    // is read transposed by the GEMM's packing rather than transposed first: a strided
+    // transpose of BERT's tied 30522x768 embedding took half its inference time.
+    auto in_order = [&](const Instruction* x, const std::vector<int64_t>& batch_dims,
+                        const std::vector<int64_t>& first, const std::vector<int64_t>& second) {
+      if (k_.Contains(x) || BaseValue(x)->opcode() == Opcode::kConstant) return false;
+      std::vector<int64_t> order = batch_dims;
+      order.insert(order.end(), first.begin(), first.end());
+      order.insert(order.end(), second.begin(), second.end());
+      if (order.size() != x->shape().dimensions().size()) return false;
+      for (size_t i = 0; i < order.size(); ++i) {
+        if (order[i] != static_cast<int64_t>(i)) return false;
+      }
+      return true;
+    };
+    std::vector<int64_t> lfree, rfree;
+    for (size_t d = 0; d < ld.size(); ++d) {
+      if (!lused[d]) lfree.push_back(static_cast<int64_t>(d));
+    }
+    for (size_t d = 0; d < rd.size(); ++d) {
+      if (!rused[d]) rfree.push_back(static_cast<int64_t>(d));
+    }
+    a_trans = in_order(lhs, dn.lhs_batch_dimensions, dn.lhs_contracting_dimensions, lfree) &&
+              !in_order(lhs, dn.lhs_batch_dimensions, lfree, dn.lhs_contracting_dimensions);
+    b_trans = in_order(rhs, dn.rhs_batch_dimensions, rfree, dn.rhs_contracting_dimensions) &&
+              !in_order(rhs, dn.rhs_batch_dimensions, dn.rhs_contracting_dimensions, rfree);
+    a = a_trans ? absl::StrCat("(const float*)", in_ptr_.at(BaseValue(lhs)))
+                : pack(lhs, lorder, lp, nullptr);
+    b = b_trans ? absl::StrCat("(const float*)", in_ptr_.at(BaseValue(rhs)))
+                : pack(rhs, rorder, rp, nullptr);
     direct = others.empty() && k_.outputs.size() == 1;
     heavy_index_ = [od](const Idx& idx) { return Linear(od, idx); };
   } else {
@@ -1922,7 +1956,7 @@ absl::Status KernelEmitter::EmitMatmul() {
     c = NewName("acc");
     Line(absl::StrCat("float* ", c, " = (float*)(ws + ", Alloc(batch * m * n * 4), ");"));
   }
-  EmitGemm(a, b, c, batch, m, n, kdim);
+  EmitGemm(a, b, c, batch, m, n, kdim, a_trans, b_trans);
   if (!direct) {
     heavy_buffer_ = c;
     std::vector<const Instruction*> outs = others;

@@ -317,10 +317,14 @@ inline void mt_gemv_row(int64_t N, int64_t K, const float* A, const float* B, in
   });
 }
 
+// A is M x K and B is K x N, row-major with leading dimensions lda and ldb; `a_trans` reads A
+// stored as K x M and `b_trans` B stored as N x K (a dot whose operand's contracting dimension is
+// minor, such as a tied embedding's transpose), so no transpose is materialized before packing.
 template <int MR, int NV>
 void mt_gemm(int64_t M, int64_t N, int64_t K, const float* A, int64_t lda, const float* B,
              int64_t ldb, float* C, int64_t ldc, int64_t mc, int64_t kc, int64_t nc,
-             float* packA, float* packB, bool parallel) {
+             float* packA, float* packB, bool parallel, bool a_trans = false,
+             bool b_trans = false) {
   constexpr int64_t NR = 16 * NV;
   mc = (mc + MR - 1) / MR * MR;
   nc = (nc + NR - 1) / NR * NR;
@@ -329,8 +333,15 @@ void mt_gemm(int64_t M, int64_t N, int64_t K, const float* A, int64_t lda, const
       for (int64_t j = 0; j < N; ++j) C[i * ldc + j] = 0.f;
     return;
   }
-  if (N == 1) return mt_gemv_col(M, K, A, lda, B, ldb, C, ldc, parallel);
-  if (M == 1) return mt_gemv_row(N, K, A, B, ldb, C, parallel);
+  // One column or row: B's column (N == 1, b_trans) and A's row (M == 1, a_trans) are contiguous.
+  if (N == 1) {
+    if (a_trans) return mt_gemv_row(M, K, B, A, lda, C, parallel);
+    return mt_gemv_col(M, K, A, lda, B, b_trans ? 1 : ldb, C, ldc, parallel);
+  }
+  if (M == 1) {
+    if (b_trans) return mt_gemv_col(N, K, B, ldb, A, 1, C, 1, parallel);
+    return mt_gemv_row(N, K, A, B, ldb, C, parallel);
+  }
   for (int64_t jc = 0; jc < N; jc += nc) {
     const int64_t nb = std::min(nc, N - jc);
     for (int64_t pc = 0; pc < K; pc += kc) {
@@ -338,10 +349,17 @@ void mt_gemm(int64_t M, int64_t N, int64_t K, const float* A, int64_t lda, const
       for (int64_t s = 0; s * NR < nb; ++s) {
         float* dst = packB + s * kb * NR;
         const int64_t cols = std::min(NR, nb - s * NR);
-        for (int64_t p = 0; p < kb; ++p) {
-          const float* src = B + (pc + p) * ldb + jc + s * NR;
-          for (int64_t j = 0; j < cols; ++j) dst[p * NR + j] = src[j];
-          for (int64_t j = cols; j < NR; ++j) dst[p * NR + j] = 0.f;
+        if (b_trans) {
+          for (int64_t j = 0; j < NR; ++j) {
+            const float* src = B + (jc + s * NR + j) * ldb + pc;
+            for (int64_t p = 0; p < kb; ++p) dst[p * NR + j] = j < cols ? src[p] : 0.f;
+          }
+        } else {
+          for (int64_t p = 0; p < kb; ++p) {
+            const float* src = B + (pc + p) * ldb + jc + s * NR;
+            for (int64_t j = 0; j < cols; ++j) dst[p * NR + j] = src[j];
+            for (int64_t j = cols; j < NR; ++j) dst[p * NR + j] = 0.f;
+          }
         }
       }
       for (int64_t ic = 0; ic < M; ic += mc) {
@@ -349,12 +367,19 @@ void mt_gemm(int64_t M, int64_t N, int64_t K, const float* A, int64_t lda, const
         for (int64_t s = 0; s * MR < mb; ++s) {
           float* dst = packA + s * kb * MR;
           const int64_t rows = std::min<int64_t>(MR, mb - s * MR);
-          for (int64_t i = 0; i < MR; ++i) {
-            if (i < rows) {
-              const float* src = A + (ic + s * MR + i) * lda + pc;
-              for (int64_t p = 0; p < kb; ++p) dst[p * MR + i] = src[p];
-            } else {
-              for (int64_t p = 0; p < kb; ++p) dst[p * MR + i] = 0.f;
+          if (a_trans) {
+            for (int64_t p = 0; p < kb; ++p) {
+              const float* src = A + (pc + p) * lda + ic + s * MR;
+              for (int64_t i = 0; i < MR; ++i) dst[p * MR + i] = i < rows ? src[i] : 0.f;
+            }
+          } else {
+            for (int64_t i = 0; i < MR; ++i) {
+              if (i < rows) {
+                const float* src = A + (ic + s * MR + i) * lda + pc;
+                for (int64_t p = 0; p < kb; ++p) dst[p * MR + i] = src[p];
+              } else {
+                for (int64_t p = 0; p < kb; ++p) dst[p * MR + i] = 0.f;
+              }
             }
           }
         }

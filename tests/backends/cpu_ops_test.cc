@@ -629,6 +629,26 @@ ENTRY e {
   ROOT o = (bf16[6], f16[6,40], u16[6,40], f16[6,40], f32[6,40]) tuple(r, f, u1, so, h2)
   h2 = f32[6,40] convert(h)
 })"},
+    // Operands whose contracting dimension is minor on the rhs (a tied embedding) or major on
+    // the lhs (a weight gradient), read transposed by the GEMM's packing; also as one row or
+    // one column, which take the matrix-vector paths.
+    {"dot_transposed_operands", R"(
+HloModule m
+ENTRY e {
+  x = f32[2,37,48] parameter(0)
+  emb = f32[2,53,48] parameter(1)
+  xt = f32[2,48,37] parameter(2)
+  v = f32[1,48] parameter(3)
+  c = f32[48,1] parameter(4)
+  w = f32[53,48] parameter(5)
+  wt = f32[48,53] parameter(6)
+  d1 = f32[2,37,53] dot(x, emb), lhs_batch_dims={0}, lhs_contracting_dims={2}, rhs_batch_dims={0}, rhs_contracting_dims={2}
+  d2 = f32[2,37,53] dot(xt, emb), lhs_batch_dims={0}, lhs_contracting_dims={1}, rhs_batch_dims={0}, rhs_contracting_dims={2}
+  d3 = f32[1,53] dot(v, w), lhs_contracting_dims={1}, rhs_contracting_dims={1}
+  d4 = f32[53,1] dot(wt, c), lhs_contracting_dims={0}, rhs_contracting_dims={0}
+  d5 = f32[1,53] dot(c, wt), lhs_contracting_dims={0}, rhs_contracting_dims={0}
+  ROOT t = (f32[2,37,53], f32[2,37,53], f32[1,53], f32[53,1], f32[1,53]) tuple(d1, d2, d3, d4, d5)
+})"},
     {"multi_output_and_passthrough", R"(
 HloModule m
 ENTRY e {
