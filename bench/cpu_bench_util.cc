@@ -86,22 +86,20 @@ absl::StatusOr<TuneOutcome> TuneKernels(const cpu::LoweredModule& lowered,
   auto library_seed = [&](int64_t conv_impl, bool* has) {
     opt::Candidate seed = defaults;
     *has = false;
-    size_t position = 0;
-    for (const cpu::Kernel& k : lowered.kernels) {
-      for (const cpu::KernelParam& p : k.params) {
-        if (p.name == "impl") {
-          const auto& c = p.choices;
-          auto conv = std::find(c.begin(), c.end(), conv_impl);
-          auto gemm = std::find(c.begin(), c.end(), int64_t{1});
-          if (conv != c.end()) {
-            seed[position] = static_cast<opt::Action>(conv - c.begin());
-            *has = true;
-          } else if (gemm != c.end()) {
-            seed[position] = static_cast<opt::Action>(gemm - c.begin());
-            *has |= conv_impl == 1;
-          }
-        }
-        ++position;
+    const std::vector<opt::tiling::CpuTileProblem::Slot>& positions = problem.positions();
+    for (size_t position = 0; position < positions.size(); ++position) {
+      const cpu::KernelParam& p = lowered.kernels[static_cast<size_t>(positions[position].kernel)]
+                                      .params[positions[position].param];
+      if (p.name != "impl") continue;
+      const auto& c = p.choices;
+      auto conv = std::find(c.begin(), c.end(), conv_impl);
+      auto gemm = std::find(c.begin(), c.end(), int64_t{1});
+      if (conv != c.end()) {
+        seed[position] = static_cast<opt::Action>(conv - c.begin());
+        *has = true;
+      } else if (gemm != c.end()) {
+        seed[position] = static_cast<opt::Action>(gemm - c.begin());
+        *has |= conv_impl == 1;
       }
     }
     return seed;

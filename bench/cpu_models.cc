@@ -4,7 +4,8 @@
 //   build/release/bench/cpu_models [--corpus DIR] [--threads 1] [--budget 8] [--seconds 0.2]
 //                                  [--rounds 3] [--json] [--no-torch] [--coverage]
 //   build/release/bench/cpu_models --zoo [--zoo-models a,b] [--zoo-batches 1,8] [--seconds 2]
-//                                  [--check]   (bench/zoo_models.h)
+//                                  [--check] [--zoo-tune-budget N] [--zoo-train]
+//                                  (bench/zoo_models.h)
 //
 // For each corpus module: XLA's default cpu pipeline (as the daemon runs it), then
 // backends::cpu::CheckSupported (rejected modules are counted and their reasons listed), the
@@ -219,6 +220,11 @@ int main(int argc, char** argv) {
   app.add_option("--zoo-peers", zoo.peers, "Peers (default: all of models.py)")->delimiter(',');
   app.add_option("--peers-python", zoo.python, "The peers venv's interpreter");
   app.add_flag("--check", zoo.check, "Zoo: check each compile against the reference evaluator");
+  app.add_option("--zoo-tune-budget", zoo.tune_budget,
+                 "Zoo: tuning steps per model (0: default kernels only)");
+  app.add_flag("--zoo-train", zoo.train, "Zoo: also the training steps (mltune only)");
+  app.add_flag("--zoo-concurrent-peers", zoo.concurrent_peers,
+               "Zoo: run the peers on the last CPU while mltune runs on the first");
   CLI11_PARSE(app, argc, argv);
   if (use_zoo) {
     zoo.threads = threads;

@@ -1,6 +1,7 @@
-// The zoo's inference models on mltune's CPU backend beside the runtimes users would pick instead
-// (bench/peers/models.py: XLA, PyTorch eager, torch.compile, ONNX Runtime, TVM), measured in one
-// run and printed as one table (`bench/cpu_models --zoo`).
+// The zoo's inference models on mltune's CPU backend, with its default kernels and tuned, beside
+// the runtimes users would pick instead (bench/peers/models.py: XLA, PyTorch eager,
+// torch.compile, ONNX Runtime, TVM), measured in one run and printed as one table
+// (`bench/cpu_models --zoo`); optionally the training steps, on mltune alone.
 #pragma once
 
 #include <cstdint>
@@ -14,8 +15,13 @@ struct ZooBenchOptions {
   std::vector<std::string> models;  // empty: every model of the manifest
   std::vector<int64_t> batches = {1, 8};
   int threads = 1;
-  double seconds = 2;              // timed seconds per measurement (mltune and each peer)
-  bool check = false;              // also check each compile against the reference evaluator (slow)
+  double seconds = 2;       // timed seconds per measurement (mltune and each peer)
+  bool check = false;       // also check each compile against the reference evaluator (slow)
+  int64_t tune_budget = 0;  // tuning steps per model (TuneKernels); 0: default kernels only
+  bool train = false;       // also the zoo's training steps (mltune only: peers infer)
+  // Run the peers (pinned to the last CPU) while mltune runs pinned to the first, rather than
+  // after it: half the wall time on two cores, at the cost of sharing the last-level cache.
+  bool concurrent_peers = false;
   std::string python;              // the peers venv's interpreter; "" or missing: no peers
   std::string peers_script;        // bench/peers/models.py
   std::vector<std::string> peers;  // empty: the script's default set

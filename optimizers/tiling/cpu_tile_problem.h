@@ -63,6 +63,13 @@ class CpuTileProblem : public ConfigProblem {
                                                    const std::vector<Candidate>& settings) override;
 
   Candidate DefaultCandidate() const { return Candidate(slots_.size(), 0); }
+  // What each position sets: parameter `param` of kernel `kernel` (a kernel standing for its
+  // copies; the copies have no positions).
+  struct Slot {
+    int32_t kernel;
+    size_t param;
+  };
+  const std::vector<Slot>& positions() const { return slots_; }
   // RankSettings' must-tries: sets the score of each implementation's best-scored setting among
   // `settings` of `kernel` to -infinity (when the kernel has more than one implementation).
   static void MarkImplementationMustTries(const backends::cpu::Kernel& kernel,
@@ -78,10 +85,6 @@ class CpuTileProblem : public ConfigProblem {
   const std::string& last_error() const { return last_error_; }
 
  private:
-  struct Slot {
-    int32_t kernel;
-    size_t param;
-  };
   const backends::cpu::LoweredModule& module_;
   MeasureFn measure_;
   RankFn rank_;
