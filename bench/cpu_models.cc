@@ -223,6 +223,7 @@ int main(int argc, char** argv) {
   app.add_option("--zoo-tune-budget", zoo.tune_budget,
                  "Zoo: tuning steps per model (0: default kernels only)");
   app.add_flag("--zoo-train", zoo.train, "Zoo: also the training steps (mltune only)");
+  app.add_flag("--zoo-tune-train", zoo.tune_train, "Zoo: tune the training steps too");
   app.add_flag("--zoo-concurrent-peers", zoo.concurrent_peers,
                "Zoo: run the peers on the last CPU while mltune runs on the first");
   CLI11_PARSE(app, argc, argv);

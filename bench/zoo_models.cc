@@ -42,7 +42,7 @@ struct MltuneResult {
 };
 
 MltuneResult RunOne(const std::string& model, int64_t batch, const std::string& file,
-                    const ZooBenchOptions& options) {
+                    const ZooBenchOptions& options, bool tune) {
   MltuneResult r;
   r.model = model;
   r.batch = batch;
@@ -73,10 +73,10 @@ MltuneResult RunOne(const std::string& model, int64_t batch, const std::string& 
     return r;
   }
   r.seconds = t->median_s;
-  if (options.tune_budget > 0) {
-    const TuneOptions tune = MakeTuneOptions(options.threads, std::min(options.seconds, 0.5), 0.02,
-                                             options.tune_budget, "annealing", 0);
-    absl::StatusOr<TuneOutcome> tuned = TuneKernels(compiled->lowered, tune);
+  if (tune && options.tune_budget > 0) {
+    const TuneOptions tune_options = MakeTuneOptions(
+        options.threads, std::min(options.seconds, 0.5), 0.02, options.tune_budget, "annealing", 0);
+    absl::StatusOr<TuneOutcome> tuned = TuneKernels(compiled->lowered, tune_options);
     if (!tuned.ok()) {
       r.error = absl::StrCat("tuning: ", OneLine(std::string(tuned.status().message())));
       return r;
@@ -194,7 +194,8 @@ int RunZooModels(const ZooBenchOptions& options) {
       const std::string file =
           (fs::path(options.zoo) / variants[variant]["before_xla"].get<std::string>()).string();
       std::cerr << "[mltune " << model << " " << variant << "]\n";
-      ours.push_back(RunOne(model, batch, file, options));
+      const bool train = variant.rfind("train", 0) == 0;
+      ours.push_back(RunOne(model, batch, file, options, !train || options.tune_train));
       ours.back().variant = variant;
       const MltuneResult& r = ours.back();
       std::cerr << "  "

@@ -19,6 +19,7 @@ struct ZooBenchOptions {
   bool check = false;       // also check each compile against the reference evaluator (slow)
   int64_t tune_budget = 0;  // tuning steps per model (TuneKernels); 0: default kernels only
   bool train = false;       // also the zoo's training steps (mltune only: peers infer)
+  bool tune_train = false;  // tune the training steps too (BERT's: over 10 minutes at 8 steps)
   // Run the peers (pinned to the last CPU) while mltune runs pinned to the first, rather than
   // after it: half the wall time on two cores, at the cost of sharing the last-level cache.
   bool concurrent_peers = false;
