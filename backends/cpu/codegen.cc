@@ -445,6 +445,7 @@ class KernelEmitter {
 
   absl::Status EmitLoop();
   absl::Status EmitScatter();
+  absl::Status EmitSelectAndScatter();
   // Kernels of one tuple-shaped op (lowering.h's operand_leaves and called programs).
   absl::Status EmitWhile();
   absl::Status EmitConditional();
@@ -969,8 +970,67 @@ absl::Status KernelEmitter::EmitLoop() {
 // the updates' order, each update element's window start comes from its index vector, a window
 // that does not fit the operand is skipped whole, and the combiner folds the update into the
 // output element. Sequential, so updates to one element apply in order.
+// XLA's select-and-scatter (a max pool's gradient), as the evaluator runs it: the output starts
+// as the init value; for each source element in order, the window it stands for selects an
+// operand element (the first valid one, replaced by each later one the select computation does
+// not keep it over; padding is never selected), and the scatter computation folds the source
+// element into that output element.
+absl::Status KernelEmitter::EmitSelectAndScatter() {
+  const Instruction* s = k_.root;
+  const Instruction* operand = s->operand(0);
+  const Instruction* source = s->operand(1);
+  const PrimitiveType t = s->shape().element_type();
+  const PrimitiveType ot = operand->shape().element_type();
+  const std::vector<int64_t>& od = s->shape().dimensions();
+  const std::vector<int64_t>& sd = source->shape().dimensions();
+  const std::string out = OutPtr(s);
+  if (Product(od) == 0) return absl::OkStatus();
+  const std::string init = Value(s->operand(2), {});
+  LoopNest(od, LoopOptions{}, [&](const Idx& idx) {
+    Line(absl::StrCat(out, "[", Linear(od, idx), "] = ", StoreAs(t, init), ";"));
+  });
+  if (Product(sd) == 0) return absl::OkStatus();
+  const std::string select = absl::StrCat(fn_, "_select");
+  helpers_ += ScalarFunction(*s->called_computations()[0], select);
+  const std::string scatter = Reducer(*s->called_computations()[1], t).fn;
+  const std::string in = LeafArray(BaseValue(operand));
+  LoopNest(sd, LoopOptions{}, [&](const Idx& idx) {
+    Line("int64_t sel = -1;");
+    int opened = 0;
+    std::vector<std::string> pos;
+    for (size_t d = 0; d < od.size(); ++d) {
+      const ir::WindowDim& w = s->window->dims[d];
+      const std::string wv = NewName("w");
+      Open(absl::StrCat("for (int64_t ", wv, " = 0; ", wv, " < ", w.size, "; ++", wv, ") {"));
+      ++opened;
+      const std::string raw = NewName("p");
+      Line(absl::StrCat("const int64_t ", raw, " = (", idx[d], ")*", w.stride, " + ", wv, "*",
+                        w.window_dilation, " - ", w.padding_low, ";"));
+      std::string at = raw;
+      if (w.base_dilation > 1) {
+        Line(
+            absl::StrCat("if (", raw, " < 0 || ", raw, " % ", w.base_dilation, " != 0) continue;"));
+        at = absl::StrCat("(", raw, " / ", w.base_dilation, ")");
+      }
+      Line(absl::StrCat("if (", at, " < 0 || ", at, " >= ", od[d], ") continue;"));
+      pos.push_back(at);
+    }
+    Line(absl::StrCat("const int64_t at = ", Linear(od, pos), ";"));
+    Line(absl::StrCat("if (sel < 0 || !", select, "(", LoadAs(ot, absl::StrCat(in, "[sel]")), ", ",
+                      LoadAs(ot, absl::StrCat(in, "[at]")), ")) sel = at;"));
+    for (int i = 0; i < opened; ++i) Close();
+    const std::string v = Value(source, idx);
+    Line(absl::StrCat(
+        "if (sel >= 0) ", out, "[sel] = ",
+        StoreAs(t, absl::StrCat(scatter, "(", LoadAs(t, absl::StrCat(out, "[sel]")), ", ", v, ")")),
+        ";"));
+  });
+  return absl::OkStatus();
+}
+
 absl::Status KernelEmitter::EmitScatter() {
   const Instruction* s = k_.root;
+  if (s->opcode() == Opcode::kSelectAndScatter) return EmitSelectAndScatter();
   const ir::ScatterDimensionNumbers& dn = *s->scatter_dnums;
   const Instruction* operand = s->operand(0);
   const Instruction* indices = s->operand(1);

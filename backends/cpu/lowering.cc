@@ -289,6 +289,21 @@ absl::Status CheckInstruction(const Instruction& instr, bool entry) {
                                                "\" is not lowered"));
       }
       return absl::OkStatus();
+    case Opcode::kSelectAndScatter: {
+      const std::vector<ir::Computation*>& called = instr.called_computations();
+      if (instr.operand_count() != 3 || called.size() != 2 || !instr.window.has_value() ||
+          instr.window->dims.size() != instr.operand(0)->shape().dimensions().size() ||
+          instr.operand(1)->shape().dimensions().size() != instr.window->dims.size()) {
+        return Unsupported(instr, "select-and-scatter needs a window of the operand's rank");
+      }
+      for (const ir::WindowDim& w : instr.window->dims) {
+        if (w.stride < 1 || w.window_dilation < 1 || w.base_dilation < 1) {
+          return Unsupported(instr, "bad window");
+        }
+      }
+      if (absl::Status s = CheckScalarComputation(instr, *called[0]); !s.ok()) return s;
+      return CheckScalarComputation(instr, *called[1]);
+    }
     case Opcode::kScatter:
       if (instr.operand_count() != 3 || !instr.scatter_dnums.has_value() ||
           instr.to_apply() == nullptr) {
@@ -329,6 +344,7 @@ KernelKind KindOf(const Instruction& heavy) {
     case Opcode::kConvolution:
       return KernelKind::kConvolution;
     case Opcode::kScatter:
+    case Opcode::kSelectAndScatter:
       return KernelKind::kScatter;
     case Opcode::kWhile:
       return KernelKind::kWhile;

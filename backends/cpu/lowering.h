@@ -25,7 +25,7 @@ enum class KernelKind {
   kDot,           // pack, GEMM, epilogue
   kConvolution,   // im2col pack, GEMM, epilogue
   kRow,           // row fusion (row_fusion.h): minor-dimension reduces and their row consumers
-  kScatter,       // a scatter: the operand copied, then each update folded in, in order
+  kScatter,       // a scatter or select-and-scatter: the output set, then updates folded in order
   kWhile,         // a while loop: its condition and body run as programs of their own (`called`)
   kConditional,   // a conditional: the branch chosen runs as a program of its own (`called`)
   kSort,          // a sort of one or more arrays along one dimension, its comparator inlined

@@ -50,6 +50,7 @@ bool IsOpaque(Opcode op) {
     case Opcode::kFusion:
     case Opcode::kSort:
     case Opcode::kScatter:
+    case Opcode::kSelectAndScatter:
     case Opcode::kRng:
     case Opcode::kRngBitGenerator:
     case Opcode::kTriangularSolve:

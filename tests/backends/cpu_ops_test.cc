@@ -649,6 +649,35 @@ ENTRY e {
   d5 = f32[1,53] dot(c, wt), lhs_contracting_dims={0}, rhs_contracting_dims={0}
   ROOT t = (f32[2,37,53], f32[2,37,53], f32[1,53], f32[53,1], f32[1,53]) tuple(d1, d2, d3, d4, d5)
 })"},
+    // A max pool's gradient as JAX writes it: 3x3 windows, stride 2, padding on one side; and a
+    // min selection with overlapping windows, whose ties go to the first element.
+    {"select_and_scatter", R"(
+HloModule m
+ge {
+  ga = f32[] parameter(0)
+  gb = f32[] parameter(1)
+  ROOT gc = pred[] compare(ga, gb), direction=GE
+}
+le {
+  la = f32[] parameter(0)
+  lb = f32[] parameter(1)
+  ROOT lc = pred[] compare(la, lb), direction=LE
+}
+add {
+  aa = f32[] parameter(0)
+  ab = f32[] parameter(1)
+  ROOT ac = f32[] add(aa, ab)
+}
+ENTRY e {
+  x = f32[2,9,9,3] parameter(0)
+  dy = f32[2,5,5,3] parameter(1)
+  z = f32[] constant(0)
+  g = f32[2,9,9,3] select-and-scatter(x, dy, z), window={size=1x3x3x1 stride=1x2x2x1 pad=0_0x1_1x1_1x0_0}, select=ge, scatter=add
+  r = f32[2,9,9,3] round-nearest-even(x)
+  dy2 = f32[2,8,8,3] parameter(2)
+  h = f32[2,9,9,3] select-and-scatter(r, dy2, z), window={size=1x2x2x1}, select=le, scatter=add
+  ROOT t = (f32[2,9,9,3], f32[2,9,9,3]) tuple(g, h)
+})"},
     {"multi_output_and_passthrough", R"(
 HloModule m
 ENTRY e {
