@@ -15,6 +15,7 @@
 #include "gtest/gtest.h"
 #include "ir/hlo_parser.h"
 #include "tests/backends/cpu_variants.h"
+#include "tests/support/jaxlib_descriptor.h"
 
 namespace mltune::backends::cpu {
 namespace {
@@ -1198,18 +1199,7 @@ ENTRY e {
   EXPECT_TRUE(CheckAgainstEvaluator(**module, *compiled, 3).ok());
 }
 
-// A jaxlib descriptor as printed in backend_config: little-endian fields of the given byte
-// widths, every byte as an octal escape.
-std::string JaxlibDescriptor(const std::vector<std::pair<int64_t, int>>& fields) {
-  std::string out = "\"";
-  for (auto [value, bytes] : fields) {
-    for (int i = 0; i < bytes; ++i) {
-      const unsigned b = static_cast<unsigned>((static_cast<uint64_t>(value) >> (8 * i)) & 0xff);
-      out += absl::StrCat("\\", b / 64, (b / 8) % 8, b % 8);
-    }
-  }
-  return out + "\"";
-}
+using testing::JaxlibDescriptor;
 
 // JAX's LAPACK-style custom-calls (run by the runner's runtime routines) and HLO's
 // triangular-solve, on a symmetric positive definite batch built in the module, match the

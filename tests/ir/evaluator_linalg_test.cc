@@ -8,6 +8,7 @@
 #include "gtest/gtest.h"
 #include "tests/ir/evaluator_test_util.h"
 #include "tests/support/corpus.h"
+#include "tests/support/jaxlib_descriptor.h"
 
 namespace mltune::ir {
 namespace {
@@ -19,18 +20,7 @@ using eval_test::MakeLiteral;
 using eval_test::ModuleText;
 using eval_test::Values;
 
-// A jaxlib descriptor as printed in backend_config: little-endian fields of the given byte
-// widths, every byte as an octal escape.
-std::string Descriptor(const std::vector<std::pair<int64_t, int>>& fields) {
-  std::string out = "\"";
-  for (auto [value, bytes] : fields) {
-    for (int i = 0; i < bytes; ++i) {
-      const unsigned b = static_cast<unsigned>((static_cast<uint64_t>(value) >> (8 * i)) & 0xff);
-      out += absl::StrCat("\\", b / 64, (b / 8) % 8, b % 8);
-    }
-  }
-  return out + "\"";
-}
+using testing::JaxlibDescriptor;
 
 Literal Element(const Literal& tuple, int i) { return tuple.elements()[i]; }
 
@@ -197,7 +187,7 @@ TEST(EvaluatorCustomCallTest, Threefry2x32KnownAnswers) {
                                        " x1 = u32[3] constant({0, 4294967295, 2242054355})\n"
                                        " ROOT r = (u32[3], u32[3]) custom-call(k0, k1, x0, x1),"
                                        " custom_call_target=\"cuda_threefry2x32\", backend_config=",
-                                       Descriptor({{3, 8}}))));
+                                       JaxlibDescriptor({{3, 8}}))));
   ASSERT_TRUE(r.ok()) << r.status();
   EXPECT_EQ(Element(*r, 0).ToString(), "{1797259609, 481924860, 3297917596}");
   EXPECT_EQ(Element(*r, 1).ToString(), "{2579123966, 3137350631, 1212020640}");
@@ -208,7 +198,7 @@ TEST(EvaluatorCustomCallTest, Threefry2x32ChecksTheDescriptor) {
       EvalText(ModuleText(absl::StrCat("k = u32[2] constant({0, 0})\n"
                                        " ROOT r = (u32[2], u32[2]) custom-call(k, k, k, k),"
                                        " custom_call_target=\"cuda_threefry2x32\", backend_config=",
-                                       Descriptor({{5, 8}}))));
+                                       JaxlibDescriptor({{5, 8}}))));
   EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument) << r.status();
 }
 
@@ -228,7 +218,7 @@ std::string Potrf(const std::string& a_shape, int64_t batch, int64_t n, int64_t 
   return absl::StrCat(" ROOT c = (", a_shape, ", ", info_shape,
                       ", s8[128]) custom-call(a), custom_call_target=\"cusolver_potrf\","
                       " backend_config=",
-                      Descriptor({{1, 4}, {uplo, 4}, {batch, 8}, {n, 8}, {0, 4}, {0, 4}}));
+                      JaxlibDescriptor({{1, 4}, {uplo, 4}, {batch, 8}, {n, 8}, {0, 4}, {0, 4}}));
 }
 
 TEST(EvaluatorCustomCallTest, PotrfFactorsAndLeavesTheOtherTriangle) {
@@ -317,7 +307,7 @@ TEST(EvaluatorCustomCallTest, GetrfPivotsLikeLapack) {
   const std::string getrf = absl::StrCat(
       " ROOT c = (f64[2,2]{0,1}, s32[2], s32[], f64[16]) custom-call(a),"
       " custom_call_target=\"cusolver_getrf\", backend_config=",
-      Descriptor({{1, 4}, {1, 4}, {2, 4}, {2, 4}}));
+      JaxlibDescriptor({{1, 4}, {1, 4}, {2, 4}, {2, 4}}));
   absl::StatusOr<Literal> r =
       EvalText(ModuleText(absl::StrCat("a = f64[2,2] constant({{1, 2}, {3, 4}})\n", getrf)));
   ASSERT_TRUE(r.ok()) << r.status();
@@ -344,7 +334,7 @@ TEST(EvaluatorCustomCallTest, GetrfBatchedReconstructsRandomMatrices) {
                               " ROOT c = (f32[3,4,4]{1,2,0}, s32[3,4], s32[3], s8[96])"
                               " custom-call(a), custom_call_target=\"cublas_getrf_batched\","
                               " backend_config=",
-                              Descriptor({{0, 4}, {batch, 4}, {n, 4}}))),
+                              JaxlibDescriptor({{0, 4}, {batch, 4}, {n, 4}}))),
       std::move(args));
   ASSERT_TRUE(r.ok()) << r.status();
   EXPECT_EQ(Element(*r, 2).ToString(), "{0, 0, 0}");
@@ -363,13 +353,13 @@ TEST(EvaluatorCustomCallTest, GeqrfAndOrgqrReconstruct) {
                    "a = f64[2,5,3] parameter(0)\n"
                    " q = (f64[2,5,3]{1,2,0}, f64[2,3], s32[2], f64[64]) custom-call(a),"
                    " custom_call_target=\"cusolver_geqrf\", backend_config=",
-                   Descriptor({{1, 4}, {2, 4}, {m, 4}, {n, 4}, {64, 4}}),
+                   JaxlibDescriptor({{1, 4}, {2, 4}, {m, 4}, {n, 4}, {64, 4}}),
                    "\n r = f64[2,5,3]{1,2,0} get-tuple-element(q), index=0\n"
                    " tau = f64[2,3] get-tuple-element(q), index=1\n"
                    " info = s32[2] get-tuple-element(q), index=2\n"
                    " o = (f64[2,5,3]{1,2,0}, s32[2], f64[64]) custom-call(r, tau),"
                    " custom_call_target=\"cusolver_orgqr\", backend_config=",
-                   Descriptor({{1, 4}, {2, 4}, {m, 4}, {n, 4}, {n, 4}, {64, 4}}),
+                   JaxlibDescriptor({{1, 4}, {2, 4}, {m, 4}, {n, 4}, {n, 4}, {64, 4}}),
                    "\n qq = f64[2,5,3]{1,2,0} get-tuple-element(o), index=0\n"
                    " ROOT t = (f64[2,5,3], f64[2,5,3], s32[2], f64[2,3]) tuple(r, qq, info, tau)")),
                std::move(args));
@@ -413,7 +403,8 @@ TEST(EvaluatorCustomCallTest, TrsmBatchedSolves) {
         " a = f64[1,3,3] reshape(a0)\n b = f64[1,3,2] reshape(b0)\n"
         " c = (f64[1,3,2]{1,2,0}, s8[8], s8[8]) custom-call(a, b),"
         " custom_call_target=\"cublas_trsm_batched\", backend_config=",
-        Descriptor({{1, 4}, {1, 4}, {3, 4}, {2, 4}, {side, 4}, {0, 4}, {trans, 4}, {diag, 4}}),
+        JaxlibDescriptor(
+            {{1, 4}, {1, 4}, {3, 4}, {2, 4}, {side, 4}, {0, 4}, {trans, 4}, {diag, 4}}),
         "\n x = f64[1,3,2]{1,2,0} get-tuple-element(c), index=0\n"
         " ROOT r = f64[3,2] reshape(x)");
   };
@@ -430,7 +421,7 @@ TEST(EvaluatorCustomCallTest, LuPivotsToPermutation) {
                              ")\n ROOT r = s32[3] custom-call(p),"
                              " custom_call_target=\"cuda_lu_pivots_to_permutation\","
                              " backend_config=",
-                             Descriptor({{1, 8}, {3, 4}, {3, 4}})));
+                             JaxlibDescriptor({{1, 8}, {3, 4}, {3, 4}})));
   };
   EXPECT_EQ(perm("{2, 2, 2}"), "{2, 0, 1}");
   EXPECT_EQ(perm("{0, 1, 2}"), "{0, 1, 2}");
