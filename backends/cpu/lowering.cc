@@ -149,7 +149,7 @@ absl::Status CheckConditional(const Instruction& instr) {
   return absl::OkStatus();
 }
 
-// A comparator the generated sort can inline: 2n scalar parameters, scalar elementwise ops.
+// A comparator the generated sort can inline (CheckScalarComputation) returning pred[].
 absl::Status CheckSort(const Instruction& instr) {
   const ir::Computation* cmp = instr.to_apply();
   if (cmp == nullptr || instr.dimensions.size() != 1) {
@@ -159,14 +159,7 @@ absl::Status CheckSort(const Instruction& instr) {
   for (const Instruction* o : instr.operands()) {
     if (o->shape().dimensions() != dims) return Unsupported(instr, "sort operands differ in shape");
   }
-  for (const Instruction* i : cmp->instructions()) {
-    if (i->opcode() == Opcode::kParameter || i->opcode() == Opcode::kConstant) continue;
-    if (!ir::IsElementwise(i->opcode()) || !IsLoopOp(i->opcode()) || !i->shape().IsScalar()) {
-      return Unsupported(instr, absl::StrCat("its comparator '", cmp->name(), "' uses ",
-                                             std::string(ir::OpcodeName(i->opcode())),
-                                             " (only scalar elementwise ops are inlined)"));
-    }
-  }
+  if (absl::Status s = CheckScalarComputation(instr, *cmp); !s.ok()) return s;
   if (!cmp->root()->shape().IsScalar() ||
       cmp->root()->shape().element_type() != PrimitiveType::kPred) {
     return Unsupported(instr, "the comparator must return pred[]");
