@@ -18,6 +18,7 @@
 #include "absl/strings/str_replace.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "ir/hlo_files.h"
 #include "ir/hlo_parser.h"
 #include "ir/verifier.h"
 #include "optimizers/core/search.h"
@@ -44,10 +45,7 @@ absl::StatusOr<std::unique_ptr<ir::Module>> PrepareForCpu(const ir::Module& modu
 }
 
 absl::StatusOr<std::unique_ptr<ir::Module>> ReadForCpu(const std::string& file) {
-  std::ifstream in(file);
-  if (!in) return absl::NotFoundError(absl::StrCat(file, ": cannot read"));
-  const std::string text((std::istreambuf_iterator<char>(in)), {});
-  absl::StatusOr<std::unique_ptr<ir::Module>> parsed = ParseAndVerify(text, file);
+  absl::StatusOr<std::unique_ptr<ir::Module>> parsed = ir::LoadVerifiedHlo(file);
   if (!parsed.ok()) return parsed.status();
   return PrepareForCpu(**parsed);
 }

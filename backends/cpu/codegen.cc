@@ -1939,9 +1939,14 @@ absl::Status KernelEmitter::EmitMatmul() {
       const std::string weights = operand(rhs);
       return EmitConvPrimitive(src, weights, others);
     }
-    const int64_t groups = mm->feature_group_count;
-    const int64_t nb = ld[static_cast<size_t>(dn.input_batch_dimension)];
-    const int64_t cg = ld[static_cast<size_t>(dn.input_feature_dimension)] / groups;
+    // Feature groups split the input features, batch groups (a depthwise convolution's weight
+    // gradient) the input batch; each group is one product of the batch, on its block of output
+    // features. At most one of the two counts is above 1.
+    const int64_t fgroups = std::max<int64_t>(1, mm->feature_group_count);
+    const int64_t bgroups = std::max<int64_t>(1, mm->batch_group_count);
+    const int64_t groups = fgroups * bgroups;
+    const int64_t nb = ld[static_cast<size_t>(dn.input_batch_dimension)] / bgroups;
+    const int64_t cg = ld[static_cast<size_t>(dn.input_feature_dimension)] / fgroups;
     const int64_t og = od[static_cast<size_t>(dn.output_feature_dimension)] / groups;
     std::vector<int64_t> os, ks, xs;
     for (size_t d = 0; d < ns; ++d) {
@@ -1956,10 +1961,11 @@ absl::Status KernelEmitter::EmitMatmul() {
     adims.insert(adims.end(), ks.begin(), ks.end());
     a = pack(lhs, {}, adims, [&](const Idx& ni, Idx* xi, std::string* guard) {
       const std::string& g = ni[0];
-      (*xi)[static_cast<size_t>(dn.input_batch_dimension)] = ni[1];
+      (*xi)[static_cast<size_t>(dn.input_batch_dimension)] =
+          bgroups == 1 ? ni[1] : absl::StrCat("(", g, ")*", nb, " + ", ni[1]);
       const std::string& c = ni[2 + ns];
       (*xi)[static_cast<size_t>(dn.input_feature_dimension)] =
-          groups == 1 ? c : absl::StrCat("(", g, ")*", cg, " + ", c);
+          fgroups == 1 ? c : absl::StrCat("(", g, ")*", cg, " + ", c);
       std::vector<std::string> valid;
       for (size_t d = 0; d < ns; ++d) {
         const ir::WindowDim& w = win[d];
@@ -2176,7 +2182,7 @@ std::string Assemble(const ConstantPool& pool, const std::string& kernels, const
                    scratch, "; }\n",
                    "extern \"C\" void mltune_entry(void* const* args, void* const* results, "
                    "char* scratch) {\n  (void)args; (void)results; (void)scratch;\n",
-                   entry, "}\n");
+                   "  const mt_float_env float_env;\n", entry, "}\n");
   if (profiled.empty()) return out;
   // kernel_ns[kernel_count]: an empty timed region, the timer's own cost, which the runner
   // takes off each kernel's time.
@@ -2187,7 +2193,8 @@ std::string Assemble(const ConstantPool& pool, const std::string& kernels, const
       "extern \"C\" int32_t mltune_kernel_count() { return ", kernel_count, "; }\n",
       "extern \"C\" void mltune_entry_profiled(void* const* args, void* const* results, "
       "char* scratch, int64_t* kernel_ns) {\n  (void)args; (void)results; (void)scratch;\n",
-      profiled, "  const int64_t t = mltune_now_ns();\n  kernel_ns[", kernel_count,
+      "  const mt_float_env float_env;\n", profiled,
+      "  const int64_t t = mltune_now_ns();\n  kernel_ns[", kernel_count,
       "] += mltune_now_ns() - t;\n}\n");
   return out;
 }

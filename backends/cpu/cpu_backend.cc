@@ -22,6 +22,7 @@ absl::StatusOr<std::unique_ptr<ir::Module>> RunCpuPasses(const ir::Module& modul
     return absl::InternalError(
         absl::StrCat("XLA's default cpu pipeline failed: ", changed.status().message()));
   }
+  DuplicateSharedBroadcasts(*copy);
   NormalizeTupleUses(*copy);
   return copy;
 }

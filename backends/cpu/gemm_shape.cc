@@ -35,11 +35,13 @@ GemmShape GemmShapeOf(const Instruction& mm) {
   }
   const ir::ConvolutionDimensionNumbers& dn = *mm.conv_dnums;
   const std::vector<int64_t>& od = mm.shape().dimensions();
-  const int64_t groups = std::max<int64_t>(1, mm.feature_group_count);
+  const int64_t fgroups = std::max<int64_t>(1, mm.feature_group_count);
+  const int64_t bgroups = std::max<int64_t>(1, mm.batch_group_count);
+  const int64_t groups = fgroups * bgroups;
   s.batch = groups;
-  s.m = ld[static_cast<size_t>(dn.input_batch_dimension)];
+  s.m = ld[static_cast<size_t>(dn.input_batch_dimension)] / bgroups;
   for (int64_t d : dn.output_spatial_dimensions) s.m *= od[static_cast<size_t>(d)];
-  s.k = ld[static_cast<size_t>(dn.input_feature_dimension)] / groups;
+  s.k = ld[static_cast<size_t>(dn.input_feature_dimension)] / fgroups;
   for (int64_t d : dn.kernel_spatial_dimensions) s.k *= rd[static_cast<size_t>(d)];
   s.n = od[static_cast<size_t>(dn.output_feature_dimension)] / groups;
   return s;

@@ -255,14 +255,16 @@ absl::Status CheckInstruction(const Instruction& instr, bool entry) {
           instr.operand(1)->shape().element_type() != PrimitiveType::kF32) {
         return Unsupported(instr, "only f32 matrix ops are generated");
       }
-      if (op == Opcode::kConvolution && instr.batch_group_count != 1) {
-        return Unsupported(instr, "batch_group_count > 1 is not lowered");
-      }
-      if (op == Opcode::kConvolution &&
-          instr.shape().dimensions(instr.conv_dnums->output_feature_dimension) %
-                  instr.feature_group_count !=
-              0) {
-        return Unsupported(instr, "output features not divisible by feature_group_count");
+      if (op == Opcode::kConvolution) {
+        const ir::ConvolutionDimensionNumbers& dn = *instr.conv_dnums;
+        const int64_t fg = instr.feature_group_count, bg = instr.batch_group_count;
+        if (fg < 1 || bg < 1 || (fg > 1 && bg > 1)) {
+          return Unsupported(instr, "feature and batch groups together are not lowered");
+        }
+        if (instr.shape().dimensions(dn.output_feature_dimension) % (fg * bg) != 0 ||
+            instr.operand(0)->shape().dimensions(dn.input_batch_dimension) % bg != 0) {
+          return Unsupported(instr, "features or batch not divisible by the group count");
+        }
       }
       return absl::OkStatus();
     case Opcode::kBitcastConvert: {

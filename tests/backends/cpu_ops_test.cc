@@ -5,10 +5,12 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstdlib>
+#include <cstring>
 #include <set>
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_join.h"
 #include "backends/cpu/codegen.h"
 #include "backends/cpu/cpu_backend.h"
 #include "backends/cpu/onednn.h"
@@ -348,6 +350,23 @@ ENTRY e {
   zb = f32[2,4,11,6] broadcast(z), dimensions={}
   r = f32[2,4,11,6] maximum(c, zb)
   ROOT t = (f32[2,4,11,6], f32[2,4,11,6]) tuple(c, r)
+})"},
+    // Batch groups: each group of input images convolved with its block of output features.
+    {"conv_batch_grouped", R"(
+HloModule m
+ENTRY e {
+  x = f32[4,7,7,3] parameter(0)
+  w = f32[3,3,3,6] parameter(1)
+  ROOT c = f32[2,5,5,6] convolution(x, w), window={size=3x3}, dim_labels=b01f_01io->b01f, batch_group_count=2
+})"},
+    // A depthwise convolution's weight gradient as JAX writes it: the channels are the batch
+    // groups, the output gradient the kernel.
+    {"conv_depthwise_weight_gradient", R"(
+HloModule m
+ENTRY e {
+  x = f32[4,2,6,6] parameter(0)
+  dy = f32[2,4,4,4] parameter(1)
+  ROOT c = f32[1,4,5,5] convolution(x, dy), window={size=4x4 pad=1_1x1_1}, dim_labels=bf01_io01->bf01, batch_group_count=4
 })"},
     // 1-D, dilated, with a fused operand expression and constant weights (both materialized).
     {"conv_1d_fused_operand_constant_weights", R"(
@@ -1072,6 +1091,13 @@ TEST(CpuOpsImplTest, ConvolutionPrimitiveIsOfferedWhereOneDnnComputesIt) {
   for (const Case& c : kCases) {
     const std::string name = c.name;
     if (name.rfind("conv_", 0) != 0) continue;
+    // oneDNN's primitive has no batch groups: the im2col GEMM, generated or dnnl_sgemm.
+    if (std::string(c.hlo).find("batch_group_count") != std::string::npos) {
+      const std::vector<int64_t> gemms =
+          dnnl ? std::vector<int64_t>{0, 1} : std::vector<int64_t>{0};
+      EXPECT_EQ(sorted(c.hlo), gemms) << name;
+      continue;
+    }
     // Grouped, with the input's batch and feature dimensions swapped (fb01): no plain kernel.
     EXPECT_EQ(sorted(c.hlo), name == "conv_grouped_strided_relu" ? blocked_only : all) << name;
     EXPECT_EQ(impls(c.hlo).front(), dnnl ? 3 : 0) << name;
@@ -1197,6 +1223,77 @@ ENTRY e {
   absl::StatusOr<CompiledModule> compiled = CompileModule(**module);
   ASSERT_TRUE(compiled.ok()) << compiled.status();
   EXPECT_TRUE(CheckAgainstEvaluator(**module, *compiled, 3).ok());
+}
+
+// Generated code runs under XLA CPU's floating-point environment: subnormal results flush to
+// zero (FTZ) and subnormal inputs read as zero (DAZ). The values come in as parameters, so the
+// C++ compiler cannot fold them under its own (IEEE) rules.
+TEST(CpuFloatEnvTest, SubnormalsFlushToZeroAsOnXlaCpu) {
+  setenv("MLTUNE_KERNEL_CACHE", MLTUNE_TEST_KERNEL_CACHE, 0);
+  absl::StatusOr<std::unique_ptr<ir::Module>> module = ir::ParseHloText(R"(
+HloModule m
+ENTRY e {
+  x = f32[3] parameter(0)
+  y = f32[3] parameter(1)
+  ROOT p = f32[3] multiply(x, y)
+})");
+  ASSERT_TRUE(module.ok()) << module.status();
+  absl::StatusOr<CompiledModule> compiled = CompileModule(**module);
+  ASSERT_TRUE(compiled.ok()) << compiled.status();
+  auto literal = [](std::vector<float> v) {
+    absl::StatusOr<ir::Literal> l = ir::Literal::Create(ir::Shape(ir::PrimitiveType::kF32, {3}));
+    std::memcpy(l->untyped_data(), v.data(), v.size() * sizeof(float));
+    return *std::move(l);
+  };
+  // 1e-20 * 1e-20 is subnormal (FTZ); 1e-40 is a subnormal input (DAZ); 2 * 3 stays.
+  absl::StatusOr<std::vector<ir::Literal>> out =
+      Execute(compiled->object, compiled->program,
+              {literal({1e-20f, 1e-40f, 2.0f}), literal({1e-20f, 1e30f, 3.0f})});
+  ASSERT_TRUE(out.ok()) << out.status();
+  ASSERT_EQ(out->size(), 1u);
+  float got[3];
+  std::memcpy(got, (*out)[0].untyped_data(), sizeof(got));
+  EXPECT_EQ(got[0], 0.0f);
+  EXPECT_EQ(got[1], 0.0f);
+  EXPECT_EQ(got[2], 6.0f);
+}
+
+// A broadcast and a convert of an iota that two kernels read (CSE merged the copies) are
+// duplicated into each of them by the cpu pipeline instead of being materialized: two kernels,
+// the reduction and the loop after it, and the result still matches the evaluator.
+TEST(CpuOpsFusionTest, SharedBroadcastsAreFusedIntoEachConsumer) {
+  setenv("MLTUNE_KERNEL_CACHE", MLTUNE_TEST_KERNEL_CACHE, 0);
+  absl::StatusOr<std::unique_ptr<ir::Module>> module = ir::ParseHloText(R"(
+HloModule m
+add {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT s = f32[] add(a, b)
+}
+ENTRY e {
+  x = f32[64,256] parameter(0)
+  half = f32[] constant(0.5)
+  h = f32[64,256] broadcast(half), dimensions={}
+  io = s32[64,256] iota(), iota_dimension=1
+  iof = f32[64,256] convert(io)
+  m = f32[64,256] multiply(x, h)
+  m2 = f32[64,256] add(m, iof)
+  zero = f32[] constant(0)
+  r = f32[256] reduce(m2, zero), dimensions={0}, to_apply=add
+  rb = f32[64,256] broadcast(r), dimensions={1}
+  rx = f32[64,256] add(rb, x)
+  t = f32[64,256] maximum(rx, h)
+  ROOT u = f32[64,256] add(t, iof)
+})");
+  ASSERT_TRUE(module.ok()) << module.status();
+  absl::StatusOr<std::unique_ptr<ir::Module>> optimized = RunCpuPipeline(**module);
+  ASSERT_TRUE(optimized.ok()) << optimized.status();
+  absl::StatusOr<CompiledModule> compiled = CompileModule(**optimized);
+  ASSERT_TRUE(compiled.ok()) << compiled.status();
+  std::vector<std::string> kernels;
+  for (const Kernel& k : compiled->lowered.kernels) kernels.push_back(k.name);
+  EXPECT_EQ(kernels.size(), 2u) << absl::StrJoin(kernels, ", ");
+  EXPECT_TRUE(CheckAgainstEvaluator(**module, *compiled, 5).ok());
 }
 
 using testing::JaxlibDescriptor;
