@@ -268,6 +268,18 @@ std::string OneLine(const std::string& text, size_t limit) {
   return s;
 }
 
+std::string CpuModel() {
+  std::ifstream in("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("model name", 0) == 0) {
+      const size_t colon = line.find(':');
+      return colon == std::string::npos ? line : line.substr(colon + 2);
+    }
+  }
+  return "unknown CPU";
+}
+
 double GeoMean(const std::vector<double>& values) {
   if (values.empty()) return 0;
   double log_sum = 0;

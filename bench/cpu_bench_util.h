@@ -91,6 +91,8 @@ TorchPeerResult RunTorchPeer(const std::string& python, const std::string& scrip
                              double min_seconds, const nlohmann::json& specs);
 
 double GeoMean(const std::vector<double>& values);  // 0 for an empty list
+// The CPU's model name (/proc/cpuinfo), for the machine line of a results file.
+std::string CpuModel();
 
 // The first line of `text`, cut to `limit` characters with "..." (error messages in tables).
 std::string OneLine(const std::string& text, size_t limit = 160);

@@ -34,6 +34,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "backends/cpu/cpu_backend.h"
+#include "bench/cpu_bench_util.h"
 #include "ir/hlo_files.h"
 #include "ir/ir.h"
 #include "optimizers/core/search.h"
@@ -56,18 +57,6 @@ std::string FormatSeconds(double s) {
   if (s >= 1) return absl::StrFormat("%.3g s", s);
   if (s >= 1e-3) return absl::StrFormat("%.3g ms", s * 1e3);
   return absl::StrFormat("%.3g us", s * 1e6);
-}
-
-std::string CpuModel() {
-  std::ifstream in("/proc/cpuinfo");
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.rfind("model name", 0) == 0) {
-      const size_t colon = line.find(':');
-      return colon == std::string::npos ? line : line.substr(colon + 2);
-    }
-  }
-  return "unknown CPU";
 }
 
 // One search and what came of it.
@@ -314,7 +303,7 @@ int main(int argc, char** argv) {
   char date[32];
   std::strftime(date, sizeof(date), "%Y-%m-%d", std::gmtime(&now));
   std::ostringstream doc;
-  doc << "<!-- " << command << "\n     " << date << "; " << CpuModel() << ", "
+  doc << "<!-- " << command << "\n     " << date << "; " << bench::CpuModel() << ", "
       << std::thread::hardware_concurrency() << " vCPUs; bench run time "
       << absl::StrFormat("%.1f", SecondsSince(bench_start) / 60) << " min. -->\n\n";
   doc << "## Pass order by op count vs by measured latency (CPU backend, 1 thread)\n\n";

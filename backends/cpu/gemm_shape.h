@@ -27,6 +27,11 @@ struct GemmShape {
 };
 GemmShape GemmShapeOf(const ir::Instruction& dot_or_convolution);
 
+// Whether a dot, or a convolution that oneDNN's primitive does not take, defaults to dnnl_sgemm
+// (impl 1) rather than the generated GEMM where the build has oneDNN: products with more than
+// one column and at least 64K multiply-adds each, as bench/gemm_defaults measured on the zoo.
+bool PreferOneDnnGemm(const GemmShape& shape);
+
 // The generated GEMM's parameters with every choice, the default first: `micro` the register
 // tile (MicroKernel), `mc` / `kc` / `nc` the cache blocks of the lhs rows, the contraction and
 // the rhs columns.

@@ -489,6 +489,8 @@ std::vector<KernelParam> KindParams(const Kernel& kernel) {
           const int64_t preferred = plain && pointwise ? 2 : 3;
           std::rotate(impls.begin(), std::find(impls.begin(), impls.end(), preferred),
                       std::find(impls.begin(), impls.end(), preferred) + 1);
+        } else if (PreferOneDnnGemm(GemmShapeOf(root))) {
+          std::swap(impls[0], impls[1]);  // dnnl_sgemm first: the default
         }
       }
       std::vector<KernelParam> params = {{"impl", impls}};

@@ -28,13 +28,8 @@ backends::cpu::MeasureOptions ModuleTuningMeasureOptions() {
   return m;
 }
 
-namespace {
-
-// Kernel `kernel`'s program under its defaults, less what names it (its number in function
-// names, the comment naming its ops), with its parameter space: equal for kernels that compile
-// to one program under every configuration.
-absl::StatusOr<std::string> ProgramKey(const backends::cpu::LoweredModule& module,
-                                       const backends::cpu::Kernel& kernel) {
+absl::StatusOr<std::string> KernelProgramKey(const backends::cpu::LoweredModule& module,
+                                             const backends::cpu::Kernel& kernel) {
   absl::StatusOr<backends::cpu::Program> program = backends::cpu::GenerateKernel(module, kernel.id);
   if (!program.ok()) return program.status();
   const std::regex names(
@@ -46,8 +41,6 @@ absl::StatusOr<std::string> ProgramKey(const backends::cpu::LoweredModule& modul
   return key;
 }
 
-}  // namespace
-
 CpuTileProblem::CpuTileProblem(const backends::cpu::LoweredModule& module, MeasureFn measure)
     : module_(module), measure_(std::move(measure)) {
   // Kernels that compile to one program (a model's repeated blocks) are tuned as one: the first
@@ -56,7 +49,7 @@ CpuTileProblem::CpuTileProblem(const backends::cpu::LoweredModule& module, Measu
   for (const backends::cpu::Kernel& k : module_.kernels) {
     representative_.push_back(k.id);
     if (k.params.empty()) continue;
-    absl::StatusOr<std::string> key = ProgramKey(module_, k);
+    absl::StatusOr<std::string> key = KernelProgramKey(module_, k);
     if (!key.ok()) continue;
     representative_.back() = first.emplace(*key, k.id).first->second;
   }

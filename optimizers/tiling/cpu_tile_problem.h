@@ -29,6 +29,12 @@ backends::cpu::MeasureOptions KernelTuningMeasureOptions();
 // default-against-tuned check, the fusion benchmark): a little longer than a kernel alone.
 backends::cpu::MeasureOptions ModuleTuningMeasureOptions();
 
+// Kernel `kernel`'s program under its defaults, less what names it (its number in function
+// names, the comment naming its ops), with its parameter space: equal for kernels that compile
+// to one program under every configuration.
+absl::StatusOr<std::string> KernelProgramKey(const backends::cpu::LoweredModule& module,
+                                             const backends::cpu::Kernel& kernel);
+
 class CpuTileProblem : public ConfigProblem {
  public:
   // Seconds of kernel `kernel` under `config`; an error makes the candidate invalid.

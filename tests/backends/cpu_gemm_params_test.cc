@@ -4,6 +4,7 @@
 // GEMM's parameters and `parallel`. Checked on the generated source itself (configurations said
 // to be one program must generate one text, and the ones kept apart must not), and on the tile
 // problem, which measures each program once and ranks repeats last.
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <memory>
@@ -195,7 +196,7 @@ TEST_F(WideDotTest, OneDnnCallsIgnoreTheGeneratedGemmsParameters) {
   EXPECT_TRUE(GenerateKernel(*lowered, k->id, library)->source ==
               GenerateKernel(*lowered, k->id, canonical)->source);
   // The generated GEMM keeps them all.
-  const KernelConfig generated = With(*k, {{"micro", 3}, {"mc", 48}, {"parallel", 1}});
+  const KernelConfig generated = With(*k, {{"impl", 0}, {"micro", 3}, {"mc", 48}, {"parallel", 1}});
   EXPECT_EQ(CanonicalConfig(*k, generated), generated);
   // A config of the wrong length comes back unchanged.
   EXPECT_EQ(CanonicalConfig(*k, {1}), (KernelConfig{1}));
@@ -209,11 +210,13 @@ TEST_F(WideDotTest, TileProblemMeasuresEachProgramOnceAndRanksRepeatsLast) {
         measured.push_back(c);
         return 1e-3;
       });
-  // Settings as choice indices of the kernel's parameters, impl first.
+  // Settings as choice indices of the kernel's parameters, from impl's value (the default
+  // rule orders its choices) and micro's index.
   auto setting = [&](int64_t impl, int64_t micro) {
     opt::Candidate s(k->params.size(), 0);
     for (size_t p = 0; p < k->params.size(); ++p) {
-      if (k->params[p].name == "impl") s[p] = impl;
+      const std::vector<int64_t>& c = k->params[p].choices;
+      if (k->params[p].name == "impl") s[p] = std::find(c.begin(), c.end(), impl) - c.begin();
       if (k->params[p].name == "micro") s[p] = micro;
     }
     return s;
