@@ -441,6 +441,11 @@ class KernelEmitter {
   void LoopNest(const std::vector<int64_t>& dims, const LoopOptions& opts,
                 const std::function<void(const Idx&)>& body);
   void StoreOutputs(const std::vector<const Instruction*>& outputs, const LoopOptions& opts);
+  // Output `dus`, a dynamic-update-slice, written as XLA writes one in place: its operand
+  // copied, then the update's window alone. Read element by element (a select between the
+  // update and the operand), the update's expression would run for every element of the whole
+  // output: GNMT's loop bodies recomputed a step's LSTM cell for each of the 32 steps.
+  void StoreDynamicUpdateSlice(const Instruction* dus, const LoopOptions& opts);
   std::string OutPtr(const Instruction* o) const { return out_ptr_.at(o); }
 
   absl::Status EmitLoop();
@@ -938,6 +943,10 @@ void KernelEmitter::StoreOutputs(const std::vector<const Instruction*>& outputs,
   std::map<std::vector<int64_t>, std::vector<const Instruction*>> groups;
   std::vector<std::vector<int64_t>> order;
   for (const Instruction* o : outputs) {
+    if (o->opcode() == Opcode::kDynamicUpdateSlice) {
+      StoreDynamicUpdateSlice(o, opts);
+      continue;
+    }
     auto& g = groups[o->shape().dimensions()];
     if (g.empty()) order.push_back(o->shape().dimensions());
     g.push_back(o);
@@ -954,6 +963,31 @@ void KernelEmitter::StoreOutputs(const std::vector<const Instruction*>& outputs,
       }
     });
   }
+}
+
+void KernelEmitter::StoreDynamicUpdateSlice(const Instruction* dus, const LoopOptions& opts) {
+  const std::vector<int64_t>& od = dus->shape().dimensions();
+  const std::vector<int64_t>& ud = dus->operand(1)->shape().dimensions();
+  const PrimitiveType t = dus->shape().element_type();
+  if (Product(od) == 0) return;
+  LoopOptions hoisting = opts;
+  hoisting.hoist = true;
+  LoopNest(od, hoisting, [&](const Idx& idx) {
+    Line(absl::StrCat(OutPtr(dus), "[", Linear(od, idx),
+                      "] = ", StoreAs(t, Value(dus->operand(0), idx)), ";"));
+  });
+  if (Product(ud) == 0) return;
+  LoopNest(ud, hoisting, [&](const Idx& u) {
+    Idx at(u.size());
+    for (size_t d = 0; d < u.size(); ++d) {
+      // XLA clamps the start so the update fits.
+      const std::string s = Value(dus->operand(static_cast<int64_t>(d) + 2), {});
+      const std::string start = IntVar(Clamp(absl::StrCat("(int64_t)", s), 0, od[d] - ud[d]));
+      at[d] = absl::StrCat("(", start, ") + (", u[d], ")");
+    }
+    Line(absl::StrCat(OutPtr(dus), "[", Linear(od, at),
+                      "] = ", StoreAs(t, Value(dus->operand(1), u)), ";"));
+  });
 }
 
 absl::Status KernelEmitter::EmitLoop() {

@@ -132,6 +132,20 @@ ENTRY e {
   sum = f32[3,2] add(ds, u)
   ROOT dus = f32[8,6] dynamic-update-slice(a, sum, j, i)
 })"},
+    // A dynamic-update-slice leaving its kernel (written in place: the operand copied, then the
+    // window) that another output of the kernel also reads (element by element).
+    {"dynamic_update_slice_output_and_read", R"(
+HloModule m
+ENTRY e {
+  a = f32[5,4,6] parameter(0)
+  x = f32[1,4,6] parameter(1)
+  t = f32[1,4,6] tanh(x)
+  i = s32[] constant(2)
+  z = s32[] constant(0)
+  dus = f32[5,4,6] dynamic-update-slice(a, t, i, z, z)
+  neg = f32[5,4,6] negate(dus)
+  ROOT r = (f32[5,4,6], f32[5,4,6]) tuple(dus, neg)
+})"},
     {"reductions", R"(
 HloModule m
 add {
