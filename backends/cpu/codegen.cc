@@ -1539,10 +1539,27 @@ absl::Status KernelEmitter::EmitReduceWindow() {
     int opened = 0;
     for (size_t d = 0; d < xd.size(); ++d) {
       const ir::WindowDim& w = win[d];
+      const bool padded = w.padding_low != 0 || w.padding_high != 0;
+      // Without base dilation, the window positions that land inside the operand are one range,
+      // computed before the loop: the loop then has no bounds test, and vectorizes (DLRM's
+      // cumulative sum, a window as wide as its 729 inputs: 90-140 us before, 13 us after).
+      const bool ranged = padded && w.base_dilation == 1 && w.size != 1;
       std::string wv = "0";
       if (w.size != 1) {
+        std::string lo = "0", hi = absl::StrCat(w.size);
+        if (ranged) {
+          // pos = o*stride - pad + w*dilation in [0, n) <=> w in [ceil(a/dil), ceil((n+a)/dil))
+          // with a = pad - o*stride, clamped to [0, size).
+          const std::string a = IntVar(absl::StrCat(w.padding_low, " - (", oi[d], ")*", w.stride));
+          const int64_t wd = w.window_dilation;
+          lo = IntVar(absl::StrCat("std::max<int64_t>(0, ", a, " <= 0 ? 0 : (", a, " + ", wd - 1,
+                                   ") / ", wd, ")"));
+          hi = IntVar(absl::StrCat("std::min<int64_t>(", w.size, ", ", xd[d], " + ", a,
+                                   " <= 0 ? 0 : (", xd[d], " + ", a, " + ", wd - 1, ") / ", wd,
+                                   ")"));
+        }
         wv = NewName("w");
-        Open(absl::StrCat("for (int64_t ", wv, " = 0; ", wv, " < ", w.size, "; ++", wv, ") {"));
+        Open(absl::StrCat("for (int64_t ", wv, " = ", lo, "; ", wv, " < ", hi, "; ++", wv, ") {"));
         ++opened;
       }
       const std::string raw = IntVar(absl::StrCat("(", oi[d], ")*", w.stride, " - ", w.padding_low,
@@ -1552,7 +1569,7 @@ absl::Status KernelEmitter::EmitReduceWindow() {
         valid.push_back(absl::StrCat(raw, " >= 0 && ", raw, " % ", w.base_dilation, " == 0"));
         pos = IntVar(absl::StrCat(raw, " / ", w.base_dilation));
       }
-      if (w.padding_low != 0 || w.padding_high != 0 || w.base_dilation > 1) {
+      if ((padded && !ranged) || w.base_dilation > 1) {
         valid.push_back(absl::StrCat(pos, " >= 0 && ", pos, " < ", xd[d]));
       }
       xi[d] = pos;

@@ -50,10 +50,20 @@ bool IsGenerated(const ir::Instruction* v) {
   }
 }
 
+// Consumers that read each operand element many times (once per window holding it): an
+// expression fused into them runs that many times per element. DLRM's cumulative sum (a
+// reduce-window as wide as its input) over a 13-op expression of iotas took 314 us fused
+// against 2 us materialized.
+bool ReusesElements(const ir::Instruction* user) {
+  return user->opcode() == Opcode::kReduceWindow || user->opcode() == Opcode::kSelectAndScatter ||
+         user->opcode() == Opcode::kConvolution;
+}
+
 bool Duplicable(const ir::Instruction* v) {
   if (!v->shape().IsArray()) return false;
   if (v->opcode() == Opcode::kBroadcast || v->opcode() == Opcode::kIota) return true;
-  return IsCheapElementwise(v->opcode()) && IsGenerated(v);
+  return IsCheapElementwise(v->opcode()) && IsGenerated(v) &&
+         std::none_of(v->users().begin(), v->users().end(), ReusesElements);
 }
 
 }  // namespace

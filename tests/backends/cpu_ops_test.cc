@@ -146,6 +146,29 @@ ENTRY e {
   neg = f32[5,4,6] negate(dus)
   ROOT r = (f32[5,4,6], f32[5,4,6]) tuple(dus, neg)
 })"},
+    // Padded windows run over the range of positions inside the operand (no bounds test): with
+    // window dilation and stride, and a cumulative sum as wide as its input.
+    {"reduce_window_padded_ranges", R"(
+HloModule m
+add {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT s = f32[] add(a, b)
+}
+addi {
+  ai = s32[] parameter(0)
+  bi = s32[] parameter(1)
+  ROOT si = s32[] add(ai, bi)
+}
+ENTRY e {
+  x = f32[3,17] parameter(0)
+  z = f32[] constant(0)
+  d = f32[3,6] reduce-window(x, z), window={size=1x4 stride=1x3 pad=0_0x2_3 rhs_dilate=1x2}, to_apply=add
+  i = s32[17] iota(), iota_dimension=0
+  zi = s32[] constant(0)
+  c = s32[17] reduce-window(i, zi), window={size=17 pad=16_0}, to_apply=addi
+  ROOT t = (f32[3,6], s32[17]) tuple(d, c)
+})"},
     {"reductions", R"(
 HloModule m
 add {
@@ -1308,6 +1331,37 @@ ENTRY e {
   for (const Kernel& k : compiled->lowered.kernels) kernels.push_back(k.name);
   EXPECT_EQ(kernels.size(), 2u) << absl::StrJoin(kernels, ", ");
   EXPECT_TRUE(CheckAgainstEvaluator(**module, *compiled, 5).ok());
+}
+
+// An expression that a reduce-window reads is not copied into it: the window would compute it
+// once per window holding each element. It stays one kernel that both consumers read.
+TEST(CpuOpsFusionTest, ExpressionsReadByWindowsStayMaterialized) {
+  absl::StatusOr<std::unique_ptr<ir::Module>> module = ir::ParseHloText(R"(
+HloModule m
+add {
+  a = s32[] parameter(0)
+  b = s32[] parameter(1)
+  ROOT s = s32[] add(a, b)
+}
+ENTRY e {
+  x = s32[729] parameter(0)
+  io = s32[729] iota(), iota_dimension=0
+  three = s32[] constant(3)
+  tb = s32[729] broadcast(three), dimensions={}
+  m = s32[729] multiply(io, tb)
+  zero = s32[] constant(0)
+  c = s32[729] reduce-window(m, zero), window={size=729 pad=728_0}, to_apply=add
+  y = s32[729] add(x, m)
+  ROOT t = (s32[729], s32[729]) tuple(c, y)
+})");
+  ASSERT_TRUE(module.ok()) << module.status();
+  absl::StatusOr<std::unique_ptr<ir::Module>> optimized = RunCpuPipeline(**module);
+  ASSERT_TRUE(optimized.ok()) << optimized.status();
+  int multiplies = 0;
+  for (const ir::Instruction* i : (*optimized)->entry()->MakePostOrder()) {
+    multiplies += i->opcode() == ir::Opcode::kMultiply ? 1 : 0;
+  }
+  EXPECT_EQ(multiplies, 1);
 }
 
 using testing::JaxlibDescriptor;
