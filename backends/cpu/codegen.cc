@@ -441,6 +441,11 @@ class KernelEmitter {
   void LoopNest(const std::vector<int64_t>& dims, const LoopOptions& opts,
                 const std::function<void(const Idx&)>& body);
   void StoreOutputs(const std::vector<const Instruction*>& outputs, const LoopOptions& opts);
+  // A dynamic slice's or update's start on one dimension: scalar `index` clamped to [0, limit],
+  // as XLA clamps it so the window fits.
+  std::string ClampedStart(const Instruction* index, int64_t limit) {
+    return IntVar(Clamp(absl::StrCat("(int64_t)", Value(index, {})), 0, limit));
+  }
   // Output `dus`, a dynamic-update-slice, written as XLA writes one in place: its operand
   // copied, then the update's window alone. Read element by element (a select between the
   // update and the operand), the update's expression would run for every element of the whole
@@ -769,8 +774,8 @@ std::string KernelEmitter::Compute(const Instruction* instr, const Idx& idx) {
       const std::vector<int64_t>& od = instr->operand(0)->shape().dimensions();
       Idx o(idx.size());
       for (size_t d = 0; d < idx.size(); ++d) {
-        const std::string s = Value(instr->operand(static_cast<int64_t>(d) + 1), {});
-        const std::string start = IntVar(Clamp(absl::StrCat("(int64_t)", s), 0, od[d] - dims[d]));
+        const std::string start =
+            ClampedStart(instr->operand(static_cast<int64_t>(d) + 1), od[d] - dims[d]);
         o[d] = absl::StrCat("(", idx[d], ") + ", start);
       }
       return Value(instr->operand(0), o);
@@ -835,8 +840,8 @@ std::string KernelEmitter::Compute(const Instruction* instr, const Idx& idx) {
       Idx u(idx.size());
       std::vector<std::string> inside;
       for (size_t d = 0; d < idx.size(); ++d) {
-        const std::string s = Value(instr->operand(static_cast<int64_t>(d) + 2), {});
-        const std::string start = IntVar(Clamp(absl::StrCat("(int64_t)", s), 0, dims[d] - ud[d]));
+        const std::string start =
+            ClampedStart(instr->operand(static_cast<int64_t>(d) + 2), dims[d] - ud[d]);
         inside.push_back(absl::StrCat("(", idx[d], ") >= ", start, " && (", idx[d], ") < ", start,
                                       " + ", ud[d]));
         u[d] = Clamp(absl::StrCat("(", idx[d], ") - ", start), 0, std::max<int64_t>(0, ud[d] - 1));
@@ -980,9 +985,8 @@ void KernelEmitter::StoreDynamicUpdateSlice(const Instruction* dus, const LoopOp
   LoopNest(ud, hoisting, [&](const Idx& u) {
     Idx at(u.size());
     for (size_t d = 0; d < u.size(); ++d) {
-      // XLA clamps the start so the update fits.
-      const std::string s = Value(dus->operand(static_cast<int64_t>(d) + 2), {});
-      const std::string start = IntVar(Clamp(absl::StrCat("(int64_t)", s), 0, od[d] - ud[d]));
+      const std::string start =
+          ClampedStart(dus->operand(static_cast<int64_t>(d) + 2), od[d] - ud[d]);
       at[d] = absl::StrCat("(", start, ") + (", u[d], ")");
     }
     Line(absl::StrCat(OutPtr(dus), "[", Linear(od, at),
