@@ -3,7 +3,8 @@
 // integers and preds exactly, NaN equal to NaN. Where an output is ill-conditioned (a square root
 // of the difference of two nearly equal dot products, say), rounding differences grow past any
 // fixed tolerance; such elements may differ by a multiple of how far the reference itself moves
-// under rounding noise (RoundingSpread).
+// under rounding noise (RoundingSpread), and a NaN or infinity may stand against a finite value
+// where the noise alone makes the reference's element one or the other.
 #pragma once
 
 #include <string>
