@@ -18,6 +18,7 @@
 #include "backends/cpu/cpu_backend.h"
 #include "client/cli_commands.h"
 #include "client/load.h"
+#include "costmodels/analytical/analytical.h"
 #include "ir/evaluator/evaluator.h"
 #include "nlohmann/json.hpp"
 #include "optimizers/core/model_topk.h"
@@ -70,12 +71,36 @@ json PrintKernelTimes(const cpu::LoweredModule& lowered, const std::vector<doubl
   for (size_t i = 0; i < order.size(); ++i) order[i] = i;
   std::stable_sort(order.begin(), order.end(),
                    [&](size_t a, size_t b) { return seconds[a] > seconds[b]; });
+  // Each matrix kernel's multiply-add flops (as 2): dots and convolutions are where real models
+  // spend their time, and their rate against the machine's peak says how far a kernel is from
+  // its limit.
+  std::vector<double> matrix_flops(seconds.size(), 0);
+  for (size_t i = 0; i < seconds.size(); ++i) {
+    const cpu::Kernel& k = lowered.kernels[i];
+    if (k.kind == cpu::KernelKind::kDot || k.kind == cpu::KernelKind::kConvolution) {
+      matrix_flops[i] = costmodels::InstructionCost(*k.root).matrix_flops;
+    }
+  }
+  double mm_flops = 0, mm_seconds = 0;
+  for (size_t i = 0; i < seconds.size(); ++i) {
+    if (matrix_flops[i] == 0) continue;
+    mm_flops += matrix_flops[i];
+    mm_seconds += seconds[i];
+  }
   out << "kernel times inside the module's run (median; their sum " << Ms(total) << "):\n";
+  if (mm_seconds > 0) {
+    out << absl::StrFormat("  dots and convolutions: %s (%.1f%%), %.4g GFLOP at %.1f GFLOP/s\n",
+                           Ms(mm_seconds), total > 0 ? 100 * mm_seconds / total : 0.0,
+                           mm_flops * 1e-9, mm_flops * 1e-9 / mm_seconds);
+  }
   const bool with_model = predicted.size() == seconds.size();
-  out << absl::StrFormat("  %-28s %-10s %4s %12s %6s %s %s\n", "kernel", "kind", "ops", "time",
-                         "share", with_model ? "   predicted" : "", "key");
+  out << absl::StrFormat("  %-28s %-10s %4s %12s %6s %8s %s %s\n", "kernel", "kind", "ops", "time",
+                         "share", "GFLOP/s", with_model ? "   predicted" : "", "key");
   for (size_t i : order) {
     const cpu::Kernel& k = lowered.kernels[i];
+    const std::string rate = matrix_flops[i] > 0 && seconds[i] > 0
+                                 ? absl::StrFormat("%8.1f", matrix_flops[i] * 1e-9 / seconds[i])
+                                 : absl::StrFormat("%8s", "-");
     absl::StatusOr<opt::tiling::CpuKernelFeatures> features =
         opt::tiling::CpuKernelFeaturesOf(lowered, k.id);
     const std::string key = features.ok() ? features->key : "";
@@ -84,15 +109,13 @@ json PrintKernelTimes(const cpu::LoweredModule& lowered, const std::vector<doubl
                                    : has_prediction
                                        ? absl::StrFormat(" %9.3f us", predicted[i] * 1e6)
                                        : absl::StrFormat(" %12s", "-");
-    out << absl::StrFormat("  %-28s %-10s %4d %9.3f us %5.1f%%%s  %s\n", k.name,
+    out << absl::StrFormat("  %-28s %-10s %4d %9.3f us %5.1f%% %s%s  %s\n", k.name,
                            cpu::KernelKindName(k.kind), k.members.size(), seconds[i] * 1e6,
-                           total > 0 ? 100 * seconds[i] / total : 0.0, prediction,
+                           total > 0 ? 100 * seconds[i] / total : 0.0, rate, prediction,
                            key.empty() ? "-" : key.substr(0, 16));
-    json entry = {{"kernel", k.name},
-                  {"kind", cpu::KernelKindName(k.kind)},
-                  {"ops", k.members.size()},
-                  {"seconds", seconds[i]},
-                  {"key", key}};
+    json entry = {
+        {"kernel", k.name},      {"kind", cpu::KernelKindName(k.kind)}, {"ops", k.members.size()},
+        {"seconds", seconds[i]}, {"matrix_flops", matrix_flops[i]},     {"key", key}};
     if (has_prediction) entry["predicted_s"] = predicted[i];
     kernels.push_back(std::move(entry));
   }

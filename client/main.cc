@@ -145,7 +145,8 @@ int main(int argc, char** argv) {
   run_cmd->add_option("--emit-source", run.emit_source,
                       "Write the generated C++ source of the module to this file");
   run_cmd->add_flag("--kernel-times", run.kernel_times,
-                    "Also time each kernel inside the module's run and list them, slowest first");
+                    "Also time each kernel inside the module's run and list them, slowest first, "
+                    "with the GFLOP/s of dots and convolutions");
   run_cmd->add_option("--model-db", run.model_db,
                       "Store holding cost-model/fusion-cpu (mltune train-cost-model --task "
                       "fusion): also print its predicted time of the default fusion's kernels");

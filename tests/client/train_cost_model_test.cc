@@ -286,6 +286,13 @@ TEST_F(TrainCostModelTest, FusionReportsRuntimeMapeNextToTheRoofline) {
     double predicted = 0;
     for (const nlohmann::json& k : timed) {
       EXPECT_GE(k.at("seconds").get<double>(), 0.0) << k;
+      // Dots and convolutions carry their flops (for the GFLOP/s column); nothing else does.
+      const std::string kind = k.at("kind").get<std::string>();
+      if (kind == "dot" || kind == "convolution") {
+        EXPECT_GT(k.at("matrix_flops").get<double>(), 0.0) << k;
+      } else {
+        EXPECT_EQ(k.at("matrix_flops").get<double>(), 0.0) << k;
+      }
       EXPECT_GT(k.at("predicted_s").get<double>(), 0.0) << k;
       predicted += k.at("predicted_s").get<double>();
       absl::StatusOr<std::optional<storage::KernelGraphRecord>> g =
