@@ -13,6 +13,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "backends/cpu/custom_calls.h"
+#include "backends/cpu/element_expr.h"
 #include "backends/cpu/gemm_shape.h"
 #include "backends/cpu/onednn_conv.h"
 #include "backends/cpu/row_fusion.h"
@@ -25,99 +26,9 @@ namespace {
 using ir::Instruction;
 using ir::Opcode;
 using ir::PrimitiveType;
-using Idx = std::vector<std::string>;
 
 constexpr int64_t kAlign = 64;
 int64_t AlignUp(int64_t v, int64_t a) { return (v + a - 1) / a * a; }
-
-std::string CType(PrimitiveType t) {
-  switch (t) {
-    case PrimitiveType::kPred:
-      return "bool";
-    case PrimitiveType::kS8:
-      return "int8_t";
-    case PrimitiveType::kS16:
-      return "int16_t";
-    case PrimitiveType::kS32:
-      return "int32_t";
-    case PrimitiveType::kS64:
-      return "int64_t";
-    case PrimitiveType::kU8:
-      return "uint8_t";
-    case PrimitiveType::kU16:
-      return "uint16_t";
-    case PrimitiveType::kU32:
-      return "uint32_t";
-    case PrimitiveType::kU64:
-      return "uint64_t";
-    case PrimitiveType::kF64:
-      return "double";
-    default:
-      return "float";
-  }
-}
-// pred is stored one byte per element, as in Literal; bf16 and f16 as their 16 bits, computed in
-// float as XLA's CPU backend does (each op's result rounded back to the type).
-std::string StorageType(PrimitiveType t) {
-  if (t == PrimitiveType::kPred) return "uint8_t";
-  if (t == PrimitiveType::kBF16 || t == PrimitiveType::kF16) return "uint16_t";
-  return CType(t);
-}
-// A stored element `load` of type `t` as its C type, and a value as what is stored.
-std::string LoadAs(PrimitiveType t, const std::string& load) {
-  if (t == PrimitiveType::kPred) return absl::StrCat("(bool)", load);
-  if (t == PrimitiveType::kBF16) return absl::StrCat("mt_bf16_load(", load, ")");
-  if (t == PrimitiveType::kF16) return absl::StrCat("mt_f16_load(", load, ")");
-  return load;
-}
-std::string StoreAs(PrimitiveType t, const std::string& v) {
-  if (t == PrimitiveType::kPred) return absl::StrCat("(uint8_t)", v);
-  if (t == PrimitiveType::kBF16) return absl::StrCat("mt_bf16_store(", v, ")");
-  if (t == PrimitiveType::kF16) return absl::StrCat("mt_f16_store(", v, ")");
-  return v;
-}
-
-std::string LiteralText(const ir::Literal& lit, int64_t i) {
-  const PrimitiveType t = lit.element_type();
-  const std::string ct = CType(t);
-  if (t == PrimitiveType::kPred) return lit.GetAsBool(i) ? "true" : "false";
-  if (ir::IsFloatingPoint(t)) {
-    const double v = lit.GetAsDouble(i);
-    if (std::isnan(v)) return absl::StrCat("std::numeric_limits<", ct, ">::quiet_NaN()");
-    if (std::isinf(v)) {
-      return absl::StrCat(v < 0 ? "-" : "", "std::numeric_limits<", ct, ">::infinity()");
-    }
-    return absl::StrFormat(t == PrimitiveType::kF32 ? "(float)%.9g" : "(double)%.17g", v);
-  }
-  if (ir::IsSignedIntegral(t)) {
-    const int64_t v = lit.GetAsInt64(i);
-    if (v == std::numeric_limits<int64_t>::min()) return "std::numeric_limits<int64_t>::min()";
-    return absl::StrCat("(", ct, ")", v, "LL");
-  }
-  return absl::StrCat("(", ct, ")", lit.GetAsUint64(i), "ULL");
-}
-
-std::string Linear(const std::vector<int64_t>& dims, const Idx& idx) {
-  std::vector<std::string> terms;
-  int64_t stride = 1;
-  for (int64_t d = static_cast<int64_t>(dims.size()) - 1; d >= 0; --d) {
-    const size_t du = static_cast<size_t>(d);
-    if (dims[du] != 1 && idx[du] != "0") {
-      terms.push_back(stride == 1 ? absl::StrCat("(", idx[du], ")")
-                                  : absl::StrCat("(", idx[du], ")*", stride, "LL"));
-    }
-    stride *= dims[du];
-  }
-  if (terms.empty()) return "0";
-  std::reverse(terms.begin(), terms.end());
-  return absl::StrJoin(terms, " + ");
-}
-
-int64_t Product(const std::vector<int64_t>& v) {
-  int64_t p = 1;
-  for (int64_t x : v) p *= x;
-  return p;
-}
 
 // File-scope arrays for the program's non-scalar constants, each emitted once.
 class ConstantPool {
@@ -136,7 +47,7 @@ class ConstantPool {
         const float f = static_cast<float>(lit.GetAsDouble(i));
         v = absl::StrCat(t == PrimitiveType::kBF16 ? ir::FloatToBF16(f) : ir::FloatToHalf(f));
       } else {
-        v = LiteralText(lit, i);
+        v = LiteralText(lit, i, CppDialect());
       }
       absl::StrAppend(&text, i == 0 ? "" : ",", (i % 8 == 7) ? "\n  " : "", v);
     }
@@ -151,145 +62,6 @@ class ConstantPool {
   std::unordered_map<const Instruction*, std::string> names_;
   std::string decls_;
 };
-
-std::string CompareOp(ir::ComparisonDirection d) {
-  switch (d) {
-    case ir::ComparisonDirection::kEq:
-      return "==";
-    case ir::ComparisonDirection::kNe:
-      return "!=";
-    case ir::ComparisonDirection::kGe:
-      return ">=";
-    case ir::ComparisonDirection::kGt:
-      return ">";
-    case ir::ComparisonDirection::kLe:
-      return "<=";
-    case ir::ComparisonDirection::kLt:
-      return "<";
-  }
-  return "==";
-}
-
-std::string ElementwiseExprInType(const Instruction& instr, const std::vector<std::string>& a);
-
-// The C++ expression of elementwise `instr` on operand expressions `a` (XLA semantics through the
-// prelude's mt_* helpers); a bf16 or f16 result is computed in float and rounded to its type.
-std::string ElementwiseExpr(const Instruction& instr, const std::vector<std::string>& a) {
-  const std::string e = ElementwiseExprInType(instr, a);
-  switch (instr.shape().element_type()) {
-    case PrimitiveType::kBF16:
-      return absl::StrCat("mt_round_bf16(", e, ")");
-    case PrimitiveType::kF16:
-      return absl::StrCat("mt_round_f16(", e, ")");
-    default:
-      return e;
-  }
-}
-
-std::string ElementwiseExprInType(const Instruction& instr, const std::vector<std::string>& a) {
-  const std::string ct = CType(instr.shape().element_type());
-  auto call = [&](const char* fn) { return absl::StrCat(fn, "(", absl::StrJoin(a, ", "), ")"); };
-  // libm functions, cast back to the element type (they return double for integer arguments).
-  static const std::map<Opcode, const char*> kLibm = {
-      {Opcode::kExpm1, "std::expm1"}, {Opcode::kLog, "std::log"},   {Opcode::kLog1p, "std::log1p"},
-      {Opcode::kSqrt, "std::sqrt"},   {Opcode::kCbrt, "std::cbrt"}, {Opcode::kSin, "std::sin"},
-      {Opcode::kCos, "std::cos"},     {Opcode::kTan, "std::tan"},   {Opcode::kFloor, "std::floor"},
-      {Opcode::kCeil, "std::ceil"},   {Opcode::kErf, "std::erf"}};
-  if (auto it = kLibm.find(instr.opcode()); it != kLibm.end()) {
-    return absl::StrCat("(", ct, ")", call(it->second));
-  }
-  switch (instr.opcode()) {
-    case Opcode::kAdd:
-      return call("mt_add");
-    case Opcode::kSubtract:
-      return call("mt_sub");
-    case Opcode::kMultiply:
-      return call("mt_mul");
-    case Opcode::kDivide:
-      return call("mt_div");
-    case Opcode::kRemainder:
-      return call("mt_rem");
-    case Opcode::kMaximum:
-      return call("mt_max");
-    case Opcode::kMinimum:
-      return call("mt_min");
-    case Opcode::kPower:
-      return call("mt_pow");
-    case Opcode::kAtan2:
-      return call("std::atan2");
-    case Opcode::kShiftLeft:
-      return call("mt_shl");
-    case Opcode::kShiftRightLogical:
-      return call("mt_shrl");
-    case Opcode::kShiftRightArithmetic:
-      return call("mt_shra");
-    case Opcode::kAnd:
-      return absl::StrCat("(", ct, ")(", a[0], " & ", a[1], ")");
-    case Opcode::kOr:
-      return absl::StrCat("(", ct, ")(", a[0], " | ", a[1], ")");
-    case Opcode::kXor:
-      return absl::StrCat("(", ct, ")(", a[0], " ^ ", a[1], ")");
-    case Opcode::kCompare:
-      if (instr.comparison_type == ir::ComparisonType::kFloatTotalOrder) {
-        return absl::StrCat("(mt_total_key(", a[0], ") ", CompareOp(*instr.comparison_direction),
-                            " mt_total_key(", a[1], "))");
-      }
-      return absl::StrCat("(", a[0], " ", CompareOp(*instr.comparison_direction), " ", a[1], ")");
-    case Opcode::kSelect:
-      return absl::StrCat("(", a[0], " ? ", a[1], " : ", a[2], ")");
-    case Opcode::kClamp:
-      return absl::StrCat("mt_clamp<", ct, ">(", a[0], ", ", a[1], ", ", a[2], ")");
-    case Opcode::kConvert:
-      return absl::StrCat("mt_convert<", ct, ">(", a[0], ")");
-    case Opcode::kBitcastConvert: {  // same width (CheckInstructionSupported)
-      // 16-bit floats are float values here: their bits come from, and go to, the stored form.
-      const PrimitiveType from = instr.operand(0)->shape().element_type();
-      const PrimitiveType to = instr.shape().element_type();
-      const std::string bits = from == PrimitiveType::kBF16 || from == PrimitiveType::kF16
-                                   ? StoreAs(from, a[0])
-                                   : absl::StrCat("(", CType(from), ")", a[0]);
-      if (to == PrimitiveType::kBF16 || to == PrimitiveType::kF16) {
-        return LoadAs(to, absl::StrCat("std::bit_cast<uint16_t>(", bits, ")"));
-      }
-      return absl::StrCat("std::bit_cast<", ct, ">(", bits, ")");
-    }
-    case Opcode::kCopy:
-      return a[0];
-    case Opcode::kAbs:
-      return call("mt_abs");
-    case Opcode::kNegate:
-      return call("mt_neg");
-    case Opcode::kSign:
-      return call("mt_sign");
-    case Opcode::kNot:
-      return call("mt_not");
-    case Opcode::kPopulationCount:
-      return call("mt_popcnt");
-    case Opcode::kClz:
-      return call("mt_clz");
-    case Opcode::kExp:
-      return call("mt_exp");
-    case Opcode::kTanh:
-      return call("mt_tanh");
-    case Opcode::kLogistic:
-      return call("mt_logistic");
-    case Opcode::kRsqrt:
-      return absl::StrCat("(", ct, ")1 / std::sqrt(", a[0], ")");
-    case Opcode::kIsFinite:
-      return absl::StrCat("(bool)std::isfinite(", a[0], ")");
-    case Opcode::kRoundNearestAfz:
-      return call("std::round");
-    case Opcode::kRoundNearestEven:
-      return call("std::nearbyint");
-    default:
-      return absl::StrCat("/* no expression for ", std::string(ir::OpcodeName(instr.opcode())),
-                          " */ ", ct, "(0)");
-  }
-}
-
-std::string Clamp(const std::string& v, int64_t lo, int64_t hi) {
-  return absl::StrCat("std::min<int64_t>(std::max<int64_t>(", v, ", ", lo, "), ", hi, ")");
-}
 
 struct LoopOptions {
   bool simd = false;
@@ -315,10 +87,10 @@ absl::StatusOr<ProgramText> EmitProgram(const LoweredModule& module,
                                         const std::vector<KernelConfig>& configs,
                                         const std::string& prefix, ConstantPool* pool);
 
-class KernelEmitter {
+class KernelEmitter : public ElementEmitter {
  public:
   KernelEmitter(const Kernel& kernel, const KernelConfig& config, ConstantPool* pool)
-      : k_(kernel), config_(config), pool_(pool) {}
+      : ElementEmitter(kernel, CppDialect()), config_(config), pool_(pool) {}
 
   absl::StatusOr<std::string> Emit(const std::string& fn);
   int64_t workspace_bytes() const { return ws_bytes_; }
@@ -350,70 +122,10 @@ class KernelEmitter {
     ws_bytes_ = AlignUp(ws_bytes_ + std::max<int64_t>(bytes, 1), kAlign);
     return off;
   }
-  void Line(const std::string& s) { absl::StrAppend(&code_, indent_, s, "\n"); }
-  void Open(const std::string& s) {
-    Line(s);
-    indent_ += "  ";
-  }
-  void Close() {
-    indent_.resize(indent_.size() - 2);
-    Line("}");
-  }
-  std::string NewName(const std::string& prefix) { return absl::StrCat(prefix, counter_++); }
-  std::string Var(const std::string& type, const std::string& expr) {
-    const std::string v = NewName("v");
-    const std::string line = absl::StrCat("const ", type, " ", v, " = ", expr, ";");
-    if (hoist_levels_.empty()) {
-      Line(line);
-      return v;
-    }
-    const int innermost = static_cast<int>(hoist_levels_.size()) - 1;
-    const int level = indent_.size() == hoist_depth_ ? LoopLevel(expr) : innermost;
-    if (level >= innermost) {
-      Line(line);
-      var_level_[v] = innermost;
-      return v;
-    }
-    // Inside loop `level`, just before loop level + 1 (and its pragmas) opens.
-    HoistLevel& at = hoist_levels_[static_cast<size_t>(level + 1)];
-    const std::string text = absl::StrCat(at.indent, line, "\n");
-    const size_t pos = at.pos;
-    code_.insert(pos, text);
-    for (HoistLevel& l : hoist_levels_) {
-      if (l.pos >= pos) l.pos += text.size();
-    }
-    var_level_[v] = level;
-    return v;
-  }
-  // The deepest loop of the hoisting nest whose index `expr` reads, directly or through values
-  // computed from it; -1 when it reads none.
-  int LoopLevel(const std::string& expr) const {
-    int level = -1;
-    for (size_t i = 0; i < expr.size();) {
-      if (std::isalpha(static_cast<unsigned char>(expr[i])) || expr[i] == '_') {
-        size_t j = i;
-        while (j < expr.size() &&
-               (std::isalnum(static_cast<unsigned char>(expr[j])) || expr[j] == '_')) {
-          ++j;
-        }
-        auto it = var_level_.find(expr.substr(i, j - i));
-        if (it != var_level_.end()) level = std::max(level, it->second);
-        i = j;
-      } else {
-        ++i;
-      }
-    }
-    return level;
-  }
-  std::string IntVar(const std::string& expr) { return Var("int64_t", expr); }
-  void PushScope() { memo_.emplace_back(); }
-  void PopScope() { memo_.pop_back(); }
 
-  // The value of `instr` at `idx` (a C++ expression: a variable or a literal).
-  std::string Value(const Instruction* instr, const Idx& idx);
-  static std::string MemoKey(const Instruction* instr, const Idx& idx);
-  std::string Compute(const Instruction* instr, const Idx& idx);
-  std::string External(const Instruction* instr, const Idx& idx);
+  std::string External(const Instruction* instr, const Idx& idx) override;
+  // Row caches and a matrix op's GEMM result.
+  std::string Provided(const Instruction* instr, const Idx& idx) override;
   std::string HeavyLoad(const Idx& idx);
   // A reduction's combiner as the emitter folds with it.
   struct ReducerFns {
@@ -441,11 +153,6 @@ class KernelEmitter {
   void LoopNest(const std::vector<int64_t>& dims, const LoopOptions& opts,
                 const std::function<void(const Idx&)>& body);
   void StoreOutputs(const std::vector<const Instruction*>& outputs, const LoopOptions& opts);
-  // A dynamic slice's or update's start on one dimension: scalar `index` clamped to [0, limit],
-  // as XLA clamps it so the window fits.
-  std::string ClampedStart(const Instruction* index, int64_t limit) {
-    return IntVar(Clamp(absl::StrCat("(int64_t)", Value(index, {})), 0, limit));
-  }
   // Output `dus`, a dynamic-update-slice, written as XLA writes one in place: its operand
   // copied, then the update's window alone. Read element by element (a select between the
   // update and the operand), the update's expression would run for every element of the whole
@@ -488,63 +195,36 @@ class KernelEmitter {
   void EmitGemm(const std::string& a, const std::string& b, const std::string& c, int64_t batch,
                 int64_t m, int64_t n, int64_t kdim, bool a_trans = false, bool b_trans = false);
 
-  const Kernel& k_;
   KernelConfig config_;
   ConstantPool* pool_;
   std::string fn_;  // the kernel function's name, which names its helpers
-  std::string code_, helpers_, indent_ = "  ";
-  std::vector<std::map<std::string, std::string>> memo_;
+  std::string helpers_;
   std::unordered_map<const Instruction*, std::string> in_ptr_, out_ptr_;
-  int64_t counter_ = 0, ws_bytes_ = 0;
+  int64_t ws_bytes_ = 0;
   bool onednn_ = false;
   bool onednn_conv_ = false;  // the oneDNN convolution primitive (needs its header)
   // After a matrix op's GEMM, its value is read from `heavy_buffer_` (HeavyLoad).
   std::string heavy_buffer_;
   std::function<std::string(const Idx&)> heavy_index_;
   std::unordered_map<const ir::Computation*, ReducerFns> reducers_;
-  // LoopOptions::hoist: per loop of the nest, where lines hoisted to just before it go and their
-  // indentation; the body's indentation depth; the loop level of each index and value name.
-  struct HoistLevel {
-    size_t pos;
-    std::string indent;
-  };
-  std::vector<HoistLevel> hoist_levels_;
-  size_t hoist_depth_ = 0;
-  std::unordered_map<std::string, int> var_level_;
   // Row kernels: members read from a row cache (its name), indexed by the minor index.
   std::unordered_map<const Instruction*, std::string> row_cache_;
 };
 
-std::string KernelEmitter::MemoKey(const Instruction* instr, const Idx& idx) {
-  return absl::StrCat(reinterpret_cast<uintptr_t>(instr), ":", absl::StrJoin(idx, ","));
-}
-
-std::string KernelEmitter::Value(const Instruction* instr, const Idx& idx) {
-  const std::string key = MemoKey(instr, idx);
-  for (auto it = memo_.rbegin(); it != memo_.rend(); ++it) {
-    auto found = it->find(key);
-    if (found != it->end()) return found->second;
-  }
-  std::string v;
+std::string KernelEmitter::Provided(const Instruction* instr, const Idx& idx) {
   if (auto cached = row_cache_.find(instr); cached != row_cache_.end()) {
-    v = Var(CType(instr->shape().element_type()),
-            absl::StrCat(cached->second, "[", idx.back(), "]"));
-  } else if (!heavy_buffer_.empty() && instr == k_.root) {
-    v = HeavyLoad(idx);
-  } else if (!k_.Contains(instr)) {
-    v = External(instr, idx);
-  } else {
-    v = Compute(instr, idx);
+    return Var(CType(instr->shape().element_type()),
+               absl::StrCat(cached->second, "[", idx.back(), "]"));
   }
-  memo_.back()[key] = v;
-  return v;
+  if (!heavy_buffer_.empty() && instr == k_.root) return HeavyLoad(idx);
+  return "";
 }
 
 std::string KernelEmitter::External(const Instruction* instr, const Idx& idx) {
   const Instruction* base = BaseValue(instr);
   const PrimitiveType t = instr->shape().element_type();
   if (base->opcode() == Opcode::kConstant) {
-    if (base->literal->element_count() == 1) return LiteralText(*base->literal, 0);
+    if (base->literal->element_count() == 1) return LiteralText(*base->literal, 0, dialect_);
     return Var(CType(t), LoadAs(t, absl::StrCat(pool_->Name(base), "[",
                                                 Linear(instr->shape().dimensions(), idx), "]")));
   }
@@ -557,43 +237,12 @@ std::string KernelEmitter::HeavyLoad(const Idx& idx) {
   return Var("float", absl::StrCat(heavy_buffer_, "[", heavy_index_(idx), "]"));
 }
 
-// Scalar computation `comp` (parameters, constants, scalar elementwise ops) as an inline C++
-// function `name` of its parameters p0, p1, ... in order.
-std::string ScalarFunction(const ir::Computation& comp, const std::string& name) {
-  std::vector<std::string> params;
-  for (const Instruction* p : comp.parameters()) {
-    params.push_back(absl::StrCat(CType(p->shape().element_type()), " p", p->parameter_number));
-  }
-  std::string text = absl::StrCat("inline ", CType(comp.root()->shape().element_type()), " ", name,
-                                  "(", absl::StrJoin(params, ", "), ") {\n");
-  std::unordered_map<const Instruction*, std::string> var;
-  int n = 0;
-  for (const Instruction* i : comp.MakePostOrder()) {
-    if (i->opcode() == Opcode::kParameter) {
-      var[i] = absl::StrCat("p", i->parameter_number);
-      continue;
-    }
-    if (i->opcode() == Opcode::kConstant) {
-      var[i] = LiteralText(*i->literal, 0);
-      continue;
-    }
-    std::vector<std::string> args;
-    for (const Instruction* operand : i->operands()) args.push_back(var.at(operand));
-    const std::string v = absl::StrCat("r", n++);
-    absl::StrAppend(&text, "  const ", CType(i->shape().element_type()), " ", v, " = ",
-                    ElementwiseExpr(*i, args), ";\n");
-    var[i] = v;
-  }
-  absl::StrAppend(&text, "  return ", var.at(comp.root()), ";\n}\n");
-  return text;
-}
-
 KernelEmitter::ReducerFns KernelEmitter::Reducer(const ir::Computation& comp, PrimitiveType t) {
   auto it = reducers_.find(&comp);
   if (it != reducers_.end()) return it->second;
   const std::string name = absl::StrCat("red_", fn_, "_", reducers_.size());
   const std::string ct = CType(t);
-  std::string text = ScalarFunction(comp, name);
+  std::string text = ScalarFunction(comp, name, dialect_);
   ReducerFns fns{.fn = name, .fast = ""};
   const Instruction* root = comp.root();
   const bool max = root->opcode() == Opcode::kMaximum, min = root->opcode() == Opcode::kMinimum;
@@ -650,213 +299,6 @@ std::string KernelEmitter::CombineAccumulators(const Accumulators& a) {
   Close();
   return absl::StrCat("(", a.nan, "[0] ? std::numeric_limits<", a.type, ">::quiet_NaN() : ", acc0,
                       ")");
-}
-
-std::string KernelEmitter::Compute(const Instruction* instr, const Idx& idx) {
-  const PrimitiveType t = instr->shape().element_type();
-  const std::string ct = CType(t);
-  const std::vector<int64_t>& dims = instr->shape().dimensions();
-  const Opcode opcode = instr->opcode();
-  if (opcode == Opcode::kCopy) return Value(instr->operand(0), idx);
-  if (ir::IsElementwise(opcode)) {
-    std::vector<std::string> args;
-    for (const Instruction* operand : instr->operands()) args.push_back(Value(operand, idx));
-    return Var(ct, ElementwiseExpr(*instr, args));
-  }
-  std::string e;
-  switch (opcode) {
-    case Opcode::kBroadcast: {
-      Idx o;
-      for (int64_t d : instr->dimensions) o.push_back(idx[static_cast<size_t>(d)]);
-      return Value(instr->operand(0), o);
-    }
-    case Opcode::kTranspose: {
-      Idx o(idx.size());
-      for (size_t j = 0; j < idx.size(); ++j) {
-        o[static_cast<size_t>(instr->dimensions[j])] = idx[j];
-      }
-      return Value(instr->operand(0), o);
-    }
-    case Opcode::kReshape:
-    case Opcode::kBitcast: {
-      const std::vector<int64_t>& od = instr->operand(0)->shape().dimensions();
-      Idx o(od.size(), "0");
-      if (ir::ReshapeMovesOnlyUnitDims(dims, od)) {  // map the other dimensions one to one
-        size_t j = 0;
-        for (size_t i = 0; i < dims.size(); ++i) {
-          if (dims[i] == 1) continue;
-          while (od[j] == 1) ++j;
-          o[j++] = idx[i];
-        }
-      } else {
-        const std::string lin = IntVar(Linear(dims, idx));
-        const std::vector<int64_t> strides = ir::RowMajorStrides(od);
-        for (size_t j = 0; j < od.size(); ++j) {
-          if (od[j] == 1) continue;
-          o[j] = j == 0 ? absl::StrCat(lin, " / ", strides[j])
-                        : absl::StrCat("(", lin, " / ", strides[j], ") % ", od[j]);
-        }
-      }
-      return Value(instr->operand(0), o);
-    }
-    case Opcode::kSlice: {
-      Idx o(idx.size());
-      for (size_t d = 0; d < idx.size(); ++d) {
-        const ir::SliceDim& s = instr->slice[d];
-        std::string x = s.stride == 1 ? idx[d] : absl::StrCat("(", idx[d], ")*", s.stride);
-        o[d] = s.start == 0 ? x : absl::StrCat(x, " + ", s.start);
-      }
-      return Value(instr->operand(0), o);
-    }
-    case Opcode::kReverse: {
-      Idx o = idx;
-      for (int64_t d : instr->dimensions) {
-        const size_t du = static_cast<size_t>(d);
-        o[du] = absl::StrCat(dims[du] - 1, " - (", idx[du], ")");
-      }
-      return Value(instr->operand(0), o);
-    }
-    case Opcode::kConcatenate: {
-      const size_t d = static_cast<size_t>(instr->dimensions[0]);
-      std::vector<int64_t> offsets;
-      int64_t off = 0;
-      for (const Instruction* operand : instr->operands()) {
-        offsets.push_back(off);
-        off += operand->shape().dimensions(static_cast<int64_t>(d));
-      }
-      std::string result;
-      for (int64_t j = instr->operand_count() - 1; j >= 0; --j) {
-        const size_t ju = static_cast<size_t>(j);
-        const int64_t size = instr->operand(j)->shape().dimensions(static_cast<int64_t>(d));
-        Idx o = idx;
-        o[d] = Clamp(absl::StrCat(idx[d], " - ", offsets[ju]), 0, std::max<int64_t>(0, size - 1));
-        if (size == 0) continue;
-        const std::string v = Value(instr->operand(j), o);
-        result = result.empty() ? v
-                                : absl::StrCat("((", idx[d], ") < ", offsets[ju + 1], " ? ", v,
-                                               " : ", result, ")");
-      }
-      e = result;
-      break;
-    }
-    case Opcode::kPad: {
-      const std::vector<int64_t>& od = instr->operand(0)->shape().dimensions();
-      Idx o(idx.size());
-      std::vector<std::string> valid;
-      for (size_t d = 0; d < idx.size(); ++d) {
-        const ir::PaddingDim& p = instr->padding[d];
-        if (p.low == 0 && p.high == 0 && p.interior == 0) {
-          o[d] = idx[d];
-          continue;
-        }
-        const std::string tpos = IntVar(absl::StrCat("(", idx[d], ") - (", p.low, "LL)"));
-        if (p.interior == 0) {
-          valid.push_back(absl::StrCat(tpos, " >= 0 && ", tpos, " < ", od[d]));
-          o[d] = Clamp(tpos, 0, std::max<int64_t>(0, od[d] - 1));
-        } else {
-          const int64_t step = p.interior + 1;
-          valid.push_back(absl::StrCat(tpos, " >= 0 && ", tpos, " % ", step, " == 0 && ", tpos,
-                                       " / ", step, " < ", od[d]));
-          o[d] = Clamp(absl::StrCat(tpos, " / ", step), 0, std::max<int64_t>(0, od[d] - 1));
-        }
-      }
-      const std::string padv = Value(instr->operand(1), {});
-      if (Product(od) == 0) return padv;
-      const std::string v = Value(instr->operand(0), o);
-      if (valid.empty()) return v;
-      e = absl::StrCat("(", absl::StrJoin(valid, " && "), ") ? ", v, " : ", padv);
-      break;
-    }
-    case Opcode::kIota:
-      e = absl::StrCat("(", ct, ")(", idx[static_cast<size_t>(instr->iota_dimension)], ")");
-      break;
-    case Opcode::kDynamicSlice: {
-      const std::vector<int64_t>& od = instr->operand(0)->shape().dimensions();
-      Idx o(idx.size());
-      for (size_t d = 0; d < idx.size(); ++d) {
-        const std::string start =
-            ClampedStart(instr->operand(static_cast<int64_t>(d) + 1), od[d] - dims[d]);
-        o[d] = absl::StrCat("(", idx[d], ") + ", start);
-      }
-      return Value(instr->operand(0), o);
-    }
-    case Opcode::kCustomCall: {
-      const internal::KnownCustomCall call = internal::FindKnownCustomCall(*instr);
-      const std::string x = Value(instr->operand(0), idx);
-      if (call == internal::KnownCustomCall::kIdentity) return x;
-      e = internal::KnownCustomCallExpr(call, x, ct);
-      break;
-    }
-    case Opcode::kGather: {
-      // Per output element (XLA's semantics, as ir/evaluator/gather_scatter.cc): the output's
-      // batch dimensions pick an index vector, whose entries (clamped so the slice fits) start
-      // the slice in the operand; the offset dimensions walk the slice.
-      const ir::GatherDimensionNumbers& dn = *instr->gather_dnums;
-      const Instruction* indices = instr->operand(1);
-      const std::vector<int64_t>& od = instr->operand(0)->shape().dimensions();
-      const int64_t index_rank = indices->shape().rank();
-      auto contains = [](const std::vector<int64_t>& v, int64_t x) {
-        return std::find(v.begin(), v.end(), x) != v.end();
-      };
-      Idx batch;  // the output's batch dimensions, in order
-      for (size_t d = 0; d < idx.size(); ++d) {
-        if (!contains(dn.offset_dims, static_cast<int64_t>(d))) batch.push_back(idx[d]);
-      }
-      auto index_entry = [&](int64_t k) {  // entry k of the index vector at `batch`
-        Idx at;
-        size_t j = 0;
-        for (int64_t d = 0; d < index_rank; ++d) {
-          at.push_back(d == dn.index_vector_dim ? absl::StrCat(k) : batch[j++]);
-        }
-        return Value(indices, at);
-      };
-      Idx start(od.size(), "0");
-      for (size_t k = 0; k < dn.start_index_map.size(); ++k) {
-        start[static_cast<size_t>(dn.start_index_map[k])] =
-            absl::StrCat("(int64_t)", index_entry(static_cast<int64_t>(k)));
-      }
-      for (size_t i = 0; i < dn.operand_batching_dims.size(); ++i) {
-        const int64_t d = dn.start_indices_batching_dims[i];
-        start[static_cast<size_t>(dn.operand_batching_dims[i])] =
-            batch[static_cast<size_t>(d < dn.index_vector_dim ? d : d - 1)];
-      }
-      Idx o(od.size());
-      size_t window = 0;
-      for (size_t d = 0; d < od.size(); ++d) {
-        const int64_t size = instr->gather_slice_sizes[d];
-        std::string at = start[d] == "0" ? "0" : IntVar(Clamp(start[d], 0, od[d] - size));
-        const bool walked = !contains(dn.collapsed_slice_dims, static_cast<int64_t>(d)) &&
-                            !contains(dn.operand_batching_dims, static_cast<int64_t>(d));
-        if (walked) {
-          const std::string offset = idx[static_cast<size_t>(dn.offset_dims[window++])];
-          at = at == "0" ? offset : absl::StrCat("(", offset, ") + ", at);
-        }
-        o[d] = at;
-      }
-      return Value(instr->operand(0), o);
-    }
-    case Opcode::kDynamicUpdateSlice: {
-      const std::vector<int64_t>& ud = instr->operand(1)->shape().dimensions();
-      Idx u(idx.size());
-      std::vector<std::string> inside;
-      for (size_t d = 0; d < idx.size(); ++d) {
-        const std::string start =
-            ClampedStart(instr->operand(static_cast<int64_t>(d) + 2), dims[d] - ud[d]);
-        inside.push_back(absl::StrCat("(", idx[d], ") >= ", start, " && (", idx[d], ") < ", start,
-                                      " + ", ud[d]));
-        u[d] = Clamp(absl::StrCat("(", idx[d], ") - ", start), 0, std::max<int64_t>(0, ud[d] - 1));
-      }
-      const std::string base = Value(instr->operand(0), idx);
-      if (Product(ud) == 0) return base;
-      const std::string upd = Value(instr->operand(1), u);
-      e = absl::StrCat("(", absl::StrJoin(inside, " && "), ") ? ", upd, " : ", base);
-      break;
-    }
-    default:
-      e = absl::StrCat("/* unsupported ", std::string(ir::OpcodeName(opcode)), " */ 0");
-      break;
-  }
-  return Var(ct, e);
 }
 
 void KernelEmitter::LoopNest(const std::vector<int64_t>& dims, const LoopOptions& opts,
@@ -1029,7 +471,7 @@ absl::Status KernelEmitter::EmitSelectAndScatter() {
   });
   if (Product(sd) == 0) return absl::OkStatus();
   const std::string select = absl::StrCat(fn_, "_select");
-  helpers_ += ScalarFunction(*s->called_computations()[0], select);
+  helpers_ += ScalarFunction(*s->called_computations()[0], select, dialect_);
   const std::string scatter = Reducer(*s->called_computations()[1], t).fn;
   const std::string in = LeafArray(BaseValue(operand));
   LoopNest(sd, LoopOptions{}, [&](const Idx& idx) {
@@ -1264,7 +706,7 @@ absl::Status KernelEmitter::EmitSort() {
   const int64_t n = dims[static_cast<size_t>(d)];
   if (Product(dims) == 0) return absl::OkStatus();
   const std::string cmp = absl::StrCat(fn_, "_less");
-  helpers_ += ScalarFunction(*s->to_apply(), cmp);
+  helpers_ += ScalarFunction(*s->to_apply(), cmp, dialect_);
   int64_t stride = 1;
   for (size_t i = static_cast<size_t>(d) + 1; i < dims.size(); ++i) stride *= dims[i];
   const int64_t perm_at = Alloc(n * static_cast<int64_t>(sizeof(int64_t)));

@@ -101,13 +101,13 @@ LibraryCall FindLibraryCall(const ir::Instruction& instr) {
   }
 }
 
-std::string KnownCustomCallExpr(KnownCustomCall call, const std::string& x,
-                                std::string_view ctype) {
-  const std::string t(ctype);
+std::string KnownCustomCallExpr(KnownCustomCall call, const std::string& x, std::string_view ctype,
+                                std::string_view std_ns) {
+  const std::string t(ctype), ns(std_ns);
   switch (call) {
     case KnownCustomCall::kGeluErf:
       // 0.5 x (1 + erf(x / sqrt(2))), in the element type (the evaluator rounds once from double).
-      return absl::StrCat("(", t, ")0.5 * ", x, " * ((", t, ")1 + std::erf(", x, " * (", t,
+      return absl::StrCat("(", t, ")0.5 * ", x, " * ((", t, ")1 + ", ns, "erf(", x, " * (", t,
                           ")0.70710678118654752440))");
     case KnownCustomCall::kIdentity:
     case KnownCustomCall::kNone:

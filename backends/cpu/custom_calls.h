@@ -19,8 +19,10 @@ enum class KnownCustomCall {
 // kNone unless `instr` is a custom-call of a known target with one array operand of its shape.
 KnownCustomCall FindKnownCustomCall(const ir::Instruction& instr);
 
-// The C++ expression of `call` on the operand's value `x` of C type `ctype`.
-std::string KnownCustomCallExpr(KnownCustomCall call, const std::string& x, std::string_view ctype);
+// The C++ expression of `call` on the operand's value `x` of C type `ctype`, with the math
+// functions of namespace `std_ns` ("std::", or the GPU prelude's).
+std::string KnownCustomCallExpr(KnownCustomCall call, const std::string& x, std::string_view ctype,
+                                std::string_view std_ns = "std::");
 
 enum class LibraryCall {
   kNone,
