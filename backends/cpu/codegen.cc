@@ -30,39 +30,6 @@ using ir::PrimitiveType;
 constexpr int64_t kAlign = 64;
 int64_t AlignUp(int64_t v, int64_t a) { return (v + a - 1) / a * a; }
 
-// File-scope arrays for the program's non-scalar constants, each emitted once.
-class ConstantPool {
- public:
-  std::string Name(const Instruction* c) {
-    auto it = names_.find(c);
-    if (it != names_.end()) return it->second;
-    const std::string name = absl::StrCat("cst_", names_.size());
-    const ir::Literal& lit = *c->literal;
-    std::string text = absl::StrCat("static const ", StorageType(lit.element_type()), " ", name,
-                                    "[", std::max<int64_t>(1, lit.element_count()), "] = {");
-    const PrimitiveType t = lit.element_type();
-    for (int64_t i = 0; i < lit.element_count(); ++i) {
-      std::string v;
-      if (t == PrimitiveType::kBF16 || t == PrimitiveType::kF16) {
-        const float f = static_cast<float>(lit.GetAsDouble(i));
-        v = absl::StrCat(t == PrimitiveType::kBF16 ? ir::FloatToBF16(f) : ir::FloatToHalf(f));
-      } else {
-        v = LiteralText(lit, i, CppDialect());
-      }
-      absl::StrAppend(&text, i == 0 ? "" : ",", (i % 8 == 7) ? "\n  " : "", v);
-    }
-    absl::StrAppend(&text, "};\n");
-    decls_ += text;
-    names_[c] = name;
-    return name;
-  }
-  const std::string& decls() const { return decls_; }
-
- private:
-  std::unordered_map<const Instruction*, std::string> names_;
-  std::string decls_;
-};
-
 struct LoopOptions {
   bool simd = false;
   int64_t unroll = 1;

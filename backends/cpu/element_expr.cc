@@ -290,6 +290,31 @@ std::string ScalarFunction(const ir::Computation& comp, const std::string& name,
   return text;
 }
 
+std::string ConstantPool::Name(const Instruction* c) {
+  auto it = names_.find(c);
+  if (it != names_.end()) return it->second;
+  const std::string name = absl::StrCat("cst_", names_.size());
+  const ir::Literal& lit = *c->literal;
+  std::string text =
+      absl::StrCat(dialect_.constant_qualifier, " ", StorageType(lit.element_type()), " ", name,
+                   "[", std::max<int64_t>(1, lit.element_count()), "] = {");
+  const PrimitiveType t = lit.element_type();
+  for (int64_t i = 0; i < lit.element_count(); ++i) {
+    std::string v;
+    if (t == PrimitiveType::kBF16 || t == PrimitiveType::kF16) {
+      const float f = static_cast<float>(lit.GetAsDouble(i));
+      v = absl::StrCat(t == PrimitiveType::kBF16 ? ir::FloatToBF16(f) : ir::FloatToHalf(f));
+    } else {
+      v = LiteralText(lit, i, dialect_);
+    }
+    absl::StrAppend(&text, i == 0 ? "" : ",", (i % 8 == 7) ? "\n  " : "", v);
+  }
+  absl::StrAppend(&text, "};\n");
+  decls_ += text;
+  names_[c] = name;
+  return name;
+}
+
 void ElementEmitter::Line(const std::string& s) { absl::StrAppend(&code_, indent_, s, "\n"); }
 
 void ElementEmitter::Open(const std::string& s) {

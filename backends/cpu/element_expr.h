@@ -24,8 +24,9 @@ using Idx = std::vector<std::string>;
 // standard library's names live (the GPU prelude provides them in a namespace of its own) and how
 // helper functions are declared.
 struct TextDialect {
-  std::string std_ns = "std::";               // sqrt, erf, numeric_limits, bit_cast, min, max
-  std::string function_qualifier = "inline";  // "__device__ __forceinline__" on the GPU
+  std::string std_ns = "std::";                     // sqrt, erf, numeric_limits, bit_cast, min, max
+  std::string function_qualifier = "inline";        // "__device__ __forceinline__" on the GPU
+  std::string constant_qualifier = "static const";  // of file-scope constant arrays
 };
 const TextDialect& CppDialect();
 
@@ -51,6 +52,20 @@ std::string ElementwiseExpr(const ir::Instruction& instr, const std::vector<std:
 // `name` of its parameters p0, p1, ... in order.
 std::string ScalarFunction(const ir::Computation& comp, const std::string& name,
                            const TextDialect& dialect);
+
+// File-scope arrays for a program's non-scalar constants, each emitted once.
+class ConstantPool {
+ public:
+  explicit ConstantPool(TextDialect dialect = CppDialect()) : dialect_(std::move(dialect)) {}
+  // The array holding constant `c`'s elements as stored (StorageType), declared on first use.
+  std::string Name(const ir::Instruction* c);
+  const std::string& decls() const { return decls_; }
+
+ private:
+  TextDialect dialect_;
+  std::unordered_map<const ir::Instruction*, std::string> names_;
+  std::string decls_;
+};
 
 // Builds a kernel body's text: lines, scoped names, and the memoized value of a member at
 // symbolic indices. Subclasses say how values from outside the kernel are read (External) and

@@ -1,0 +1,911 @@
+#include "backends/gpu/gpu_codegen.h"
+
+#include <algorithm>
+#include <map>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "backends/cpu/element_expr.h"
+#include "backends/cpu/gemm_shape.h"
+#include "backends/cpu/row_fusion.h"
+
+namespace mltune::backends::gpu {
+namespace {
+
+using cpu::CType;
+using cpu::Idx;
+using cpu::Kernel;
+using cpu::KernelKind;
+using cpu::KernelParam;
+using cpu::Linear;
+using cpu::LiteralText;
+using cpu::LoadAs;
+using cpu::Product;
+using cpu::StorageType;
+using cpu::StoreAs;
+using ir::Instruction;
+using ir::Opcode;
+using ir::PrimitiveType;
+
+constexpr int kWarp = 32;
+
+const cpu::TextDialect& CudaDialect() {
+  static const cpu::TextDialect* d = new cpu::TextDialect{
+      .std_ns = "mt_std::",
+      .function_qualifier = "__device__ __forceinline__",
+      .constant_qualifier = "static __device__ const",
+  };
+  return *d;
+}
+
+// Whether the reduce's operand's minor dimension is one it reduces: its lanes then read
+// consecutive elements, so a warp or a block per output is coalesced; otherwise neighbouring
+// outputs are neighbouring elements, and a thread per output is.
+bool ReducesMinorDimension(const Instruction& reduce) {
+  const int64_t rank = reduce.operand(0)->shape().rank();
+  return rank > 0 && std::find(reduce.dimensions.begin(), reduce.dimensions.end(), rank - 1) !=
+                         reduce.dimensions.end();
+}
+
+int64_t ReducedCount(const Instruction& reduce) {
+  int64_t n = 1;
+  for (int64_t d : reduce.dimensions) n *= reduce.operand(0)->shape().dimensions(d);
+  return n;
+}
+
+// `expr` (a linear index below the product of `dims`) split over row-major `dims`, as index
+// expressions: the outermost dimension needs no modulus.
+Idx Decompose(const std::string& expr, const std::vector<int64_t>& dims) {
+  Idx idx(dims.size(), "0");
+  bool outermost = true;
+  for (size_t d = 0; d < dims.size(); ++d) {
+    if (dims[d] == 1) continue;
+    const int64_t inner = Product(std::vector<int64_t>(dims.begin() + d + 1, dims.end()));
+    const std::string q =
+        inner == 1 ? absl::StrCat("(", expr, ")") : absl::StrCat("((", expr, ") / ", inner, "LL)");
+    idx[d] = outermost ? q : absl::StrCat("(", q, " % ", dims[d], "LL)");
+    outermost = false;
+  }
+  return idx;
+}
+
+class GpuEmitter : public cpu::ElementEmitter {
+ public:
+  GpuEmitter(const Kernel& kernel, const cpu::KernelConfig& config, cpu::ConstantPool* pool,
+             std::vector<KernelParam> params)
+      : ElementEmitter(kernel, CudaDialect()),
+        config_(config),
+        pool_(pool),
+        params_(std::move(params)) {}
+
+  absl::Status Emit(const std::string& name, GpuKernelProgram* program);
+
+ private:
+  int64_t Param(std::string_view name) const {
+    for (size_t i = 0; i < params_.size(); ++i) {
+      if (params_[i].name == name) return config_[i];
+    }
+    return 0;
+  }
+
+  std::string External(const Instruction* instr, const Idx& idx) override {
+    const Instruction* base = cpu::BaseValue(instr);
+    const PrimitiveType t = instr->shape().element_type();
+    if (base->opcode() == Opcode::kConstant) {
+      if (base->literal->element_count() == 1) return LiteralText(*base->literal, 0, dialect_);
+      return Var(CType(t), LoadAs(t, absl::StrCat(pool_->Name(base), "[",
+                                                  Linear(instr->shape().dimensions(), idx), "]")));
+    }
+    auto in = in_ptr_.find(base);
+    if (in == in_ptr_.end()) {
+      missing_ = absl::StrCat("kernel '", k_.name, "' reads '", base->name(), "', not an input");
+      return "0";
+    }
+    return Var(CType(t), LoadAs(t, absl::StrCat(in->second, "[",
+                                                Linear(instr->shape().dimensions(), idx), "]")));
+  }
+
+  // A GEMM's product in its epilogue: the thread's accumulator where the epilogue reads it at the
+  // thread's own element, or the product buffer.
+  std::string Provided(const Instruction* instr, const Idx& idx) override {
+    if (instr != k_.root || product_.empty()) return "";
+    if (!product_buffer_.empty()) {
+      return Var("float", LoadAs(product_type_,
+                                 absl::StrCat(product_buffer_, "[",
+                                              Linear(instr->shape().dimensions(), idx), "]")));
+    }
+    if (idx != product_idx_) {
+      product_elsewhere_ = true;
+      return "0.f";
+    }
+    return product_;
+  }
+
+  // A scalar computation as a device function; returns its name.
+  std::string Reducer(const ir::Computation& comp) {
+    auto it = reducers_.find(&comp);
+    if (it != reducers_.end()) return it->second;
+    const std::string name = absl::StrCat("red_", fn_, "_", reducers_.size());
+    helpers_ += cpu::ScalarFunction(comp, name, dialect_);
+    reducers_[&comp] = name;
+    return name;
+  }
+
+  // Opens `extern "C" __global__ void entry(...)` over `args` and records its launch.
+  void OpenFunction(const std::string& entry, int32_t block, const std::vector<int64_t>& grid,
+                    const std::vector<GpuArg>& args);
+  void CloseFunction();
+  std::string ArgDecl(const GpuArg& a);
+  std::vector<GpuArg> AllBuffers() const;
+  // Stores `outputs` (one index space per shape) for the linear element `lin` of each.
+  void StoreAt(const std::vector<const Instruction*>& outputs, const std::string& lin);
+  // The outputs other than `root`, in a grid-stride loop over all the launch's threads.
+  void StoreOthersGridStride(const std::vector<const Instruction*>& others);
+  // Folds `acc` across a warp with reducer `fn` (every lane gets the result).
+  void WarpFold(const std::string& fn, const std::string& acc);
+  // Folds `acc` across the block (`block` threads) into a value every thread reads; `init` fills
+  // the unused slots.
+  std::string BlockFold(const std::string& fn, const std::string& type, const std::string& acc,
+                        const std::string& init, int64_t block);
+
+  absl::Status EmitLoop();
+  absl::Status EmitReduce();
+  absl::Status EmitRow();
+  absl::Status EmitReduceWindow();
+  absl::Status EmitDot();
+
+  cpu::KernelConfig config_;
+  cpu::ConstantPool* pool_;
+  std::vector<KernelParam> params_;
+  GpuKernelProgram* program_ = nullptr;
+  std::string fn_, helpers_, functions_;
+  std::unordered_map<const Instruction*, std::string> in_ptr_, out_ptr_;
+  std::unordered_map<const ir::Computation*, std::string> reducers_;
+  std::string missing_;
+  // The GEMM epilogue (Provided): the accumulator and its element, or the product's buffer.
+  std::string product_, product_buffer_;
+  PrimitiveType product_type_ = PrimitiveType::kF32;  // as the product's buffer stores it
+  Idx product_idx_;
+  bool product_elsewhere_ = false;
+};
+
+std::string GpuEmitter::ArgDecl(const GpuArg& a) {
+  switch (a.kind) {
+    case GpuArg::Kind::kInput: {
+      const Instruction* in = k_.inputs[static_cast<size_t>(a.index)];
+      const std::string t = StorageType(in->shape().element_type());
+      return absl::StrCat("const ", t, "* __restrict__ in", a.index);
+    }
+    case GpuArg::Kind::kOutput: {
+      const Instruction* o = k_.outputs[static_cast<size_t>(a.index)];
+      return absl::StrCat(StorageType(o->shape().element_type()), "* __restrict__ out", a.index);
+    }
+    case GpuArg::Kind::kWorkspace:
+      return absl::StrCat("float* __restrict__ ws", a.index);
+  }
+  return "";
+}
+
+std::vector<GpuArg> GpuEmitter::AllBuffers() const {
+  std::vector<GpuArg> args;
+  for (size_t i = 0; i < k_.inputs.size(); ++i) {
+    args.push_back({GpuArg::Kind::kInput, static_cast<int64_t>(i)});
+  }
+  for (size_t j = 0; j < k_.outputs.size(); ++j) {
+    args.push_back({GpuArg::Kind::kOutput, static_cast<int64_t>(j)});
+  }
+  return args;
+}
+
+void GpuEmitter::OpenFunction(const std::string& entry, int32_t block,
+                              const std::vector<int64_t>& grid, const std::vector<GpuArg>& args) {
+  GpuLaunch launch;
+  launch.entry = entry;
+  for (size_t i = 0; i < grid.size() && i < 3; ++i) launch.grid[i] = std::max<int64_t>(1, grid[i]);
+  launch.block = block;
+  launch.args = args;
+  program_->launches.push_back(launch);
+  std::vector<std::string> decls;
+  for (const GpuArg& a : args) decls.push_back(ArgDecl(a));
+  code_.clear();
+  memo_.clear();
+  memo_.emplace_back();
+  Line(absl::StrCat("extern \"C\" __global__ void __launch_bounds__(", block, ") ", entry, "("));
+  Line(absl::StrCat("    ", absl::StrJoin(decls, ",\n      "), ") {"));
+  indent_ = "  ";
+}
+
+void GpuEmitter::CloseFunction() {
+  absl::StrAppend(&functions_, code_, "}\n\n");
+  code_.clear();
+}
+
+void GpuEmitter::StoreAt(const std::vector<const Instruction*>& outputs, const std::string& lin) {
+  std::map<std::vector<int64_t>, std::vector<const Instruction*>> groups;
+  std::vector<std::vector<int64_t>> order;
+  for (const Instruction* o : outputs) {
+    auto& g = groups[o->shape().dimensions()];
+    if (g.empty()) order.push_back(o->shape().dimensions());
+    g.push_back(o);
+  }
+  for (const std::vector<int64_t>& dims : order) {
+    const int64_t n = Product(dims);
+    if (n == 0) continue;
+    Open(absl::StrCat("if (", lin, " < ", n, "LL) {"));
+    PushScope();
+    const Idx idx = Decompose(lin, dims);
+    for (const Instruction* o : groups[dims]) {
+      const std::string v = Value(o, idx);
+      Line(absl::StrCat(out_ptr_.at(o), "[", lin, "] = ", StoreAs(o->shape().element_type(), v),
+                        ";"));
+    }
+    PopScope();
+    Close();
+  }
+}
+
+void GpuEmitter::StoreOthersGridStride(const std::vector<const Instruction*>& others) {
+  int64_t n = 0;
+  for (const Instruction* o : others) n = std::max(n, Product(o->shape().dimensions()));
+  if (n == 0) return;
+  const std::string g = NewName("g");
+  Open(absl::StrCat("for (int64_t ", g, " = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; ", g,
+                    " < ", n, "LL; ", g, " += (int64_t)gridDim.x * blockDim.x) {"));
+  StoreAt(others, g);
+  Close();
+}
+
+void GpuEmitter::WarpFold(const std::string& fn, const std::string& acc) {
+  Line("#pragma unroll");
+  Open(absl::StrCat("for (int m = ", kWarp / 2, "; m > 0; m >>= 1) {"));
+  Line(absl::StrCat(acc, " = ", fn, "(", acc, ", mt_shfl_xor(", acc, ", m));"));
+  Close();
+}
+
+std::string GpuEmitter::BlockFold(const std::string& fn, const std::string& type,
+                                  const std::string& acc, const std::string& init, int64_t block) {
+  const int64_t warps = block / kWarp;
+  WarpFold(fn, acc);
+  const std::string sm = NewName("sm");
+  Line(absl::StrCat("__shared__ ", type, " ", sm, "[", kWarp + 1, "];"));
+  Line(absl::StrCat("if ((threadIdx.x & ", kWarp - 1, ") == 0) ", sm, "[threadIdx.x / ", kWarp,
+                    "] = ", acc, ";"));
+  Line("__syncthreads();");
+  Open(absl::StrCat("if (threadIdx.x < ", kWarp, ") {"));
+  const std::string w = NewName("w");
+  Line(absl::StrCat(type, " ", w, " = threadIdx.x < ", warps, " ? ", sm, "[threadIdx.x] : ", init,
+                    ";"));
+  WarpFold(fn, w);
+  Line(absl::StrCat("if (threadIdx.x == 0) ", sm, "[", kWarp, "] = ", w, ";"));
+  Close();
+  Line("__syncthreads();");
+  return Var(type, absl::StrCat(sm, "[", kWarp, "]"));
+}
+
+absl::Status GpuEmitter::EmitLoop() {
+  const int64_t block = Param("block"), items = Param("items"), vector = Param("vector");
+  int64_t n = 0;
+  bool all_f32 = true;
+  for (const Instruction* o : k_.outputs) {
+    n = std::max(n, Product(o->shape().dimensions()));
+    all_f32 &= o->shape().element_type() == PrimitiveType::kF32 &&
+               Product(o->shape().dimensions()) % vector == 0;
+  }
+  const int64_t per_block = block * items * vector;
+  OpenFunction(fn_, static_cast<int32_t>(block), {(n + per_block - 1) / per_block}, AllBuffers());
+  if (n > 0) {
+    Line("#pragma unroll");
+    Open(absl::StrCat("for (int it = 0; it < ", items, "; ++it) {"));
+    Line(absl::StrCat("const int64_t base = ((int64_t)blockIdx.x * ", items, " + it) * ",
+                      block * vector, "LL + (int64_t)threadIdx.x * ", vector, ";"));
+    if (vector > 1 && all_f32) {
+      // Each output's `vector` elements computed, then stored as one float2 or float4.
+      Open(absl::StrCat("if (base + ", vector, " <= ", n, "LL) {"));
+      PushScope();
+      std::map<const Instruction*, std::vector<std::string>> values;
+      for (int64_t v = 0; v < vector; ++v) {
+        const std::string lin = IntVar(absl::StrCat("base + ", v));
+        for (const Instruction* o : k_.outputs) {
+          if (Product(o->shape().dimensions()) < n) continue;
+          values[o].push_back(Value(o, Decompose(lin, o->shape().dimensions())));
+        }
+      }
+      for (const auto& [o, vs] : values) {
+        Line(absl::StrCat("*(float", vector, "*)(", out_ptr_.at(o), " + base) = make_float", vector,
+                          "(", absl::StrJoin(vs, ", "), ");"));
+      }
+      PopScope();
+      Close();
+      // The tail and the smaller outputs element by element.
+      Open("{");
+      Line(absl::StrCat("const bool whole = base + ", vector, " <= ", n, "LL;"));
+      for (int64_t v = 0; v < vector; ++v) {
+        Open("{");
+        PushScope();
+        const std::string lin = IntVar(absl::StrCat("base + ", v));
+        std::vector<const Instruction*> rest;
+        for (const Instruction* o : k_.outputs) {
+          if (Product(o->shape().dimensions()) < n) rest.push_back(o);
+        }
+        if (!rest.empty()) StoreAt(rest, lin);
+        Open("if (!whole) {");
+        PushScope();
+        std::vector<const Instruction*> full;
+        for (const Instruction* o : k_.outputs) {
+          if (Product(o->shape().dimensions()) == n) full.push_back(o);
+        }
+        StoreAt(full, lin);
+        PopScope();
+        Close();
+        PopScope();
+        Close();
+      }
+      Close();
+    } else {
+      for (int64_t v = 0; v < vector; ++v) {
+        Open("{");
+        PushScope();
+        StoreAt(k_.outputs, IntVar(absl::StrCat("base + ", v)));
+        PopScope();
+        Close();
+      }
+    }
+    Close();
+  }
+  CloseFunction();
+  return absl::OkStatus();
+}
+
+absl::Status GpuEmitter::EmitReduce() {
+  const Instruction* r = k_.root;
+  const Instruction* x = r->operand(0);
+  const PrimitiveType t = r->shape().element_type();
+  const std::string ct = CType(t);
+  const std::vector<int64_t>& xd = x->shape().dimensions();
+  const std::vector<int64_t>& od = r->shape().dimensions();
+  std::vector<const Instruction*> others;
+  for (const Instruction* o : k_.outputs) {
+    if (o != r) others.push_back(o);
+  }
+  std::vector<bool> reduced(xd.size(), false);
+  for (int64_t d : r->dimensions) reduced[static_cast<size_t>(d)] = true;
+  std::vector<int64_t> red_sizes;
+  for (size_t d = 0; d < xd.size(); ++d) {
+    if (reduced[d]) red_sizes.push_back(xd[d]);
+  }
+  const int64_t outputs = Product(od), count = Product(red_sizes);
+  const int64_t split = Param("split"), block = Param("block");
+  const int64_t per_block = split == 0 ? block : split == 1 ? block / kWarp : 1;
+  OpenFunction(fn_, static_cast<int32_t>(block), {(outputs + per_block - 1) / per_block},
+               AllBuffers());
+  StoreOthersGridStride(others);
+  if (outputs > 0) {
+    const std::string fn = Reducer(*r->to_apply());
+    const std::string init = Value(r->operand(1), {});
+    const std::string out = out_ptr_.at(r);
+    std::string o, lane = "0", stride = "1";
+    if (split == 0) {
+      o = IntVar("(int64_t)blockIdx.x * blockDim.x + threadIdx.x");
+    } else if (split == 1) {
+      o = IntVar(absl::StrCat("(int64_t)blockIdx.x * ", per_block, " + threadIdx.x / ", kWarp));
+      lane = IntVar(absl::StrCat("threadIdx.x & ", kWarp - 1));
+      stride = absl::StrCat(kWarp);
+    } else {
+      o = IntVar("(int64_t)blockIdx.x");
+      lane = IntVar("threadIdx.x");
+      stride = absl::StrCat(block);
+    }
+    // A warp's or block's lanes stay together through the folds: the guard covers only the reads
+    // and the store.
+    const std::string live = IntVar(absl::StrCat(o, " < ", outputs, "LL"));
+    const std::string acc = NewName("acc");
+    Line(absl::StrCat(ct, " ", acc, " = ", init, ";"));
+    Open(absl::StrCat("if (", live, ") {"));
+    Open(absl::StrCat("for (int64_t j = ", lane, "; j < ", count, "LL; j += ", stride, ") {"));
+    PushScope();
+    const Idx oi = Decompose(o, od), ri = Decompose("j", red_sizes);
+    Idx idx(xd.size());
+    size_t a = 0, b = 0;
+    for (size_t d = 0; d < xd.size(); ++d) idx[d] = reduced[d] ? ri[b++] : oi[a++];
+    const std::string v = Value(x, idx);
+    Line(absl::StrCat(acc, " = ", fn, "(", acc, ", ", v, ");"));
+    PopScope();
+    Close();
+    Close();
+    std::string result = acc;
+    if (split == 1) WarpFold(fn, acc);
+    if (split == 2) result = BlockFold(fn, ct, acc, init, block);
+    Line(absl::StrCat("if (", live, (split == 0 ? "" : absl::StrCat(" && ", lane, " == 0")), ") ",
+                      out, "[", o, "] = ", StoreAs(t, result), ";"));
+  }
+  CloseFunction();
+  return absl::OkStatus();
+}
+
+absl::Status GpuEmitter::EmitRow() {
+  std::vector<const Instruction*> reduces;
+  for (const Instruction* m : k_.members) {
+    if (m->opcode() == Opcode::kReduce) reduces.push_back(m);
+  }
+  std::vector<int64_t> outer;
+  if (reduces.empty() || !cpu::RowReduce(*reduces.front(), &outer)) {
+    return absl::InternalError(absl::StrCat("row kernel '", k_.name, "' has no row reduce"));
+  }
+  const int64_t rows = Product(outer), block = Param("block");
+  const bool warp = Param("group") == 1;
+  const int64_t per_block = warp ? block / kWarp : 1;
+  OpenFunction(fn_, static_cast<int32_t>(block), {(rows + per_block - 1) / per_block},
+               AllBuffers());
+  const std::string row =
+      IntVar(warp ? absl::StrCat("(int64_t)blockIdx.x * ", per_block, " + threadIdx.x / ", kWarp)
+                  : "(int64_t)blockIdx.x");
+  const std::string lane = IntVar(warp ? absl::StrCat("threadIdx.x & ", kWarp - 1) : "threadIdx.x");
+  const int64_t group = warp ? kWarp : block;
+  // A warp past the last row still folds (its lanes hold the init values), so a block's
+  // __syncthreads stay uniform; it only skips the reads and stores.
+  const std::string live = IntVar(absl::StrCat(row, " < ", rows, "LL"));
+  const Idx oi = Decompose(row, outer);
+  for (const Instruction* r : reduces) {
+    const PrimitiveType t = r->shape().element_type();
+    const std::string ct = CType(t);
+    const int64_t n = r->operand(0)->shape().dimensions().back();
+    const std::string fn = Reducer(*r->to_apply());
+    const std::string init = Value(r->operand(1), {});
+    const std::string acc = NewName("acc");
+    Line(absl::StrCat(ct, " ", acc, " = ", init, ";"));
+    Open(absl::StrCat("if (", live, ") {"));
+    Open(absl::StrCat("for (int64_t c = ", lane, "; c < ", n, "LL; c += ", group, ") {"));
+    PushScope();
+    Idx idx = oi;
+    idx.push_back("c");
+    const std::string v = Value(r->operand(0), idx);
+    Line(absl::StrCat(acc, " = ", fn, "(", acc, ", ", v, ");"));
+    PopScope();
+    Close();
+    Close();
+    std::string value = acc;
+    if (warp) {
+      WarpFold(fn, acc);
+    } else {
+      value = BlockFold(fn, ct, acc, init, block);
+    }
+    memo_.back()[MemoKey(r, oi)] = value;
+  }
+  Open(absl::StrCat("if (", live, ") {"));
+  std::map<int64_t, std::vector<const Instruction*>> by_length;
+  for (const Instruction* o : k_.outputs) {
+    if (o->shape().dimensions().size() == outer.size()) {
+      const std::string v = Value(o, oi);
+      Line(absl::StrCat("if (", lane, " == 0) ", out_ptr_.at(o), "[", row,
+                        "] = ", StoreAs(o->shape().element_type(), v), ";"));
+    } else {
+      by_length[o->shape().dimensions().back()].push_back(o);
+    }
+  }
+  for (const auto& [n, outs] : by_length) {
+    Open(absl::StrCat("for (int64_t c = ", lane, "; c < ", n, "LL; c += ", group, ") {"));
+    PushScope();
+    Idx idx = oi;
+    idx.push_back("c");
+    for (const Instruction* o : outs) {
+      const std::string v = Value(o, idx);
+      Line(absl::StrCat(out_ptr_.at(o), "[", Linear(o->shape().dimensions(), idx),
+                        "] = ", StoreAs(o->shape().element_type(), v), ";"));
+    }
+    PopScope();
+    Close();
+  }
+  Close();
+  CloseFunction();
+  return absl::OkStatus();
+}
+
+absl::Status GpuEmitter::EmitReduceWindow() {
+  const Instruction* r = k_.root;
+  const Instruction* x = r->operand(0);
+  const PrimitiveType t = r->shape().element_type();
+  const std::vector<int64_t>& xd = x->shape().dimensions();
+  const std::vector<int64_t>& od = r->shape().dimensions();
+  std::vector<const Instruction*> others;
+  for (const Instruction* o : k_.outputs) {
+    if (o != r) others.push_back(o);
+  }
+  const int64_t block = Param("block"), outputs = Product(od);
+  OpenFunction(fn_, static_cast<int32_t>(block), {(outputs + block - 1) / block}, AllBuffers());
+  StoreOthersGridStride(others);
+  std::vector<ir::WindowDim> win(xd.size());
+  if (r->window.has_value()) {
+    for (size_t d = 0; d < xd.size() && d < r->window->dims.size(); ++d) {
+      win[d] = r->window->dims[d];
+    }
+  }
+  if (outputs > 0) {
+    const std::string fn = Reducer(*r->to_apply());
+    const std::string o = IntVar("(int64_t)blockIdx.x * blockDim.x + threadIdx.x");
+    Open(absl::StrCat("if (", o, " < ", outputs, "LL) {"));
+    const Idx oi = Decompose(o, od);
+    const std::string acc = NewName("acc");
+    Line(absl::StrCat(CType(t), " ", acc, " = ", Value(r->operand(1), {}), ";"));
+    Idx xi(xd.size());
+    std::vector<std::string> valid;
+    int opened = 0;
+    for (size_t d = 0; d < xd.size(); ++d) {
+      const ir::WindowDim& w = win[d];
+      std::string wv = "0";
+      if (w.size != 1) {
+        wv = NewName("w");
+        Open(absl::StrCat("for (int64_t ", wv, " = 0; ", wv, " < ", w.size, "; ++", wv, ") {"));
+        ++opened;
+      }
+      const std::string raw = IntVar(absl::StrCat("(", oi[d], ")*", w.stride, " - ", w.padding_low,
+                                                  " + ", wv, "*", w.window_dilation));
+      std::string pos = raw;
+      if (w.base_dilation > 1) {
+        valid.push_back(absl::StrCat(raw, " >= 0 && ", raw, " % ", w.base_dilation, " == 0"));
+        pos = IntVar(absl::StrCat(raw, " / ", w.base_dilation));
+      }
+      if (w.padding_low != 0 || w.padding_high != 0 || w.base_dilation > 1) {
+        valid.push_back(absl::StrCat(pos, " >= 0 && ", pos, " < ", xd[d]));
+      }
+      xi[d] = pos;
+    }
+    if (!valid.empty()) Open(absl::StrCat("if (", absl::StrJoin(valid, " && "), ") {"));
+    PushScope();
+    const std::string v = Value(x, xi);
+    Line(absl::StrCat(acc, " = ", fn, "(", acc, ", ", v, ");"));
+    PopScope();
+    if (!valid.empty()) Close();
+    for (int i = 0; i < opened; ++i) Close();
+    Line(absl::StrCat(out_ptr_.at(r), "[", o, "] = ", StoreAs(t, acc), ";"));
+    Close();
+  }
+  CloseFunction();
+  return absl::OkStatus();
+}
+
+absl::Status GpuEmitter::EmitDot() {
+  const Instruction* mm = k_.root;
+  if (mm->opcode() != Opcode::kDot) {
+    return absl::UnimplementedError(
+        absl::StrCat("kernel '", k_.name, "': convolutions are not generated for the GPU yet"));
+  }
+  const PrimitiveType t = mm->shape().element_type();
+  if (t != PrimitiveType::kF32 && t != PrimitiveType::kBF16 && t != PrimitiveType::kF16) {
+    return absl::UnimplementedError(absl::StrCat("kernel '", k_.name, "': a ",
+                                                 std::string(ir::PrimitiveTypeName(t)),
+                                                 " dot (f32, bf16 and f16 are generated)"));
+  }
+  const int64_t tm = Param("tile_m"), tn = Param("tile_n"), tk = Param("tile_k");
+  const int64_t rm = Param("thread_m"), rn = Param("thread_n");
+  const int64_t threads = (tm / rm) * (tn / rn);
+  if (tm % rm != 0 || tn % rn != 0 || threads > 1024 || threads < kWarp) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("kernel '", k_.name, "': tile ", tm, "x", tn, " with thread tile ", rm, "x",
+                     rn, " needs ", threads, " threads (", kWarp, " to 1024, whole thread tiles)"));
+  }
+  const Instruction* lhs = mm->operand(0);
+  const Instruction* rhs = mm->operand(1);
+  const ir::DotDimensionNumbers& dn = *mm->dot_dnums;
+  const std::vector<int64_t>& ld = lhs->shape().dimensions();
+  const std::vector<int64_t>& rd = rhs->shape().dimensions();
+  auto free_dims = [](size_t rank, const std::vector<int64_t>& batch,
+                      const std::vector<int64_t>& contracting) {
+    std::vector<int64_t> out;
+    for (size_t d = 0; d < rank; ++d) {
+      const int64_t di = static_cast<int64_t>(d);
+      if (std::find(batch.begin(), batch.end(), di) == batch.end() &&
+          std::find(contracting.begin(), contracting.end(), di) == contracting.end()) {
+        out.push_back(di);
+      }
+    }
+    return out;
+  };
+  const std::vector<int64_t> lfree =
+      free_dims(ld.size(), dn.lhs_batch_dimensions, dn.lhs_contracting_dimensions);
+  const std::vector<int64_t> rfree =
+      free_dims(rd.size(), dn.rhs_batch_dimensions, dn.rhs_contracting_dimensions);
+  auto sizes = [](const std::vector<int64_t>& dims, const std::vector<int64_t>& of) {
+    std::vector<int64_t> out;
+    for (int64_t d : of) out.push_back(dims[static_cast<size_t>(d)]);
+    return out;
+  };
+  const std::vector<int64_t> bsz = sizes(ld, dn.lhs_batch_dimensions);
+  const std::vector<int64_t> msz = sizes(ld, lfree), nsz = sizes(rd, rfree);
+  const std::vector<int64_t> ksz = sizes(ld, dn.lhs_contracting_dimensions);
+  const int64_t batch = Product(bsz), m = Product(msz), n = Product(nsz), kdim = Product(ksz);
+  if ((m + tm - 1) / tm > 65535 || batch > 65535) {
+    return absl::InvalidArgumentError(absl::StrCat("kernel '", k_.name, "': ", batch,
+                                                   " products of ", m, " rows by tile_m ", tm,
+                                                   " exceed the grid's 65,535 blocks in y or z"));
+  }
+  // Operand element (b, row, col) as an index of `x`: batch, free and contracting dimensions
+  // placed where the dot's dimension numbers put them.
+  auto operand_idx = [](size_t rank, const std::vector<int64_t>& batch_dims, const Idx& b,
+                        const std::vector<int64_t>& free, const Idx& f,
+                        const std::vector<int64_t>& contracting, const Idx& c) {
+    Idx idx(rank, "0");
+    for (size_t i = 0; i < batch_dims.size(); ++i) idx[static_cast<size_t>(batch_dims[i])] = b[i];
+    for (size_t i = 0; i < free.size(); ++i) idx[static_cast<size_t>(free[i])] = f[i];
+    for (size_t i = 0; i < contracting.size(); ++i) {
+      idx[static_cast<size_t>(contracting[i])] = c[i];
+    }
+    return idx;
+  };
+  std::vector<const Instruction*> others;
+  bool mm_output = false;
+  for (const Instruction* o : k_.outputs) {
+    if (o == mm) mm_output = true;
+    if (o != mm) others.push_back(o);
+  }
+
+  // The GEMM with its epilogue in registers; where the epilogue reads the product at another
+  // element, the product goes to a buffer (the dot's own output, or the workspace) and a second
+  // launch runs the epilogue.
+  for (bool split : {false, true}) {
+    program_->launches.clear();
+    functions_.clear();
+    product_elsewhere_ = false;
+    std::vector<GpuArg> args = AllBuffers();
+    std::string product_buffer;
+    if (split) {
+      if (mm_output) {
+        const size_t j = static_cast<size_t>(std::find(k_.outputs.begin(), k_.outputs.end(), mm) -
+                                             k_.outputs.begin());
+        product_buffer = absl::StrCat("out", j);
+      } else {
+        args.push_back({GpuArg::Kind::kWorkspace, 0});
+        product_buffer = "ws0";
+        program_->workspace_bytes = batch * m * n * 4;
+      }
+    }
+    OpenFunction(split ? absl::StrCat(fn_, "_gemm") : fn_, static_cast<int32_t>(threads),
+                 {(n + tn - 1) / tn, (m + tm - 1) / tm, batch}, args);
+    Line(absl::StrCat("__shared__ float As[", tk, "][", tm + 1, "];"));
+    Line(absl::StrCat("__shared__ float Bs[", tk, "][", tn + 1, "];"));
+    Line("const int64_t b = blockIdx.z, m0 = (int64_t)blockIdx.y * " + absl::StrCat(tm) +
+         ", n0 = (int64_t)blockIdx.x * " + absl::StrCat(tn) + ";");
+    Line(absl::StrCat("const int tx = threadIdx.x % ", tn / rn, ", ty = threadIdx.x / ", tn / rn,
+                      ";"));
+    Line(absl::StrCat("float acc[", rm, "][", rn, "];"));
+    Line("#pragma unroll");
+    Open(absl::StrCat("for (int i = 0; i < ", rm, "; ++i) {"));
+    Line("#pragma unroll");
+    Line(absl::StrCat("for (int j = 0; j < ", rn, "; ++j) acc[i][j] = 0.f;"));
+    Close();
+    const Idx bi = Decompose("b", bsz);
+    Open(absl::StrCat("for (int64_t k0 = 0; k0 < ", kdim, "LL; k0 += ", tk, ") {"));
+    // A tile: consecutive threads read consecutive contraction elements of the lhs and
+    // consecutive columns of the rhs.
+    Open(absl::StrCat("for (int e = threadIdx.x; e < ", tm * tk, "; e += ", threads, ") {"));
+    Line(absl::StrCat("const int r = e / ", tk, ", c = e % ", tk, ";"));
+    Line("float v = 0.f;");
+    Open(absl::StrCat("if (m0 + r < ", m, "LL && k0 + c < ", kdim, "LL) {"));
+    PushScope();
+    Line("const int64_t gm = m0 + r, gk = k0 + c;");
+    Line(absl::StrCat(
+        "v = ",
+        Value(lhs, operand_idx(ld.size(), dn.lhs_batch_dimensions, bi, lfree, Decompose("gm", msz),
+                               dn.lhs_contracting_dimensions, Decompose("gk", ksz))),
+        ";"));
+    PopScope();
+    Close();
+    Line("As[c][r] = v;");
+    Close();
+    Open(absl::StrCat("for (int e = threadIdx.x; e < ", tk * tn, "; e += ", threads, ") {"));
+    Line(absl::StrCat("const int r = e / ", tn, ", c = e % ", tn, ";"));
+    Line("float v = 0.f;");
+    Open(absl::StrCat("if (k0 + r < ", kdim, "LL && n0 + c < ", n, "LL) {"));
+    PushScope();
+    Line("const int64_t gk = k0 + r, gn = n0 + c;");
+    Line(absl::StrCat(
+        "v = ",
+        Value(rhs, operand_idx(rd.size(), dn.rhs_batch_dimensions, bi, rfree, Decompose("gn", nsz),
+                               dn.rhs_contracting_dimensions, Decompose("gk", ksz))),
+        ";"));
+    PopScope();
+    Close();
+    Line("Bs[r][c] = v;");
+    Close();
+    Line("__syncthreads();");
+    Line("#pragma unroll");
+    Open(absl::StrCat("for (int p = 0; p < ", tk, "; ++p) {"));
+    Line(absl::StrCat("float a[", rm, "], w[", rn, "];"));
+    Line("#pragma unroll");
+    Line(absl::StrCat("for (int i = 0; i < ", rm, "; ++i) a[i] = As[p][ty * ", rm, " + i];"));
+    Line("#pragma unroll");
+    Line(absl::StrCat("for (int j = 0; j < ", rn, "; ++j) w[j] = Bs[p][tx * ", rn, " + j];"));
+    Line("#pragma unroll");
+    Open(absl::StrCat("for (int i = 0; i < ", rm, "; ++i) {"));
+    Line("#pragma unroll");
+    Line(absl::StrCat("for (int j = 0; j < ", rn,
+                      "; ++j) acc[i][j] = fmaf(a[i], w[j], acc[i][j]);"));
+    Close();
+    Close();
+    Line("__syncthreads();");
+    Close();
+    // Epilogue: each thread's elements of the product.
+    Line("#pragma unroll");
+    Open(absl::StrCat("for (int i = 0; i < ", rm, "; ++i) {"));
+    Line("#pragma unroll");
+    Open(absl::StrCat("for (int j = 0; j < ", rn, "; ++j) {"));
+    Line(absl::StrCat("const int64_t gm = m0 + ty * ", rm, " + i, gn = n0 + tx * ", rn, " + j;"));
+    Open(absl::StrCat("if (gm < ", m, "LL && gn < ", n, "LL) {"));
+    PushScope();
+    Idx out_idx = bi;
+    for (const std::string& s : Decompose("gm", msz)) out_idx.push_back(s);
+    for (const std::string& s : Decompose("gn", nsz)) out_idx.push_back(s);
+    if (split) {
+      Line(absl::StrCat(product_buffer, "[", Linear(mm->shape().dimensions(), out_idx),
+                        "] = ", mm_output ? StoreAs(t, "acc[i][j]") : "acc[i][j]", ";"));
+    } else {
+      product_ = "acc[i][j]";
+      product_idx_ = out_idx;
+      for (const Instruction* o : k_.outputs) {
+        if (o->shape().dimensions() != mm->shape().dimensions()) product_elsewhere_ = true;
+        if (product_elsewhere_) break;
+        const std::string v = Value(o, out_idx);
+        Line(absl::StrCat(out_ptr_.at(o), "[", Linear(o->shape().dimensions(), out_idx),
+                          "] = ", StoreAs(o->shape().element_type(), v), ";"));
+      }
+      product_.clear();
+    }
+    PopScope();
+    Close();
+    Close();
+    Close();
+    CloseFunction();
+    if (!split && !product_elsewhere_) return absl::OkStatus();
+    if (!split) continue;
+    if (others.empty()) return absl::OkStatus();
+    // The epilogue: the other outputs, reading the product from its buffer (stored as the dot's
+    // element type when it is an output, as f32 in the workspace otherwise).
+    const int64_t block = 256;
+    int64_t total = 0;
+    for (const Instruction* o : others) total = std::max(total, Product(o->shape().dimensions()));
+    OpenFunction(absl::StrCat(fn_, "_epilogue"), block, {(total + block - 1) / block}, args);
+    product_ = "product";
+    product_buffer_ = product_buffer;
+    product_type_ = mm_output ? t : PrimitiveType::kF32;
+    StoreOthersGridStride(others);
+    product_.clear();
+    product_buffer_.clear();
+    CloseFunction();
+    return absl::OkStatus();
+  }
+  return absl::OkStatus();
+}
+
+absl::Status GpuEmitter::Emit(const std::string& name, GpuKernelProgram* program) {
+  program_ = program;
+  fn_ = name;
+  if (config_.empty()) {
+    for (const KernelParam& p : params_) config_.push_back(p.choices.front());
+  }
+  if (config_.size() != params_.size()) {
+    return absl::InvalidArgumentError(absl::StrCat("kernel '", k_.name, "' takes ", params_.size(),
+                                                   " GPU parameters; got ", config_.size()));
+  }
+  for (size_t i = 0; i < params_.size(); ++i) {
+    const std::vector<int64_t>& c = params_[i].choices;
+    if (std::find(c.begin(), c.end(), config_[i]) == c.end()) {
+      return absl::InvalidArgumentError(absl::StrCat("kernel '", k_.name, "': ", params_[i].name,
+                                                     "=", config_[i], " is not a choice"));
+    }
+  }
+  for (size_t i = 0; i < k_.inputs.size(); ++i) in_ptr_[k_.inputs[i]] = absl::StrCat("in", i);
+  for (size_t j = 0; j < k_.outputs.size(); ++j) out_ptr_[k_.outputs[j]] = absl::StrCat("out", j);
+  absl::Status s;
+  switch (k_.kind) {
+    case KernelKind::kLoop:
+      s = EmitLoop();
+      break;
+    case KernelKind::kReduce:
+      s = EmitReduce();
+      break;
+    case KernelKind::kRow:
+      s = EmitRow();
+      break;
+    case KernelKind::kReduceWindow:
+      s = EmitReduceWindow();
+      break;
+    case KernelKind::kDot:
+    case KernelKind::kConvolution:
+      s = EmitDot();
+      break;
+    default:
+      s = CheckGpuSupported(k_);
+      break;
+  }
+  if (!s.ok()) return s;
+  if (!missing_.empty()) return absl::InternalError(missing_);
+  program->source = absl::StrCat(GpuPrelude(), "\n", pool_->decls(), helpers_, "\n", functions_);
+  return absl::OkStatus();
+}
+
+std::vector<int64_t> Choices(std::initializer_list<int64_t> values) { return values; }
+
+}  // namespace
+
+absl::Status CheckGpuSupported(const Kernel& kernel) {
+  switch (kernel.kind) {
+    case KernelKind::kLoop:
+    case KernelKind::kReduce:
+    case KernelKind::kRow:
+    case KernelKind::kReduceWindow:
+      return absl::OkStatus();
+    case KernelKind::kDot:
+      return absl::OkStatus();
+    default:
+      break;
+  }
+  return absl::UnimplementedError(absl::StrCat("kernel '", kernel.name, "' (",
+                                               cpu::KernelKindName(kernel.kind),
+                                               "): this kind is not generated for the GPU yet"));
+}
+
+std::vector<KernelParam> GpuKernelParams(const Kernel& kernel) {
+  switch (kernel.kind) {
+    case KernelKind::kLoop:
+      return {{"block", Choices({256, 128, 512, 1024})},
+              {"items", Choices({1, 2, 4, 8})},
+              {"vector", Choices({1, 2, 4})}};
+    case KernelKind::kReduce: {
+      const Instruction& r = *kernel.root;
+      const int64_t count = ReducedCount(r);
+      // Minor-dimension reductions: a warp per output, a block where a warp would loop long.
+      const int64_t split = !ReducesMinorDimension(r) ? 0 : count > 4096 ? 2 : 1;
+      std::vector<int64_t> splits = {split};
+      for (int64_t s : {0, 1, 2}) {
+        if (s != split) splits.push_back(s);
+      }
+      return {{"split", splits}, {"block", Choices({256, 128, 512})}};
+    }
+    case KernelKind::kRow: {
+      int64_t n = 0;
+      for (const Instruction* m : kernel.members) {
+        if (m->opcode() == Opcode::kReduce)
+          n = std::max(n, m->operand(0)->shape().dimensions().back());
+      }
+      return {{"group", n <= 1024 ? Choices({1, 0}) : Choices({0, 1})},
+              {"block", Choices({256, 128, 512, 1024})}};
+    }
+    case KernelKind::kReduceWindow:
+      return {{"block", Choices({256, 128, 512})}};
+    case KernelKind::kDot:
+      return {{"tile_m", Choices({64, 32, 128})},
+              {"tile_n", Choices({64, 32, 128})},
+              {"tile_k", Choices({16, 8, 32})},
+              {"thread_m", Choices({4, 8, 2})},
+              {"thread_n", Choices({4, 8, 2})}};
+    default:
+      return {};
+  }
+}
+
+cpu::KernelConfig DefaultGpuConfig(const Kernel& kernel) {
+  cpu::KernelConfig config;
+  for (const KernelParam& p : GpuKernelParams(kernel)) config.push_back(p.choices.front());
+  return config;
+}
+
+absl::StatusOr<GpuKernelProgram> GenerateGpuKernel(const cpu::LoweredModule& module, int32_t kernel,
+                                                   const cpu::KernelConfig& config) {
+  if (kernel < 0 || kernel >= static_cast<int32_t>(module.kernels.size())) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("no kernel ", kernel, " (the module has ", module.kernels.size(), ")"));
+  }
+  const Kernel& k = module.kernels[static_cast<size_t>(kernel)];
+  if (absl::Status s = CheckGpuSupported(k); !s.ok()) return s;
+  GpuKernelProgram program;
+  program.name = absl::StrCat("gpu_k", kernel);
+  for (const Instruction* in : k.inputs) program.inputs.push_back(in->shape());
+  for (const Instruction* o : k.outputs) program.outputs.push_back(o->shape());
+  cpu::ConstantPool pool(CudaDialect());
+  GpuEmitter emitter(k, config, &pool, GpuKernelParams(k));
+  if (absl::Status s = emitter.Emit(program.name, &program); !s.ok()) return s;
+  return program;
+}
+
+}  // namespace mltune::backends::gpu

@@ -1,0 +1,68 @@
+// CUDA C++ generation for the kernels of the CPU backend's kernel plan (backends/cpu/lowering.h):
+// each kernel becomes one or more __global__ functions (a GEMM whose epilogue reads its product
+// at other indices gets a second launch), with tunable launch and tiling parameters, ready for
+// NVRTC (nvrtc_compiler.h). Element expressions come from backends/cpu/element_expr.h in the GPU
+// dialect, so both backends compute the same values.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "backends/cpu/lowering.h"
+#include "ir/shape.h"
+
+namespace mltune::backends::gpu {
+
+// The source every generated translation unit starts with (prelude.cc).
+const char* GpuPrelude();
+
+// OK where the GPU generates code for `kernel`; otherwise Unimplemented naming its kind and op.
+absl::Status CheckGpuSupported(const cpu::Kernel& kernel);
+
+// The tunable parameters of `kernel` on the GPU, each with its choices, the default first:
+//   loop: block (threads), items (elements per thread, a block's apart), vector (consecutive
+//     elements per thread, stored as one vector where the outputs are f32);
+//   reduce: split (0 a thread, 1 a warp, 2 a block per output element), block;
+//   row: group (0 a block, 1 a warp per row), block;
+//   reduce-window: block;
+//   dot: tile_m, tile_n, tile_k (a block's shared-memory tiles), thread_m, thread_n (each
+//     thread's register tile).
+// Defaults follow the shape: a reduction over the minor dimension gets a warp or a block per
+// output, one over major dimensions a thread per output (its reads are then coalesced).
+std::vector<cpu::KernelParam> GpuKernelParams(const cpu::Kernel& kernel);
+cpu::KernelConfig DefaultGpuConfig(const cpu::Kernel& kernel);
+
+// A buffer a launch passes: kernel input or output `index`, or the workspace at byte `index`.
+struct GpuArg {
+  enum class Kind { kInput, kOutput, kWorkspace };
+  Kind kind = Kind::kInput;
+  int64_t index = 0;
+};
+
+struct GpuLaunch {
+  std::string entry;  // the extern "C" __global__ function
+  int64_t grid[3] = {1, 1, 1};
+  int32_t block = 1;  // threads, one dimension
+  std::vector<GpuArg> args;
+};
+
+// One kernel's CUDA translation unit and how to run it: its launches in order, over its inputs'
+// and outputs' buffers (logical row-major arrays, stored as cpu::StorageType) and a workspace.
+struct GpuKernelProgram {
+  std::string name;    // "gpu_k<id>", NVRTC's file name is name + ".cu"
+  std::string source;  // prelude, constants, helpers, the __global__ functions
+  std::vector<GpuLaunch> launches;
+  int64_t workspace_bytes = 0;
+  std::vector<ir::Shape> inputs, outputs;
+};
+
+// Kernel `kernel` of `module` with `config` (one value per GpuKernelParams entry; empty: the
+// defaults). InvalidArgument for a configuration it cannot take (a value not offered; a dot tile
+// needing more than 1,024 threads or less than one warp), Unimplemented for a kind not generated.
+absl::StatusOr<GpuKernelProgram> GenerateGpuKernel(const cpu::LoweredModule& module, int32_t kernel,
+                                                   const cpu::KernelConfig& config = {});
+
+}  // namespace mltune::backends::gpu
