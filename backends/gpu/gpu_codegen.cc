@@ -1,6 +1,7 @@
 #include "backends/gpu/gpu_codegen.h"
 
 #include <algorithm>
+#include <functional>
 #include <map>
 #include <unordered_map>
 #include <unordered_set>
@@ -154,7 +155,19 @@ class GpuEmitter : public cpu::ElementEmitter {
   absl::Status EmitReduce();
   absl::Status EmitRow();
   absl::Status EmitReduceWindow();
-  absl::Status EmitDot();
+  // Dots and convolutions: one tiled GEMM over a map from its (group, row, contraction, column)
+  // to the operands' and the product's elements.
+  struct GemmMap {
+    int64_t batch = 1, m = 1, n = 1, k = 1;
+    // The lhs index of (group, row, contraction); `guard` receives a condition under which the
+    // element exists (else it reads as 0), or "".
+    std::function<Idx(const std::string&, const std::string&, const std::string&, std::string*)> a;
+    std::function<Idx(const std::string&, const std::string&, const std::string&)> b, out;
+  };
+  absl::Status EmitMatmul();
+  absl::StatusOr<GemmMap> DotMap();
+  absl::StatusOr<GemmMap> ConvolutionMap();
+  absl::Status EmitGemm(const GemmMap& map);
 
   cpu::KernelConfig config_;
   cpu::ConstantPool* pool_;
@@ -565,31 +578,24 @@ absl::Status GpuEmitter::EmitReduceWindow() {
   return absl::OkStatus();
 }
 
-absl::Status GpuEmitter::EmitDot() {
+absl::Status GpuEmitter::EmitMatmul() {
   const Instruction* mm = k_.root;
-  if (mm->opcode() != Opcode::kDot) {
-    return absl::UnimplementedError(
-        absl::StrCat("kernel '", k_.name, "': convolutions are not generated for the GPU yet"));
-  }
   const PrimitiveType t = mm->shape().element_type();
   if (t != PrimitiveType::kF32 && t != PrimitiveType::kBF16 && t != PrimitiveType::kF16) {
-    return absl::UnimplementedError(absl::StrCat("kernel '", k_.name, "': a ",
-                                                 std::string(ir::PrimitiveTypeName(t)),
-                                                 " dot (f32, bf16 and f16 are generated)"));
+    return absl::UnimplementedError(absl::StrCat(
+        "kernel '", k_.name, "': a ", std::string(ir::PrimitiveTypeName(t)), " ",
+        std::string(ir::OpcodeName(mm->opcode())), " (f32, bf16 and f16 are generated)"));
   }
-  const int64_t tm = Param("tile_m"), tn = Param("tile_n"), tk = Param("tile_k");
-  const int64_t rm = Param("thread_m"), rn = Param("thread_n");
-  const int64_t threads = (tm / rm) * (tn / rn);
-  if (tm % rm != 0 || tn % rn != 0 || threads > 1024 || threads < kWarp) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("kernel '", k_.name, "': tile ", tm, "x", tn, " with thread tile ", rm, "x",
-                     rn, " needs ", threads, " threads (", kWarp, " to 1024, whole thread tiles)"));
-  }
-  const Instruction* lhs = mm->operand(0);
-  const Instruction* rhs = mm->operand(1);
+  absl::StatusOr<GemmMap> map = mm->opcode() == Opcode::kDot ? DotMap() : ConvolutionMap();
+  if (!map.ok()) return map.status();
+  return EmitGemm(*map);
+}
+
+absl::StatusOr<GpuEmitter::GemmMap> GpuEmitter::DotMap() {
+  const Instruction* mm = k_.root;
   const ir::DotDimensionNumbers& dn = *mm->dot_dnums;
-  const std::vector<int64_t>& ld = lhs->shape().dimensions();
-  const std::vector<int64_t>& rd = rhs->shape().dimensions();
+  const std::vector<int64_t>& ld = mm->operand(0)->shape().dimensions();
+  const std::vector<int64_t>& rd = mm->operand(1)->shape().dimensions();
   auto free_dims = [](size_t rank, const std::vector<int64_t>& batch,
                       const std::vector<int64_t>& contracting) {
     std::vector<int64_t> out;
@@ -602,37 +608,161 @@ absl::Status GpuEmitter::EmitDot() {
     }
     return out;
   };
-  const std::vector<int64_t> lfree =
-      free_dims(ld.size(), dn.lhs_batch_dimensions, dn.lhs_contracting_dimensions);
-  const std::vector<int64_t> rfree =
-      free_dims(rd.size(), dn.rhs_batch_dimensions, dn.rhs_contracting_dimensions);
   auto sizes = [](const std::vector<int64_t>& dims, const std::vector<int64_t>& of) {
     std::vector<int64_t> out;
     for (int64_t d : of) out.push_back(dims[static_cast<size_t>(d)]);
     return out;
   };
+  // Operand element (batch, free, contracting) as an index: each part placed where the dot's
+  // dimension numbers put it.
+  auto place = [](size_t rank, const std::vector<int64_t>& where_b, const Idx& b,
+                  const std::vector<int64_t>& where_f, const Idx& f,
+                  const std::vector<int64_t>& where_c, const Idx& c) {
+    Idx idx(rank, "0");
+    for (size_t i = 0; i < where_b.size(); ++i) idx[static_cast<size_t>(where_b[i])] = b[i];
+    for (size_t i = 0; i < where_f.size(); ++i) idx[static_cast<size_t>(where_f[i])] = f[i];
+    for (size_t i = 0; i < where_c.size(); ++i) idx[static_cast<size_t>(where_c[i])] = c[i];
+    return idx;
+  };
+  const std::vector<int64_t> lfree =
+      free_dims(ld.size(), dn.lhs_batch_dimensions, dn.lhs_contracting_dimensions);
+  const std::vector<int64_t> rfree =
+      free_dims(rd.size(), dn.rhs_batch_dimensions, dn.rhs_contracting_dimensions);
   const std::vector<int64_t> bsz = sizes(ld, dn.lhs_batch_dimensions);
   const std::vector<int64_t> msz = sizes(ld, lfree), nsz = sizes(rd, rfree);
   const std::vector<int64_t> ksz = sizes(ld, dn.lhs_contracting_dimensions);
-  const int64_t batch = Product(bsz), m = Product(msz), n = Product(nsz), kdim = Product(ksz);
+  GemmMap map;
+  map.batch = Product(bsz);
+  map.m = Product(msz);
+  map.n = Product(nsz);
+  map.k = Product(ksz);
+  map.a = [=](const std::string& g, const std::string& row, const std::string& kk,
+              std::string* guard) {
+    guard->clear();
+    return place(ld.size(), dn.lhs_batch_dimensions, Decompose(g, bsz), lfree, Decompose(row, msz),
+                 dn.lhs_contracting_dimensions, Decompose(kk, ksz));
+  };
+  map.b = [=](const std::string& g, const std::string& kk, const std::string& col) {
+    return place(rd.size(), dn.rhs_batch_dimensions, Decompose(g, bsz), rfree, Decompose(col, nsz),
+                 dn.rhs_contracting_dimensions, Decompose(kk, ksz));
+  };
+  // The product's dimensions: batch, lhs free, rhs free.
+  map.out = [=](const std::string& g, const std::string& row, const std::string& col) {
+    Idx idx = Decompose(g, bsz);
+    for (const std::string& s : Decompose(row, msz)) idx.push_back(s);
+    for (const std::string& s : Decompose(col, nsz)) idx.push_back(s);
+    return idx;
+  };
+  return map;
+}
+
+// A convolution as an implicit GEMM (no im2col buffer): per group, rows are (image, output
+// position), the contraction (input feature, window position), columns the group's output
+// features; the lhs element of a window position outside the input (padding, base dilation's
+// holes) is 0.
+absl::StatusOr<GpuEmitter::GemmMap> GpuEmitter::ConvolutionMap() {
+  const Instruction* mm = k_.root;
+  const ir::ConvolutionDimensionNumbers& dn = *mm->conv_dnums;
+  const std::vector<int64_t>& ld = mm->operand(0)->shape().dimensions();
+  const std::vector<int64_t>& rd = mm->operand(1)->shape().dimensions();
+  const std::vector<int64_t>& od = mm->shape().dimensions();
+  const size_t ns = dn.input_spatial_dimensions.size();
+  std::vector<ir::WindowDim> win(ns);
+  if (mm->window.has_value()) {
+    for (size_t d = 0; d < ns && d < mm->window->dims.size(); ++d) win[d] = mm->window->dims[d];
+  }
+  for (const ir::WindowDim& w : win) {
+    if (w.window_reversal) {
+      return absl::UnimplementedError(
+          absl::StrCat("kernel '", k_.name, "': a convolution with window reversal"));
+    }
+  }
+  const int64_t fgroups = std::max<int64_t>(1, mm->feature_group_count);
+  const int64_t bgroups = std::max<int64_t>(1, mm->batch_group_count);
+  const int64_t groups = fgroups * bgroups;
+  const int64_t nb = ld[static_cast<size_t>(dn.input_batch_dimension)] / bgroups;
+  const int64_t cg = ld[static_cast<size_t>(dn.input_feature_dimension)] / fgroups;
+  const int64_t og = od[static_cast<size_t>(dn.output_feature_dimension)] / groups;
+  std::vector<int64_t> rows = {nb}, contraction = {cg}, xs;
+  for (size_t d = 0; d < ns; ++d) {
+    rows.push_back(od[static_cast<size_t>(dn.output_spatial_dimensions[d])]);
+    contraction.push_back(rd[static_cast<size_t>(dn.kernel_spatial_dimensions[d])]);
+    xs.push_back(ld[static_cast<size_t>(dn.input_spatial_dimensions[d])]);
+  }
+  GemmMap map;
+  map.batch = groups;
+  map.m = Product(rows);
+  map.k = Product(contraction);
+  map.n = og;
+  map.a = [=, this](const std::string& g, const std::string& row, const std::string& kk,
+                    std::string* guard) {
+    const Idx r = Decompose(row, rows), c = Decompose(kk, contraction);
+    Idx xi(ld.size(), "0");
+    xi[static_cast<size_t>(dn.input_batch_dimension)] =
+        bgroups == 1 ? r[0] : absl::StrCat("(", g, ")*", nb, " + ", r[0]);
+    xi[static_cast<size_t>(dn.input_feature_dimension)] =
+        fgroups == 1 ? c[0] : absl::StrCat("(", g, ")*", cg, " + ", c[0]);
+    std::vector<std::string> valid;
+    for (size_t d = 0; d < ns; ++d) {
+      const ir::WindowDim& w = win[d];
+      const std::string raw =
+          IntVar(absl::StrCat("(", r[1 + d], ")*", w.stride, " - ", w.padding_low, " + (", c[1 + d],
+                              ")*", w.window_dilation));
+      std::string pos = raw;
+      if (w.base_dilation > 1) {
+        valid.push_back(absl::StrCat(raw, " >= 0 && ", raw, " % ", w.base_dilation, " == 0"));
+        pos = IntVar(absl::StrCat(raw, " / ", w.base_dilation));
+      }
+      valid.push_back(absl::StrCat(pos, " >= 0 && ", pos, " < ", xs[d]));
+      xi[static_cast<size_t>(dn.input_spatial_dimensions[d])] = pos;
+    }
+    *guard = absl::StrJoin(valid, " && ");
+    return xi;
+  };
+  map.b = [=](const std::string& g, const std::string& kk, const std::string& col) {
+    const Idx c = Decompose(kk, contraction);
+    Idx wi(rd.size(), "0");
+    wi[static_cast<size_t>(dn.kernel_input_feature_dimension)] = c[0];
+    wi[static_cast<size_t>(dn.kernel_output_feature_dimension)] =
+        groups == 1 ? col : absl::StrCat("(", g, ")*", og, " + ", col);
+    for (size_t d = 0; d < ns; ++d) {
+      wi[static_cast<size_t>(dn.kernel_spatial_dimensions[d])] = c[1 + d];
+    }
+    return wi;
+  };
+  map.out = [=](const std::string& g, const std::string& row, const std::string& col) {
+    const Idx r = Decompose(row, rows);
+    Idx oi(od.size(), "0");
+    oi[static_cast<size_t>(dn.output_batch_dimension)] = r[0];
+    oi[static_cast<size_t>(dn.output_feature_dimension)] =
+        groups == 1 ? col : absl::StrCat("(", g, ")*", og, " + ", col);
+    for (size_t d = 0; d < ns; ++d) {
+      oi[static_cast<size_t>(dn.output_spatial_dimensions[d])] = r[1 + d];
+    }
+    return oi;
+  };
+  return map;
+}
+
+absl::Status GpuEmitter::EmitGemm(const GemmMap& map) {
+  const Instruction* mm = k_.root;
+  const PrimitiveType t = mm->shape().element_type();
+  const int64_t tm = Param("tile_m"), tn = Param("tile_n"), tk = Param("tile_k");
+  const int64_t rm = Param("thread_m"), rn = Param("thread_n");
+  const int64_t threads = (tm / rm) * (tn / rn);
+  if (tm % rm != 0 || tn % rn != 0 || threads > 1024 || threads < kWarp) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("kernel '", k_.name, "': tile ", tm, "x", tn, " with thread tile ", rm, "x",
+                     rn, " needs ", threads, " threads (", kWarp, " to 1024, whole thread tiles)"));
+  }
+  const int64_t batch = map.batch, m = map.m, n = map.n, kdim = map.k;
   if ((m + tm - 1) / tm > 65535 || batch > 65535) {
     return absl::InvalidArgumentError(absl::StrCat("kernel '", k_.name, "': ", batch,
                                                    " products of ", m, " rows by tile_m ", tm,
                                                    " exceed the grid's 65,535 blocks in y or z"));
   }
-  // Operand element (b, row, col) as an index of `x`: batch, free and contracting dimensions
-  // placed where the dot's dimension numbers put them.
-  auto operand_idx = [](size_t rank, const std::vector<int64_t>& batch_dims, const Idx& b,
-                        const std::vector<int64_t>& free, const Idx& f,
-                        const std::vector<int64_t>& contracting, const Idx& c) {
-    Idx idx(rank, "0");
-    for (size_t i = 0; i < batch_dims.size(); ++i) idx[static_cast<size_t>(batch_dims[i])] = b[i];
-    for (size_t i = 0; i < free.size(); ++i) idx[static_cast<size_t>(free[i])] = f[i];
-    for (size_t i = 0; i < contracting.size(); ++i) {
-      idx[static_cast<size_t>(contracting[i])] = c[i];
-    }
-    return idx;
-  };
+  const Instruction* lhs = mm->operand(0);
+  const Instruction* rhs = mm->operand(1);
   std::vector<const Instruction*> others;
   bool mm_output = false;
   for (const Instruction* o : k_.outputs) {
@@ -641,8 +771,8 @@ absl::Status GpuEmitter::EmitDot() {
   }
 
   // The GEMM with its epilogue in registers; where the epilogue reads the product at another
-  // element, the product goes to a buffer (the dot's own output, or the workspace) and a second
-  // launch runs the epilogue.
+  // element, the product goes to a buffer (the matrix op's own output, or the workspace) and a
+  // second launch runs the epilogue.
   for (bool split : {false, true}) {
     program_->launches.clear();
     functions_.clear();
@@ -657,15 +787,15 @@ absl::Status GpuEmitter::EmitDot() {
       } else {
         args.push_back({GpuArg::Kind::kWorkspace, 0});
         product_buffer = "ws0";
-        program_->workspace_bytes = batch * m * n * 4;
+        program_->workspace_bytes = Product(mm->shape().dimensions()) * 4;
       }
     }
     OpenFunction(split ? absl::StrCat(fn_, "_gemm") : fn_, static_cast<int32_t>(threads),
                  {(n + tn - 1) / tn, (m + tm - 1) / tm, batch}, args);
     Line(absl::StrCat("__shared__ float As[", tk, "][", tm + 1, "];"));
     Line(absl::StrCat("__shared__ float Bs[", tk, "][", tn + 1, "];"));
-    Line("const int64_t b = blockIdx.z, m0 = (int64_t)blockIdx.y * " + absl::StrCat(tm) +
-         ", n0 = (int64_t)blockIdx.x * " + absl::StrCat(tn) + ";");
+    Line(absl::StrCat("const int64_t g = blockIdx.z, m0 = (int64_t)blockIdx.y * ", tm,
+                      ", n0 = (int64_t)blockIdx.x * ", tn, ";"));
     Line(absl::StrCat("const int tx = threadIdx.x % ", tn / rn, ", ty = threadIdx.x / ", tn / rn,
                       ";"));
     Line(absl::StrCat("float acc[", rm, "][", rn, "];"));
@@ -674,9 +804,8 @@ absl::Status GpuEmitter::EmitDot() {
     Line("#pragma unroll");
     Line(absl::StrCat("for (int j = 0; j < ", rn, "; ++j) acc[i][j] = 0.f;"));
     Close();
-    const Idx bi = Decompose("b", bsz);
     Open(absl::StrCat("for (int64_t k0 = 0; k0 < ", kdim, "LL; k0 += ", tk, ") {"));
-    // A tile: consecutive threads read consecutive contraction elements of the lhs and
+    // The tiles: consecutive threads read consecutive contraction elements of the lhs and
     // consecutive columns of the rhs.
     Open(absl::StrCat("for (int e = threadIdx.x; e < ", tm * tk, "; e += ", threads, ") {"));
     Line(absl::StrCat("const int r = e / ", tk, ", c = e % ", tk, ";"));
@@ -684,11 +813,13 @@ absl::Status GpuEmitter::EmitDot() {
     Open(absl::StrCat("if (m0 + r < ", m, "LL && k0 + c < ", kdim, "LL) {"));
     PushScope();
     Line("const int64_t gm = m0 + r, gk = k0 + c;");
-    Line(absl::StrCat(
-        "v = ",
-        Value(lhs, operand_idx(ld.size(), dn.lhs_batch_dimensions, bi, lfree, Decompose("gm", msz),
-                               dn.lhs_contracting_dimensions, Decompose("gk", ksz))),
-        ";"));
+    std::string guard;
+    const Idx ai = map.a("g", "gm", "gk", &guard);
+    if (!guard.empty()) Open(absl::StrCat("if (", guard, ") {"));
+    PushScope();
+    Line(absl::StrCat("v = ", Value(lhs, ai), ";"));
+    PopScope();
+    if (!guard.empty()) Close();
     PopScope();
     Close();
     Line("As[c][r] = v;");
@@ -699,11 +830,7 @@ absl::Status GpuEmitter::EmitDot() {
     Open(absl::StrCat("if (k0 + r < ", kdim, "LL && n0 + c < ", n, "LL) {"));
     PushScope();
     Line("const int64_t gk = k0 + r, gn = n0 + c;");
-    Line(absl::StrCat(
-        "v = ",
-        Value(rhs, operand_idx(rd.size(), dn.rhs_batch_dimensions, bi, rfree, Decompose("gn", nsz),
-                               dn.rhs_contracting_dimensions, Decompose("gk", ksz))),
-        ";"));
+    Line(absl::StrCat("v = ", Value(rhs, map.b("g", "gk", "gn")), ";"));
     PopScope();
     Close();
     Line("Bs[r][c] = v;");
@@ -725,7 +852,7 @@ absl::Status GpuEmitter::EmitDot() {
     Close();
     Line("__syncthreads();");
     Close();
-    // Epilogue: each thread's elements of the product.
+    // The epilogue: each thread's elements of the product.
     Line("#pragma unroll");
     Open(absl::StrCat("for (int i = 0; i < ", rm, "; ++i) {"));
     Line("#pragma unroll");
@@ -733,9 +860,7 @@ absl::Status GpuEmitter::EmitDot() {
     Line(absl::StrCat("const int64_t gm = m0 + ty * ", rm, " + i, gn = n0 + tx * ", rn, " + j;"));
     Open(absl::StrCat("if (gm < ", m, "LL && gn < ", n, "LL) {"));
     PushScope();
-    Idx out_idx = bi;
-    for (const std::string& s : Decompose("gm", msz)) out_idx.push_back(s);
-    for (const std::string& s : Decompose("gn", nsz)) out_idx.push_back(s);
+    const Idx out_idx = map.out("g", "gm", "gn");
     if (split) {
       Line(absl::StrCat(product_buffer, "[", Linear(mm->shape().dimensions(), out_idx),
                         "] = ", mm_output ? StoreAs(t, "acc[i][j]") : "acc[i][j]", ";"));
@@ -756,11 +881,13 @@ absl::Status GpuEmitter::EmitDot() {
     Close();
     Close();
     CloseFunction();
-    if (!split && !product_elsewhere_) return absl::OkStatus();
-    if (!split) continue;
+    if (!split) {
+      if (!product_elsewhere_) return absl::OkStatus();
+      continue;
+    }
     if (others.empty()) return absl::OkStatus();
-    // The epilogue: the other outputs, reading the product from its buffer (stored as the dot's
-    // element type when it is an output, as f32 in the workspace otherwise).
+    // The epilogue: the other outputs, reading the product from its buffer (stored as the
+    // matrix op's element type when it is an output, as f32 in the workspace otherwise).
     const int64_t block = 256;
     int64_t total = 0;
     for (const Instruction* o : others) total = std::max(total, Product(o->shape().dimensions()));
@@ -772,7 +899,6 @@ absl::Status GpuEmitter::EmitDot() {
     product_.clear();
     product_buffer_.clear();
     CloseFunction();
-    return absl::OkStatus();
   }
   return absl::OkStatus();
 }
@@ -812,7 +938,7 @@ absl::Status GpuEmitter::Emit(const std::string& name, GpuKernelProgram* program
       break;
     case KernelKind::kDot:
     case KernelKind::kConvolution:
-      s = EmitDot();
+      s = EmitMatmul();
       break;
     default:
       s = CheckGpuSupported(k_);
@@ -836,6 +962,7 @@ absl::Status CheckGpuSupported(const Kernel& kernel) {
     case KernelKind::kReduceWindow:
       return absl::OkStatus();
     case KernelKind::kDot:
+    case KernelKind::kConvolution:
       return absl::OkStatus();
     default:
       break;
@@ -874,6 +1001,7 @@ std::vector<KernelParam> GpuKernelParams(const Kernel& kernel) {
     case KernelKind::kReduceWindow:
       return {{"block", Choices({256, 128, 512})}};
     case KernelKind::kDot:
+    case KernelKind::kConvolution:
       return {{"tile_m", Choices({64, 32, 128})},
               {"tile_n", Choices({64, 32, 128})},
               {"tile_k", Choices({16, 8, 32})},

@@ -28,8 +28,8 @@ absl::Status CheckGpuSupported(const cpu::Kernel& kernel);
 //   reduce: split (0 a thread, 1 a warp, 2 a block per output element), block;
 //   row: group (0 a block, 1 a warp per row), block;
 //   reduce-window: block;
-//   dot: tile_m, tile_n, tile_k (a block's shared-memory tiles), thread_m, thread_n (each
-//     thread's register tile).
+//   dot and convolution (an implicit GEMM): tile_m, tile_n, tile_k (a block's shared-memory
+//     tiles), thread_m, thread_n (each thread's register tile).
 // Defaults follow the shape: a reduction over the minor dimension gets a warp or a block per
 // output, one over major dimensions a thread per output (its reads are then coalesced).
 std::vector<cpu::KernelParam> GpuKernelParams(const cpu::Kernel& kernel);
@@ -60,7 +60,7 @@ struct GpuKernelProgram {
 };
 
 // Kernel `kernel` of `module` with `config` (one value per GpuKernelParams entry; empty: the
-// defaults). InvalidArgument for a configuration it cannot take (a value not offered; a dot tile
+// defaults). InvalidArgument for a configuration it cannot take (a value not offered; a GEMM tile
 // needing more than 1,024 threads or less than one warp), Unimplemented for a kind not generated.
 absl::StatusOr<GpuKernelProgram> GenerateGpuKernel(const cpu::LoweredModule& module, int32_t kernel,
                                                    const cpu::KernelConfig& config = {});
