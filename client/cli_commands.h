@@ -93,10 +93,13 @@ struct RunCommand {
   std::string model_db;
   // Also time each kernel inside the module's run (the profiled entry) and list them.
   bool kernel_times = false;
+  std::string arch;  // --target gpu: the PTX's architecture ("": the device's, else sm_90)
 };
 // `mltune run`: compiles the module for the CPU (generated kernels), runs it, optionally checks it
 // against the evaluator, and prints its latency (median and spread).
 int RunRun(const RunCommand& cmd, std::ostream& out, std::ostream& err);
+// `mltune run --target gpu` (gpu_run.cc): the same on the attached GPU (generated CUDA).
+int RunGpuRun(const RunCommand& cmd, std::ostream& out, std::ostream& err);
 
 struct SynthesizeCommand {
   std::string out;  // folder the programs are written to

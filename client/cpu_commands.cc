@@ -127,7 +127,7 @@ std::unique_ptr<ir::Module> LoadForCpu(const std::string& file, const std::strin
                                        std::unique_ptr<ir::Module>* original, std::ostream& err) {
   if (target != "cpu") {
     err << "error: --target " << target
-        << ": only cpu runs generated code here (simulated targets: mltune simulate, or "
+        << ": cpu and gpu run generated code (simulated targets: mltune simulate, or "
            "mltune submit to mltuned)\n";
     return nullptr;
   }
@@ -234,6 +234,7 @@ absl::StatusOr<TileOutcome> TuneTiles(const cpu::LoweredModule& lowered,
 }  // namespace
 
 int RunRun(const RunCommand& cmd, std::ostream& out, std::ostream& err) {
+  if (cmd.target == "gpu") return RunGpuRun(cmd, out, err);
   std::unique_ptr<ir::Module> original;
   std::unique_ptr<ir::Module> module = LoadForCpu(cmd.file, cmd.target, &original, err);
   if (module == nullptr) return 1;

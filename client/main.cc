@@ -128,10 +128,14 @@ int main(int argc, char** argv) {
 
   RunCommand run;
   auto* run_cmd = app.add_subcommand(
-      "run", "Compile for the CPU (generated kernels), run, check against the evaluator, time");
+      "run",
+      "Compile for the CPU or the GPU (generated kernels), run, check against the evaluator, "
+      "time");
   run_cmd->add_option("file", run.file, "HLO text file")->required();
-  run_cmd->add_option("--target", run.target, "cpu (the only target that runs generated code)")
+  run_cmd->add_option("--target", run.target, "cpu, or gpu (the attached CUDA device)")
       ->default_val("cpu");
+  run_cmd->add_option("--arch", run.arch,
+                      "--target gpu: the PTX's architecture (default: the device's, else sm_90)");
   run_cmd->add_flag("--check", run.check,
                     "Compare with the reference evaluator on seeded random inputs (exit 1 if not)");
   run_cmd->add_option("--repeat", run.repeat,

@@ -48,4 +48,15 @@ absl::Status CompareLeaves(const std::vector<ir::Literal>& expected,
                            const RoundingSpreads* spreads = nullptr,
                            int64_t* within_spread = nullptr);
 
+// `actual` (a backend's result leaves on `arguments`) against `exact` (the evaluator's): OK where
+// they match within `tolerance`, or where the elements that differ differ by no more than the
+// reference moves under rounding noise (3 noisy pairs, then 10); `ill_conditioned` receives how
+// many passed only so. DataLoss naming the first mismatch otherwise.
+absl::Status CompareWithRoundingSpread(const ir::Module& module,
+                                       const std::vector<ir::Literal>& arguments,
+                                       const std::vector<ir::Literal>& exact,
+                                       const std::vector<ir::Literal>& actual,
+                                       const Tolerance& tolerance,
+                                       int64_t* ill_conditioned = nullptr);
+
 }  // namespace mltune::backends::cpu

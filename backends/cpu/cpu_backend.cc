@@ -67,24 +67,8 @@ absl::Status CheckAgainstEvaluator(const ir::Module& module, const CompiledModul
   absl::StatusOr<std::vector<ir::Literal>> actual =
       Execute(compiled.object, compiled.program, *args, options, timing);
   if (!actual.ok()) return actual.status();
-  const std::vector<ir::Literal> exact = FlattenLeaves(*expected);
-  absl::Status strict = CompareLeaves(exact, *actual, tolerance);
-  if (strict.ok() || !absl::IsDataLoss(strict)) return strict;
-  // Before calling it a mismatch, see whether the differing elements are ill-conditioned: ones
-  // the reference itself moves on by a comparable amount under rounding noise. The spread is a
-  // sample's maximum, so elements outside a small sample get a larger one (deep recurrent or
-  // gated stacks with random weights, GNMT and WaveNet, amplify rounding chaotically: with 10
-  // pairs 255,987 of GNMT's 256,000 logits are ill-conditioned, and 2 lay outside 3 pairs').
-  absl::Status lenient = strict;
-  for (int pairs : {3, 10}) {
-    absl::StatusOr<RoundingSpreads> spreads = RoundingSpread(module, *args, exact, pairs);
-    if (!spreads.ok()) return strict;
-    if (ill_conditioned != nullptr) *ill_conditioned = 0;
-    lenient = CompareLeaves(exact, *actual, tolerance, &*spreads, ill_conditioned);
-    if (lenient.ok()) return lenient;
-  }
-  return absl::DataLossError(absl::StrCat(lenient.message(), " (beyond ", tolerance.spread_factor,
-                                          "x how far rounding noise moves the reference)"));
+  return CompareWithRoundingSpread(module, *args, FlattenLeaves(*expected), *actual, tolerance,
+                                   ill_conditioned);
 }
 
 absl::StatusOr<Timing> MeasureModule(const ir::Module& module,

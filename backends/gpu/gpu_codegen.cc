@@ -111,6 +111,7 @@ class GpuEmitter : public cpu::ElementEmitter {
   // A GEMM's product in its epilogue: the thread's accumulator where the epilogue reads it at the
   // thread's own element, or the product buffer.
   std::string Provided(const Instruction* instr, const Idx& idx) override {
+    if (init_phase_ && instr == k_.root) return Value(instr->operand(0), idx);
     if (instr != k_.root || product_.empty()) return "";
     if (!product_buffer_.empty()) {
       return Var("float", LoadAs(product_type_,
@@ -155,6 +156,7 @@ class GpuEmitter : public cpu::ElementEmitter {
   absl::Status EmitReduce();
   absl::Status EmitRow();
   absl::Status EmitReduceWindow();
+  absl::Status EmitScatter();
   // Dots and convolutions: one tiled GEMM over a map from its (group, row, contraction, column)
   // to the operands' and the product's elements.
   struct GemmMap {
@@ -182,6 +184,8 @@ class GpuEmitter : public cpu::ElementEmitter {
   PrimitiveType product_type_ = PrimitiveType::kF32;  // as the product's buffer stores it
   Idx product_idx_;
   bool product_elsewhere_ = false;
+  // A scatter's first launch: the scatter's value is its operand's.
+  bool init_phase_ = false;
 };
 
 std::string GpuEmitter::ArgDecl(const GpuArg& a) {
@@ -578,6 +582,129 @@ absl::Status GpuEmitter::EmitReduceWindow() {
   return absl::OkStatus();
 }
 
+// XLA's scatter: the output starts as the operand (one launch), then each update element folds
+// into its target (a second launch). Where the combiner is an addition of a type the GPU adds
+// atomically, a thread per update element; otherwise one thread walks the updates in order,
+// which keeps the evaluator's order for any combiner.
+absl::Status GpuEmitter::EmitScatter() {
+  const Instruction* s = k_.root;
+  if (s->opcode() != Opcode::kScatter || s->operand_count() != 3) {
+    return absl::UnimplementedError(
+        absl::StrCat("kernel '", k_.name, "': ", std::string(ir::OpcodeName(s->opcode())),
+                     s->opcode() == Opcode::kScatter ? " of several arrays" : "",
+                     " is not generated for the GPU yet"));
+  }
+  const ir::ScatterDimensionNumbers& dn = *s->scatter_dnums;
+  const Instruction* indices = s->operand(1);
+  const Instruction* updates = s->operand(2);
+  const PrimitiveType t = s->shape().element_type();
+  const std::vector<int64_t>& od = s->shape().dimensions();
+  const std::vector<int64_t>& ud = updates->shape().dimensions();
+  const int64_t block = Param("block");
+  std::vector<const Instruction*> copied = {s};
+  for (const Instruction* o : k_.outputs) {
+    if (o != s) copied.push_back(o);
+  }
+  int64_t total = 0;
+  for (const Instruction* o : copied) total = std::max(total, Product(o->shape().dimensions()));
+  // The operand, with `s` read as its operand while the first launch copies it.
+  init_phase_ = true;
+  OpenFunction(absl::StrCat(fn_, "_init"), static_cast<int32_t>(block),
+               {std::max<int64_t>(1, std::min<int64_t>((total + block - 1) / block, 65535))},
+               AllBuffers());
+  StoreOthersGridStride(copied);
+  CloseFunction();
+  init_phase_ = false;
+  const int64_t count = Product(ud);
+  if (count == 0 || Product(od) == 0) return absl::OkStatus();
+  const Instruction* root = s->to_apply()->root();
+  const bool add = root->opcode() == Opcode::kAdd && root->operand(0) != root->operand(1) &&
+                   root->operand(0)->opcode() == Opcode::kParameter &&
+                   root->operand(1)->opcode() == Opcode::kParameter;
+  const bool atomic =
+      add && (t == PrimitiveType::kF32 || t == PrimitiveType::kF64 || t == PrimitiveType::kS32 ||
+              t == PrimitiveType::kU32 || t == PrimitiveType::kU64);
+  const int32_t threads = atomic ? static_cast<int32_t>(block) : kWarp;
+  OpenFunction(absl::StrCat(fn_, "_update"), threads, {atomic ? (count + block - 1) / block : 1},
+               AllBuffers());
+  const std::string u = NewName("u");
+  if (atomic) {
+    Line(absl::StrCat("const int64_t ", u, " = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;"));
+    Open(absl::StrCat("if (", u, " < ", count, "LL) {"));
+  } else {
+    Open("if (threadIdx.x == 0) {");
+    Open(absl::StrCat("for (int64_t ", u, " = 0; ", u, " < ", count, "LL; ++", u, ") {"));
+  }
+  PushScope();
+  const Idx idx = Decompose(u, ud);
+  auto contains = [](const std::vector<int64_t>& v, int64_t x) {
+    return std::find(v.begin(), v.end(), x) != v.end();
+  };
+  std::vector<int64_t> window_op_dims;
+  for (size_t d = 0; d < od.size(); ++d) {
+    const int64_t di = static_cast<int64_t>(d);
+    if (!contains(dn.inserted_window_dims, di) && !contains(dn.input_batching_dims, di)) {
+      window_op_dims.push_back(di);
+    }
+  }
+  std::vector<int64_t> window_size(od.size(), 1);
+  for (size_t k = 0; k < window_op_dims.size(); ++k) {
+    window_size[static_cast<size_t>(window_op_dims[k])] =
+        ud[static_cast<size_t>(dn.update_window_dims[k])];
+  }
+  Idx batch;
+  for (size_t d = 0; d < idx.size(); ++d) {
+    if (!contains(dn.update_window_dims, static_cast<int64_t>(d))) batch.push_back(idx[d]);
+  }
+  const int64_t index_rank = indices->shape().rank();
+  Idx start(od.size(), "0");
+  for (size_t k = 0; k < dn.scatter_dims_to_operand_dims.size(); ++k) {
+    Idx at;
+    size_t j = 0;
+    for (int64_t d = 0; d < index_rank; ++d) {
+      at.push_back(d == dn.index_vector_dim ? absl::StrCat(k) : batch[j++]);
+    }
+    start[static_cast<size_t>(dn.scatter_dims_to_operand_dims[k])] =
+        IntVar(absl::StrCat("(int64_t)", Value(indices, at)));
+  }
+  for (size_t i = 0; i < dn.input_batching_dims.size(); ++i) {
+    const int64_t d = dn.scatter_indices_batching_dims[i];
+    start[static_cast<size_t>(dn.input_batching_dims[i])] =
+        batch[static_cast<size_t>(d < dn.index_vector_dim ? d : d - 1)];
+  }
+  // An update whose window does not fit the operand is skipped whole, as XLA does.
+  std::vector<std::string> fits;
+  Idx target(od.size());
+  size_t window = 0;
+  for (size_t d = 0; d < od.size(); ++d) {
+    if (start[d] != "0") {
+      fits.push_back(absl::StrCat(start[d], " >= 0 && ", start[d], " <= ", od[d] - window_size[d]));
+    }
+    std::string at = start[d];
+    if (window < window_op_dims.size() && window_op_dims[window] == static_cast<int64_t>(d)) {
+      const std::string offset = idx[static_cast<size_t>(dn.update_window_dims[window++])];
+      at = at == "0" ? offset : absl::StrCat("(", at, ") + (", offset, ")");
+    }
+    target[d] = at;
+  }
+  const std::string slot = absl::StrCat(out_ptr_.at(s), "[", Linear(od, target), "]");
+  const std::string update = Value(updates, idx);
+  Open(fits.empty() ? std::string("{") : absl::StrCat("if (", absl::StrJoin(fits, " && "), ") {"));
+  if (atomic) {
+    Line(absl::StrCat("atomicAdd(&", slot, ", (", StorageType(t), ")", update, ");"));
+  } else {
+    const std::string fn = Reducer(*s->to_apply());
+    Line(absl::StrCat(slot, " = ",
+                      StoreAs(t, absl::StrCat(fn, "(", LoadAs(t, slot), ", ", update, ")")), ";"));
+  }
+  Close();
+  PopScope();
+  if (!atomic) Close();
+  Close();
+  CloseFunction();
+  return absl::OkStatus();
+}
+
 absl::Status GpuEmitter::EmitMatmul() {
   const Instruction* mm = k_.root;
   const PrimitiveType t = mm->shape().element_type();
@@ -940,6 +1067,9 @@ absl::Status GpuEmitter::Emit(const std::string& name, GpuKernelProgram* program
     case KernelKind::kConvolution:
       s = EmitMatmul();
       break;
+    case KernelKind::kScatter:
+      s = EmitScatter();
+      break;
     default:
       s = CheckGpuSupported(k_);
       break;
@@ -964,6 +1094,11 @@ absl::Status CheckGpuSupported(const Kernel& kernel) {
     case KernelKind::kDot:
     case KernelKind::kConvolution:
       return absl::OkStatus();
+    case KernelKind::kScatter:
+      if (kernel.root->opcode() == Opcode::kScatter && kernel.root->operand_count() == 3) {
+        return absl::OkStatus();
+      }
+      break;
     default:
       break;
   }
@@ -999,6 +1134,7 @@ std::vector<KernelParam> GpuKernelParams(const Kernel& kernel) {
               {"block", Choices({256, 128, 512, 1024})}};
     }
     case KernelKind::kReduceWindow:
+    case KernelKind::kScatter:
       return {{"block", Choices({256, 128, 512})}};
     case KernelKind::kDot:
     case KernelKind::kConvolution:

@@ -27,7 +27,7 @@ absl::Status CheckGpuSupported(const cpu::Kernel& kernel);
 //     elements per thread, stored as one vector where the outputs are f32);
 //   reduce: split (0 a thread, 1 a warp, 2 a block per output element), block;
 //   row: group (0 a block, 1 a warp per row), block;
-//   reduce-window: block;
+//   reduce-window and scatter: block;
 //   dot and convolution (an implicit GEMM): tile_m, tile_n, tile_k (a block's shared-memory
 //     tiles), thread_m, thread_n (each thread's register tile).
 // Defaults follow the shape: a reduction over the minor dimension gets a warp or a block per

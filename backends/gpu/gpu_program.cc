@@ -1,0 +1,339 @@
+#include "backends/gpu/gpu_program.h"
+
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <unordered_map>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "backends/cpu/check.h"
+#include "backends/cpu/subprocess.h"
+#include "backends/gpu/gpu_codegen.h"
+#include "ir/evaluator/evaluator.h"
+#include "nlohmann/json.hpp"
+
+namespace mltune::backends::gpu {
+namespace {
+
+namespace fs = std::filesystem;
+using json = nlohmann::json;
+
+std::string TempPath(const std::string& what) {
+  static std::atomic<int64_t> counter{0};
+  return (fs::temp_directory_path() /
+          absl::StrCat("mltune-gpu-", getpid(), "-", counter.fetch_add(1), "-", what))
+      .string();
+}
+
+// Removes the files it names when it goes out of scope.
+struct TempFiles {
+  std::vector<std::string> paths;
+  ~TempFiles() {
+    std::error_code ec;
+    for (const std::string& p : paths) fs::remove(p, ec);
+  }
+  std::string Add(const std::string& what) {
+    paths.push_back(TempPath(what));
+    return paths.back();
+  }
+};
+
+GpuTiming TimingOf(const json& j) {
+  GpuTiming t;
+  t.median_s = j.value("median_s", 0.0);
+  t.min_s = j.value("min_s", t.median_s);
+  t.p25_s = j.value("p25_s", t.median_s);
+  t.p75_s = j.value("p75_s", t.median_s);
+  t.spread = j.value("spread", 0.0);
+  t.samples = j.value("samples", 0);
+  t.device = j.value("device", "");
+  if (auto it = j.find("launch_s"); it != j.end() && it->is_array()) {
+    for (const json& s : *it) {
+      if (s.is_number()) t.launch_s.push_back(s.get<double>());
+    }
+  }
+  return t;
+}
+
+// Writes the PTX files and the plan; returns the plan's path.
+absl::StatusOr<std::string> WritePlan(const GpuModuleProgram& program,
+                                      const GpuMeasureOptions& options, TempFiles* files,
+                                      json extra) {
+  json plan = std::move(extra);
+  plan["device"] = options.device;
+  plan["min_reps"] = options.min_reps;
+  plan["max_reps"] = options.max_reps;
+  plan["max_seconds"] = options.max_seconds;
+  plan["spread"] = options.target_spread;
+  plan["flush_l2"] = options.flush_l2;
+  plan["launch_times"] = options.launch_times;
+  plan["device_memory_mb"] = options.device_memory_mb;
+  plan["cpu_seconds"] = static_cast<int64_t>(options.timeout_seconds) + 5;
+  json modules = json::array();
+  for (size_t i = 0; i < program.ptx.size(); ++i) {
+    const std::string path = files->Add(absl::StrCat("k", i, ".ptx"));
+    std::ofstream out(path, std::ios::binary);
+    out << program.ptx[i];
+    if (!out) return absl::InternalError(absl::StrCat("cannot write ", path));
+    modules.push_back(path);
+  }
+  plan["modules"] = modules;
+  plan["buffers"] = program.buffer_bytes;
+  json params = json::array();
+  for (const GpuModuleProgram::Param& p : program.params) {
+    params.push_back({{"buffer", p.buffer},
+                      {"type", std::string(ir::PrimitiveTypeName(p.shape.element_type()))},
+                      {"elements", p.shape.ElementCount()}});
+  }
+  plan["params"] = params;
+  json results = json::array();
+  for (const GpuModuleProgram::Result& r : program.results) {
+    if (r.buffer >= 0) results.push_back({{"buffer", r.buffer}, {"bytes", r.shape.ByteSize()}});
+  }
+  plan["results"] = results;
+  json launches = json::array();
+  for (const GpuModuleProgram::Launch& l : program.launches) {
+    launches.push_back({{"module", l.module},
+                        {"entry", l.entry},
+                        {"grid", {l.grid[0], l.grid[1], l.grid[2]}},
+                        {"block", l.block},
+                        {"args", l.args}});
+  }
+  plan["launches"] = launches;
+  const std::string path = files->Add("plan.json");
+  std::ofstream out(path);
+  out << plan.dump();
+  if (!out) return absl::InternalError(absl::StrCat("cannot write ", path));
+  return path;
+}
+
+absl::StatusOr<json> RunRunner(const std::string& plan, const GpuMeasureOptions& options) {
+  const std::string runner = GpuRunnerPath();
+  if (runner.empty()) {
+    return absl::UnimplementedError("built without the CUDA toolkit: no mltune-gpu-runner");
+  }
+  absl::StatusOr<cpu::ChildResult> run = cpu::RunChild({runner, plan}, options.timeout_seconds);
+  if (!run.ok()) return run.status();
+  if (run->exit_code == 2) {
+    return absl::InternalError(absl::StrCat("mltune-gpu-runner usage error: ", run->err));
+  }
+  if (run->timed_out || run->signal != 0) {
+    return absl::AbortedError(absl::StrCat("candidate ", run->Describe()));
+  }
+  json j = json::parse(run->out, nullptr, false);
+  if (j.is_discarded() || !j.is_object()) {
+    return absl::AbortedError(absl::StrCat("gpu runner: ", run->Describe(),
+                                           ", no result (stderr: ", run->err.substr(0, 500), ")"));
+  }
+  if (!j.value("ok", false)) {
+    const std::string error = j.value("error", "failed");
+    // No driver or no device is the machine's state, not the candidate's fault.
+    if (error.rfind("no CUDA driver", 0) == 0 || error.rfind("cuInit", 0) == 0) {
+      return absl::UnavailableError(absl::StrCat("gpu runner: ", error));
+    }
+    return absl::AbortedError(absl::StrCat("gpu runner: ", error));
+  }
+  return j;
+}
+
+}  // namespace
+
+absl::StatusOr<GpuModuleProgram> CompileGpuModule(const cpu::LoweredModule& lowered,
+                                                  const std::vector<cpu::KernelConfig>& configs,
+                                                  const NvrtcOptions& options) {
+  std::vector<std::string> unsupported;
+  for (const cpu::Kernel& k : lowered.kernels) {
+    if (!CheckGpuSupported(k).ok()) {
+      unsupported.push_back(absl::StrCat(k.name, " (", cpu::KernelKindName(k.kind), ")"));
+    }
+  }
+  if (!unsupported.empty()) {
+    return absl::UnimplementedError(absl::StrCat(
+        unsupported.size(), " of ", lowered.kernels.size(),
+        " kernels are of kinds the GPU does not generate yet: ",
+        absl::StrJoin(unsupported.begin(),
+                      unsupported.begin() + std::min<size_t>(unsupported.size(), 8), ", "),
+        unsupported.size() > 8 ? ", ..." : ""));
+  }
+  GpuModuleProgram program;
+  program.arch = options.arch;
+  std::unordered_map<const ir::Instruction*, int64_t> buffer_of;
+  auto add_buffer = [&](int64_t bytes) {
+    program.buffer_bytes.push_back(bytes);
+    return static_cast<int64_t>(program.buffer_bytes.size()) - 1;
+  };
+  for (const ir::Instruction* p : lowered.parameters) {
+    const int64_t b = add_buffer(p->shape().ByteSize());
+    buffer_of[p] = b;
+    program.params.push_back({b, p->shape()});
+  }
+  for (const cpu::Kernel& k : lowered.kernels) {
+    const size_t i = static_cast<size_t>(k.id);
+    const cpu::KernelConfig config = i < configs.size() ? configs[i] : cpu::KernelConfig{};
+    absl::StatusOr<GpuKernelProgram> kp = GenerateGpuKernel(lowered, k.id, config);
+    if (!kp.ok()) return kp.status();
+    absl::StatusOr<PtxModule> ptx = CompileToPtx(kp->source, kp->name + ".cu", options);
+    if (!ptx.ok()) {
+      return absl::Status(ptx.status().code(),
+                          absl::StrCat("kernel '", k.name, "' (", cpu::KernelKindName(k.kind),
+                                       "): ", ptx.status().message()));
+    }
+    program.cache_hits += ptx->cache_hit ? 1 : 0;
+    const int64_t module = static_cast<int64_t>(program.ptx.size());
+    program.ptx.push_back(ptx->ptx);
+    std::vector<int64_t> inputs, outputs;
+    for (const ir::Instruction* in : k.inputs) {
+      auto it = buffer_of.find(in);
+      if (it == buffer_of.end()) it = buffer_of.find(cpu::BaseValue(in));
+      if (it == buffer_of.end()) {
+        return absl::InternalError(
+            absl::StrCat("kernel '", k.name, "' reads '", in->name(), "', which has no buffer"));
+      }
+      inputs.push_back(it->second);
+    }
+    for (const ir::Instruction* o : k.outputs) {
+      const int64_t b = add_buffer(o->shape().ByteSize());
+      buffer_of[o] = b;
+      outputs.push_back(b);
+    }
+    const int64_t workspace = kp->workspace_bytes > 0 ? add_buffer(kp->workspace_bytes) : -1;
+    for (const GpuLaunch& l : kp->launches) {
+      GpuModuleProgram::Launch launch;
+      launch.module = module;
+      launch.kernel = k.id;
+      launch.entry = l.entry;
+      for (int d = 0; d < 3; ++d) launch.grid[d] = l.grid[d];
+      launch.block = l.block;
+      for (const GpuArg& a : l.args) {
+        switch (a.kind) {
+          case GpuArg::Kind::kInput:
+            launch.args.push_back(inputs[static_cast<size_t>(a.index)]);
+            break;
+          case GpuArg::Kind::kOutput:
+            launch.args.push_back(outputs[static_cast<size_t>(a.index)]);
+            break;
+          case GpuArg::Kind::kWorkspace:
+            launch.args.push_back(workspace);
+            break;
+        }
+      }
+      program.launches.push_back(std::move(launch));
+    }
+  }
+  for (const ir::Instruction* r : lowered.results) {
+    GpuModuleProgram::Result result;
+    result.shape = r->shape();
+    auto it = buffer_of.find(r);
+    if (it == buffer_of.end()) it = buffer_of.find(cpu::BaseValue(r));
+    if (it != buffer_of.end()) {
+      result.buffer = it->second;
+    } else if (const ir::Instruction* base = cpu::BaseValue(r);
+               base->opcode() == ir::Opcode::kConstant) {
+      absl::StatusOr<ir::Literal> lit = ir::Literal::Create(r->shape());
+      if (!lit.ok()) return lit.status();
+      std::memcpy(lit->untyped_data(), base->literal->untyped_data(),
+                  static_cast<size_t>(lit->size_bytes()));
+      result.constant = *std::move(lit);
+    } else {
+      return absl::InternalError(absl::StrCat("result '", r->name(), "' has no buffer"));
+    }
+    program.results.push_back(std::move(result));
+  }
+  return program;
+}
+
+std::string GpuRunnerPath() {
+  if (const char* env = std::getenv("MLTUNE_GPU_RUNNER"); env != nullptr && env[0] != '\0') {
+    return env;
+  }
+  std::error_code ec;
+  const fs::path self = fs::read_symlink("/proc/self/exe", ec);
+  if (!ec) {
+    const fs::path sibling = self.parent_path() / "mltune-gpu-runner";
+    if (access(sibling.c_str(), X_OK) == 0) return sibling.string();
+  }
+  return MLTUNE_GPU_RUNNER_BUILD_PATH;
+}
+
+absl::StatusOr<GpuTiming> MeasureGpu(const GpuModuleProgram& program, uint64_t seed,
+                                     const GpuMeasureOptions& options) {
+  TempFiles files;
+  absl::StatusOr<std::string> plan = WritePlan(program, options, &files, {{"seed", seed}});
+  if (!plan.ok()) return plan.status();
+  absl::StatusOr<json> j = RunRunner(*plan, options);
+  if (!j.ok()) return j.status();
+  return TimingOf(*j);
+}
+
+absl::StatusOr<std::vector<ir::Literal>> ExecuteGpu(const GpuModuleProgram& program,
+                                                    const std::vector<ir::Literal>& args,
+                                                    const GpuMeasureOptions& options,
+                                                    GpuTiming* timing) {
+  if (args.size() != program.params.size()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("the program takes ", program.params.size(), " arguments; got ", args.size()));
+  }
+  TempFiles files;
+  const std::string in_path = files.Add("in.bin"), out_path = files.Add("out.bin");
+  {
+    std::ofstream in(in_path, std::ios::binary);
+    for (size_t i = 0; i < args.size(); ++i) {
+      if (!args[i].shape().Compatible(program.params[i].shape)) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("argument ", i, " is ", args[i].shape().ToString(false), "; expected ",
+                         program.params[i].shape.ToString(false)));
+      }
+      in.write(reinterpret_cast<const char*>(args[i].untyped_data()), args[i].size_bytes());
+    }
+    if (!in) return absl::InternalError(absl::StrCat("cannot write ", in_path));
+  }
+  GpuMeasureOptions run_options = options;
+  if (timing == nullptr) run_options.max_reps = 0;
+  absl::StatusOr<std::string> plan =
+      WritePlan(program, run_options, &files, {{"inputs", in_path}, {"outputs", out_path}});
+  if (!plan.ok()) return plan.status();
+  absl::StatusOr<json> j = RunRunner(*plan, run_options);
+  if (!j.ok()) return j.status();
+  std::ifstream out(out_path, std::ios::binary);
+  std::vector<ir::Literal> results;
+  for (const GpuModuleProgram::Result& r : program.results) {
+    if (r.constant.has_value()) {
+      results.push_back(*r.constant);
+      continue;
+    }
+    absl::StatusOr<ir::Literal> lit = ir::Literal::Create(r.shape);
+    if (!lit.ok()) return lit.status();
+    out.read(reinterpret_cast<char*>(lit->untyped_data()), lit->size_bytes());
+    if (out.gcount() != lit->size_bytes()) {
+      return absl::InternalError("the gpu runner wrote fewer result bytes than the program has");
+    }
+    results.push_back(*std::move(lit));
+  }
+  if (timing != nullptr) *timing = TimingOf(*j);
+  return results;
+}
+
+absl::Status CheckGpuAgainstEvaluator(const ir::Module& module, const GpuModuleProgram& program,
+                                      uint64_t seed, const GpuMeasureOptions& options,
+                                      GpuTiming* timing, int64_t* ill_conditioned) {
+  if (ill_conditioned != nullptr) *ill_conditioned = 0;
+  absl::StatusOr<std::vector<ir::Literal>> args = ir::MakeRandomArguments(module, seed);
+  if (!args.ok()) return args.status();
+  absl::StatusOr<ir::Literal> expected = ir::Evaluate(module, *args);
+  if (!expected.ok()) return expected.status();
+  std::vector<ir::Literal> leaves;
+  for (const ir::Literal& a : *args) {
+    for (ir::Literal& leaf : cpu::FlattenLeaves(a)) leaves.push_back(std::move(leaf));
+  }
+  absl::StatusOr<std::vector<ir::Literal>> actual = ExecuteGpu(program, leaves, options, timing);
+  if (!actual.ok()) return actual.status();
+  return cpu::CompareWithRoundingSpread(module, *args, cpu::FlattenLeaves(*expected), *actual,
+                                        cpu::Tolerance{}, ill_conditioned);
+}
+
+}  // namespace mltune::backends::gpu

@@ -1,0 +1,98 @@
+// A whole module on the GPU: every kernel of the CPU backend's kernel plan generated
+// (gpu_codegen.h) and compiled to PTX (nvrtc_compiler.h), device buffers planned for the entry's
+// parameters, each kernel's outputs and workspaces, and the launches in order; run and timed in
+// the mltune-gpu-runner child (time limit, CUDA events, L2 flushed before each sample), results
+// checked against the reference evaluator.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "backends/cpu/lowering.h"
+#include "backends/gpu/nvrtc_compiler.h"
+#include "ir/literal.h"
+#include "ir/module.h"
+
+namespace mltune::backends::gpu {
+
+struct GpuModuleProgram {
+  std::string arch;              // what the PTX targets ("sm_90")
+  std::vector<std::string> ptx;  // one module per kernel
+  std::vector<int64_t> buffer_bytes;
+  struct Param {
+    int64_t buffer;
+    ir::Shape shape;
+  };
+  std::vector<Param> params;  // the entry's parameter leaves, in order
+  struct Result {
+    int64_t buffer = -1;  // -1: a constant
+    ir::Shape shape;
+    std::optional<ir::Literal> constant;  // a result the module computes at compile time
+  };
+  std::vector<Result> results;  // the entry's result leaves, in order
+  struct Launch {
+    int64_t module;  // index into ptx
+    int32_t kernel;  // LoweredModule::kernels index
+    std::string entry;
+    int64_t grid[3];
+    int32_t block;
+    std::vector<int64_t> args;  // buffer indices
+  };
+  std::vector<Launch> launches;
+  int64_t cache_hits = 0;  // kernels whose PTX came from the cache
+};
+
+// Generates and compiles every kernel of `lowered` (`configs`: one per kernel, empty for the
+// defaults). Unimplemented, listing each kernel the GPU does not generate yet (its name and
+// kind), before anything is compiled.
+absl::StatusOr<GpuModuleProgram> CompileGpuModule(const cpu::LoweredModule& lowered,
+                                                  const std::vector<cpu::KernelConfig>& configs,
+                                                  const NvrtcOptions& options);
+
+struct GpuMeasureOptions {
+  int device = 0;
+  int min_reps = 5;
+  int max_reps = 200;
+  double max_seconds = 0.3;     // stop sampling after this much timed work...
+  double target_spread = 0.02;  // ...or once (p75 - p25) / median is this small (10+ samples)
+  bool flush_l2 = true;
+  bool launch_times = false;     // also each launch alone (GpuTiming::launch_s)
+  int64_t device_memory_mb = 0;  // refuse programs whose buffers need more; 0: no limit
+  double timeout_seconds = 120;  // wall clock, then the child is killed
+};
+
+struct GpuTiming {
+  double median_s = 0, min_s = 0, p25_s = 0, p75_s = 0, spread = 0;
+  int64_t samples = 0;
+  std::string device;            // the device's name, as the driver reports it
+  std::vector<double> launch_s;  // with launch_times: each launch's median seconds
+};
+
+// The runner executable: $MLTUNE_GPU_RUNNER, else next to the running program, else the build
+// tree's; "" where this build has none (no CUDA toolkit).
+std::string GpuRunnerPath();
+
+// Times the program on seeded random inputs.
+absl::StatusOr<GpuTiming> MeasureGpu(const GpuModuleProgram& program, uint64_t seed,
+                                     const GpuMeasureOptions& options = {});
+
+// Runs the program once on `args` (the entry's parameter leaves) and returns its result leaves;
+// with `timing`, also times it on those inputs.
+absl::StatusOr<std::vector<ir::Literal>> ExecuteGpu(const GpuModuleProgram& program,
+                                                    const std::vector<ir::Literal>& args,
+                                                    const GpuMeasureOptions& options = {},
+                                                    GpuTiming* timing = nullptr);
+
+// Runs the program on seeded random arguments for `module` (the module as given, before the cpu
+// pipeline) and compares its results with the reference evaluator's, within the tolerance and
+// rounding spreads the CPU backend's check uses (backends/cpu/check.h); `ill_conditioned`
+// receives how many elements passed only within their spread.
+absl::Status CheckGpuAgainstEvaluator(const ir::Module& module, const GpuModuleProgram& program,
+                                      uint64_t seed, const GpuMeasureOptions& options = {},
+                                      GpuTiming* timing = nullptr,
+                                      int64_t* ill_conditioned = nullptr);
+
+}  // namespace mltune::backends::gpu

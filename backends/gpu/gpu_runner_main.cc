@@ -1,0 +1,404 @@
+// mltune-gpu-runner: runs one generated GPU program (PTX modules and a launch sequence over device
+// buffers) in its own process, so a faulting or hanging candidate cannot hurt its caller. Reads
+// a plan (JSON, gpu_runner.h), loads the CUDA driver at run time, fills the parameters (seeded
+// random, or raw bytes from a file), runs once, optionally writes the results' raw bytes, then
+// times repeated runs with CUDA events, the L2 flushed before each (Triton's and CUTLASS's
+// practice): warm-up, then samples until the spread is small or the time cap is hit. Prints one
+// JSON line on stdout; exit 2 on bad usage.
+//
+//   mltune-gpu-runner PLAN.json
+#include <cuda.h>
+#include <dlfcn.h>
+#include <sys/resource.h>
+
+#include <algorithm>
+#include <bit>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "nlohmann/json.hpp"
+
+namespace {
+
+using json = nlohmann::json;
+
+// The driver API, resolved from libcuda.so.1 (names as cuda.h maps them: cuMemAlloc is
+// cuMemAlloc_v2).
+struct Driver {
+  decltype(&cuInit) init;
+  decltype(&cuDeviceGet) device_get;
+  decltype(&cuDeviceGetName) device_name;
+  decltype(&cuDeviceGetAttribute) attribute;
+  decltype(&cuDevicePrimaryCtxRetain) ctx_retain;
+  decltype(&cuCtxSetCurrent) ctx_set;
+  decltype(&cuCtxSynchronize) ctx_sync;
+  decltype(&cuModuleLoadDataEx) module_load;
+  decltype(&cuModuleGetFunction) function;
+  decltype(&cuFuncSetAttribute) func_attribute;
+  decltype(&cuMemAlloc) alloc;
+  decltype(&cuMemFree) free;
+  decltype(&cuMemcpyHtoD) htod;
+  decltype(&cuMemcpyDtoH) dtoh;
+  decltype(&cuMemsetD8) memset;
+  decltype(&cuMemsetD8Async) memset_async;
+  decltype(&cuLaunchKernel) launch;
+  decltype(&cuEventCreate) event_create;
+  decltype(&cuEventRecord) event_record;
+  decltype(&cuEventSynchronize) event_sync;
+  decltype(&cuEventElapsedTime) elapsed;
+  decltype(&cuGetErrorString) error_string;
+};
+
+std::string Escape(const std::string& s) {
+  std::string out;
+  for (char c : s) {
+    if (c == '"' || c == '\\') out.push_back('\\');
+    out.push_back(c == '\n' || c == '\r' ? ' ' : c);
+  }
+  return out;
+}
+
+int Fail(const std::string& message) {
+  std::printf("{\"ok\":false,\"error\":\"%s\"}\n", Escape(message).c_str());
+  return 1;
+}
+
+// Loads every entry point; an error message naming what is missing, or "".
+std::string LoadDriver(Driver* d) {
+  void* lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+  if (lib == nullptr) return std::string("no CUDA driver: dlopen libcuda.so.1: ") + dlerror();
+  std::string missing;
+  auto get = [&](auto* fn, const char* name) {
+    *fn = reinterpret_cast<std::remove_reference_t<decltype(*fn)>>(dlsym(lib, name));
+    if (*fn == nullptr) missing += std::string(missing.empty() ? "" : ", ") + name;
+  };
+  get(&d->init, "cuInit");
+  get(&d->device_get, "cuDeviceGet");
+  get(&d->device_name, "cuDeviceGetName");
+  get(&d->attribute, "cuDeviceGetAttribute");
+  get(&d->ctx_retain, "cuDevicePrimaryCtxRetain");
+  get(&d->ctx_set, "cuCtxSetCurrent");
+  get(&d->ctx_sync, "cuCtxSynchronize");
+  get(&d->module_load, "cuModuleLoadDataEx");
+  get(&d->function, "cuModuleGetFunction");
+  get(&d->func_attribute, "cuFuncSetAttribute");
+  get(&d->alloc, "cuMemAlloc_v2");
+  get(&d->free, "cuMemFree_v2");
+  get(&d->htod, "cuMemcpyHtoD_v2");
+  get(&d->dtoh, "cuMemcpyDtoH_v2");
+  get(&d->memset, "cuMemsetD8_v2");
+  get(&d->memset_async, "cuMemsetD8Async");
+  get(&d->launch, "cuLaunchKernel");
+  get(&d->event_create, "cuEventCreate");
+  get(&d->event_record, "cuEventRecord");
+  get(&d->event_sync, "cuEventSynchronize");
+  get(&d->elapsed, "cuEventElapsedTime");
+  get(&d->error_string, "cuGetErrorString");
+  return missing.empty() ? "" : "the CUDA driver lacks " + missing;
+}
+
+int ElementBytes(const std::string& t) {
+  if (t == "pred" || t == "s8" || t == "u8") return 1;
+  if (t == "s16" || t == "u16" || t == "bf16" || t == "f16") return 2;
+  if (t == "f32" || t == "s32" || t == "u32") return 4;
+  if (t == "f64" || t == "s64" || t == "u64") return 8;
+  return 0;
+}
+
+uint64_t SplitMix(uint64_t* state) {
+  uint64_t z = (*state += 0x9e3779b97f4a7c15ULL);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+  return z ^ (z >> 31);
+}
+
+// Uniform [-1, 1) floats, coin-flip preds, small non-negative integers (valid indices and
+// shifts), as the CPU runner fills them.
+void FillRandom(const std::string& type, int64_t elements, char* data, uint64_t* state) {
+  const int eb = ElementBytes(type);
+  for (int64_t i = 0; i < elements; ++i) {
+    const uint64_t r = SplitMix(state);
+    const double u = static_cast<double>(r >> 11) * (1.0 / 9007199254740992.0);
+    char* p = data + i * eb;
+    if (type == "f32") {
+      const float f = static_cast<float>(2 * u - 1);
+      std::memcpy(p, &f, 4);
+    } else if (type == "f64") {
+      const double f = 2 * u - 1;
+      std::memcpy(p, &f, 8);
+    } else if (type == "bf16" || type == "f16") {
+      const float f = static_cast<float>(2 * u - 1);
+      const uint16_t h = type == "bf16" ? static_cast<uint16_t>(std::bit_cast<uint32_t>(f) >> 16)
+                                        : std::bit_cast<uint16_t>(static_cast<_Float16>(f));
+      std::memcpy(p, &h, 2);
+    } else if (type == "pred") {
+      *p = static_cast<char>(r & 1);
+    } else {
+      const uint64_t v = r % 8;
+      std::memcpy(p, &v, static_cast<size_t>(eb));
+    }
+  }
+}
+
+double Median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n == 0 ? 0 : n % 2 == 1 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+}  // namespace
+
+namespace {
+
+int Run(int argc, char** argv) {
+  if (argc != 2) {
+    std::fprintf(stderr, "usage: mltune-gpu-runner PLAN.json\n");
+    return 2;
+  }
+  json plan;
+  {
+    std::ifstream in(argv[1]);
+    if (!in) return Fail(std::string("cannot read ") + argv[1]);
+    try {
+      in >> plan;
+    } catch (const std::exception& e) {
+      return Fail(std::string("bad plan: ") + e.what());
+    }
+  }
+  const int64_t cpu_seconds = plan.value("cpu_seconds", 600);
+  rlimit cpu{static_cast<rlim_t>(cpu_seconds), static_cast<rlim_t>(cpu_seconds)};
+  setrlimit(RLIMIT_CPU, &cpu);
+
+  Driver d{};
+  if (std::string missing = LoadDriver(&d); !missing.empty()) return Fail(missing);
+  auto check = [&](CUresult r, const std::string& what) -> std::string {
+    if (r == CUDA_SUCCESS) return "";
+    const char* s = nullptr;
+    d.error_string(r, &s);
+    return what + ": " + (s != nullptr ? s : "CUDA error " + std::to_string(r));
+  };
+#define MT_CHECK(call, what) \
+  if (std::string e = check((call), (what)); !e.empty()) return Fail(e)
+  MT_CHECK(d.init(0), "cuInit");
+  CUdevice dev;
+  MT_CHECK(d.device_get(&dev, plan.value("device", 0)), "cuDeviceGet");
+  char name[256] = {0};
+  d.device_name(name, sizeof(name), dev);
+  CUcontext ctx;
+  MT_CHECK(d.ctx_retain(&ctx, dev), "cuDevicePrimaryCtxRetain");
+  MT_CHECK(d.ctx_set(ctx), "cuCtxSetCurrent");
+  int l2 = 0;
+  d.attribute(&l2, CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE, dev);
+
+  // Modules (PTX, compiled for the device by the driver) and their functions.
+  std::vector<CUmodule> modules;
+  for (const json& path : plan.at("modules")) {
+    std::ifstream in(path.get<std::string>(), std::ios::binary);
+    if (!in) return Fail("cannot read " + path.get<std::string>());
+    std::stringstream ptx;
+    ptx << in.rdbuf();
+    const std::string text = ptx.str();
+    char log[8192] = {0};
+    CUjit_option options[] = {CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES};
+    void* values[] = {log, reinterpret_cast<void*>(static_cast<uintptr_t>(sizeof(log)))};
+    CUmodule m;
+    if (std::string e = check(d.module_load(&m, text.c_str(), 2, options, values),
+                              "loading " + path.get<std::string>());
+        !e.empty()) {
+      return Fail(e + ": " + log);
+    }
+    modules.push_back(m);
+  }
+  // Buffers: parameters, results, intermediates and workspaces, each zeroed.
+  std::vector<CUdeviceptr> buffers;
+  std::vector<int64_t> sizes;
+  int64_t total = 0;
+  const int64_t limit = plan.value("device_memory_mb", int64_t{0}) << 20;
+  for (const json& b : plan.at("buffers")) {
+    const int64_t bytes = std::max<int64_t>(b.get<int64_t>(), 1);
+    total += bytes;
+    if (limit > 0 && total > limit) {
+      return Fail("the program's buffers exceed the device memory limit of " +
+                  std::to_string(limit >> 20) + " MB");
+    }
+    CUdeviceptr p;
+    MT_CHECK(d.alloc(&p, static_cast<size_t>(bytes)), "cuMemAlloc");
+    MT_CHECK(d.memset(p, 0, static_cast<size_t>(bytes)), "cuMemsetD8");
+    buffers.push_back(p);
+    sizes.push_back(bytes);
+  }
+  // Parameters.
+  std::ifstream inputs;
+  if (plan.contains("inputs")) {
+    inputs.open(plan.at("inputs").get<std::string>(), std::ios::binary);
+    if (!inputs) return Fail("cannot read " + plan.at("inputs").get<std::string>());
+  }
+  uint64_t state = plan.value("seed", uint64_t{0});
+  for (const json& p : plan.at("params")) {
+    const size_t buffer = p.at("buffer").get<size_t>();
+    const std::string type = p.at("type").get<std::string>();
+    const int64_t elements = p.at("elements").get<int64_t>();
+    std::vector<char> host(static_cast<size_t>(elements * ElementBytes(type)));
+    if (inputs.is_open()) {
+      inputs.read(host.data(), static_cast<std::streamsize>(host.size()));
+      if (inputs.gcount() != static_cast<std::streamsize>(host.size())) {
+        return Fail("input file too short");
+      }
+    } else {
+      FillRandom(type, elements, host.data(), &state);
+    }
+    if (!host.empty()) MT_CHECK(d.htod(buffers[buffer], host.data(), host.size()), "cuMemcpyHtoD");
+  }
+  // Launches.
+  struct Launch {
+    CUfunction fn;
+    unsigned grid[3];
+    unsigned block;
+    std::vector<CUdeviceptr> args;
+  };
+  std::vector<Launch> launches;
+  for (const json& l : plan.at("launches")) {
+    Launch launch{};
+    const std::string entry = l.at("entry").get<std::string>();
+    MT_CHECK(d.function(&launch.fn, modules.at(l.at("module").get<size_t>()), entry.c_str()),
+             "cuModuleGetFunction " + entry);
+    for (int i = 0; i < 3; ++i) launch.grid[i] = l.at("grid").at(i).get<unsigned>();
+    launch.block = l.at("block").get<unsigned>();
+    for (const json& a : l.at("args")) launch.args.push_back(buffers.at(a.get<size_t>()));
+    launches.push_back(std::move(launch));
+  }
+  auto run_launches = [&]() -> std::string {
+    for (Launch& l : launches) {
+      std::vector<void*> params;
+      for (CUdeviceptr& a : l.args) params.push_back(&a);
+      if (std::string e = check(d.launch(l.fn, l.grid[0], l.grid[1], l.grid[2], l.block, 1, 1, 0,
+                                         nullptr, params.data(), nullptr),
+                                "cuLaunchKernel");
+          !e.empty()) {
+        return e;
+      }
+    }
+    return "";
+  };
+  if (std::string e = run_launches(); !e.empty()) return Fail(e);
+  MT_CHECK(d.ctx_sync(), "running the program");
+  if (plan.contains("outputs")) {
+    std::ofstream out(plan.at("outputs").get<std::string>(), std::ios::binary);
+    for (const json& r : plan.at("results")) {
+      const size_t buffer = r.at("buffer").get<size_t>();
+      std::vector<char> host(static_cast<size_t>(r.at("bytes").get<int64_t>()));
+      if (!host.empty())
+        MT_CHECK(d.dtoh(host.data(), buffers[buffer], host.size()), "cuMemcpyDtoH");
+      out.write(host.data(), static_cast<std::streamsize>(host.size()));
+    }
+    if (!out) return Fail("cannot write " + plan.at("outputs").get<std::string>());
+  }
+  const int min_reps = plan.value("min_reps", 5), max_reps = plan.value("max_reps", 200);
+  const double max_seconds = plan.value("max_seconds", 0.3);
+  const double target_spread = plan.value("spread", 0.02);
+  if (max_reps <= 0) {
+    std::printf("{\"ok\":true,\"device\":\"%s\",\"samples\":0}\n", Escape(name).c_str());
+    return 0;
+  }
+  // A buffer twice the L2, written before each sample so no run starts with a warm cache.
+  CUdeviceptr flush = 0;
+  const size_t flush_bytes = static_cast<size_t>(std::max(l2, 1 << 20)) * 2;
+  if (plan.value("flush_l2", true)) MT_CHECK(d.alloc(&flush, flush_bytes), "cuMemAlloc (flush)");
+  CUevent start, stop;
+  MT_CHECK(d.event_create(&start, CU_EVENT_DEFAULT), "cuEventCreate");
+  MT_CHECK(d.event_create(&stop, CU_EVENT_DEFAULT), "cuEventCreate");
+  auto sample = [&](double* seconds) -> std::string {
+    if (flush != 0) {
+      if (std::string e = check(d.memset_async(flush, 0, flush_bytes, nullptr), "flushing L2");
+          !e.empty()) {
+        return e;
+      }
+    }
+    d.event_record(start, nullptr);
+    if (std::string e = run_launches(); !e.empty()) return e;
+    d.event_record(stop, nullptr);
+    if (std::string e = check(d.event_sync(stop), "running the program"); !e.empty()) return e;
+    float ms = 0;
+    d.elapsed(&ms, start, stop);
+    *seconds = ms * 1e-3;
+    return "";
+  };
+  double ignored = 0;
+  for (int i = 0; i < 3; ++i) {
+    if (std::string e = sample(&ignored); !e.empty()) return Fail(e);
+  }
+  std::vector<double> samples;
+  double spent = 0, spread = 1;
+  while (true) {
+    double t = 0;
+    if (std::string e = sample(&t); !e.empty()) return Fail(e);
+    samples.push_back(t);
+    spent += t;
+    const int n = static_cast<int>(samples.size());
+    if (n >= max_reps) break;
+    if (n < min_reps) continue;
+    if (spent >= max_seconds) break;
+    if (n >= 10 && n % 5 == 0) {
+      std::vector<double> s = samples;
+      std::sort(s.begin(), s.end());
+      spread = (s[static_cast<size_t>(n * 3 / 4)] - s[static_cast<size_t>(n / 4)]) /
+               s[static_cast<size_t>(n / 2)];
+      if (spread <= target_spread) break;
+    }
+  }
+  std::vector<double> sorted = samples;
+  std::sort(sorted.begin(), sorted.end());
+  const size_t n = sorted.size();
+  const double median = Median(sorted);
+  const double p25 = sorted[n / 4], p75 = sorted[std::min(n - 1, n * 3 / 4)];
+  // Each launch alone (flushed, event-timed): where the program's time goes.
+  std::string launch_s;
+  if (plan.value("launch_times", false)) {
+    launch_s = ",\"launch_s\":[";
+    for (size_t i = 0; i < launches.size(); ++i) {
+      std::vector<double> times;
+      for (int r = 0; r < std::clamp(static_cast<int>(n), 3, 20); ++r) {
+        if (flush != 0) d.memset_async(flush, 0, flush_bytes, nullptr);
+        d.event_record(start, nullptr);
+        std::vector<void*> params;
+        for (CUdeviceptr& a : launches[i].args) params.push_back(&a);
+        Launch& l = launches[i];
+        MT_CHECK(d.launch(l.fn, l.grid[0], l.grid[1], l.grid[2], l.block, 1, 1, 0, nullptr,
+                          params.data(), nullptr),
+                 "cuLaunchKernel");
+        d.event_record(stop, nullptr);
+        MT_CHECK(d.event_sync(stop), "running a launch");
+        float ms = 0;
+        d.elapsed(&ms, start, stop);
+        times.push_back(ms * 1e-3);
+      }
+      char buf[32];
+      std::snprintf(buf, sizeof(buf), "%s%.9g", i == 0 ? "" : ",", Median(times));
+      launch_s += buf;
+    }
+    launch_s += "]";
+  }
+  std::printf(
+      "{\"ok\":true,\"device\":\"%s\",\"median_s\":%.9g,\"min_s\":%.9g,\"p25_s\":%.9g,"
+      "\"p75_s\":%.9g,\"spread\":%.6g,\"samples\":%zu%s}\n",
+      Escape(name).c_str(), median, sorted.front(), p25, p75,
+      median > 0 ? (p75 - p25) / median : 0.0, n, launch_s.c_str());
+  return 0;
+#undef MT_CHECK
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    return Run(argc, argv);
+  } catch (const std::exception& e) {  // a plan missing a field or of the wrong type
+    return Fail(std::string("bad plan: ") + e.what());
+  }
+}
