@@ -438,5 +438,25 @@ ENTRY loss {
   EXPECT_NE(run.err.find("1024,4096,32000"), std::string::npos) << run.err;
 }
 
+// `run --target gpu` compiles every kernel to PTX; without a GPU it then says why nothing ran
+// (exit 1), with one it runs and checks the module.
+TEST(CliTest, RunOnTheGpuCompilesAndSaysWhyItCannotRunWithoutOne) {
+  Result r = RunCli("run --target gpu --check " + Example());
+  if (r.err.find("built without the CUDA toolkit") != std::string::npos) {
+    GTEST_SKIP() << "built without the CUDA toolkit";
+  }
+  EXPECT_NE(r.out.find("kernels to PTX for sm_"), std::string::npos) << r.out << r.err;
+  if (r.err.find("no GPU to run on") != std::string::npos) {
+    EXPECT_EQ(r.exit_code, 1);
+    EXPECT_EQ(r.out.find("latency"), std::string::npos) << r.out;
+  } else {
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_NE(r.out.find("check: matches the reference evaluator"), std::string::npos) << r.out;
+  }
+  Result tuned = RunCli("run --target gpu --tuned " + Example());
+  EXPECT_EQ(tuned.exit_code, 1);
+  EXPECT_NE(tuned.err.find("not available yet"), std::string::npos) << tuned.err;
+}
+
 }  // namespace
 }  // namespace mltune

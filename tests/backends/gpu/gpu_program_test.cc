@@ -1,0 +1,196 @@
+// A module on the GPU: buffers and launches planned consistently with the PTX (each launch passes
+// as many buffers as its entry takes), kinds not generated refused by name, and, where a device
+// is attached (scripts/gpu_check), every op-suite module whose kernels the GPU generates run and
+// compared with the reference evaluator. Without a device the run says why, and that test skips.
+#include "backends/gpu/gpu_program.h"
+
+#include <set>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "backends/cpu/cpu_backend.h"
+#include "backends/gpu/device.h"
+#include "backends/gpu/gpu_codegen.h"
+#include "gtest/gtest.h"
+#include "ir/evaluator/evaluator.h"
+#include "ir/hlo_parser.h"
+#include "tests/backends/op_cases.h"
+
+namespace mltune::backends::gpu {
+namespace {
+
+struct Compiled {
+  std::unique_ptr<ir::Module> original, optimized;
+  cpu::LoweredModule lowered;
+  absl::StatusOr<GpuModuleProgram> program = absl::UnknownError("not compiled");
+};
+
+Compiled Compile(const char* hlo) {
+  Compiled c;
+  absl::StatusOr<std::unique_ptr<ir::Module>> parsed = ir::ParseHloText(hlo);
+  EXPECT_TRUE(parsed.ok()) << parsed.status();
+  if (!parsed.ok()) return c;
+  c.original = *std::move(parsed);
+  absl::StatusOr<std::unique_ptr<ir::Module>> optimized = cpu::RunCpuPipeline(*c.original);
+  EXPECT_TRUE(optimized.ok()) << optimized.status();
+  if (!optimized.ok()) return c;
+  c.optimized = *std::move(optimized);
+  absl::StatusOr<cpu::LoweredModule> lowered = cpu::Lower(*c.optimized);
+  EXPECT_TRUE(lowered.ok()) << lowered.status();
+  if (!lowered.ok()) return c;
+  c.lowered = *std::move(lowered);
+  NvrtcOptions options;
+  options.cache_dir = std::string(MLTUNE_TEST_KERNEL_CACHE) + "-gpu";
+  absl::StatusOr<DeviceDescriptor> device = ProbeDevice(0);
+  if (device.ok()) options.arch = device->Arch();
+  c.program = CompileGpuModule(c.lowered, {}, options);
+  return c;
+}
+
+// The number of .param entries of `entry` in `ptx`.
+int PtxParams(const std::string& ptx, const std::string& entry) {
+  const size_t at = ptx.find(absl::StrCat(".entry ", entry, "("));
+  if (at == std::string::npos) return -1;
+  const size_t end = ptx.find(')', at);
+  int n = 0;
+  for (size_t p = ptx.find(".param", at); p != std::string::npos && p < end;
+       p = ptx.find(".param", p + 1)) {
+    ++n;
+  }
+  return n;
+}
+
+constexpr char kBlock[] = R"(
+HloModule block
+add {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT s = f32[] add(a, b)
+}
+max {
+  c = f32[] parameter(0)
+  d = f32[] parameter(1)
+  ROOT m = f32[] maximum(c, d)
+}
+ENTRY e {
+  x = f32[8,64] parameter(0)
+  w = f32[64,32] parameter(1)
+  bias = f32[32] parameter(2)
+  h = f32[8,32] dot(x, w), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+  bb = f32[8,32] broadcast(bias), dimensions={1}
+  z = f32[8,32] add(h, bb)
+  ninf = f32[] constant(-inf)
+  mx = f32[8] reduce(z, ninf), dimensions={1}, to_apply=max
+  mxb = f32[8,32] broadcast(mx), dimensions={0}
+  sh = f32[8,32] subtract(z, mxb)
+  ex = f32[8,32] exponential(sh)
+  zero = f32[] constant(0)
+  sm = f32[8] reduce(ex, zero), dimensions={1}, to_apply=add
+  smb = f32[8,32] broadcast(sm), dimensions={0}
+  p = f32[8,32] divide(ex, smb)
+  total = f32[] reduce(p, zero), dimensions={0,1}, to_apply=add
+  ROOT t = (f32[8,32], f32[]) tuple(p, total)
+})";
+
+TEST(GpuProgramTest, LaunchesPassTheBuffersTheirEntriesTake) {
+  if (NvrtcVersion().empty()) GTEST_SKIP() << "built without the CUDA toolkit: no NVRTC";
+  Compiled c = Compile(kBlock);
+  ASSERT_TRUE(c.program.ok()) << c.program.status();
+  const GpuModuleProgram& p = *c.program;
+  EXPECT_EQ(p.params.size(), 3u);
+  ASSERT_EQ(p.results.size(), 2u);
+  EXPECT_EQ(p.ptx.size(), c.lowered.kernels.size());
+  std::set<int32_t> launched;
+  for (const GpuModuleProgram::Launch& l : p.launches) {
+    launched.insert(l.kernel);
+    ASSERT_LT(l.module, static_cast<int64_t>(p.ptx.size()));
+    EXPECT_EQ(PtxParams(p.ptx[static_cast<size_t>(l.module)], l.entry),
+              static_cast<int>(l.args.size()))
+        << l.entry;
+    for (int64_t b : l.args) {
+      EXPECT_GE(b, 0) << l.entry;
+      EXPECT_LT(b, static_cast<int64_t>(p.buffer_bytes.size())) << l.entry;
+    }
+  }
+  EXPECT_EQ(launched.size(), c.lowered.kernels.size());
+  for (const GpuModuleProgram::Result& r : p.results) {
+    ASSERT_GE(r.buffer, 0);
+    EXPECT_EQ(p.buffer_bytes[static_cast<size_t>(r.buffer)], r.shape.ByteSize());
+  }
+  // A launch reads only buffers written before it (or parameters).
+  std::set<int64_t> ready;
+  for (const GpuModuleProgram::Param& param : p.params) ready.insert(param.buffer);
+  for (size_t i = 0; i < p.launches.size(); ++i) {
+    const GpuModuleProgram::Launch& l = p.launches[i];
+    const cpu::Kernel& k = c.lowered.kernels[static_cast<size_t>(l.kernel)];
+    for (size_t a = 0; a < k.inputs.size() && a < l.args.size(); ++a) {
+      EXPECT_TRUE(ready.count(l.args[a]) != 0) << l.entry << " reads buffer " << l.args[a];
+    }
+    for (int64_t b : l.args) ready.insert(b);
+  }
+}
+
+TEST(GpuProgramTest, KindsNotGeneratedAreListedByName) {
+  if (NvrtcVersion().empty()) GTEST_SKIP() << "built without the CUDA toolkit: no NVRTC";
+  Compiled c = Compile(R"(
+HloModule m
+cmp {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT lt = pred[] compare(a, b), direction=LT
+}
+ENTRY e {
+  x = f32[16] parameter(0)
+  ROOT s = f32[16] sort(x), dimensions={0}, to_apply=cmp
+})");
+  ASSERT_FALSE(c.program.ok());
+  EXPECT_TRUE(absl::IsUnimplemented(c.program.status())) << c.program.status();
+  EXPECT_NE(c.program.status().message().find("(sort)"), std::string::npos) << c.program.status();
+}
+
+// Without a device the runner says why nothing ran; with one, see the next test.
+TEST(GpuProgramTest, WithoutADeviceTheRunSaysWhy) {
+  if (NvrtcVersion().empty()) GTEST_SKIP() << "built without the CUDA toolkit: no NVRTC";
+  if (GpuAbsentReason().empty()) GTEST_SKIP() << "a GPU is attached";
+  Compiled c = Compile(kBlock);
+  ASSERT_TRUE(c.program.ok()) << c.program.status();
+  absl::StatusOr<GpuTiming> t = MeasureGpu(*c.program, 1);
+  EXPECT_TRUE(absl::IsUnavailable(t.status())) << t.status();
+  EXPECT_NE(t.status().message().find("CUDA"), std::string::npos) << t.status();
+}
+
+class GpuOpSuiteTest : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(GpuOpSuiteTest, MatchesTheEvaluatorOnTheDevice) {
+  if (NvrtcVersion().empty()) GTEST_SKIP() << "built without the CUDA toolkit: no NVRTC";
+  const std::string absent = GpuAbsentReason();
+  if (!absent.empty()) GTEST_SKIP() << "needs a GPU (scripts/gpu_check): " << absent;
+  const Case* found = nullptr;
+  for (const Case& c : kOpCases) {
+    if (std::string(c.name) == GetParam()) found = &c;
+  }
+  ASSERT_NE(found, nullptr);
+  Compiled c = Compile(found->hlo);
+  if (absl::IsUnimplemented(c.program.status())) {
+    GTEST_SKIP() << c.program.status().message();
+  }
+  ASSERT_TRUE(c.program.ok()) << c.program.status();
+  int64_t ill = 0;
+  const absl::Status s = CheckGpuAgainstEvaluator(*c.original, *c.program, 3, {}, nullptr, &ill);
+  EXPECT_TRUE(s.ok()) << s;
+}
+
+std::vector<const char*> CaseNames() {
+  std::vector<const char*> names;
+  for (const Case& c : kOpCases) names.push_back(c.name);
+  return names;
+}
+
+INSTANTIATE_TEST_SUITE_P(Ops, GpuOpSuiteTest, ::testing::ValuesIn(CaseNames()),
+                         [](const ::testing::TestParamInfo<const char*>& info) {
+                           return std::string(info.param);
+                         });
+
+}  // namespace
+}  // namespace mltune::backends::gpu
