@@ -68,10 +68,14 @@ TEST(GpuDeviceTest, LibraryWithoutTheDriverApiIsUnavailable) {
 }
 
 #ifdef MLTUNE_FAKE_CUDA_DRIVER
-constexpr char kFakeDriver[] = MLTUNE_FAKE_CUDA_DRIVER;
+// The build tree's fake driver, or $MLTUNE_FAKE_CUDA_DRIVER (scripts/gpu_check's bundle).
+std::string FakeDriver() {
+  const char* env = getenv("MLTUNE_FAKE_CUDA_DRIVER");
+  return env != nullptr && env[0] != '\0' ? env : MLTUNE_FAKE_CUDA_DRIVER;
+}
 
 TEST(GpuDeviceTest, FakeDriverFillsEveryField) {
-  absl::StatusOr<DeviceDescriptor> device = ProbeDeviceWithDriver(kFakeDriver, 1);
+  absl::StatusOr<DeviceDescriptor> device = ProbeDeviceWithDriver(FakeDriver(), 1);
   ASSERT_TRUE(device.ok()) << device.status();
   EXPECT_EQ(device->name, "Fake H100 #1");
   EXPECT_EQ(device->cc_major, 9);
@@ -93,7 +97,7 @@ TEST(GpuDeviceTest, FakeDriverFillsEveryField) {
 
 TEST(GpuDeviceTest, FakeDriverOrdinalOutOfRange) {
   for (int ordinal : {2, 3, -1}) {
-    absl::StatusOr<DeviceDescriptor> device = ProbeDeviceWithDriver(kFakeDriver, ordinal);
+    absl::StatusOr<DeviceDescriptor> device = ProbeDeviceWithDriver(FakeDriver(), ordinal);
     ASSERT_FALSE(device.ok());
     EXPECT_EQ(device.status().code(), absl::StatusCode::kUnavailable);
     EXPECT_EQ(device.status().message(),
@@ -103,7 +107,7 @@ TEST(GpuDeviceTest, FakeDriverOrdinalOutOfRange) {
 
 TEST(GpuDeviceTest, FakeDriverWithoutDevices) {
   ScopedEnv env("MLTUNE_FAKE_CUDA_DEVICES", "0");
-  absl::StatusOr<DeviceDescriptor> device = ProbeDeviceWithDriver(kFakeDriver);
+  absl::StatusOr<DeviceDescriptor> device = ProbeDeviceWithDriver(FakeDriver());
   ASSERT_FALSE(device.ok());
   EXPECT_EQ(device.status().code(), absl::StatusCode::kUnavailable);
   EXPECT_EQ(device.status().message(), "no CUDA device (cuDeviceGetCount = 0)");
@@ -111,7 +115,7 @@ TEST(GpuDeviceTest, FakeDriverWithoutDevices) {
 
 TEST(GpuDeviceTest, FakeDriverInitFailureNamesTheError) {
   ScopedEnv env("MLTUNE_FAKE_CUDA_INIT_ERROR", "100");  // CUDA_ERROR_NO_DEVICE
-  absl::StatusOr<DeviceDescriptor> device = ProbeDeviceWithDriver(kFakeDriver);
+  absl::StatusOr<DeviceDescriptor> device = ProbeDeviceWithDriver(FakeDriver());
   ASSERT_FALSE(device.ok());
   EXPECT_EQ(device.status().code(), absl::StatusCode::kUnavailable);
   EXPECT_EQ(device.status().message(),
