@@ -93,7 +93,8 @@ WorkerInfo FromProto(const pb::WorkerInfo& w) {
                     w.scorer(),
                     w.state(),
                     w.job_id(),
-                    w.candidates_evaluated()};
+                    w.candidates_evaluated(),
+                    w.device()};
 }
 
 ServerStats FromProto(const pb::GetStatsResponse& s) {

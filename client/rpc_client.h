@@ -138,6 +138,7 @@ struct WorkerInfo {
   std::string state;
   std::string job_id;
   int64_t candidates_evaluated = 0;
+  std::string device;  // a hardware worker's device descriptor, or why none is attached
 };
 
 struct CostModelInfo {

@@ -504,7 +504,8 @@ int RunWorkers(const ServerCommand& cmd, std::ostream& out, std::ostream& err) {
                       {"scorer", w.scorer},
                       {"state", w.state},
                       {"job_id", w.job_id},
-                      {"candidates_evaluated", w.candidates_evaluated}});
+                      {"candidates_evaluated", w.candidates_evaluated},
+                      {"device", w.device}});
     }
     PrintJson(Json{{"workers", list}}, out);
     return kExitOk;
@@ -516,6 +517,9 @@ int RunWorkers(const ServerCommand& cmd, std::ostream& out, std::ostream& err) {
                     w.job_id.empty() ? "-" : w.job_id, absl::StrCat(w.candidates_evaluated)});
   }
   PrintTable(rows, out);
+  for (const WorkerInfo& w : *workers) {
+    if (!w.device.empty()) out << w.name << ": " << w.device << "\n";
+  }
   return kExitOk;
 }
 

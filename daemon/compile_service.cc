@@ -10,6 +10,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "backends/gpu/device.h"
 #include "daemon/graph_input.h"
 #include "daemon/pretrained_models.h"
 #include "daemon/sim_workers.h"
@@ -509,6 +510,19 @@ grpc::Status CompileServiceImpl::DoListWorkers(v1::ListWorkersResponse* response
     info->set_state(worker.job_id.empty() ? "idle" : "busy");
     info->set_job_id(worker.job_id);
     info->set_candidates_evaluated(worker.candidates_evaluated);
+  }
+  // The GPU: its device as the driver describes it, or why there is none. Probed once: cuInit
+  // takes a while, and the device does not change under a running daemon.
+  static const absl::StatusOr<backends::gpu::DeviceDescriptor>* gpu =
+      new absl::StatusOr<backends::gpu::DeviceDescriptor>(backends::gpu::ProbeDevice(0));
+  {
+    v1::WorkerInfo* info = response->add_workers();
+    info->set_name("gpu0");
+    info->set_kind("gpu");
+    info->add_targets("gpu");
+    info->set_scorer("measured seconds of generated CUDA (mltune run --target gpu); no tasks yet");
+    info->set_state(gpu->ok() ? "idle" : "absent");
+    info->set_device(gpu->ok() ? (*gpu)->Key() : std::string(gpu->status().message()));
   }
   // The simulators score the candidates of jobs on their targets, whichever thread runs them.
   const std::map<std::string, int64_t> simulated = scheduler_.SimulatedCandidates();

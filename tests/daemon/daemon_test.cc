@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "absl/strings/str_split.h"
+#include "backends/gpu/device.h"
 #include "client/rpc_client.h"
 #include "gtest/gtest.h"
 #include "ir/hlo_parser.h"
@@ -394,10 +395,23 @@ TEST_F(DaemonTest, ListingsDescribeTasksStrategiesAndWorkers) {
             (std::vector<std::string>{"cpu", "tpu-v3-core", "tpu-v4-core"}));
   absl::StatusOr<std::vector<client::WorkerInfo>> workers = client_->ListWorkers();
   ASSERT_TRUE(workers.ok()) << workers.status();
-  // Two job threads, then the three simulators (tests/daemon/sim_tasks_test.cc).
-  ASSERT_EQ(workers->size(), 5u);
+  // Two job threads, the GPU, then the three simulators (tests/daemon/sim_tasks_test.cc).
+  ASSERT_EQ(workers->size(), 6u);
   EXPECT_EQ((*workers)[0].name, "inprocess-0");
   EXPECT_EQ((*workers)[0].state, "idle");
+  // The GPU is listed with its device, or as absent with the reason.
+  const client::WorkerInfo& gpu = (*workers)[2];
+  EXPECT_EQ(gpu.name, "gpu0");
+  EXPECT_EQ(gpu.kind, "gpu");
+  EXPECT_EQ(gpu.targets, std::vector<std::string>{"gpu"});
+  const std::string absent = backends::gpu::GpuAbsentReason();
+  if (absent.empty()) {
+    EXPECT_EQ(gpu.state, "idle");
+    EXPECT_NE(gpu.device.find("arch=sm_"), std::string::npos) << gpu.device;
+  } else {
+    EXPECT_EQ(gpu.state, "absent");
+    EXPECT_EQ(gpu.device, absent);
+  }
   absl::StatusOr<client::ServerStats> stats = client_->GetStats();
   ASSERT_TRUE(stats.ok()) << stats.status();
   EXPECT_EQ(stats->worker_threads, 2);
