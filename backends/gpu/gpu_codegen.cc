@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <functional>
 #include <map>
+#include <optional>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -170,6 +171,14 @@ class GpuEmitter : public cpu::ElementEmitter {
   absl::StatusOr<GemmMap> DotMap();
   absl::StatusOr<GemmMap> ConvolutionMap();
   absl::Status EmitGemm(const GemmMap& map);
+  // The product on cuBLASLt (GpuLaunch::Kind::kGemm), its operands packed to row-major f32 where
+  // they are not so already, its epilogue a launch after it.
+  absl::Status EmitLibraryGemm(const GemmMap& map);
+  // A new workspace buffer of `bytes`; its GpuArg.
+  GpuArg Workspace(int64_t bytes) {
+    program_->workspaces.push_back(bytes);
+    return {GpuArg::Kind::kWorkspace, static_cast<int64_t>(program_->workspaces.size()) - 1};
+  }
 
   cpu::KernelConfig config_;
   cpu::ConstantPool* pool_;
@@ -715,6 +724,7 @@ absl::Status GpuEmitter::EmitMatmul() {
   }
   absl::StatusOr<GemmMap> map = mm->opcode() == Opcode::kDot ? DotMap() : ConvolutionMap();
   if (!map.ok()) return map.status();
+  if (mm->opcode() == Opcode::kDot && Param("impl") > 0) return EmitLibraryGemm(*map);
   return EmitGemm(*map);
 }
 
@@ -914,7 +924,7 @@ absl::Status GpuEmitter::EmitGemm(const GemmMap& map) {
       } else {
         args.push_back({GpuArg::Kind::kWorkspace, 0});
         product_buffer = "ws0";
-        program_->workspace_bytes = Product(mm->shape().dimensions()) * 4;
+        program_->workspaces = {Product(mm->shape().dimensions()) * 4};
       }
     }
     OpenFunction(split ? absl::StrCat(fn_, "_gemm") : fn_, static_cast<int32_t>(threads),
@@ -1030,6 +1040,122 @@ absl::Status GpuEmitter::EmitGemm(const GemmMap& map) {
   return absl::OkStatus();
 }
 
+absl::Status GpuEmitter::EmitLibraryGemm(const GemmMap& map) {
+  const Instruction* mm = k_.root;
+  const PrimitiveType t = mm->shape().element_type();
+  const ir::DotDimensionNumbers& dn = *mm->dot_dnums;
+  const int64_t batch = map.batch, m = map.m, n = map.n, kdim = map.k;
+  // `x` read in place: a kernel input of f32 stored with its dimensions in the order the GEMM
+  // reads them (batch, then rows and contraction, or contraction and columns).
+  auto direct = [&](const Instruction* x, const std::vector<int64_t>& batch_dims,
+                    const std::vector<int64_t>& first,
+                    const std::vector<int64_t>& second) -> std::optional<GpuArg> {
+    if (k_.Contains(x) || x->shape().element_type() != PrimitiveType::kF32) return std::nullopt;
+    const Instruction* base = cpu::BaseValue(x);
+    auto it = std::find(k_.inputs.begin(), k_.inputs.end(), base);
+    if (it == k_.inputs.end()) return std::nullopt;
+    std::vector<int64_t> order = batch_dims;
+    order.insert(order.end(), first.begin(), first.end());
+    order.insert(order.end(), second.begin(), second.end());
+    for (size_t i = 0; i < order.size(); ++i) {
+      if (order[i] != static_cast<int64_t>(i)) return std::nullopt;
+    }
+    return GpuArg{GpuArg::Kind::kInput, it - k_.inputs.begin()};
+  };
+  auto free_dims = [](const Instruction* x, const std::vector<int64_t>& a,
+                      const std::vector<int64_t>& b) {
+    std::vector<int64_t> out;
+    for (int64_t d = 0; d < x->shape().rank(); ++d) {
+      if (std::find(a.begin(), a.end(), d) == a.end() &&
+          std::find(b.begin(), b.end(), d) == b.end()) {
+        out.push_back(d);
+      }
+    }
+    return out;
+  };
+  const Instruction* lhs = mm->operand(0);
+  const Instruction* rhs = mm->operand(1);
+  std::optional<GpuArg> a =
+      direct(lhs, dn.lhs_batch_dimensions,
+             free_dims(lhs, dn.lhs_batch_dimensions, dn.lhs_contracting_dimensions),
+             dn.lhs_contracting_dimensions);
+  std::optional<GpuArg> b =
+      direct(rhs, dn.rhs_batch_dimensions, dn.rhs_contracting_dimensions,
+             free_dims(rhs, dn.rhs_batch_dimensions, dn.rhs_contracting_dimensions));
+  // A pack: operand element (g, r, c) of a [batch][rows][cols] row-major f32 buffer.
+  auto pack = [&](const std::string& entry, const GpuArg& ws, int64_t rows, int64_t cols,
+                  bool is_lhs) {
+    const int64_t total = batch * rows * cols, block = 256;
+    std::vector<GpuArg> args = AllBuffers();
+    args.push_back(ws);
+    OpenFunction(entry, static_cast<int32_t>(block),
+                 {std::min<int64_t>((total + block - 1) / block, 65535)}, args);
+    const std::string lin = NewName("p");
+    Open(absl::StrCat("for (int64_t ", lin, " = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; ",
+                      lin, " < ", total, "LL; ", lin, " += (int64_t)gridDim.x * blockDim.x) {"));
+    PushScope();
+    const std::string g = IntVar(absl::StrCat(lin, " / ", rows * cols, "LL"));
+    const std::string r = IntVar(absl::StrCat("(", lin, " / ", cols, "LL) % ", rows, "LL"));
+    const std::string c = IntVar(absl::StrCat(lin, " % ", cols, "LL"));
+    std::string guard;
+    const Idx idx = is_lhs ? map.a(g, r, c, &guard) : map.b(g, r, c);
+    Line("float v = 0.f;");
+    if (!guard.empty()) Open(absl::StrCat("if (", guard, ") {"));
+    PushScope();
+    Line(absl::StrCat("v = ", Value(is_lhs ? lhs : rhs, idx), ";"));
+    PopScope();
+    if (!guard.empty()) Close();
+    Line(absl::StrCat("ws", ws.index, "[", lin, "] = v;"));
+    PopScope();
+    Close();
+    CloseFunction();
+  };
+  if (!a.has_value()) {
+    a = Workspace(batch * m * kdim * 4);
+    pack(absl::StrCat(fn_, "_pack_a"), *a, m, kdim, true);
+  }
+  if (!b.has_value()) {
+    b = Workspace(batch * kdim * n * 4);
+    pack(absl::StrCat(fn_, "_pack_b"), *b, kdim, n, false);
+  }
+  // The product: the dot's own output where it is one, in f32; otherwise a workspace.
+  const auto out = std::find(k_.outputs.begin(), k_.outputs.end(), mm);
+  const bool in_output = out != k_.outputs.end() && t == PrimitiveType::kF32;
+  const GpuArg c = in_output ? GpuArg{GpuArg::Kind::kOutput, out - k_.outputs.begin()}
+                             : Workspace(batch * m * n * 4);
+  GpuLaunch gemm;
+  gemm.kind = GpuLaunch::Kind::kGemm;
+  gemm.entry = "cublasLtMatmul";
+  gemm.args = {*a, *b, c};
+  gemm.batch = batch;
+  gemm.m = m;
+  gemm.n = n;
+  gemm.k = kdim;
+  gemm.algo = Param("impl");
+  program_->launches.push_back(gemm);
+  std::vector<const Instruction*> rest;
+  for (const Instruction* o : k_.outputs) {
+    if (!(in_output && o == mm)) rest.push_back(o);
+  }
+  if (rest.empty()) return absl::OkStatus();
+  std::vector<GpuArg> args = AllBuffers();
+  if (c.kind == GpuArg::Kind::kWorkspace) args.push_back(c);
+  int64_t total = 0;
+  for (const Instruction* o : rest) total = std::max(total, Product(o->shape().dimensions()));
+  const int64_t block = 256;
+  OpenFunction(absl::StrCat(fn_, "_epilogue"), block,
+               {std::min<int64_t>((total + block - 1) / block, 65535)}, args);
+  product_ = "product";
+  product_buffer_ = c.kind == GpuArg::Kind::kWorkspace ? absl::StrCat("ws", c.index)
+                                                       : absl::StrCat("out", c.index);
+  product_type_ = PrimitiveType::kF32;
+  StoreOthersGridStride(rest);
+  product_.clear();
+  product_buffer_.clear();
+  CloseFunction();
+  return absl::OkStatus();
+}
+
 absl::Status GpuEmitter::Emit(const std::string& name, GpuKernelProgram* program) {
   program_ = program;
   fn_ = name;
@@ -1137,12 +1263,22 @@ std::vector<KernelParam> GpuKernelParams(const Kernel& kernel) {
     case KernelKind::kScatter:
       return {{"block", Choices({256, 128, 512})}};
     case KernelKind::kDot:
-    case KernelKind::kConvolution:
-      return {{"tile_m", Choices({64, 32, 128})},
-              {"tile_n", Choices({64, 32, 128})},
-              {"tile_k", Choices({16, 8, 32})},
-              {"thread_m", Choices({4, 8, 2})},
-              {"thread_n", Choices({4, 8, 2})}};
+    case KernelKind::kConvolution: {
+      std::vector<KernelParam> params = {{"tile_m", Choices({64, 32, 128})},
+                                         {"tile_n", Choices({64, 32, 128})},
+                                         {"tile_k", Choices({16, 8, 32})},
+                                         {"thread_m", Choices({4, 8, 2})},
+                                         {"thread_n", Choices({4, 8, 2})}};
+      if (kernel.kind == KernelKind::kDot) {
+        // cuBLASLt by default where a product is large enough to amortize its call (and any
+        // packing), as the CPU backend defaults such products to oneDNN.
+        const cpu::GemmShape s = cpu::GemmShapeOf(*kernel.root);
+        const bool library = s.m > 1 && s.n > 1 && s.batch * s.m * s.n * s.k >= 65536;
+        params.insert(params.begin(),
+                      {"impl", library ? Choices({1, 0, 2, 3, 4}) : Choices({0, 1, 2, 3, 4})});
+      }
+      return params;
+    }
     default:
       return {};
   }

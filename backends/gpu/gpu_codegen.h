@@ -29,24 +29,35 @@ absl::Status CheckGpuSupported(const cpu::Kernel& kernel);
 //   row: group (0 a block, 1 a warp per row), block;
 //   reduce-window and scatter: block;
 //   dot and convolution (an implicit GEMM): tile_m, tile_n, tile_k (a block's shared-memory
-//     tiles), thread_m, thread_n (each thread's register tile).
+//     tiles), thread_m, thread_n (each thread's register tile); a dot also `impl`: 0 the
+//     generated GEMM, 1-4 cuBLASLt with its heuristic's first to fourth algorithm (the operands
+//     packed where they are not plain row-major buffers, the epilogue a launch after it). A dot
+//     of at least 64K multiply-adds with more than one row and column defaults to cuBLASLt's
+//     first algorithm, as the CPU defaults such products to oneDNN.
 // Defaults follow the shape: a reduction over the minor dimension gets a warp or a block per
 // output, one over major dimensions a thread per output (its reads are then coalesced).
 std::vector<cpu::KernelParam> GpuKernelParams(const cpu::Kernel& kernel);
 cpu::KernelConfig DefaultGpuConfig(const cpu::Kernel& kernel);
 
-// A buffer a launch passes: kernel input or output `index`, or the workspace at byte `index`.
+// A buffer a launch passes: kernel input or output `index`, or workspace `index`.
 struct GpuArg {
   enum class Kind { kInput, kOutput, kWorkspace };
   Kind kind = Kind::kInput;
   int64_t index = 0;
 };
 
+// A launch of a generated kernel, or a cuBLASLt GEMM: `batch` products C[m,n] = A[m,k] B[k,n] of
+// row-major f32 matrices, args A, B, C, with the `algo`-th (1-based) of the algorithms
+// cuBLASLt's heuristic proposes for the shape.
 struct GpuLaunch {
+  enum class Kind { kKernel, kGemm };
+  Kind kind = Kind::kKernel;
   std::string entry;  // the extern "C" __global__ function
   int64_t grid[3] = {1, 1, 1};
   int32_t block = 1;  // threads, one dimension
   std::vector<GpuArg> args;
+  int64_t batch = 1, m = 1, n = 1, k = 1;  // kGemm
+  int64_t algo = 1;                        // kGemm
 };
 
 // One kernel's CUDA translation unit and how to run it: its launches in order, over its inputs'
@@ -55,7 +66,7 @@ struct GpuKernelProgram {
   std::string name;    // "gpu_k<id>", NVRTC's file name is name + ".cu"
   std::string source;  // prelude, constants, helpers, the __global__ functions
   std::vector<GpuLaunch> launches;
-  int64_t workspace_bytes = 0;
+  std::vector<int64_t> workspaces;  // bytes of each workspace buffer
   std::vector<ir::Shape> inputs, outputs;
 };
 

@@ -98,6 +98,16 @@ absl::StatusOr<std::string> WritePlan(const GpuModuleProgram& program,
   plan["results"] = results;
   json launches = json::array();
   for (const GpuModuleProgram::Launch& l : program.launches) {
+    if (l.gemm) {
+      launches.push_back({{"kind", "gemm"},
+                          {"batch", l.batch},
+                          {"m", l.m},
+                          {"n", l.n},
+                          {"k", l.k},
+                          {"algo", l.algo},
+                          {"args", l.args}});
+      continue;
+    }
     launches.push_back({{"module", l.module},
                         {"entry", l.entry},
                         {"grid", {l.grid[0], l.grid[1], l.grid[2]}},
@@ -201,9 +211,16 @@ absl::StatusOr<GpuModuleProgram> CompileGpuModule(const cpu::LoweredModule& lowe
       buffer_of[o] = b;
       outputs.push_back(b);
     }
-    const int64_t workspace = kp->workspace_bytes > 0 ? add_buffer(kp->workspace_bytes) : -1;
+    std::vector<int64_t> workspaces;
+    for (int64_t bytes : kp->workspaces) workspaces.push_back(add_buffer(bytes));
     for (const GpuLaunch& l : kp->launches) {
       GpuModuleProgram::Launch launch;
+      launch.gemm = l.kind == GpuLaunch::Kind::kGemm;
+      launch.batch = l.batch;
+      launch.m = l.m;
+      launch.n = l.n;
+      launch.k = l.k;
+      launch.algo = l.algo;
       launch.module = module;
       launch.kernel = k.id;
       launch.entry = l.entry;
@@ -218,7 +235,7 @@ absl::StatusOr<GpuModuleProgram> CompileGpuModule(const cpu::LoweredModule& lowe
             launch.args.push_back(outputs[static_cast<size_t>(a.index)]);
             break;
           case GpuArg::Kind::kWorkspace:
-            launch.args.push_back(workspace);
+            launch.args.push_back(workspaces[static_cast<size_t>(a.index)]);
             break;
         }
       }

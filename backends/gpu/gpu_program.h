@@ -34,12 +34,14 @@ struct GpuModuleProgram {
   };
   std::vector<Result> results;  // the entry's result leaves, in order
   struct Launch {
-    int64_t module;  // index into ptx
-    int32_t kernel;  // LoweredModule::kernels index
+    bool gemm = false;  // a cuBLASLt GEMM (GpuLaunch::Kind::kGemm), not a generated kernel
+    int64_t module;     // index into ptx
+    int32_t kernel;     // LoweredModule::kernels index
     std::string entry;
     int64_t grid[3];
     int32_t block;
-    std::vector<int64_t> args;  // buffer indices
+    std::vector<int64_t> args;                         // buffer indices
+    int64_t batch = 1, m = 1, n = 1, k = 1, algo = 1;  // a GEMM's shape and algorithm
   };
   std::vector<Launch> launches;
   int64_t cache_hits = 0;  // kernels whose PTX came from the cache

@@ -7,6 +7,7 @@
 // JSON line on stdout; exit 2 on bad usage.
 //
 //   mltune-gpu-runner PLAN.json
+#include <cublasLt.h>
 #include <cuda.h>
 #include <dlfcn.h>
 #include <sys/resource.h>
@@ -54,6 +55,48 @@ struct Driver {
   decltype(&cuEventElapsedTime) elapsed;
   decltype(&cuGetErrorString) error_string;
 };
+
+// cuBLASLt, resolved from libcublasLt at run time (only programs with GEMM launches need it).
+struct Lt {
+  decltype(&cublasLtCreate) create;
+  decltype(&cublasLtMatmulDescCreate) desc_create;
+  decltype(&cublasLtMatrixLayoutCreate) layout_create;
+  decltype(&cublasLtMatrixLayoutSetAttribute) layout_set;
+  decltype(&cublasLtMatmulPreferenceCreate) pref_create;
+  decltype(&cublasLtMatmulPreferenceSetAttribute) pref_set;
+  decltype(&cublasLtMatmulAlgoGetHeuristic) heuristic;
+  decltype(&cublasLtMatmul) matmul;
+  decltype(&cublasLtGetStatusString) status_string;
+};
+
+std::string LoadLt(Lt* lt) {
+  void* lib = nullptr;
+  std::string tried;
+  for (const char* name : {"libcublasLt.so.13", "libcublasLt.so.12", "libcublasLt.so"}) {
+    lib = dlopen(name, RTLD_NOW | RTLD_LOCAL);
+    if (lib != nullptr) break;
+    tried += std::string(tried.empty() ? "" : ", ") + name;
+  }
+  if (lib == nullptr) return "no cuBLASLt (tried " + tried + "): " + dlerror();
+  std::string missing;
+  auto get = [&](auto* fn, const char* name) {
+    *fn = reinterpret_cast<std::remove_reference_t<decltype(*fn)>>(dlsym(lib, name));
+    if (*fn == nullptr) missing += std::string(missing.empty() ? "" : ", ") + name;
+  };
+  get(&lt->create, "cublasLtCreate");
+  get(&lt->desc_create, "cublasLtMatmulDescCreate");
+  get(&lt->layout_create, "cublasLtMatrixLayoutCreate");
+  get(&lt->layout_set, "cublasLtMatrixLayoutSetAttribute");
+  get(&lt->pref_create, "cublasLtMatmulPreferenceCreate");
+  get(&lt->pref_set, "cublasLtMatmulPreferenceSetAttribute");
+  get(&lt->heuristic, "cublasLtMatmulAlgoGetHeuristic");
+  get(&lt->matmul, "cublasLtMatmul");
+  get(&lt->status_string, "cublasLtGetStatusString");
+  return missing.empty() ? "" : "cuBLASLt lacks " + missing;
+}
+
+// cuBLASLt's workspace for every GEMM of a program.
+constexpr size_t kLtWorkspaceBytes = size_t{32} << 20;
 
 std::string Escape(const std::string& s) {
   std::string out;
@@ -261,10 +304,82 @@ int Run(int argc, char** argv) {
     unsigned grid[3];
     unsigned block;
     std::vector<CUdeviceptr> args;
+    // A cuBLASLt GEMM: row-major C[m,n] = A[m,k] B[k,n] is column-major C^T = B^T A^T, so
+    // cuBLASLt's A is our B (n x k, leading dimension n), its B our A (k x m, leading k).
+    bool gemm = false;
+    cublasLtMatmulDesc_t desc;
+    cublasLtMatrixLayout_t a_layout, b_layout, c_layout;
+    cublasLtMatmulAlgo_t algo;
   };
   std::vector<Launch> launches;
+  Lt lt{};
+  cublasLtHandle_t lt_handle = nullptr;
+  CUdeviceptr lt_workspace = 0;
+  auto lt_check = [&](cublasStatus_t s, const std::string& what) -> std::string {
+    if (s == CUBLAS_STATUS_SUCCESS) return "";
+    return what + ": " + lt.status_string(s);
+  };
   for (const json& l : plan.at("launches")) {
     Launch launch{};
+    if (l.value("kind", "") == "gemm") {
+      if (lt_handle == nullptr) {
+        if (std::string e = LoadLt(&lt); !e.empty()) return Fail(e);
+        if (std::string e = lt_check(lt.create(&lt_handle), "cublasLtCreate"); !e.empty()) {
+          return Fail(e);
+        }
+        MT_CHECK(d.alloc(&lt_workspace, kLtWorkspaceBytes), "cuMemAlloc (cuBLASLt workspace)");
+      }
+      launch.gemm = true;
+      const int64_t batch = l.at("batch").get<int64_t>(), m = l.at("m").get<int64_t>();
+      const int64_t n = l.at("n").get<int64_t>(), k = l.at("k").get<int64_t>();
+      const int64_t algo = l.at("algo").get<int64_t>();
+      for (const json& a : l.at("args")) launch.args.push_back(buffers.at(a.get<size_t>()));
+      if (launch.args.size() != 3) return Fail("a gemm launch takes 3 buffers (A, B, C)");
+      std::string e = lt_check(lt.desc_create(&launch.desc, CUBLAS_COMPUTE_32F, CUDA_R_32F),
+                               "cublasLtMatmulDescCreate");
+      auto layout = [&](cublasLtMatrixLayout_t* out, int64_t rows, int64_t cols, int64_t stride) {
+        if (!e.empty()) return;
+        e = lt_check(lt.layout_create(out, CUDA_R_32F, static_cast<uint64_t>(rows),
+                                      static_cast<uint64_t>(cols), rows),
+                     "cublasLtMatrixLayoutCreate");
+        if (!e.empty() || batch == 1) return;
+        const int32_t count = static_cast<int32_t>(batch);
+        e = lt_check(lt.layout_set(*out, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &count, sizeof(count)),
+                     "batch count");
+        if (e.empty()) {
+          e = lt_check(lt.layout_set(*out, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &stride,
+                                     sizeof(stride)),
+                       "batch stride");
+        }
+      };
+      layout(&launch.a_layout, n, k, n * k);
+      layout(&launch.b_layout, k, m, k * m);
+      layout(&launch.c_layout, n, m, n * m);
+      if (!e.empty()) return Fail(e);
+      cublasLtMatmulPreference_t pref;
+      uint64_t ws = kLtWorkspaceBytes;
+      e = lt_check(lt.pref_create(&pref), "cublasLtMatmulPreferenceCreate");
+      if (e.empty()) {
+        e = lt_check(lt.pref_set(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof(ws)),
+                     "workspace preference");
+      }
+      cublasLtMatmulHeuristicResult_t results[8];
+      int returned = 0;
+      if (e.empty()) {
+        e = lt_check(lt.heuristic(lt_handle, launch.desc, launch.a_layout, launch.b_layout,
+                                  launch.c_layout, launch.c_layout, pref, 8, results, &returned),
+                     "cublasLtMatmulAlgoGetHeuristic");
+      }
+      if (!e.empty()) return Fail(e);
+      if (algo < 1 || algo > returned) {
+        return Fail("cuBLASLt proposes " + std::to_string(returned) + " algorithms for this " +
+                    std::to_string(m) + "x" + std::to_string(n) + "x" + std::to_string(k) +
+                    " GEMM; algorithm " + std::to_string(algo) + " was asked for");
+      }
+      launch.algo = results[algo - 1].algo;
+      launches.push_back(std::move(launch));
+      continue;
+    }
     const std::string entry = l.at("entry").get<std::string>();
     MT_CHECK(d.function(&launch.fn, modules.at(l.at("module").get<size_t>()), entry.c_str()),
              "cuModuleGetFunction " + entry);
@@ -273,8 +388,21 @@ int Run(int argc, char** argv) {
     for (const json& a : l.at("args")) launch.args.push_back(buffers.at(a.get<size_t>()));
     launches.push_back(std::move(launch));
   }
+  const float one = 1.f, zero = 0.f;
+  auto run_gemm = [&](Launch& l) -> std::string {
+    return lt_check(lt.matmul(lt_handle, l.desc, &one, reinterpret_cast<void*>(l.args[1]),
+                              l.a_layout, reinterpret_cast<void*>(l.args[0]), l.b_layout, &zero,
+                              reinterpret_cast<void*>(l.args[2]), l.c_layout,
+                              reinterpret_cast<void*>(l.args[2]), l.c_layout, &l.algo,
+                              reinterpret_cast<void*>(lt_workspace), kLtWorkspaceBytes, nullptr),
+                    "cublasLtMatmul");
+  };
   auto run_launches = [&]() -> std::string {
     for (Launch& l : launches) {
+      if (l.gemm) {
+        if (std::string e = run_gemm(l); !e.empty()) return e;
+        continue;
+      }
       std::vector<void*> params;
       for (CUdeviceptr& a : l.args) params.push_back(&a);
       if (std::string e = check(d.launch(l.fn, l.grid[0], l.grid[1], l.grid[2], l.block, 1, 1, 0,
@@ -369,9 +497,13 @@ int Run(int argc, char** argv) {
         std::vector<void*> params;
         for (CUdeviceptr& a : launches[i].args) params.push_back(&a);
         Launch& l = launches[i];
-        MT_CHECK(d.launch(l.fn, l.grid[0], l.grid[1], l.grid[2], l.block, 1, 1, 0, nullptr,
-                          params.data(), nullptr),
-                 "cuLaunchKernel");
+        if (l.gemm) {
+          if (std::string e = run_gemm(l); !e.empty()) return Fail(e);
+        } else {
+          MT_CHECK(d.launch(l.fn, l.grid[0], l.grid[1], l.grid[2], l.block, 1, 1, 0, nullptr,
+                            params.data(), nullptr),
+                   "cuLaunchKernel");
+        }
         d.event_record(stop, nullptr);
         MT_CHECK(d.event_sync(stop), "running a launch");
         float ms = 0;

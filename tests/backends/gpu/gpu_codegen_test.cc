@@ -104,6 +104,10 @@ TEST_P(GpuCodegenTest, EveryConfigurationCompilesToPtxThatAssembles) {
       ASSERT_TRUE(ptx.ok()) << Describe(k, config) << ": " << ptx.status() << "\n"
                             << program->source;
       for (const GpuLaunch& launch : program->launches) {
+        if (launch.kind == GpuLaunch::Kind::kGemm) {
+          EXPECT_EQ(launch.args.size(), 3u) << Describe(k, config);
+          continue;
+        }
         EXPECT_NE(ptx->ptx.find(absl::StrCat(".entry ", launch.entry)), std::string::npos)
             << Describe(k, config) << ": no entry " << launch.entry;
         EXPECT_GE(launch.block, 32) << Describe(k, config);
@@ -185,14 +189,21 @@ ENTRY e {
   ASSERT_EQ(k.kind, cpu::KernelKind::kDot);
   EXPECT_TRUE(GenerateGpuKernel(l.lowered, 0).ok());
   // tile 128x128 with 2x2 per thread: 4,096 threads.
-  absl::StatusOr<GpuKernelProgram> big = GenerateGpuKernel(l.lowered, 0, {128, 128, 16, 2, 2});
+  absl::StatusOr<GpuKernelProgram> big = GenerateGpuKernel(l.lowered, 0, {0, 128, 128, 16, 2, 2});
   EXPECT_TRUE(absl::IsInvalidArgument(big.status())) << big.status();
   EXPECT_NE(big.status().message().find("4096 threads"), std::string::npos) << big.status();
   // A value that is not a choice.
   EXPECT_TRUE(
-      absl::IsInvalidArgument(GenerateGpuKernel(l.lowered, 0, {48, 64, 16, 4, 4}).status()));
+      absl::IsInvalidArgument(GenerateGpuKernel(l.lowered, 0, {0, 48, 64, 16, 4, 4}).status()));
   // Too few values.
   EXPECT_TRUE(absl::IsInvalidArgument(GenerateGpuKernel(l.lowered, 0, {64}).status()));
+}
+
+// A dot's configuration with the generated GEMM (impl 0) and the default tiles.
+cpu::KernelConfig Generated(const cpu::Kernel& k) {
+  cpu::KernelConfig config = DefaultGpuConfig(k);
+  config[0] = 0;
+  return config;
 }
 
 // A dot whose epilogue reads its product transposed gets a second launch over a workspace;
@@ -216,10 +227,10 @@ ENTRY e {
   for (const cpu::Kernel& k : fused.lowered.kernels) {
     if (k.kind != cpu::KernelKind::kDot) continue;
     ++dots;
-    absl::StatusOr<GpuKernelProgram> p = GenerateGpuKernel(fused.lowered, k.id);
+    absl::StatusOr<GpuKernelProgram> p = GenerateGpuKernel(fused.lowered, k.id, Generated(k));
     ASSERT_TRUE(p.ok()) << p.status();
     EXPECT_EQ(p->launches.size(), 1u);
-    EXPECT_EQ(p->workspace_bytes, 0);
+    EXPECT_TRUE(p->workspaces.empty());
   }
   EXPECT_EQ(dots, 1);
   Lowered moved = LowerHlo(R"(
@@ -234,12 +245,71 @@ ENTRY e {
   ASSERT_NE(moved.module, nullptr);
   for (const cpu::Kernel& k : moved.lowered.kernels) {
     if (k.kind != cpu::KernelKind::kDot) continue;
-    absl::StatusOr<GpuKernelProgram> p = GenerateGpuKernel(moved.lowered, k.id);
+    absl::StatusOr<GpuKernelProgram> p = GenerateGpuKernel(moved.lowered, k.id, Generated(k));
     ASSERT_TRUE(p.ok()) << p.status();
     if (k.outputs.size() == 1 && k.outputs[0] == k.root) continue;  // nothing fused after it
     ASSERT_EQ(p->launches.size(), 2u) << p->source;
     EXPECT_EQ(p->launches[1].entry, absl::StrCat(p->name, "_epilogue"));
-    EXPECT_EQ(p->workspace_bytes, 64 * 48 * 4);
+    EXPECT_EQ(p->workspaces, std::vector<int64_t>{64 * 48 * 4});
+  }
+}
+
+// Large dots default to cuBLASLt: operands read in place where they are row-major f32 buffers in
+// the GEMM's order, packed otherwise, the product written into the dot's output when it is one,
+// and an epilogue launch only where something is left to compute.
+TEST(GpuCodegenSupportTest, LargeDotsGoToCublasLtWithPacksAndEpiloguesOnlyWhereNeeded) {
+  Lowered plain = LowerHlo(R"(
+HloModule m
+ENTRY e {
+  a = f32[128,64] parameter(0)
+  b = f32[64,96] parameter(1)
+  ROOT d = f32[128,96] dot(a, b), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+})");
+  ASSERT_NE(plain.module, nullptr);
+  ASSERT_EQ(plain.lowered.kernels.size(), 1u);
+  EXPECT_EQ(DefaultGpuConfig(plain.lowered.kernels[0])[0], 1);
+  absl::StatusOr<GpuKernelProgram> p = GenerateGpuKernel(plain.lowered, 0);
+  ASSERT_TRUE(p.ok()) << p.status();
+  ASSERT_EQ(p->launches.size(), 1u);
+  const GpuLaunch& gemm = p->launches[0];
+  EXPECT_EQ(gemm.kind, GpuLaunch::Kind::kGemm);
+  EXPECT_EQ(gemm.m, 128);
+  EXPECT_EQ(gemm.n, 96);
+  EXPECT_EQ(gemm.k, 64);
+  EXPECT_EQ(gemm.algo, 1);
+  ASSERT_EQ(gemm.args.size(), 3u);
+  EXPECT_EQ(gemm.args[0].kind, GpuArg::Kind::kInput);
+  EXPECT_EQ(gemm.args[1].kind, GpuArg::Kind::kInput);
+  EXPECT_EQ(gemm.args[2].kind, GpuArg::Kind::kOutput);
+  EXPECT_TRUE(p->workspaces.empty());
+
+  Lowered packed = LowerHlo(R"(
+HloModule m
+ENTRY e {
+  a = f32[64,128] parameter(0)
+  b = f32[64,96] parameter(1)
+  c = f32[96] parameter(2)
+  d = f32[128,96] dot(a, b), lhs_contracting_dims={0}, rhs_contracting_dims={0}
+  cb = f32[128,96] broadcast(c), dimensions={1}
+  ROOT s = f32[128,96] add(d, cb)
+})");
+  ASSERT_NE(packed.module, nullptr);
+  for (const cpu::Kernel& k : packed.lowered.kernels) {
+    if (k.kind != cpu::KernelKind::kDot) continue;
+    absl::StatusOr<GpuKernelProgram> q = GenerateGpuKernel(packed.lowered, k.id);
+    ASSERT_TRUE(q.ok()) << q.status();
+    // The lhs is stored contraction-first: packed; the rhs is read in place; the bias added after.
+    ASSERT_EQ(q->launches.size(), 3u) << q->source;
+    EXPECT_EQ(q->launches[0].entry, absl::StrCat(q->name, "_pack_a"));
+    EXPECT_EQ(q->launches[1].kind, GpuLaunch::Kind::kGemm);
+    EXPECT_EQ(q->launches[1].args[0].kind, GpuArg::Kind::kWorkspace);
+    EXPECT_EQ(q->launches[1].args[1].kind, GpuArg::Kind::kInput);
+    EXPECT_EQ(q->launches[2].entry, absl::StrCat(q->name, "_epilogue"));
+    EXPECT_EQ(q->workspaces, (std::vector<int64_t>{128 * 64 * 4, 128 * 96 * 4}));
+    if (NvrtcVersion().empty()) continue;
+    absl::StatusOr<PtxModule> ptx = CompileToPtx(q->source, q->name + ".cu", Options());
+    ASSERT_TRUE(ptx.ok()) << ptx.status();
+    EXPECT_TRUE(AssemblePtx(ptx->ptx, "sm_90").ok());
   }
 }
 
