@@ -1,8 +1,10 @@
 // `mltune run FILE --target gpu`: the module's kernels generated as CUDA, compiled with NVRTC
 // for the attached device's architecture (or --arch without one), run and timed in the
-// mltune-gpu-runner child, and checked against the reference evaluator with --check. Without a
-// GPU it compiles every kernel, says so, and why nothing ran.
+// mltune-gpu-runner child, checked against the reference evaluator with --check, and with --tuned
+// each kernel's GPU parameters searched by measurement. Without a GPU it compiles every kernel,
+// says so, and why nothing ran.
 #include <chrono>
+#include <cmath>
 #include <map>
 #include <ostream>
 
@@ -15,6 +17,8 @@
 #include "client/cli_commands.h"
 #include "client/load.h"
 #include "nlohmann/json.hpp"
+#include "optimizers/core/search.h"
+#include "optimizers/tiling/gpu_tile_problem.h"
 
 namespace mltune::client {
 namespace {
@@ -28,11 +32,6 @@ std::string Ms(double s) { return absl::StrFormat("%.4g ms", s * 1e3); }
 }  // namespace
 
 int RunGpuRun(const RunCommand& cmd, std::ostream& out, std::ostream& err) {
-  if (cmd.tuned) {
-    err << "error: --tuned: tuning on the gpu target is not available yet (mltune run --target "
-           "cpu --tuned tunes the CPU backend)\n";
-    return 1;
-  }
   std::unique_ptr<ir::Module> original = LoadVerified(cmd.file, err);
   if (original == nullptr) return 1;
   absl::StatusOr<std::unique_ptr<ir::Module>> module = cpu::RunCpuPipeline(*original);
@@ -135,6 +134,63 @@ int RunGpuRun(const RunCommand& cmd, std::ostream& out, std::ostream& err) {
       launches.push_back({{"kernel", k.name}, {"entry", l.entry}, {"seconds", t->launch_s[i]}});
     }
     j["launches"] = launches;
+  }
+  if (cmd.tuned) {
+    // Each kernel's GPU parameters searched with its siblings' kernels alone on the device
+    // (CpuTileProblem over WithGpuParams), then the tuned module timed beside the default: a
+    // tuned module slower than the default is not kept.
+    const cpu::LoweredModule space = opt::tiling::WithGpuParams(*lowered);
+    gpu::GpuMeasureOptions kernel_options;
+    kernel_options.max_seconds = 0.05;
+    const opt::tiling::CpuTileProblem::MeasureFn measure =
+        opt::tiling::GpuKernelMeasure(space, nvrtc, kernel_options, cmd.seed);
+    opt::tiling::CpuTileProblem problem(space, measure, opt::tiling::GpuKernelProgramKey);
+    absl::StatusOr<std::unique_ptr<opt::Strategy>> strategy =
+        opt::StrategyRegistry::Global().Create(cmd.strategy);
+    if (!strategy.ok()) {
+      err << "error: " << strategy.status().message() << "\n";
+      return 1;
+    }
+    const double default_kernels = problem.Evaluate(problem.DefaultCandidate());
+    if (!std::isfinite(default_kernels)) {
+      err << "error: tuning: the default kernels failed: " << problem.last_error() << "\n";
+      return 1;
+    }
+    absl::StatusOr<opt::Result> r =
+        (*strategy)->Search(problem, opt::Budget(cmd.budget, 0), cmd.seed);
+    if (!r.ok()) {
+      err << "error: tuning: " << r.status().message() << "\n";
+      return 1;
+    }
+    const opt::Candidate best =
+        r->best_score < default_kernels ? r->best : problem.DefaultCandidate();
+    absl::StatusOr<gpu::GpuModuleProgram> tuned =
+        gpu::CompileGpuModule(*lowered, problem.Decode(best), nvrtc);
+    if (!tuned.ok()) {
+      err << "error: " << tuned.status().message() << "\n";
+      return 1;
+    }
+    out << "tuned: " << cmd.strategy << ", " << r->steps << " steps, " << problem.measurements()
+        << " kernel measurements; kernels alone " << Ms(default_kernels) << " -> "
+        << Ms(problem.Evaluate(best)) << "\n";
+    if (cmd.check) {
+      const absl::Status s = gpu::CheckGpuAgainstEvaluator(*original, *tuned, cmd.seed, options);
+      if (!s.ok()) {
+        out << "check (tuned): MISMATCH: " << s.message() << "\n";
+        exit_code = 1;
+      }
+    }
+    absl::StatusOr<gpu::GpuTiming> tt = gpu::MeasureGpu(*tuned, cmd.seed, options);
+    if (!tt.ok()) {
+      err << "error: " << tt.status().message() << "\n";
+      return 1;
+    }
+    const bool kept = tt->median_s < t->median_s;
+    out << "latency (tuned kernels): median " << Ms(tt->median_s) << " ("
+        << absl::StrFormat("%+.1f%%", (tt->median_s / t->median_s - 1) * 100)
+        << " against the default" << (kept ? "" : "; not kept: the default is as fast") << ")\n";
+    j["tuned_s"] = tt->median_s;
+    j["tuned_kept"] = kept;
   }
   if (cmd.json) out << j.dump() << "\n";
   return exit_code;

@@ -151,95 +151,111 @@ absl::StatusOr<json> RunRunner(const std::string& plan, const GpuMeasureOptions&
   return j;
 }
 
-}  // namespace
+// Generates and compiles kernel `k` with `config` and appends its launches to `program`, its
+// inputs read from (and its outputs and workspaces added as) buffers of `buffer_of`.
+absl::Status AppendKernel(const cpu::LoweredModule& lowered, const cpu::Kernel& k,
+                          const cpu::KernelConfig& config, const NvrtcOptions& options,
+                          std::unordered_map<const ir::Instruction*, int64_t>& buffer_of,
+                          GpuModuleProgram& program) {
+  auto add_buffer = [&](int64_t bytes) {
+    program.buffer_bytes.push_back(bytes);
+    return static_cast<int64_t>(program.buffer_bytes.size()) - 1;
+  };
+  absl::StatusOr<GpuKernelProgram> kp = GenerateGpuKernel(lowered, k.id, config);
+  if (!kp.ok()) return kp.status();
+  absl::StatusOr<PtxModule> ptx = CompileToPtx(kp->source, kp->name + ".cu", options);
+  if (!ptx.ok()) {
+    return absl::Status(ptx.status().code(),
+                        absl::StrCat("kernel '", k.name, "' (", cpu::KernelKindName(k.kind),
+                                     "): ", ptx.status().message()));
+  }
+  program.cache_hits += ptx->cache_hit ? 1 : 0;
+  const int64_t module = static_cast<int64_t>(program.ptx.size());
+  program.ptx.push_back(ptx->ptx);
+  std::vector<int64_t> inputs, outputs;
+  for (const ir::Instruction* in : k.inputs) {
+    auto it = buffer_of.find(in);
+    if (it == buffer_of.end()) it = buffer_of.find(cpu::BaseValue(in));
+    if (it == buffer_of.end()) {
+      return absl::InternalError(
+          absl::StrCat("kernel '", k.name, "' reads '", in->name(), "', which has no buffer"));
+    }
+    inputs.push_back(it->second);
+  }
+  for (const ir::Instruction* o : k.outputs) {
+    const int64_t b = add_buffer(o->shape().ByteSize());
+    buffer_of[o] = b;
+    outputs.push_back(b);
+  }
+  std::vector<int64_t> workspaces;
+  for (int64_t bytes : kp->workspaces) workspaces.push_back(add_buffer(bytes));
+  for (const GpuLaunch& l : kp->launches) {
+    GpuModuleProgram::Launch launch;
+    launch.gemm = l.kind == GpuLaunch::Kind::kGemm;
+    launch.batch = l.batch;
+    launch.m = l.m;
+    launch.n = l.n;
+    launch.k = l.k;
+    launch.algo = l.algo;
+    launch.module = module;
+    launch.kernel = k.id;
+    launch.entry = l.entry;
+    for (int d = 0; d < 3; ++d) launch.grid[d] = l.grid[d];
+    launch.block = l.block;
+    for (const GpuArg& a : l.args) {
+      switch (a.kind) {
+        case GpuArg::Kind::kInput:
+          launch.args.push_back(inputs[static_cast<size_t>(a.index)]);
+          break;
+        case GpuArg::Kind::kOutput:
+          launch.args.push_back(outputs[static_cast<size_t>(a.index)]);
+          break;
+        case GpuArg::Kind::kWorkspace:
+          launch.args.push_back(workspaces[static_cast<size_t>(a.index)]);
+          break;
+      }
+    }
+    program.launches.push_back(std::move(launch));
+  }
+  return absl::OkStatus();
+}
 
-absl::StatusOr<GpuModuleProgram> CompileGpuModule(const cpu::LoweredModule& lowered,
-                                                  const std::vector<cpu::KernelConfig>& configs,
-                                                  const NvrtcOptions& options) {
+absl::Status CheckAllSupported(const cpu::LoweredModule& lowered) {
   std::vector<std::string> unsupported;
   for (const cpu::Kernel& k : lowered.kernels) {
     if (!CheckGpuSupported(k).ok()) {
       unsupported.push_back(absl::StrCat(k.name, " (", cpu::KernelKindName(k.kind), ")"));
     }
   }
-  if (!unsupported.empty()) {
-    return absl::UnimplementedError(absl::StrCat(
-        unsupported.size(), " of ", lowered.kernels.size(),
-        " kernels are of kinds the GPU does not generate yet: ",
-        absl::StrJoin(unsupported.begin(),
-                      unsupported.begin() + std::min<size_t>(unsupported.size(), 8), ", "),
-        unsupported.size() > 8 ? ", ..." : ""));
-  }
+  if (unsupported.empty()) return absl::OkStatus();
+  return absl::UnimplementedError(absl::StrCat(
+      unsupported.size(), " of ", lowered.kernels.size(),
+      " kernels are of kinds the GPU does not generate yet: ",
+      absl::StrJoin(unsupported.begin(),
+                    unsupported.begin() + std::min<size_t>(unsupported.size(), 8), ", "),
+      unsupported.size() > 8 ? ", ..." : ""));
+}
+
+}  // namespace
+
+absl::StatusOr<GpuModuleProgram> CompileGpuModule(const cpu::LoweredModule& lowered,
+                                                  const std::vector<cpu::KernelConfig>& configs,
+                                                  const NvrtcOptions& options) {
+  if (absl::Status s = CheckAllSupported(lowered); !s.ok()) return s;
   GpuModuleProgram program;
   program.arch = options.arch;
   std::unordered_map<const ir::Instruction*, int64_t> buffer_of;
-  auto add_buffer = [&](int64_t bytes) {
-    program.buffer_bytes.push_back(bytes);
-    return static_cast<int64_t>(program.buffer_bytes.size()) - 1;
-  };
   for (const ir::Instruction* p : lowered.parameters) {
-    const int64_t b = add_buffer(p->shape().ByteSize());
+    program.buffer_bytes.push_back(p->shape().ByteSize());
+    const int64_t b = static_cast<int64_t>(program.buffer_bytes.size()) - 1;
     buffer_of[p] = b;
     program.params.push_back({b, p->shape()});
   }
   for (const cpu::Kernel& k : lowered.kernels) {
     const size_t i = static_cast<size_t>(k.id);
     const cpu::KernelConfig config = i < configs.size() ? configs[i] : cpu::KernelConfig{};
-    absl::StatusOr<GpuKernelProgram> kp = GenerateGpuKernel(lowered, k.id, config);
-    if (!kp.ok()) return kp.status();
-    absl::StatusOr<PtxModule> ptx = CompileToPtx(kp->source, kp->name + ".cu", options);
-    if (!ptx.ok()) {
-      return absl::Status(ptx.status().code(),
-                          absl::StrCat("kernel '", k.name, "' (", cpu::KernelKindName(k.kind),
-                                       "): ", ptx.status().message()));
-    }
-    program.cache_hits += ptx->cache_hit ? 1 : 0;
-    const int64_t module = static_cast<int64_t>(program.ptx.size());
-    program.ptx.push_back(ptx->ptx);
-    std::vector<int64_t> inputs, outputs;
-    for (const ir::Instruction* in : k.inputs) {
-      auto it = buffer_of.find(in);
-      if (it == buffer_of.end()) it = buffer_of.find(cpu::BaseValue(in));
-      if (it == buffer_of.end()) {
-        return absl::InternalError(
-            absl::StrCat("kernel '", k.name, "' reads '", in->name(), "', which has no buffer"));
-      }
-      inputs.push_back(it->second);
-    }
-    for (const ir::Instruction* o : k.outputs) {
-      const int64_t b = add_buffer(o->shape().ByteSize());
-      buffer_of[o] = b;
-      outputs.push_back(b);
-    }
-    std::vector<int64_t> workspaces;
-    for (int64_t bytes : kp->workspaces) workspaces.push_back(add_buffer(bytes));
-    for (const GpuLaunch& l : kp->launches) {
-      GpuModuleProgram::Launch launch;
-      launch.gemm = l.kind == GpuLaunch::Kind::kGemm;
-      launch.batch = l.batch;
-      launch.m = l.m;
-      launch.n = l.n;
-      launch.k = l.k;
-      launch.algo = l.algo;
-      launch.module = module;
-      launch.kernel = k.id;
-      launch.entry = l.entry;
-      for (int d = 0; d < 3; ++d) launch.grid[d] = l.grid[d];
-      launch.block = l.block;
-      for (const GpuArg& a : l.args) {
-        switch (a.kind) {
-          case GpuArg::Kind::kInput:
-            launch.args.push_back(inputs[static_cast<size_t>(a.index)]);
-            break;
-          case GpuArg::Kind::kOutput:
-            launch.args.push_back(outputs[static_cast<size_t>(a.index)]);
-            break;
-          case GpuArg::Kind::kWorkspace:
-            launch.args.push_back(workspaces[static_cast<size_t>(a.index)]);
-            break;
-        }
-      }
-      program.launches.push_back(std::move(launch));
+    if (absl::Status s = AppendKernel(lowered, k, config, options, buffer_of, program); !s.ok()) {
+      return s;
     }
   }
   for (const ir::Instruction* r : lowered.results) {
@@ -259,6 +275,35 @@ absl::StatusOr<GpuModuleProgram> CompileGpuModule(const cpu::LoweredModule& lowe
     } else {
       return absl::InternalError(absl::StrCat("result '", r->name(), "' has no buffer"));
     }
+    program.results.push_back(std::move(result));
+  }
+  return program;
+}
+
+absl::StatusOr<GpuModuleProgram> CompileGpuKernel(const cpu::LoweredModule& lowered, int32_t kernel,
+                                                  const cpu::KernelConfig& config,
+                                                  const NvrtcOptions& options) {
+  if (kernel < 0 || kernel >= static_cast<int32_t>(lowered.kernels.size())) {
+    return absl::InvalidArgumentError(absl::StrCat("no kernel ", kernel));
+  }
+  const cpu::Kernel& k = lowered.kernels[static_cast<size_t>(kernel)];
+  if (absl::Status s = CheckGpuSupported(k); !s.ok()) return s;
+  GpuModuleProgram program;
+  program.arch = options.arch;
+  std::unordered_map<const ir::Instruction*, int64_t> buffer_of;
+  for (const ir::Instruction* in : k.inputs) {
+    program.buffer_bytes.push_back(in->shape().ByteSize());
+    const int64_t b = static_cast<int64_t>(program.buffer_bytes.size()) - 1;
+    buffer_of[in] = b;
+    program.params.push_back({b, in->shape()});
+  }
+  if (absl::Status s = AppendKernel(lowered, k, config, options, buffer_of, program); !s.ok()) {
+    return s;
+  }
+  for (const ir::Instruction* o : k.outputs) {
+    GpuModuleProgram::Result result;
+    result.shape = o->shape();
+    result.buffer = buffer_of.at(o);
     program.results.push_back(std::move(result));
   }
   return program;

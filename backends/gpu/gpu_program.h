@@ -54,6 +54,12 @@ absl::StatusOr<GpuModuleProgram> CompileGpuModule(const cpu::LoweredModule& lowe
                                                   const std::vector<cpu::KernelConfig>& configs,
                                                   const NvrtcOptions& options);
 
+// Kernel `kernel` alone under `config`: its inputs are the program's parameters, its outputs
+// its results (what the tuner measures).
+absl::StatusOr<GpuModuleProgram> CompileGpuKernel(const cpu::LoweredModule& lowered, int32_t kernel,
+                                                  const cpu::KernelConfig& config,
+                                                  const NvrtcOptions& options);
+
 struct GpuMeasureOptions {
   int device = 0;
   int min_reps = 5;

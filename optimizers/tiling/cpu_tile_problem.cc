@@ -41,7 +41,8 @@ absl::StatusOr<std::string> KernelProgramKey(const backends::cpu::LoweredModule&
   return key;
 }
 
-CpuTileProblem::CpuTileProblem(const backends::cpu::LoweredModule& module, MeasureFn measure)
+CpuTileProblem::CpuTileProblem(const backends::cpu::LoweredModule& module, MeasureFn measure,
+                               KeyFn key_of)
     : module_(module), measure_(std::move(measure)) {
   // Kernels that compile to one program (a model's repeated blocks) are tuned as one: the first
   // stands for the others, which take its configuration and its time.
@@ -49,7 +50,7 @@ CpuTileProblem::CpuTileProblem(const backends::cpu::LoweredModule& module, Measu
   for (const backends::cpu::Kernel& k : module_.kernels) {
     representative_.push_back(k.id);
     if (k.params.empty()) continue;
-    absl::StatusOr<std::string> key = KernelProgramKey(module_, k);
+    absl::StatusOr<std::string> key = key_of(module_, k);
     if (!key.ok()) continue;
     representative_.back() = first.emplace(*key, k.id).first->second;
   }

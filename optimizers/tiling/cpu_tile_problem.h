@@ -46,7 +46,13 @@ class CpuTileProblem : public ConfigProblem {
   using RankFn = std::function<absl::StatusOr<std::vector<double>>(
       int32_t kernel, const std::vector<backends::cpu::KernelConfig>&)>;
 
-  CpuTileProblem(const backends::cpu::LoweredModule& module, MeasureFn measure);
+  // A kernel's program under its defaults, less what names it: kernels with one key are tuned
+  // as one (KernelProgramKey for the CPU; the GPU's tile problem passes its own).
+  using KeyFn = std::function<absl::StatusOr<std::string>(const backends::cpu::LoweredModule&,
+                                                          const backends::cpu::Kernel&)>;
+
+  CpuTileProblem(const backends::cpu::LoweredModule& module, MeasureFn measure,
+                 KeyFn key = KernelProgramKey);
   void SetRanker(RankFn rank) { rank_ = std::move(rank); }
 
   std::string name() const override { return "tile"; }

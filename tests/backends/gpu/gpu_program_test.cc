@@ -4,6 +4,7 @@
 // compared with the reference evaluator. Without a device the run says why, and that test skips.
 #include "backends/gpu/gpu_program.h"
 
+#include <cmath>
 #include <set>
 #include <string>
 #include <vector>
@@ -15,6 +16,7 @@
 #include "gtest/gtest.h"
 #include "ir/evaluator/evaluator.h"
 #include "ir/hlo_parser.h"
+#include "optimizers/tiling/gpu_tile_problem.h"
 #include "tests/backends/op_cases.h"
 
 namespace mltune::backends::gpu {
@@ -193,6 +195,42 @@ INSTANTIATE_TEST_SUITE_P(Ops, GpuOpSuiteTest, ::testing::ValuesIn(CaseNames()),
                          [](const ::testing::TestParamInfo<const char*>& info) {
                            return std::string(info.param);
                          });
+
+// The GPU's tile search space: each kernel's GPU parameters, identical kernels (two equal layers)
+// tuned as one part; without a device a measurement is an error, so a candidate is invalid.
+TEST(GpuProgramTest, TileSearchSpaceIsTheGpuParametersWithIdenticalKernelsTunedOnce) {
+  if (NvrtcVersion().empty()) GTEST_SKIP() << "built without the CUDA toolkit: no NVRTC";
+  Compiled c = Compile(R"(
+HloModule layers
+ENTRY e {
+  x = f32[256,128] parameter(0)
+  y = f32[256,128] parameter(1)
+  a = f32[256,128] tanh(x)
+  b = f32[256,128] tanh(y)
+  ROOT t = (f32[256,128], f32[256,128]) tuple(a, b)
+})");
+  ASSERT_TRUE(c.program.ok()) << c.program.status();
+  ASSERT_EQ(c.lowered.kernels.size(), 2u);
+  const cpu::LoweredModule space = opt::tiling::WithGpuParams(c.lowered);
+  for (const cpu::Kernel& k : space.kernels) {
+    ASSERT_FALSE(k.params.empty());
+    EXPECT_EQ(k.params[0].name, "block");
+  }
+  absl::StatusOr<std::string> a = opt::tiling::GpuKernelProgramKey(space, space.kernels[0]);
+  absl::StatusOr<std::string> b = opt::tiling::GpuKernelProgramKey(space, space.kernels[1]);
+  ASSERT_TRUE(a.ok() && b.ok());
+  EXPECT_EQ(*a, *b);
+  NvrtcOptions nvrtc;
+  nvrtc.cache_dir = std::string(MLTUNE_TEST_KERNEL_CACHE) + "-gpu";
+  opt::tiling::CpuTileProblem problem(space, opt::tiling::GpuKernelMeasure(space, nvrtc, {}, 1),
+                                      opt::tiling::GpuKernelProgramKey);
+  EXPECT_EQ(problem.Parts().size(), 1u);
+  EXPECT_NE(problem.ActionName(0, 1).find("block=128"), std::string::npos)
+      << problem.ActionName(0, 1);
+  if (GpuAbsentReason().empty()) return;
+  EXPECT_FALSE(std::isfinite(problem.Evaluate(problem.DefaultCandidate())));
+  EXPECT_NE(problem.last_error().find("CUDA"), std::string::npos) << problem.last_error();
+}
 
 }  // namespace
 }  // namespace mltune::backends::gpu
