@@ -513,8 +513,7 @@ grpc::Status CompileServiceImpl::DoListWorkers(v1::ListWorkersResponse* response
   }
   // The GPU: its device as the driver describes it, or why there is none. Probed once: cuInit
   // takes a while, and the device does not change under a running daemon.
-  static const absl::StatusOr<backends::gpu::DeviceDescriptor>* gpu =
-      new absl::StatusOr<backends::gpu::DeviceDescriptor>(backends::gpu::ProbeDevice(0));
+  const absl::StatusOr<backends::gpu::DeviceDescriptor>* gpu = &backends::gpu::AttachedDevice();
   {
     v1::WorkerInfo* info = response->add_workers();
     info->set_name("gpu0");

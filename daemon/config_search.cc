@@ -49,8 +49,14 @@ absl::StatusOr<const backends::TargetSpec*> FindSpec(std::string_view target) {
 
 std::vector<std::string> ConfigTask::targets() const {
   std::vector<std::string> targets = TargetsOfWorker(worker_);
+  if (RunsOnGpu()) targets.insert(targets.begin(), "gpu");
   if (RunsOnCpu()) targets.insert(targets.begin(), "cpu");
   return targets;
+}
+
+absl::StatusOr<TaskOutcome> ConfigTask::SearchGpu(const TaskRequest&,
+                                                  const ConfigTaskOptions&) const {
+  return absl::InvalidArgumentError(absl::StrCat("task ", name_, " does not run on gpu"));
 }
 
 absl::StatusOr<TaskOutcome> ConfigTask::SearchCpu(const TaskRequest&,
@@ -68,6 +74,7 @@ absl::StatusOr<TaskOutcome> ConfigTask::Run(const TaskRequest& request) const {
       ParseConfigTaskOptions(name_, request.options, allow_noise_, allow_fine_tune_);
   if (!options.ok()) return options.status();
   if (request.target == "cpu" && RunsOnCpu()) return SearchCpu(request, *options);
+  if (request.target == "gpu" && RunsOnGpu()) return SearchGpu(request, *options);
   absl::StatusOr<const backends::TargetSpec*> spec = FindSpec(request.target);
   if (!spec.ok()) return spec.status();
   return Search(request, *options, **spec);

@@ -60,6 +60,10 @@ class ConfigTask : public Task {
   virtual bool RunsOnCpu() const { return false; }
   virtual absl::StatusOr<TaskOutcome> SearchCpu(const TaskRequest& request,
                                                 const ConfigTaskOptions& options) const;
+  // Target "gpu": measured on the attached GPU (daemon/gpu_tasks.h).
+  virtual bool RunsOnGpu() const { return false; }
+  virtual absl::StatusOr<TaskOutcome> SearchGpu(const TaskRequest& request,
+                                                const ConfigTaskOptions& options) const;
 
  private:
   std::string name_, description_, worker_;

@@ -9,6 +9,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "backends/gpu/device.h"
 #include "costmodels/features/kernel_graph.h"
 #include "daemon/sim_workers.h"
 #include "daemon/version.h"
@@ -81,7 +82,8 @@ void LogError(const std::string& what, const absl::Status& status) {
 
 storage::CacheKey JobSpec::TaskKey(const std::string& task) const {
   const Task* t = TaskRegistry::Global().Find(task);
-  return {fingerprint, task, target,
+  // GPU results hold for the card they were measured on: its descriptor is in the key.
+  return {fingerprint, task, target == "gpu" ? backends::gpu::GpuCacheTarget() : target,
           SearchVersionFor(t != nullptr ? t->ScoreVariant(options) : "")};
 }
 

@@ -18,6 +18,7 @@
 #include "costmodels/features/kernel_graph.h"
 #include "daemon/config_search.h"
 #include "daemon/cpu_tasks.h"
+#include "daemon/gpu_tasks.h"
 #include "daemon/learned_cost_models.h"
 #include "daemon/sim_workers.h"
 #include "ir/fingerprint.h"
@@ -131,7 +132,9 @@ class TileTask : public ConfigTask {
       : ConfigTask("tile",
                    "per-kernel tiles of the default fusion against the compiler's defaults: on "
                    "cpu the generated kernels' parameters (blocking, unroll, vectorization, "
-                   "reduction order, GEMM library or register/cache tiles), measured; on tpu "
+                   "reduction order, GEMM library or register/cache tiles), measured; on gpu "
+                   "launch shapes, reduction splits, GEMM tiles or cuBLASLt algorithms, "
+                   "measured on the attached GPU; on tpu "
                    "targets m, n, k and double buffering in simulated seconds",
                    "tpu-sim", true) {}
 
@@ -148,6 +151,11 @@ class TileTask : public ConfigTask {
   absl::StatusOr<TaskOutcome> SearchCpu(const TaskRequest& request,
                                         const ConfigTaskOptions& options) const override {
     return SearchCpuTiles(request, options);
+  }
+  bool RunsOnGpu() const override { return true; }
+  absl::StatusOr<TaskOutcome> SearchGpu(const TaskRequest& request,
+                                        const ConfigTaskOptions& options) const override {
+    return SearchGpuTiles(request, options);
   }
   absl::StatusOr<TaskOutcome> Search(const TaskRequest& request, const ConfigTaskOptions& options,
                                      const backends::TargetSpec& spec) const override {

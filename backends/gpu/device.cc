@@ -1,6 +1,7 @@
 #include "backends/gpu/device.h"
 
 #include <dlfcn.h>
+#include <openssl/evp.h>
 
 #include <cstddef>
 #include <type_traits>
@@ -198,6 +199,24 @@ absl::StatusOr<DeviceDescriptor> DescriptorForArch(std::string_view arch) {
   if (!absl::SimpleAtoi(digits.substr(0, digits.size() - 1), &d.cc_major)) return invalid();
   d.cc_minor = digits.back() - '0';
   return d;
+}
+
+const absl::StatusOr<DeviceDescriptor>& AttachedDevice() {
+  static const absl::StatusOr<DeviceDescriptor>* device =
+      new absl::StatusOr<DeviceDescriptor>(ProbeDevice(0));
+  return *device;
+}
+
+std::string GpuCacheTarget() {
+  const absl::StatusOr<DeviceDescriptor>& device = AttachedDevice();
+  if (!device.ok()) return "gpu@none";
+  const std::string key = device->Key();
+  unsigned char digest[EVP_MAX_MD_SIZE];
+  unsigned int len = 0;
+  EVP_Digest(key.data(), key.size(), digest, &len, EVP_sha256(), nullptr);
+  std::string hex = "gpu@";
+  for (unsigned int i = 0; i < 8 && i < len; ++i) absl::StrAppendFormat(&hex, "%02x", digest[i]);
+  return hex;
 }
 
 }  // namespace mltune::backends::gpu

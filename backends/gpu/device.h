@@ -42,6 +42,14 @@ absl::StatusOr<DeviceDescriptor> ProbeDeviceWithDriver(const std::string& librar
 // "" when device 0 probes fine, else why there is no usable GPU (the Unavailable message).
 std::string GpuAbsentReason();
 
+// Device 0 as this process first probed it (the driver is initialized once; a daemon's device
+// does not change under it).
+const absl::StatusOr<DeviceDescriptor>& AttachedDevice();
+
+// The target name GPU results are cached under: "gpu@" and 16 hex digits of the SHA-256 of the
+// attached device's Key(), or "gpu@none" without one; results from other cards never answer.
+std::string GpuCacheTarget();
+
 // A descriptor for compile-only work where no device is present: the compute capability of
 // `arch` ("sm_80", "sm_90", "sm_100"), named "(none: compile only)", every other field zero.
 // InvalidArgument for anything else.

@@ -390,9 +390,9 @@ TEST_F(DaemonTest, ListingsDescribeTasksStrategiesAndWorkers) {
                                              "tile"}));
   EXPECT_EQ(list->tasks[2].targets,
             (std::vector<std::string>{"cpu", "gpu", "tpu-v3-core", "tpu-v4-core"}));
-  // tile and fusion run on the CPU backend too (tests/daemon/sim_tasks_test.cc).
+  // tile runs on the CPU backend (tests/daemon/sim_tasks_test.cc) and the GPU too.
   EXPECT_EQ(list->tasks[4].targets,
-            (std::vector<std::string>{"cpu", "tpu-v3-core", "tpu-v4-core"}));
+            (std::vector<std::string>{"cpu", "gpu", "tpu-v3-core", "tpu-v4-core"}));
   absl::StatusOr<std::vector<client::WorkerInfo>> workers = client_->ListWorkers();
   ASSERT_TRUE(workers.ok()) << workers.status();
   // Two job threads, the GPU, then the three simulators (tests/daemon/sim_tasks_test.cc).
@@ -417,6 +417,26 @@ TEST_F(DaemonTest, ListingsDescribeTasksStrategiesAndWorkers) {
   EXPECT_EQ(stats->worker_threads, 2);
   EXPECT_EQ(stats->queue_capacity, 64);
   EXPECT_EQ(stats->version, "0.1.0");
+}
+
+// The tile task on target gpu measures on the attached GPU: without one the job fails saying
+// so; with one it finishes, its result cached under the device (not plain "gpu").
+TEST_F(DaemonTest, TileJobsOnTheGpuRunOnTheAttachedDeviceOrSayThereIsNone) {
+  Start();
+  SubmitRequest request = Request(ExampleHlo(), 4, "random");
+  request.tasks = {"tile"};
+  request.target = "gpu";
+  absl::StatusOr<client::SubmitResponse> submitted = client_->Submit(request);
+  ASSERT_TRUE(submitted.ok()) << submitted.status();
+  const JobInfo done = WaitUntilFinal(*client_, submitted->job_id);
+  const std::string absent = backends::gpu::GpuAbsentReason();
+  if (!absent.empty()) {
+    EXPECT_EQ(done.state, JobState::kFailed);
+    EXPECT_NE(done.error.find("no GPU on this daemon's machine"), std::string::npos) << done.error;
+    return;
+  }
+  ASSERT_EQ(done.state, JobState::kDone) << done.error;
+  EXPECT_EQ(backends::gpu::GpuCacheTarget().rfind("gpu@", 0), 0u);
 }
 
 TEST_F(DaemonTest, LearnedAgentsServeOnceTrainedAndSayHowToTrainBefore) {
