@@ -577,6 +577,62 @@ std::string ElementEmitter::Compute(const Instruction* instr, const Idx& idx) {
       }
       return Value(instr->operand(0), o);
     }
+    case Opcode::kDot: {
+      // A dot the GEMMs do not take (f64, integers, bf16): a fold over the contracting
+      // dimensions in the result's type, integers wrapping as XLA's do.
+      const ir::DotDimensionNumbers& dn = *instr->dot_dnums;
+      const Instruction* lhs = instr->operand(0);
+      const Instruction* rhs = instr->operand(1);
+      const int64_t lr = lhs->shape().rank(), rr = rhs->shape().rank();
+      auto is_in = [](const std::vector<int64_t>& v, int64_t d) {
+        return std::find(v.begin(), v.end(), d) != v.end();
+      };
+      Idx li(static_cast<size_t>(lr)), ri(static_cast<size_t>(rr));
+      size_t at = 0;  // the output's dimensions: batch, lhs free, rhs free
+      for (size_t b = 0; b < dn.lhs_batch_dimensions.size(); ++b, ++at) {
+        li[static_cast<size_t>(dn.lhs_batch_dimensions[b])] = idx[at];
+        ri[static_cast<size_t>(dn.rhs_batch_dimensions[b])] = idx[at];
+      }
+      for (int64_t d = 0; d < lr; ++d) {
+        if (!is_in(dn.lhs_batch_dimensions, d) && !is_in(dn.lhs_contracting_dimensions, d)) {
+          li[static_cast<size_t>(d)] = idx[at++];
+        }
+      }
+      for (int64_t d = 0; d < rr; ++d) {
+        if (!is_in(dn.rhs_batch_dimensions, d) && !is_in(dn.rhs_contracting_dimensions, d)) {
+          ri[static_cast<size_t>(d)] = idx[at++];
+        }
+      }
+      const std::string acc = NewName("acc");
+      Line(absl::StrCat(ct, " ", acc, " = (", ct, ")0;"));
+      // Declared in the innermost loop: what reads it stays there (Var's hoisting).
+      if (!hoist_levels_.empty()) var_level_[acc] = static_cast<int>(hoist_levels_.size()) - 1;
+      int opened = 0;
+      for (size_t c = 0; c < dn.lhs_contracting_dimensions.size(); ++c) {
+        const int64_t ld = dn.lhs_contracting_dimensions[c], rd = dn.rhs_contracting_dimensions[c];
+        const std::string k = NewName("c");
+        Open(absl::StrCat("for (int64_t ", k, " = 0; ", k, " < ", lhs->shape().dimensions(ld),
+                          "; ++", k, ") {"));
+        ++opened;
+        li[static_cast<size_t>(ld)] = k;
+        ri[static_cast<size_t>(rd)] = k;
+      }
+      PushScope();
+      const std::string a = absl::StrCat("(", ct, ")", Value(lhs, li));
+      const std::string b = absl::StrCat("(", ct, ")", Value(rhs, ri));
+      Line(absl::StrCat(acc, " = ",
+                        ir::IsFloatingPoint(t)
+                            ? absl::StrCat(acc, " + ", a, " * ", b)
+                            : absl::StrCat("mt_add(", acc, ", mt_mul(", a, ", ", b, "))"),
+                        ";"));
+      PopScope();
+      for (int i = 0; i < opened; ++i) Close();
+      const std::string rounded =
+          t == PrimitiveType::kBF16  ? absl::StrCat("mt_round_bf16(", acc, ")")
+          : t == PrimitiveType::kF16 ? absl::StrCat("mt_round_f16(", acc, ")")
+                                     : acc;
+      return Var(ct, rounded);
+    }
     case Opcode::kDynamicUpdateSlice: {
       const std::vector<int64_t>& ud = instr->operand(1)->shape().dimensions();
       Idx u(idx.size());

@@ -16,6 +16,13 @@ using ir::Instruction;
 using ir::Opcode;
 using ir::PrimitiveType;
 
+// A dot or convolution whose result and operands are f32: what the GEMMs take.
+bool IsF32MatrixOp(const Instruction& instr) {
+  return instr.shape().element_type() == PrimitiveType::kF32 &&
+         instr.operand(0)->shape().element_type() == PrimitiveType::kF32 &&
+         instr.operand(1)->shape().element_type() == PrimitiveType::kF32;
+}
+
 bool SupportedType(PrimitiveType t) {
   switch (t) {
     case PrimitiveType::kPred:
@@ -249,6 +256,16 @@ absl::Status CheckInstruction(const Instruction& instr, bool entry) {
       }
       return CheckScalarComputation(instr, *instr.to_apply());
     case Opcode::kDot:
+      if (!IsF32MatrixOp(instr)) {
+        // Other types fold element by element in a loop kernel (ElementEmitter::Compute).
+        for (const Instruction* x :
+             std::vector<const Instruction*>{&instr, instr.operand(0), instr.operand(1)}) {
+          if (x->shape().element_type() == PrimitiveType::kPred) {
+            return Unsupported(instr, "pred dots are not lowered");
+          }
+        }
+      }
+      return absl::OkStatus();
     case Opcode::kConvolution:
       if (instr.shape().element_type() != PrimitiveType::kF32 ||
           instr.operand(0)->shape().element_type() != PrimitiveType::kF32 ||
@@ -335,7 +352,9 @@ KernelKind KindOf(const Instruction& heavy) {
     case Opcode::kReduceWindow:
       return KernelKind::kReduceWindow;
     case Opcode::kDot:
-      return KernelKind::kDot;
+      // The GEMMs are f32; a dot of another type (f64, integers, bf16) is a loop kernel, each
+      // output element a fold over the contraction.
+      return IsF32MatrixOp(heavy) ? KernelKind::kDot : KernelKind::kLoop;
     case Opcode::kConvolution:
       return KernelKind::kConvolution;
     case Opcode::kScatter:

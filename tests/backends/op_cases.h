@@ -668,6 +668,24 @@ ENTRY e {
     // Operands whose contracting dimension is minor on the rhs (a tied embedding) or major on
     // the lhs (a weight gradient), read transposed by the GEMM's packing; also as one row or
     // one column, which take the matrix-vector paths.
+    // Dots the GEMMs do not take: each output element a fold in the result's type (integers
+    // wrap), with a fused operand and epilogue.
+    {"dot_f64_s32_bf16", R"(
+HloModule m
+ENTRY e {
+  a = f64[3,7,5] parameter(0)
+  b = f64[3,5,4] parameter(1)
+  na = f64[3,7,5] negate(a)
+  d = f64[3,7,4] dot(na, b), lhs_batch_dims={0}, lhs_contracting_dims={2}, rhs_batch_dims={0}, rhs_contracting_dims={1}
+  e = f64[3,7,4] exponential(d)
+  i = s32[6,9] parameter(2)
+  j = s32[9,2] parameter(3)
+  k = s32[6,2] dot(i, j), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+  x = bf16[4,16] parameter(4)
+  y = bf16[16,3] parameter(5)
+  z = bf16[4,3] dot(x, y), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+  ROOT t = (f64[3,7,4], s32[6,2], bf16[4,3]) tuple(e, k, z)
+})"},
     {"dot_transposed_operands", R"(
 HloModule m
 ENTRY e {
