@@ -10,6 +10,7 @@
 #include "backends/gpu/device.h"
 #include "backends/gpu/gpu_program.h"
 #include "nlohmann/json.hpp"
+#include "optimizers/fusion/cpu_fusion_problem.h"
 #include "optimizers/tiling/cpu_kernel_graph.h"
 #include "optimizers/tiling/gpu_tile_problem.h"
 
@@ -120,6 +121,53 @@ absl::StatusOr<TaskOutcome> SearchGpuTiles(const TaskRequest& request,
     whole["returned"] = "tuned";
   }
   run->outcome.artifacts["module_timing"] = whole.dump();
+  return std::move(run->outcome);
+}
+
+absl::StatusOr<TaskOutcome> SearchGpuFusion(const TaskRequest& request,
+                                            const ConfigTaskOptions& options) {
+  if (options.noise != 0) {
+    return absl::InvalidArgumentError("option noise applies to tpu-sim only; gpu is measured");
+  }
+  const absl::StatusOr<gpu::DeviceDescriptor>& device = gpu::AttachedDevice();
+  if (!device.ok()) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("no GPU on this daemon's machine: ", device.status().message()));
+  }
+  absl::StatusOr<std::unique_ptr<ir::Module>> module = cpu::RunCpuPipeline(*request.module);
+  if (!module.ok()) return absl::FailedPreconditionError(module.status().message());
+  gpu::NvrtcOptions nvrtc;
+  nvrtc.arch = device->Arch();
+  // Each plan's module compiled with the default kernel parameters and timed whole.
+  const gpu::GpuMeasureOptions plan_options;
+  auto seconds = [&](const costmodels::FusionPlan* plan) -> absl::StatusOr<double> {
+    absl::StatusOr<cpu::LoweredModule> lowered = cpu::Lower(**module, plan);
+    if (!lowered.ok()) return lowered.status();
+    absl::StatusOr<gpu::GpuModuleProgram> program = gpu::CompileGpuModule(*lowered, {}, nvrtc);
+    if (!program.ok()) return program.status();
+    absl::StatusOr<gpu::GpuTiming> t = gpu::MeasureGpu(*program, options.seed, plan_options);
+    if (!t.ok()) return t.status();
+    return t->median_s;
+  };
+  opt::fusion::CpuFusionProblem problem(
+      costmodels::BuildOpGraph(**module),
+      [&](const costmodels::FusionPlan& plan) -> absl::StatusOr<opt::fusion::PlanTiming> {
+        absl::StatusOr<double> s = seconds(&plan);
+        if (!s.ok()) return s.status();
+        return opt::fusion::PlanTiming{*s, {}};
+      });
+  const double baseline = problem.Evaluate(problem.DefaultCandidate());
+  if (!std::isfinite(baseline)) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("the default fusion did not run: ", problem.last_error()));
+  }
+  const costmodels::FusionPlan unfused = costmodels::Unfused(problem.graph());
+  absl::StatusOr<double> original = seconds(&unfused);
+  absl::StatusOr<ConfigSearchRun> run =
+      RunConfigSearch(request, "fusion", problem, options.seed,
+                      original.ok() ? *original : baseline, baseline, "measured seconds (gpu)");
+  if (!run.ok()) return run.status();
+  run->outcome.artifacts["device"] = device->Key();
   return std::move(run->outcome);
 }
 

@@ -1,7 +1,5 @@
-// The tile task on target "gpu": each kernel's GPU parameters (backends/gpu/gpu_codegen.h)
-// searched by measuring the kernels alone on the attached GPU, the whole module then timed
-// default against tuned. The module is first run through XLA's default CPU pipeline, as both
-// backends compile it.
+// The tile and fusion tasks on target "gpu", measured on the attached GPU. The module is first run
+// through XLA's default CPU pipeline, as both backends compile it.
 #pragma once
 
 #include "absl/status/statusor.h"
@@ -10,9 +8,15 @@
 
 namespace mltune::daemon {
 
-// FailedPrecondition, with the reason, where no GPU is attached or the module has kernels the
-// GPU does not generate yet.
+// Each kernel's GPU parameters (backends/gpu/gpu_codegen.h) searched by measuring the kernels
+// alone, the whole module then timed default against tuned. FailedPrecondition, with the
+// reason, where no GPU is attached or the module has kernels the GPU does not generate yet (both
+// tasks).
 absl::StatusOr<TaskOutcome> SearchGpuTiles(const TaskRequest& request,
                                            const ConfigTaskOptions& options);
+// The fusion task on target "gpu": fusion priorities (optimizers/fusion/cpu_fusion_problem.h),
+// each plan's module compiled with the default kernel parameters and timed whole on the GPU.
+absl::StatusOr<TaskOutcome> SearchGpuFusion(const TaskRequest& request,
+                                            const ConfigTaskOptions& options);
 
 }  // namespace mltune::daemon

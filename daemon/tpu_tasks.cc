@@ -198,7 +198,7 @@ class FusionTask : public ConfigTask {
   FusionTask()
       : ConfigTask("fusion",
                    "which producers fuse into their consumers' kernels (XLA's rules) against the "
-                   "compiler's default fusion: on cpu fusion priorities, the whole module "
+                   "compiler's default fusion: on cpu and gpu fusion priorities, the whole module "
                    "measured; on tpu targets fuse/keep per producer in simulated seconds",
                    "tpu-sim", true) {}
 
@@ -216,6 +216,11 @@ class FusionTask : public ConfigTask {
   absl::StatusOr<TaskOutcome> SearchCpu(const TaskRequest& request,
                                         const ConfigTaskOptions& options) const override {
     return SearchCpuFusion(request, options);
+  }
+  bool RunsOnGpu() const override { return true; }
+  absl::StatusOr<TaskOutcome> SearchGpu(const TaskRequest& request,
+                                        const ConfigTaskOptions& options) const override {
+    return SearchGpuFusion(request, options);
   }
   absl::StatusOr<TaskOutcome> Search(const TaskRequest& request, const ConfigTaskOptions& options,
                                      const backends::TargetSpec& spec) const override {

@@ -419,23 +419,25 @@ TEST_F(DaemonTest, ListingsDescribeTasksStrategiesAndWorkers) {
   EXPECT_EQ(stats->version, "0.1.0");
 }
 
-// The tile task on target gpu measures on the attached GPU: without one the job fails saying
-// so; with one it finishes, its result cached under the device (not plain "gpu").
-TEST_F(DaemonTest, TileJobsOnTheGpuRunOnTheAttachedDeviceOrSayThereIsNone) {
+// The tile and fusion tasks on target gpu measure on the attached GPU: without one the job fails
+// saying so; with one it finishes, its result cached under the device (not plain "gpu").
+TEST_F(DaemonTest, GpuJobsRunOnTheAttachedDeviceOrSayThereIsNone) {
   Start();
-  SubmitRequest request = Request(ExampleHlo(), 4, "random");
-  request.tasks = {"tile"};
-  request.target = "gpu";
-  absl::StatusOr<client::SubmitResponse> submitted = client_->Submit(request);
-  ASSERT_TRUE(submitted.ok()) << submitted.status();
-  const JobInfo done = WaitUntilFinal(*client_, submitted->job_id);
-  const std::string absent = backends::gpu::GpuAbsentReason();
-  if (!absent.empty()) {
-    EXPECT_EQ(done.state, JobState::kFailed);
-    EXPECT_NE(done.error.find("no GPU on this daemon's machine"), std::string::npos) << done.error;
-    return;
+  for (const char* task : {"tile", "fusion"}) {
+    SubmitRequest request = Request(ExampleHlo(), 4, "random");
+    request.tasks = {task};
+    request.target = "gpu";
+    absl::StatusOr<client::SubmitResponse> submitted = client_->Submit(request);
+    ASSERT_TRUE(submitted.ok()) << task << ": " << submitted.status();
+    const JobInfo done = WaitUntilFinal(*client_, submitted->job_id);
+    if (!backends::gpu::GpuAbsentReason().empty()) {
+      EXPECT_EQ(done.state, JobState::kFailed) << task;
+      EXPECT_NE(done.error.find("no GPU on this daemon's machine"), std::string::npos)
+          << task << ": " << done.error;
+      continue;
+    }
+    ASSERT_EQ(done.state, JobState::kDone) << task << ": " << done.error;
   }
-  ASSERT_EQ(done.state, JobState::kDone) << done.error;
   EXPECT_EQ(backends::gpu::GpuCacheTarget().rfind("gpu@", 0), 0u);
 }
 
