@@ -478,9 +478,7 @@ absl::Status KernelEmitter::EmitSelectAndScatter() {
 absl::Status KernelEmitter::EmitScatter() {
   const Instruction* s = k_.root;
   if (s->opcode() == Opcode::kSelectAndScatter) return EmitSelectAndScatter();
-  const ir::ScatterDimensionNumbers& dn = *s->scatter_dnums;
   const Instruction* operand = s->operand(0);
-  const Instruction* indices = s->operand(1);
   const Instruction* updates = s->operand(2);
   const PrimitiveType t = s->shape().element_type();
   const std::vector<int64_t>& od = s->shape().dimensions();
@@ -492,58 +490,10 @@ absl::Status KernelEmitter::EmitScatter() {
     });
   }
   if (Product(ud) == 0 || Product(od) == 0) return absl::OkStatus();
-  auto contains = [](const std::vector<int64_t>& v, int64_t x) {
-    return std::find(v.begin(), v.end(), x) != v.end();
-  };
-  std::vector<int64_t> window_op_dims;
-  for (size_t d = 0; d < od.size(); ++d) {
-    const int64_t di = static_cast<int64_t>(d);
-    if (!contains(dn.inserted_window_dims, di) && !contains(dn.input_batching_dims, di)) {
-      window_op_dims.push_back(di);
-    }
-  }
-  std::vector<int64_t> window_size(od.size(), 1);
-  for (size_t k = 0; k < window_op_dims.size(); ++k) {
-    window_size[static_cast<size_t>(window_op_dims[k])] =
-        ud[static_cast<size_t>(dn.update_window_dims[k])];
-  }
   const std::string combine = Reducer(*s->to_apply(), t).fn;
-  const int64_t index_rank = indices->shape().rank();
   LoopNest(ud, LoopOptions{}, [&](const Idx& idx) {
-    Idx batch;
-    for (size_t d = 0; d < idx.size(); ++d) {
-      if (!contains(dn.update_window_dims, static_cast<int64_t>(d))) batch.push_back(idx[d]);
-    }
-    Idx start(od.size(), "0");
-    for (size_t k = 0; k < dn.scatter_dims_to_operand_dims.size(); ++k) {
-      Idx at;
-      size_t j = 0;
-      for (int64_t d = 0; d < index_rank; ++d) {
-        at.push_back(d == dn.index_vector_dim ? absl::StrCat(k) : batch[j++]);
-      }
-      start[static_cast<size_t>(dn.scatter_dims_to_operand_dims[k])] =
-          IntVar(absl::StrCat("(int64_t)", Value(indices, at)));
-    }
-    for (size_t i = 0; i < dn.input_batching_dims.size(); ++i) {
-      const int64_t d = dn.scatter_indices_batching_dims[i];
-      start[static_cast<size_t>(dn.input_batching_dims[i])] =
-          batch[static_cast<size_t>(d < dn.index_vector_dim ? d : d - 1)];
-    }
     std::vector<std::string> fits;
-    Idx target(od.size());
-    size_t window = 0;
-    for (size_t d = 0; d < od.size(); ++d) {
-      if (start[d] != "0") {
-        fits.push_back(
-            absl::StrCat(start[d], " >= 0 && ", start[d], " <= ", od[d] - window_size[d]));
-      }
-      std::string at = start[d];
-      if (window < window_op_dims.size() && window_op_dims[window] == static_cast<int64_t>(d)) {
-        const std::string offset = idx[static_cast<size_t>(dn.update_window_dims[window++])];
-        at = at == "0" ? offset : absl::StrCat("(", at, ") + (", offset, ")");
-      }
-      target[d] = at;
-    }
+    const Idx target = ScatterTarget(s, idx, &fits);
     const std::string slot = absl::StrCat(out, "[", Linear(od, target), "]");
     const std::string update = Value(updates, idx);
     Open(fits.empty() ? std::string("{")

@@ -96,6 +96,10 @@ class ElementEmitter {
   std::string ClampedStart(const ir::Instruction* index, int64_t limit) {
     return IntVar(Clamp(absl::StrCat("(int64_t)", Value(index, {})), 0, limit));
   }
+  // The output element scatter `s` folds update element `idx` into: its index vector's start
+  // (read from the indices), plus the window offset. `fits` receives the conditions under which
+  // the update's whole window fits the operand (XLA skips an update that does not fit).
+  Idx ScatterTarget(const ir::Instruction* s, const Idx& idx, std::vector<std::string>* fits);
   std::string Clamp(const std::string& v, int64_t lo, int64_t hi) const {
     return cpu::Clamp(v, lo, hi, dialect_);
   }
