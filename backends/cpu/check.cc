@@ -3,7 +3,6 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
-#include <set>
 
 #include "absl/strings/str_cat.h"
 #include "ir/evaluator/evaluator.h"
@@ -168,82 +167,6 @@ absl::Status CompareWithRoundingSpread(const ir::Module& module,
   }
   return absl::DataLossError(absl::StrCat(lenient.message(), " (beyond ", tolerance.spread_factor,
                                           "x how far rounding noise moves the reference)"));
-}
-
-namespace {
-
-// A constant, or a broadcast of one, whose every element is positive.
-bool PositiveConstant(const ir::Instruction* x) {
-  while (x->opcode() == ir::Opcode::kBroadcast || x->opcode() == ir::Opcode::kConvert) {
-    x = x->operand(0);
-  }
-  if (x->opcode() != ir::Opcode::kConstant || x->literal_elided || !x->literal) return false;
-  const ir::Literal& lit = *x->literal;
-  if (!ir::IsFloatingPoint(lit.element_type()) && !ir::IsIntegral(lit.element_type())) return false;
-  for (int64_t i = 0; i < lit.element_count(); ++i) {
-    if (!(lit.GetAsDouble(i) > 0)) return false;
-  }
-  return true;
-}
-
-}  // namespace
-
-std::vector<int64_t> VarianceLikeParameters(const ir::Module& module) {
-  std::set<int64_t> found;
-  std::set<const ir::Instruction*> seen;
-  std::vector<const ir::Instruction*> work;
-  for (const ir::Instruction* i : module.entry()->MakePostOrder()) {
-    const ir::Opcode op = i->opcode();
-    if (op == ir::Opcode::kSqrt || op == ir::Opcode::kRsqrt || op == ir::Opcode::kLog) {
-      work.push_back(i->operand(0));
-    }
-  }
-  while (!work.empty()) {
-    const ir::Instruction* x = work.back();
-    work.pop_back();
-    if (!seen.insert(x).second) continue;
-    switch (x->opcode()) {
-      case ir::Opcode::kParameter:
-        if (x->shape().IsArray() && ir::IsFloatingPoint(x->shape().element_type())) {
-          found.insert(x->parameter_number);
-        }
-        break;
-      case ir::Opcode::kAdd:
-      case ir::Opcode::kConcatenate:
-        for (const ir::Instruction* o : x->operands()) work.push_back(o);
-        break;
-      case ir::Opcode::kMultiply:
-        if (PositiveConstant(x->operand(1))) work.push_back(x->operand(0));
-        if (PositiveConstant(x->operand(0))) work.push_back(x->operand(1));
-        break;
-      case ir::Opcode::kDivide:
-        work.push_back(x->operand(0));
-        break;
-      case ir::Opcode::kConvert:
-      case ir::Opcode::kCopy:
-      case ir::Opcode::kBitcast:
-      case ir::Opcode::kReshape:
-      case ir::Opcode::kBroadcast:
-      case ir::Opcode::kTranspose:
-      case ir::Opcode::kSlice:
-        work.push_back(x->operand(0));
-        break;
-      default:
-        break;
-    }
-  }
-  return std::vector<int64_t>(found.begin(), found.end());
-}
-
-absl::StatusOr<std::vector<ir::Literal>> CheckArguments(const ir::Module& module, uint64_t seed) {
-  absl::StatusOr<std::vector<ir::Literal>> args = ir::MakeRandomArguments(module, seed);
-  if (!args.ok()) return args.status();
-  for (int64_t p : VarianceLikeParameters(module)) {
-    if (p < 0 || p >= std::ssize(*args)) continue;
-    ir::Literal& a = (*args)[static_cast<size_t>(p)];
-    for (int64_t i = 0; i < a.element_count(); ++i) a.SetFromDouble(i, std::fabs(a.GetAsDouble(i)));
-  }
-  return args;
 }
 
 }  // namespace mltune::backends::cpu

@@ -59,15 +59,4 @@ absl::Status CompareWithRoundingSpread(const ir::Module& module,
                                        const Tolerance& tolerance,
                                        int64_t* ill_conditioned = nullptr);
 
-// The entry parameters whose values reach the argument of a sqrt, rsqrt or log only through
-// additions, scalings by positive constants, divisions (as the dividend) and data movement:
-// variance-like values (AdamW's second moment, a batch norm's running variance) that a real step
-// never has negative. Drawn uniformly in [-1, 1) they put those square roots at the edge of NaN,
-// where the summation order alone decides the sign.
-std::vector<int64_t> VarianceLikeParameters(const ir::Module& module);
-
-// `module`'s seeded random arguments (ir::MakeRandomArguments) with the floats of its
-// variance-like parameters made non-negative (their absolute values): the inputs the checks use.
-absl::StatusOr<std::vector<ir::Literal>> CheckArguments(const ir::Module& module, uint64_t seed);
-
 }  // namespace mltune::backends::cpu

@@ -60,7 +60,7 @@ absl::Status CheckAgainstEvaluator(const ir::Module& module, const CompiledModul
                                    const Tolerance& tolerance, Timing* timing,
                                    int64_t* ill_conditioned) {
   if (ill_conditioned != nullptr) *ill_conditioned = 0;
-  absl::StatusOr<std::vector<ir::Literal>> args = CheckArguments(module, seed);
+  absl::StatusOr<std::vector<ir::Literal>> args = ir::MakeRandomArguments(module, seed);
   if (!args.ok()) return args.status();
   absl::StatusOr<ir::Literal> expected = ir::Evaluate(module, *args);
   if (!expected.ok()) return expected.status();

@@ -42,7 +42,7 @@ absl::StatusOr<CompiledModule> CompileModule(const ir::Module& module,
                                              const costmodels::FusionPlan* plan = nullptr,
                                              const CompilerOptions& options = {});
 
-// Runs the compiled module once on CheckArguments(module, seed) (check.h) and compares with the
+// Runs the compiled module once on ir::MakeRandomArguments(module, seed) and compares with the
 // evaluator's results: OK, DataLoss naming the first difference, or the evaluator's or runner's
 // error. Elements outside `tolerance` pass when within its spread_factor times their
 // RoundingSpread (ill-conditioned outputs; 3 noisy pairs, then 10 where elements fall outside);

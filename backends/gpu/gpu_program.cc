@@ -384,7 +384,7 @@ absl::Status CheckGpuAgainstEvaluator(const ir::Module& module, const GpuModuleP
                                       uint64_t seed, const GpuMeasureOptions& options,
                                       GpuTiming* timing, int64_t* ill_conditioned) {
   if (ill_conditioned != nullptr) *ill_conditioned = 0;
-  absl::StatusOr<std::vector<ir::Literal>> args = cpu::CheckArguments(module, seed);
+  absl::StatusOr<std::vector<ir::Literal>> args = ir::MakeRandomArguments(module, seed);
   if (!args.ok()) return args.status();
   absl::StatusOr<ir::Literal> expected = ir::Evaluate(module, *args);
   if (!expected.ok()) return expected.status();

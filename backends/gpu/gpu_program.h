@@ -94,7 +94,7 @@ absl::StatusOr<std::vector<ir::Literal>> ExecuteGpu(const GpuModuleProgram& prog
                                                     const GpuMeasureOptions& options = {},
                                                     GpuTiming* timing = nullptr);
 
-// Runs the program on cpu::CheckArguments(module, seed) (the module as given, before the cpu
+// Runs the program on seeded random arguments for `module` (the module as given, before the cpu
 // pipeline) and compares its results with the reference evaluator's, within the tolerance and
 // rounding spreads the CPU backend's check uses (backends/cpu/check.h); `ill_conditioned`
 // receives how many elements passed only within their spread.

@@ -149,52 +149,5 @@ TEST(CompareLeavesTest, NanAgainstFiniteOnlyWhereRoundingNoiseMakesTheReferenceN
   EXPECT_TRUE(absl::IsDataLoss(CompareLeaves(leaves, wrong, Tolerance{}, &*spreads)));
 }
 
-// AdamW's second moment and a batch norm's variance reach a square root only through sums,
-// positive scalings and divisions: the checks draw them non-negative, as a real step has them;
-// the gradient's inputs and the weights keep their signs.
-TEST(CheckArgumentsTest, VarianceLikeParametersAreDrawnNonNegative) {
-  absl::StatusOr<std::unique_ptr<ir::Module>> module = ir::ParseHloText(R"(
-HloModule adam
-ENTRY e {
-  g = f32[64] parameter(0)
-  nu = f32[64] parameter(1)
-  w = f32[64] parameter(2)
-  var = f32[64] parameter(3)
-  b2 = f32[] constant(0.999)
-  b2s = f32[64] broadcast(b2), dimensions={}
-  one_b2 = f32[] constant(0.001)
-  one_b2s = f32[64] broadcast(one_b2), dimensions={}
-  gg = f32[64] multiply(g, g)
-  a = f32[64] multiply(gg, one_b2s)
-  b = f32[64] multiply(nu, b2s)
-  v = f32[64] add(a, b)
-  t = f32[] parameter(4)
-  ts = f32[64] broadcast(t), dimensions={}
-  vh = f32[64] divide(v, ts)
-  s = f32[64] sqrt(vh)
-  eps = f32[] constant(1e-5)
-  epss = f32[64] broadcast(eps), dimensions={}
-  ve = f32[64] add(var, epss)
-  r = f32[64] rsqrt(ve)
-  wr = f32[64] multiply(w, r)
-  ROOT out = (f32[64], f32[64]) tuple(s, wr)
-})");
-  ASSERT_TRUE(module.ok()) << module.status();
-  EXPECT_EQ(VarianceLikeParameters(**module), (std::vector<int64_t>{1, 3}));
-  absl::StatusOr<std::vector<ir::Literal>> plain = ir::MakeRandomArguments(**module, 5);
-  absl::StatusOr<std::vector<ir::Literal>> checked = CheckArguments(**module, 5);
-  ASSERT_TRUE(plain.ok() && checked.ok());
-  for (int64_t p : {0, 1, 2, 3}) {
-    const ir::Literal& a = (*plain)[static_cast<size_t>(p)];
-    const ir::Literal& b = (*checked)[static_cast<size_t>(p)];
-    bool negative = false;
-    for (int64_t i = 0; i < a.element_count(); ++i) {
-      negative |= b.GetAsDouble(i) < 0;
-      EXPECT_EQ(std::fabs(a.GetAsDouble(i)), std::fabs(b.GetAsDouble(i)));
-    }
-    EXPECT_EQ(negative, p == 0 || p == 2) << "parameter " << p;
-  }
-}
-
 }  // namespace
 }  // namespace mltune::backends::cpu
