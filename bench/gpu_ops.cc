@@ -6,10 +6,11 @@
 //
 //   build/release/bench/gpu_ops [--ops a,b] [--zoo-models a,b] [--batches 1,8] [--no-zoo]
 //                               [--peers torch,inductor,jax] [--python python3] [--seconds 0.2]
-//                               [--json F] [--root DIR]
+//                               [--json F] [--root DIR] [--peers-json F]
+//   build/release/bench/gpu_ops --report ROWS.json [--peers-json PEERS.json]   (no GPU needed)
 //
-// Cases are compiled and checked on every core (the batch-8 models are timed, not checked: the
-// evaluator takes minutes on them), then timed one at a time.
+// Cases are compiled on every core, timed one at a time, then checked on every core (the batch-8
+// models are timed, not checked: the evaluator takes minutes on them).
 //
 // Prints markdown: per op and per model, mltune's median ms and each peer's, the ratios to
 // PyTorch eager and to torch.compile with their geometric means, and the check's verdict;
@@ -21,6 +22,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <iostream>
 #include <map>
 #include <mutex>
@@ -66,8 +68,9 @@ struct Case {
   std::optional<gpu::GpuModuleProgram> program;
 };
 
-void Prepare(Case* c, const gpu::DeviceDescriptor& device, const gpu::GpuMeasureOptions& options) {
-  Row& row = c->row;
+// Compiles the case into its program; `row` gets the outcome (the caller publishes it).
+void Prepare(Case* c, const gpu::DeviceDescriptor& device, Row* out) {
+  Row& row = *out;
   absl::StatusOr<std::unique_ptr<ir::Module>> optimized = cpu::RunCpuPipeline(*c->module);
   if (!optimized.ok()) {
     row.error = std::string(optimized.status().message());
@@ -86,15 +89,16 @@ void Prepare(Case* c, const gpu::DeviceDescriptor& device, const gpu::GpuMeasure
     return;
   }
   c->program = *std::move(program);
-  if (!c->check) {
-    row.check = "not checked";
-    return;
-  }
+  row.check = c->check ? "unchecked (time limit)" : "not checked";
+}
+
+void Check(Case* c, const gpu::GpuMeasureOptions& options, Row* row) {
+  if (!c->program.has_value() || !c->check) return;
   int64_t ill = 0;
   const absl::Status check =
       gpu::CheckGpuAgainstEvaluator(*c->module, *c->program, 0, options, nullptr, &ill);
-  row.check = check.ok() ? (ill > 0 ? absl::StrCat("match (", ill, " within spread)") : "match")
-                         : absl::StrCat("MISMATCH: ", check.message().substr(0, 120));
+  row->check = check.ok() ? (ill > 0 ? absl::StrCat("match (", ill, " within spread)") : "match")
+                          : absl::StrCat("MISMATCH: ", check.message().substr(0, 120));
 }
 
 void Time(Case* c, const gpu::GpuMeasureOptions& options) {
@@ -146,12 +150,97 @@ void PrintTable(const std::string& title, const std::vector<Row>& rows,
             << vs_inductor.size() << ".\n";
 }
 
+void WriteRows(const std::string& path, const std::string& device, const std::vector<Row>& op_rows,
+               const std::vector<Row>& model_rows) {
+  json all = json::array();
+  for (const auto& [kind, rows] : {std::pair{"op", &op_rows}, std::pair{"model", &model_rows}}) {
+    for (const Row& r : *rows) {
+      all.push_back({{"kind", kind},
+                     {"case", r.name},
+                     {"shape", r.shape},
+                     {"ms", r.ms},
+                     {"check", r.check},
+                     {"error", r.error},
+                     {"peers", r.peers}});
+    }
+  }
+  std::ofstream(path) << json{{"device", device}, {"rows", all}}.dump(1);
+}
+
+// Fills the rows' peer columns from gpu_peers.py's output (a partial one, from a run cut short,
+// included); prints the peers' failures and versions.
+void MergePeers(const std::string& path, std::vector<Row>* op_rows, std::vector<Row>* model_rows) {
+  std::ifstream in(path);
+  json j = json::parse(in, nullptr, false);
+  if (j.is_discarded() || !j.is_object()) {
+    std::cerr << "gpu_ops: no peer results in " << path << "\n";
+    return;
+  }
+  for (const auto& [table, rows] : {std::pair{"ops", op_rows}, std::pair{"models", model_rows}}) {
+    if (!j.contains(table)) continue;
+    for (Row& r : *rows) {
+      if (!j[table].contains(r.name)) continue;
+      for (const auto& [p, ms] : j[table][r.name].items()) r.peers[p] = ms.get<double>();
+    }
+  }
+  if (j.contains("errors") && !j["errors"].empty()) {
+    std::cout << "\nPeer failures: " << j["errors"].dump() << "\n";
+  }
+  if (j.contains("versions")) std::cout << "Peer versions: " << j["versions"].dump() << "\n";
+}
+
+void PrintTables(const std::vector<Row>& op_rows, const std::vector<Row>& model_rows,
+                 const std::vector<std::string>& peers) {
+  PrintTable("Operator suite on the GPU (ms, median)", op_rows, peers);
+  // GEMMs against cuBLAS (PyTorch eager's matmul).
+  std::cout << "\nMatmul as a share of cuBLAS (PyTorch eager):";
+  for (const Row& r : op_rows) {
+    auto it = r.peers.find("torch");
+    if (r.name.rfind("matmul", 0) == 0 && r.ms > 0 && it != r.peers.end()) {
+      std::cout << " " << r.name << " " << absl::StrFormat("%.0f%%", 100 * it->second / r.ms);
+    }
+  }
+  std::cout << "\n";
+  if (!model_rows.empty()) {
+    PrintTable("Zoo inference models on the GPU (ms, median)", model_rows, peers);
+  }
+}
+
+// --report: the tables of an earlier run's rows (gpu_ops --json) and its peers, with no device.
+int Report(const std::string& rows_path, const std::string& peers_path,
+           const std::string& peers_text) {
+  std::ifstream in(rows_path);
+  json j = json::parse(in, nullptr, false);
+  if (j.is_discarded() || !j.contains("rows")) {
+    std::cerr << "gpu_ops: " << rows_path << " is not a gpu_ops --json file\n";
+    return 1;
+  }
+  std::vector<Row> op_rows, model_rows;
+  for (const json& e : j["rows"]) {
+    Row r;
+    r.name = e.value("case", "");
+    r.shape = e.value("shape", "");
+    r.ms = e.value("ms", -1.0);
+    r.check = e.value("check", "");
+    r.error = e.value("error", "");
+    if (e.contains("peers")) {
+      for (const auto& [p, ms] : e["peers"].items()) r.peers[p] = ms.get<double>();
+    }
+    (e.value("kind", "op") == "model" ? model_rows : op_rows).push_back(std::move(r));
+  }
+  std::cout << "Device: " << j.value("device", "?") << "\n";
+  if (!peers_path.empty()) MergePeers(peers_path, &op_rows, &model_rows);
+  PrintTables(op_rows, model_rows, absl::StrSplit(peers_text, ',', absl::SkipEmpty()));
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   CLI::App app{"The GPU worker beside PyTorch eager, torch.compile and JAX on the device"};
   std::string ops_filter, zoo_filter, batches_text = "1,8", peers_text = "torch,inductor,jax";
-  std::string python = "python3", json_path, root = MLTUNE_SOURCE_DIR;
+  std::string python = "python3", json_path, root = MLTUNE_SOURCE_DIR, peers_json, report,
+              peer_specs;
   double seconds = 0.2;
   bool no_zoo = false;
   app.add_option("--ops", ops_filter, "Ops or group prefixes (default: all)");
@@ -163,7 +252,13 @@ int main(int argc, char** argv) {
   app.add_option("--seconds", seconds, "Timed seconds per case and peer");
   app.add_option("--json", json_path, "Also write the rows as JSON here");
   app.add_option("--root", root, "The source tree (models/hlo, bench/peers)");
+  app.add_option("--peer-specs", peer_specs, "Write the ops' specs for gpu_peers.py here");
+  app.add_option("--peers-json", peers_json,
+                 "Take the peers' times from this gpu_peers.py output instead of running them");
+  app.add_option("--report", report,
+                 "Print the tables of an earlier run's --json (with --peers-json); no GPU needed");
   CLI11_PARSE(app, argc, argv);
+  if (!report.empty()) return Report(report, peers_json, peers_text);
 
   absl::StatusOr<gpu::DeviceDescriptor> device = gpu::ProbeDevice(0);
   if (!device.ok()) {
@@ -179,6 +274,11 @@ int main(int argc, char** argv) {
     bool keep = filters.empty();
     for (const std::string& f : filters) keep |= op.name.rfind(f, 0) == 0;
     if (keep) ops.push_back(std::move(op));
+  }
+  if (!peer_specs.empty()) {
+    json specs = json::array();
+    for (const bench::OpCase& op : ops) specs.push_back(op.torch);
+    std::ofstream(peer_specs) << specs.dump();
   }
   std::vector<Case> op_cases, model_cases;
   for (const bench::OpCase& op : ops) {
@@ -232,92 +332,69 @@ int main(int argc, char** argv) {
       model_cases.push_back(std::move(c));
     }
   }
-  // Compiling and checking use every core; timing runs alone.
+  // Compiling uses every core; then each case is timed alone; then checked on every core (the
+  // evaluator is the slow part), so that a run cut short by a time limit has its timings.
   gpu::GpuMeasureOptions options;
   options.max_seconds = seconds;
   std::vector<Case*> all;
   for (Case& c : op_cases) all.push_back(&c);
   for (Case& c : model_cases) all.push_back(&c);
-  std::atomic<size_t> next{0};
-  std::mutex log;
-  std::vector<std::thread> workers;
-  const unsigned threads = std::max(1u, std::min(std::thread::hardware_concurrency(), 16u));
-  for (unsigned w = 0; w < threads; ++w) {
-    workers.emplace_back([&] {
-      for (size_t i = next++; i < all.size(); i = next++) {
-        if (all[i]->module != nullptr) Prepare(all[i], *device, options);
-        std::lock_guard<std::mutex> lock(log);
-        std::cerr << "[prepared] " << all[i]->row.name << ": " << all[i]->row.check
-                  << all[i]->row.error << "\n";
-      }
-    });
-  }
-  for (std::thread& t : workers) t.join();
+  std::vector<Row> op_rows, model_rows;
+  std::mutex mu;
+  // The rows are written after every case, so that a run stopped by a time limit keeps what it
+  // has measured.
+  auto snapshot = [&] {
+    op_rows.clear();
+    model_rows.clear();
+    for (Case& c : op_cases) op_rows.push_back(c.row);
+    for (Case& c : model_cases) model_rows.push_back(c.row);
+    if (!json_path.empty()) WriteRows(json_path, device->Key(), op_rows, model_rows);
+  };
+  auto on_every_core = [&](const char* what, const std::function<void(Case*, Row*)>& step) {
+    std::atomic<size_t> next{0};
+    std::vector<std::thread> workers;
+    const unsigned threads = std::max(1u, std::min(std::thread::hardware_concurrency(), 16u));
+    for (unsigned w = 0; w < threads; ++w) {
+      workers.emplace_back([&] {
+        for (size_t i = next++; i < all.size(); i = next++) {
+          Row row = all[i]->row;
+          if (all[i]->module != nullptr) step(all[i], &row);
+          std::lock_guard<std::mutex> lock(mu);
+          all[i]->row = std::move(row);
+          std::cerr << "[" << what << "] " << all[i]->row.name << ": " << all[i]->row.check
+                    << all[i]->row.error << "\n";
+          snapshot();
+        }
+      });
+    }
+    for (std::thread& t : workers) t.join();
+  };
+  on_every_core("compiled", [&](Case* c, Row* row) { Prepare(c, *device, row); });
   for (Case* c : all) {
     Time(c, options);
     std::cerr << "[timed] " << c->row.name << ": " << Cell(c->row.ms) << " ms\n";
+    snapshot();
   }
-  std::vector<Row> op_rows, model_rows;
-  for (Case& c : op_cases) op_rows.push_back(c.row);
-  for (Case& c : model_cases) model_rows.push_back(c.row);
+  on_every_core("checked", [&](Case* c, Row* row) { Check(c, options, row); });
 
-  // The peers, in one child over every op and model.
   std::vector<std::string> peers = absl::StrSplit(peers_text, ',', absl::SkipEmpty());
-  if (!peers.empty()) {
+  if (peers_json.empty() && !peers.empty()) {
     json specs = json::array();
     for (const bench::OpCase& op : ops) specs.push_back(op.torch);
     const fs::path in = fs::temp_directory_path() / "mltune-gpu-ops-specs.json";
-    const fs::path out = fs::temp_directory_path() / "mltune-gpu-ops-peers.json";
+    peers_json = (fs::temp_directory_path() / "mltune-gpu-ops-peers.json").string();
     std::ofstream(in) << specs.dump();
     const std::string command = absl::StrCat(
         python, " ", (fs::path(root) / "bench" / "peers" / "gpu_peers.py").string(), " --peers ",
         peers_text, " --models ", absl::StrJoin(models, ","), " --batches ", batches_text,
-        " --min-seconds ", seconds, " < ", in.string(), " > ", out.string());
+        " --min-seconds ", seconds, " < ", in.string(), " > ", peers_json);
     std::cerr << "[peers] " << command << "\n";
     if (std::system(command.c_str()) != 0) {
       std::cerr << "gpu_ops: the peers failed (see above); their columns stay empty\n";
     }
-    std::ifstream result(out);
-    json j = json::parse(result, nullptr, false);
-    if (!j.is_discarded()) {
-      for (Row& r : op_rows) {
-        if (j["ops"].contains(r.name)) {
-          for (const auto& [p, ms] : j["ops"][r.name].items()) r.peers[p] = ms.get<double>();
-        }
-      }
-      for (Row& r : model_rows) {
-        if (j["models"].contains(r.name)) {
-          for (const auto& [p, ms] : j["models"][r.name].items()) r.peers[p] = ms.get<double>();
-        }
-      }
-      if (!j["errors"].empty()) std::cout << "\nPeer failures: " << j["errors"].dump() << "\n";
-      std::cout << "Peer versions: " << j["versions"].dump() << "\n";
-    }
   }
-  PrintTable("Operator suite on the GPU (ms, median)", op_rows, peers);
-  // GEMMs against cuBLAS (PyTorch eager's matmul).
-  std::cout << "\nMatmul as a share of cuBLAS (PyTorch eager):";
-  for (const Row& r : op_rows) {
-    auto it = r.peers.find("torch");
-    if (r.name.rfind("matmul", 0) == 0 && r.ms > 0 && it != r.peers.end()) {
-      std::cout << " " << r.name << " " << absl::StrFormat("%.0f%%", 100 * it->second / r.ms);
-    }
-  }
-  std::cout << "\n";
-  if (!model_rows.empty())
-    PrintTable("Zoo inference models on the GPU (ms, median)", model_rows, peers);
-  if (!json_path.empty()) {
-    json all = json::array();
-    for (const std::vector<Row>* rows : {&op_rows, &model_rows}) {
-      for (const Row& r : *rows) {
-        all.push_back({{"case", r.name},
-                       {"ms", r.ms},
-                       {"check", r.check},
-                       {"error", r.error},
-                       {"peers", r.peers}});
-      }
-    }
-    std::ofstream(json_path) << json{{"device", device->Key()}, {"rows", all}}.dump(1);
-  }
+  if (!peers_json.empty()) MergePeers(peers_json, &op_rows, &model_rows);
+  PrintTables(op_rows, model_rows, peers);
+  if (!json_path.empty()) WriteRows(json_path, device->Key(), op_rows, model_rows);
   return 0;
 }

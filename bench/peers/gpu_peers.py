@@ -1,7 +1,7 @@
 """PyTorch eager, torch.compile and JAX on the GPU: the peers of bench/gpu_ops.
 
     python3 bench/peers/gpu_peers.py [--models a,b] [--batches 1,8] [--peers torch,inductor,jax]
-        [--min-seconds S] [--device cuda] < ops.json > results.json
+        [--min-seconds S] [--device cuda] [--out partial.json] < ops.json > results.json
 
 stdin: a JSON list of op specs as bench/peers/torch_ops.py reads them (bench/op_suite.h writes
 them: mul, add_relu, softmax, layernorm, batchnorm, gelu, reduce_sum, reduce_max, transpose,
@@ -14,6 +14,10 @@ block_until_ready for JAX (whose flush is a jax write before the clock starts); 
 then calls until they add up to --min-seconds and number at least 5; the median in ms.
 torch is eager under inference_mode; inductor is torch.compile (default mode), its compile time
 reported apart; jax is jax.jit. matmul in torch eager is cuBLAS: it is the GEMM reference.
+
+The peers run one after another, each over every case (eager and JAX first: torch.compile's
+compiles take most of the time). --out is rewritten after every case, so that a run stopped by a
+time limit keeps what it measured.
 
 stdout: one JSON object {"device": name, "ops": {name: {peer: ms}}, "models": {"model/bN":
 {peer: ms}}, "errors": {"case/peer": message}, "versions": {...}}. --device cpu runs the same code
@@ -40,6 +44,7 @@ def parse_args():
     p.add_argument("--peers", default="torch,inductor,jax")
     p.add_argument("--min-seconds", type=float, default=0.2)
     p.add_argument("--device", default="cuda", choices=("cuda", "cpu"))
+    p.add_argument("--out", default="", help="also write the results here after every case")
     return p.parse_args()
 
 
@@ -267,37 +272,39 @@ def main():
         except Exception as e:  # noqa: BLE001 -- any failure is a result to record
             traceback.print_exc(file=sys.stderr)
             out["errors"][f"{case}/{peer}"] = f"{type(e).__name__}: {e}".splitlines()[0][:300]
+        if args.out:
+            # Rewritten after every case, so that a run cut off by its time limit keeps what it
+            # measured.
+            Path(args.out).write_text(json.dumps(out))
 
-    for spec in specs:
-        name = spec["name"]
-        if "torch" in peers:
-            record(out["ops"], name, "torch",
-                   lambda: timer.time_torch(torch_op(spec, args.device), args.min_seconds))
-        if "inductor" in peers:
-            def inductor():
-                fn = torch.compile(torch_op(spec, args.device))
-                return timer.time_torch(fn, args.min_seconds)
-            record(out["ops"], name, "inductor", inductor)
-        if "jax" in peers:
-            def jax_run():
-                run, flush = jax_op(spec)
-                return timer.time_jax(run, flush, args.min_seconds)
-            record(out["ops"], name, "jax", jax_run)
+    def op_run(spec, peer):
+        if peer == "jax":
+            run, flush = jax_op(spec)
+            return timer.time_jax(run, flush, args.min_seconds)
+        fn = torch_op(spec, args.device)
+        return timer.time_torch(torch.compile(fn) if peer == "inductor" else fn, args.min_seconds)
+
+    def model_run(name, batch, peer):
+        if peer == "jax":
+            run, flush = jax_model(name, batch)
+            return timer.time_jax(run, flush, args.min_seconds)
+        run, compile_s = torch_model(name, batch, args.device, peer == "inductor")
+        out["compile_s"][f"{name}/b{batch}/{peer}"] = compile_s
+        return timer.time_torch(run, args.min_seconds)
+
     models = [m for m in args.models.split(",") if m]
     batches = [int(b) for b in args.batches.split(",") if b]
-    for name in models:
-        for batch in batches:
-            case = f"{name}/b{batch}"
-            for peer in peers:
-                def run_model(peer=peer):
-                    if peer == "jax":
-                        run, flush = jax_model(name, batch)
-                        return timer.time_jax(run, flush, args.min_seconds)
-                    run, compile_s = torch_model(name, batch, args.device, peer == "inductor")
-                    out["compile_s"][f"{case}/{peer}"] = compile_s
-                    return timer.time_torch(run, args.min_seconds)
-                record(out["models"], case, peer, run_model)
-            print(f"[gpu_peers] {case}: {out['models'].get(case)}", file=sys.stderr, flush=True)
+    # One peer at a time over every case, in the order given: the quick peers (eager, JAX) cover
+    # everything before torch.compile, whose compiles take most of the time.
+    for peer in peers:
+        for spec in specs:
+            record(out["ops"], spec["name"], peer, lambda: op_run(spec, peer))
+        for name in models:
+            for batch in batches:
+                case = f"{name}/b{batch}"
+                record(out["models"], case, peer, lambda: model_run(name, batch, peer))
+                print(f"[gpu_peers] {case}/{peer}: {out['models'].get(case, {}).get(peer)}",
+                      file=sys.stderr, flush=True)
     json.dump(out, sys.stdout)
     print()
 
