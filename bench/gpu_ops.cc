@@ -109,6 +109,7 @@ void Time(Case* c, const gpu::GpuMeasureOptions& options) {
     return;
   }
   c->row.ms = t->median_s * 1e3;
+  if (t->graph != "on") c->row.error = "CUDA graph " + t->graph;
 }
 
 std::string Cell(double ms) { return ms < 0 ? "-" : absl::StrFormat("%.4g", ms); }

@@ -115,9 +115,9 @@ class GpuEmitter : public cpu::ElementEmitter {
     if (init_phase_ && instr == k_.root) return Value(instr->operand(0), idx);
     if (instr != k_.root || product_.empty()) return "";
     if (!product_buffer_.empty()) {
-      return Var("float", LoadAs(product_type_,
-                                 absl::StrCat(product_buffer_, "[",
-                                              Linear(instr->shape().dimensions(), idx), "]")));
+      const std::string offset =
+          product_offset_ ? product_offset_(idx) : Linear(instr->shape().dimensions(), idx);
+      return Var("float", LoadAs(product_type_, absl::StrCat(product_buffer_, "[", offset, "]")));
     }
     if (idx != product_idx_) {
       product_elsewhere_ = true;
@@ -166,6 +166,12 @@ class GpuEmitter : public cpu::ElementEmitter {
     // element exists (else it reads as 0), or "".
     std::function<Idx(const std::string&, const std::string&, const std::string&, std::string*)> a;
     std::function<Idx(const std::string&, const std::string&, const std::string&)> b, out;
+    // For a library GEMM: whether the lhs (rhs) operand's own row-major order is the GEMM's
+    // [batch][m][k] ([batch][k][n]), so that a kernel input can be passed in place; whether the
+    // product's [batch][m][n] order is the op's output order; and the product buffer's offset of
+    // the op's output element at an index.
+    bool a_in_order = false, b_in_order = false, out_in_order = true;
+    std::function<std::string(const Idx&)> product_offset;
   };
   absl::Status EmitMatmul();
   absl::StatusOr<GemmMap> DotMap();
@@ -190,7 +196,8 @@ class GpuEmitter : public cpu::ElementEmitter {
   std::string missing_;
   // The GEMM epilogue (Provided): the accumulator and its element, or the product's buffer.
   std::string product_, product_buffer_;
-  PrimitiveType product_type_ = PrimitiveType::kF32;  // as the product's buffer stores it
+  PrimitiveType product_type_ = PrimitiveType::kF32;       // as the product's buffer stores it
+  std::function<std::string(const Idx&)> product_offset_;  // unset: the op's row-major order
   Idx product_idx_;
   bool product_elsewhere_ = false;
   // A scatter's first launch: the scatter's value is its operand's.
@@ -403,7 +410,12 @@ absl::Status GpuEmitter::EmitReduce() {
   }
   const int64_t outputs = Product(od), count = Product(red_sizes);
   const int64_t split = Param("split"), block = Param("block");
-  const int64_t per_block = split == 0 ? block : split == 1 ? block / kWarp : 1;
+  // split 3: a block per kWarp consecutive outputs, its warps' lanes each folding a share of the
+  // reduced elements (reads coalesced along the outputs), the shares combined in shared memory.
+  const int64_t per_block = split == 0   ? block
+                            : split == 1 ? block / kWarp
+                            : split == 3 ? kWarp
+                                         : 1;
   OpenFunction(fn_, static_cast<int32_t>(block), {(outputs + per_block - 1) / per_block},
                AllBuffers());
   StoreOthersGridStride(others);
@@ -418,6 +430,11 @@ absl::Status GpuEmitter::EmitReduce() {
       o = IntVar(absl::StrCat("(int64_t)blockIdx.x * ", per_block, " + threadIdx.x / ", kWarp));
       lane = IntVar(absl::StrCat("threadIdx.x & ", kWarp - 1));
       stride = absl::StrCat(kWarp);
+    } else if (split == 3) {
+      o = IntVar(
+          absl::StrCat("(int64_t)blockIdx.x * ", kWarp, " + (threadIdx.x & ", kWarp - 1, ")"));
+      lane = IntVar(absl::StrCat("threadIdx.x / ", kWarp));
+      stride = absl::StrCat(block / kWarp);
     } else {
       o = IntVar("(int64_t)blockIdx.x");
       lane = IntVar("threadIdx.x");
@@ -443,6 +460,19 @@ absl::Status GpuEmitter::EmitReduce() {
     std::string result = acc;
     if (split == 1) WarpFold(fn, acc);
     if (split == 2) result = BlockFold(fn, ct, acc, init, block);
+    if (split == 3) {
+      const std::string sm = NewName("sm");
+      const int64_t lanes = block / kWarp;
+      Line(absl::StrCat("__shared__ ", ct, " ", sm, "[", lanes, "][", kWarp + 1, "];"));
+      Line(absl::StrCat(sm, "[", lane, "][threadIdx.x & ", kWarp - 1, "] = ", acc, ";"));
+      Line("__syncthreads();");
+      Open(absl::StrCat("if (", lane, " == 0) {"));
+      Open(absl::StrCat("for (int i = 1; i < ", lanes, "; ++i) {"));
+      Line(
+          absl::StrCat(acc, " = ", fn, "(", acc, ", ", sm, "[i][threadIdx.x & ", kWarp - 1, "]);"));
+      Close();
+      Close();
+    }
     Line(absl::StrCat("if (", live, (split == 0 ? "" : absl::StrCat(" && ", lane, " == 0")), ") ",
                       out, "[", o, "] = ", StoreAs(t, result), ";"));
   }
@@ -675,7 +705,7 @@ absl::Status GpuEmitter::EmitMatmul() {
   }
   absl::StatusOr<GemmMap> map = mm->opcode() == Opcode::kDot ? DotMap() : ConvolutionMap();
   if (!map.ok()) return map.status();
-  if (mm->opcode() == Opcode::kDot && Param("impl") > 0) return EmitLibraryGemm(*map);
+  if (Param("impl") > 0) return EmitLibraryGemm(*map);
   return EmitGemm(*map);
 }
 
@@ -734,6 +764,18 @@ absl::StatusOr<GpuEmitter::GemmMap> GpuEmitter::DotMap() {
     return place(rd.size(), dn.rhs_batch_dimensions, Decompose(g, bsz), rfree, Decompose(col, nsz),
                  dn.rhs_contracting_dimensions, Decompose(kk, ksz));
   };
+  auto in_order = [](const std::vector<int64_t>& b, const std::vector<int64_t>& f,
+                     const std::vector<int64_t>& s) {
+    std::vector<int64_t> order = b;
+    order.insert(order.end(), f.begin(), f.end());
+    order.insert(order.end(), s.begin(), s.end());
+    for (size_t i = 0; i < order.size(); ++i) {
+      if (order[i] != static_cast<int64_t>(i)) return false;
+    }
+    return true;
+  };
+  map.a_in_order = in_order(dn.lhs_batch_dimensions, lfree, dn.lhs_contracting_dimensions);
+  map.b_in_order = in_order(dn.rhs_batch_dimensions, dn.rhs_contracting_dimensions, rfree);
   // The product's dimensions: batch, lhs free, rhs free.
   map.out = [=](const std::string& g, const std::string& row, const std::string& col) {
     Idx idx = Decompose(g, bsz);
@@ -771,20 +813,69 @@ absl::StatusOr<GpuEmitter::GemmMap> GpuEmitter::ConvolutionMap() {
   const int64_t nb = ld[static_cast<size_t>(dn.input_batch_dimension)] / bgroups;
   const int64_t cg = ld[static_cast<size_t>(dn.input_feature_dimension)] / fgroups;
   const int64_t og = od[static_cast<size_t>(dn.output_feature_dimension)] / groups;
-  std::vector<int64_t> rows = {nb}, contraction = {cg}, xs;
+  // The contraction runs over (input feature, window position), the feature minor where it is
+  // the input's minor dimension (NHWC): consecutive contraction elements are then adjacent in
+  // memory, and HWIO weights are already the GEMM's rhs.
+  const bool feature_minor = dn.input_feature_dimension == static_cast<int64_t>(ld.size()) - 1;
+  std::vector<int64_t> rows = {nb}, window, xs;
   for (size_t d = 0; d < ns; ++d) {
     rows.push_back(od[static_cast<size_t>(dn.output_spatial_dimensions[d])]);
-    contraction.push_back(rd[static_cast<size_t>(dn.kernel_spatial_dimensions[d])]);
+    window.push_back(rd[static_cast<size_t>(dn.kernel_spatial_dimensions[d])]);
     xs.push_back(ld[static_cast<size_t>(dn.input_spatial_dimensions[d])]);
   }
+  std::vector<int64_t> contraction = {cg};
+  contraction.insert(feature_minor ? contraction.begin() : contraction.end(), window.begin(),
+                     window.end());
+  // (input feature, window position...) of a contraction index.
+  auto split = [=](const std::string& kk) {
+    Idx c = Decompose(kk, contraction);
+    if (feature_minor) std::rotate(c.begin(), c.end() - 1, c.end());
+    return c;
+  };
   GemmMap map;
   map.batch = groups;
   map.m = Product(rows);
   map.k = Product(contraction);
   map.n = og;
+  auto dims_in_order = [&](std::vector<int64_t> order) {
+    for (size_t i = 0; i < order.size(); ++i) {
+      if (order[i] != static_cast<int64_t>(i)) return false;
+    }
+    return true;
+  };
+  std::vector<int64_t> in_order = {dn.input_batch_dimension}, w_order, out_order;
+  in_order.insert(in_order.end(), dn.input_spatial_dimensions.begin(),
+                  dn.input_spatial_dimensions.end());
+  in_order.push_back(dn.input_feature_dimension);
+  w_order = dn.kernel_spatial_dimensions;
+  w_order.push_back(dn.kernel_input_feature_dimension);
+  w_order.push_back(dn.kernel_output_feature_dimension);
+  out_order = {dn.output_batch_dimension};
+  out_order.insert(out_order.end(), dn.output_spatial_dimensions.begin(),
+                   dn.output_spatial_dimensions.end());
+  out_order.push_back(dn.output_feature_dimension);
+  bool pointwise = true;  // a 1x1 window at stride 1 with no padding or dilation
+  for (size_t d = 0; d < ns; ++d) {
+    const ir::WindowDim& w = win[d];
+    pointwise &= window[d] == 1 && w.stride == 1 && w.padding_low == 0 && w.padding_high == 0 &&
+                 w.base_dilation <= 1 && w.window_dilation <= 1;
+  }
+  map.a_in_order = groups == 1 && pointwise && dims_in_order(in_order);
+  map.b_in_order = groups == 1 && feature_minor && dims_in_order(w_order);
+  map.out_in_order = groups == 1 && dims_in_order(out_order);
+  const int64_t m = map.m, n = map.n;
+  map.product_offset = [=](const Idx& oi) {
+    Idx r = {oi[static_cast<size_t>(dn.output_batch_dimension)]};
+    for (int64_t d : dn.output_spatial_dimensions) r.push_back(oi[static_cast<size_t>(d)]);
+    const std::string f = oi[static_cast<size_t>(dn.output_feature_dimension)];
+    const std::string row = Linear(rows, r);
+    if (groups == 1) return absl::StrCat("(", row, ")*", n, "LL + ", f);
+    return absl::StrCat("((", f, ")/", og, "LL*", m, "LL + ", row, ")*", n, "LL + (", f, ")%", og,
+                        "LL");
+  };
   map.a = [=, this](const std::string& g, const std::string& row, const std::string& kk,
                     std::string* guard) {
-    const Idx r = Decompose(row, rows), c = Decompose(kk, contraction);
+    const Idx r = Decompose(row, rows), c = split(kk);
     Idx xi(ld.size(), "0");
     xi[static_cast<size_t>(dn.input_batch_dimension)] =
         bgroups == 1 ? r[0] : absl::StrCat("(", g, ")*", nb, " + ", r[0]);
@@ -808,7 +899,7 @@ absl::StatusOr<GpuEmitter::GemmMap> GpuEmitter::ConvolutionMap() {
     return xi;
   };
   map.b = [=](const std::string& g, const std::string& kk, const std::string& col) {
-    const Idx c = Decompose(kk, contraction);
+    const Idx c = split(kk);
     Idx wi(rd.size(), "0");
     wi[static_cast<size_t>(dn.kernel_input_feature_dimension)] = c[0];
     wi[static_cast<size_t>(dn.kernel_output_feature_dimension)] =
@@ -994,45 +1085,21 @@ absl::Status GpuEmitter::EmitGemm(const GemmMap& map) {
 absl::Status GpuEmitter::EmitLibraryGemm(const GemmMap& map) {
   const Instruction* mm = k_.root;
   const PrimitiveType t = mm->shape().element_type();
-  const ir::DotDimensionNumbers& dn = *mm->dot_dnums;
   const int64_t batch = map.batch, m = map.m, n = map.n, kdim = map.k;
-  // `x` read in place: a kernel input of f32 stored with its dimensions in the order the GEMM
-  // reads them (batch, then rows and contraction, or contraction and columns).
-  auto direct = [&](const Instruction* x, const std::vector<int64_t>& batch_dims,
-                    const std::vector<int64_t>& first,
-                    const std::vector<int64_t>& second) -> std::optional<GpuArg> {
-    if (k_.Contains(x) || x->shape().element_type() != PrimitiveType::kF32) return std::nullopt;
+  // `x` read in place: an f32 kernel input already in the GEMM's order.
+  auto direct = [&](const Instruction* x, bool in_order) -> std::optional<GpuArg> {
+    if (!in_order || k_.Contains(x) || x->shape().element_type() != PrimitiveType::kF32) {
+      return std::nullopt;
+    }
     const Instruction* base = cpu::BaseValue(x);
     auto it = std::find(k_.inputs.begin(), k_.inputs.end(), base);
     if (it == k_.inputs.end()) return std::nullopt;
-    std::vector<int64_t> order = batch_dims;
-    order.insert(order.end(), first.begin(), first.end());
-    order.insert(order.end(), second.begin(), second.end());
-    for (size_t i = 0; i < order.size(); ++i) {
-      if (order[i] != static_cast<int64_t>(i)) return std::nullopt;
-    }
     return GpuArg{GpuArg::Kind::kInput, it - k_.inputs.begin()};
-  };
-  auto free_dims = [](const Instruction* x, const std::vector<int64_t>& a,
-                      const std::vector<int64_t>& b) {
-    std::vector<int64_t> out;
-    for (int64_t d = 0; d < x->shape().rank(); ++d) {
-      if (std::find(a.begin(), a.end(), d) == a.end() &&
-          std::find(b.begin(), b.end(), d) == b.end()) {
-        out.push_back(d);
-      }
-    }
-    return out;
   };
   const Instruction* lhs = mm->operand(0);
   const Instruction* rhs = mm->operand(1);
-  std::optional<GpuArg> a =
-      direct(lhs, dn.lhs_batch_dimensions,
-             free_dims(lhs, dn.lhs_batch_dimensions, dn.lhs_contracting_dimensions),
-             dn.lhs_contracting_dimensions);
-  std::optional<GpuArg> b =
-      direct(rhs, dn.rhs_batch_dimensions, dn.rhs_contracting_dimensions,
-             free_dims(rhs, dn.rhs_batch_dimensions, dn.rhs_contracting_dimensions));
+  std::optional<GpuArg> a = direct(lhs, map.a_in_order);
+  std::optional<GpuArg> b = direct(rhs, map.b_in_order);
   // A pack: operand element (g, r, c) of a [batch][rows][cols] row-major f32 buffer.
   auto pack = [&](const std::string& entry, const GpuArg& ws, int64_t rows, int64_t cols,
                   bool is_lhs) {
@@ -1071,7 +1138,7 @@ absl::Status GpuEmitter::EmitLibraryGemm(const GemmMap& map) {
   }
   // The product: the dot's own output where it is one, in f32; otherwise a workspace.
   const auto out = std::find(k_.outputs.begin(), k_.outputs.end(), mm);
-  const bool in_output = out != k_.outputs.end() && t == PrimitiveType::kF32;
+  const bool in_output = out != k_.outputs.end() && t == PrimitiveType::kF32 && map.out_in_order;
   const GpuArg c = in_output ? GpuArg{GpuArg::Kind::kOutput, out - k_.outputs.begin()}
                              : Workspace(batch * m * n * 4);
   GpuLaunch gemm;
@@ -1100,9 +1167,11 @@ absl::Status GpuEmitter::EmitLibraryGemm(const GemmMap& map) {
   product_buffer_ = c.kind == GpuArg::Kind::kWorkspace ? absl::StrCat("ws", c.index)
                                                        : absl::StrCat("out", c.index);
   product_type_ = PrimitiveType::kF32;
+  product_offset_ = map.product_offset;
   StoreOthersGridStride(rest);
   product_.clear();
   product_buffer_.clear();
+  product_offset_ = nullptr;
   CloseFunction();
   return absl::OkStatus();
 }
@@ -1194,12 +1263,18 @@ std::vector<KernelParam> GpuKernelParams(const Kernel& kernel) {
       const Instruction& r = *kernel.root;
       const int64_t count = ReducedCount(r);
       // Minor-dimension reductions: a warp per output, a block where a warp would loop long.
-      const int64_t split = !ReducesMinorDimension(r) ? 0 : count > 4096 ? 2 : 1;
+      // Major-dimension ones: a thread per output where the outputs fill the GPU, else warps of
+      // consecutive outputs sharing the reduced elements in blocks of 512.
+      const int64_t outputs = Product(r.shape().dimensions());
+      const int64_t split = ReducesMinorDimension(r)         ? (count > 4096 ? 2 : 1)
+                            : outputs >= 65536 || count < 64 ? 0
+                                                             : 3;
       std::vector<int64_t> splits = {split};
-      for (int64_t s : {0, 1, 2}) {
+      for (int64_t s : {0, 1, 2, 3}) {
         if (s != split) splits.push_back(s);
       }
-      return {{"split", splits}, {"block", Choices({256, 128, 512})}};
+      return {{"split", splits},
+              {"block", split == 3 ? Choices({512, 256, 1024, 128}) : Choices({256, 128, 512})}};
     }
     case KernelKind::kRow: {
       int64_t n = 0;
@@ -1220,14 +1295,16 @@ std::vector<KernelParam> GpuKernelParams(const Kernel& kernel) {
                                          {"tile_k", Choices({16, 8, 32})},
                                          {"thread_m", Choices({4, 8, 2})},
                                          {"thread_n", Choices({4, 8, 2})}};
-      if (kernel.kind == KernelKind::kDot) {
-        // cuBLASLt by default where a product is large enough to amortize its call (and any
-        // packing), as the CPU backend defaults such products to oneDNN.
-        const cpu::GemmShape s = cpu::GemmShapeOf(*kernel.root);
-        const bool library = s.m > 1 && s.n > 1 && s.batch * s.m * s.n * s.k >= 65536;
-        params.insert(params.begin(),
-                      {"impl", library ? Choices({1, 0, 2, 3, 4}) : Choices({0, 1, 2, 3, 4})});
-      }
+      // cuBLASLt by default where a product is large enough to amortize its call (and any
+      // packing), as the CPU backend defaults such products to oneDNN. A grouped convolution
+      // (depthwise) stays generated: its per-group products are too small for a library.
+      const Instruction& r = *kernel.root;
+      const cpu::GemmShape s = cpu::GemmShapeOf(r);
+      const bool library = s.batch * s.m * s.n * s.k >= 65536 &&
+                           (kernel.kind == KernelKind::kDot ||
+                            (r.feature_group_count <= 1 && r.batch_group_count <= 1));
+      params.insert(params.begin(),
+                    {"impl", library ? Choices({1, 0, 2, 3, 4}) : Choices({0, 1, 2, 3, 4})});
       return params;
     }
     default:

@@ -25,17 +25,21 @@ absl::Status CheckGpuSupported(const cpu::Kernel& kernel);
 // The tunable parameters of `kernel` on the GPU, each with its choices, the default first:
 //   loop: block (threads), items (elements per thread, a block's apart), vector (consecutive
 //     elements per thread, stored as one vector where the outputs are f32);
-//   reduce: split (0 a thread, 1 a warp, 2 a block per output element), block;
+//   reduce: split (0 a thread, 1 a warp, 2 a block per output element, 3 a block per 32
+//     consecutive outputs, its warps sharing the reduced elements), block;
 //   row: group (0 a block, 1 a warp per row), block;
 //   reduce-window and scatter: block;
 //   dot and convolution (an implicit GEMM): tile_m, tile_n, tile_k (a block's shared-memory
 //     tiles), thread_m, thread_n (each thread's register tile); a dot also `impl`: 0 the
 //     generated GEMM, 1-4 cuBLASLt with its heuristic's first to fourth algorithm (the operands
 //     packed where they are not plain row-major buffers, the epilogue a launch after it). A dot
-//     of at least 64K multiply-adds with more than one row and column defaults to cuBLASLt's
-//     first algorithm, as the CPU defaults such products to oneDNN.
+//     of at least 64K multiply-adds defaults to cuBLASLt's first algorithm, as the CPU defaults
+//     such products to oneDNN.
 // Defaults follow the shape: a reduction over the minor dimension gets a warp or a block per
-// output, one over major dimensions a thread per output (its reads are then coalesced).
+// output, one over major dimensions a thread per output (its reads are then coalesced) where the
+// outputs number 64K or more, else split 3. Convolutions take `impl` too: cuBLASLt over an im2col
+// pack (skipped for a 1x1 window on NHWC; HWIO weights read in place), the default for ungrouped
+// ones of 64K multiply-adds or more.
 std::vector<cpu::KernelParam> GpuKernelParams(const cpu::Kernel& kernel);
 cpu::KernelConfig DefaultGpuConfig(const cpu::Kernel& kernel);
 

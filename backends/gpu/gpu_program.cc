@@ -52,6 +52,7 @@ GpuTiming TimingOf(const json& j) {
   t.spread = j.value("spread", 0.0);
   t.samples = j.value("samples", 0);
   t.device = j.value("device", "");
+  t.graph = j.value("graph", "off");
   if (auto it = j.find("launch_s"); it != j.end() && it->is_array()) {
     for (const json& s : *it) {
       if (s.is_number()) t.launch_s.push_back(s.get<double>());
@@ -71,6 +72,7 @@ absl::StatusOr<std::string> WritePlan(const GpuModuleProgram& program,
   plan["max_seconds"] = options.max_seconds;
   plan["spread"] = options.target_spread;
   plan["flush_l2"] = options.flush_l2;
+  plan["graph"] = options.graph;
   plan["launch_times"] = options.launch_times;
   plan["device_memory_mb"] = options.device_memory_mb;
   plan["cpu_seconds"] = static_cast<int64_t>(options.timeout_seconds) + 5;

@@ -67,6 +67,7 @@ struct GpuMeasureOptions {
   double max_seconds = 0.3;     // stop sampling after this much timed work...
   double target_spread = 0.02;  // ...or once (p75 - p25) / median is this small (10+ samples)
   bool flush_l2 = true;
+  bool graph = true;             // time the launches replayed as one CUDA graph
   bool launch_times = false;     // also each launch alone (GpuTiming::launch_s)
   int64_t device_memory_mb = 0;  // refuse programs whose buffers need more; 0: no limit
   double timeout_seconds = 120;  // wall clock, then the child is killed
@@ -76,6 +77,7 @@ struct GpuTiming {
   double median_s = 0, min_s = 0, p25_s = 0, p75_s = 0, spread = 0;
   int64_t samples = 0;
   std::string device;            // the device's name, as the driver reports it
+  std::string graph;             // "on", "off", or "failed: why" (then launched one by one)
   std::vector<double> launch_s;  // with launch_times: each launch's median seconds
 };
 

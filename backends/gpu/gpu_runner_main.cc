@@ -54,6 +54,13 @@ struct Driver {
   decltype(&cuEventSynchronize) event_sync;
   decltype(&cuEventElapsedTime) elapsed;
   decltype(&cuGetErrorString) error_string;
+  // CUDA graphs (optional: without them the timed runs launch one by one).
+  decltype(&cuStreamCreate) stream_create;
+  decltype(&cuStreamBeginCapture) begin_capture;
+  decltype(&cuStreamEndCapture) end_capture;
+  decltype(&cuGraphInstantiateWithFlags) graph_instantiate;
+  decltype(&cuGraphLaunch) graph_launch;
+  decltype(&cuGraphDestroy) graph_destroy;
 };
 
 // cuBLASLt, resolved from libcublasLt at run time (only programs with GEMM launches need it).
@@ -143,6 +150,14 @@ std::string LoadDriver(Driver* d) {
   get(&d->event_sync, "cuEventSynchronize");
   get(&d->elapsed, "cuEventElapsedTime");
   get(&d->error_string, "cuGetErrorString");
+  d->stream_create = reinterpret_cast<decltype(d->stream_create)>(dlsym(lib, "cuStreamCreate"));
+  d->begin_capture =
+      reinterpret_cast<decltype(d->begin_capture)>(dlsym(lib, "cuStreamBeginCapture_v2"));
+  d->end_capture = reinterpret_cast<decltype(d->end_capture)>(dlsym(lib, "cuStreamEndCapture"));
+  d->graph_instantiate =
+      reinterpret_cast<decltype(d->graph_instantiate)>(dlsym(lib, "cuGraphInstantiateWithFlags"));
+  d->graph_launch = reinterpret_cast<decltype(d->graph_launch)>(dlsym(lib, "cuGraphLaunch"));
+  d->graph_destroy = reinterpret_cast<decltype(d->graph_destroy)>(dlsym(lib, "cuGraphDestroy"));
   return missing.empty() ? "" : "the CUDA driver lacks " + missing;
 }
 
@@ -389,12 +404,13 @@ int Run(int argc, char** argv) {
     launches.push_back(std::move(launch));
   }
   const float one = 1.f, zero = 0.f;
+  CUstream stream = nullptr;
   auto run_gemm = [&](Launch& l) -> std::string {
     return lt_check(lt.matmul(lt_handle, l.desc, &one, reinterpret_cast<void*>(l.args[1]),
                               l.a_layout, reinterpret_cast<void*>(l.args[0]), l.b_layout, &zero,
                               reinterpret_cast<void*>(l.args[2]), l.c_layout,
                               reinterpret_cast<void*>(l.args[2]), l.c_layout, &l.algo,
-                              reinterpret_cast<void*>(lt_workspace), kLtWorkspaceBytes, nullptr),
+                              reinterpret_cast<void*>(lt_workspace), kLtWorkspaceBytes, stream),
                     "cublasLtMatmul");
   };
   auto run_launches = [&]() -> std::string {
@@ -406,7 +422,7 @@ int Run(int argc, char** argv) {
       std::vector<void*> params;
       for (CUdeviceptr& a : l.args) params.push_back(&a);
       if (std::string e = check(d.launch(l.fn, l.grid[0], l.grid[1], l.grid[2], l.block, 1, 1, 0,
-                                         nullptr, params.data(), nullptr),
+                                         stream, params.data(), nullptr),
                                 "cuLaunchKernel");
           !e.empty()) {
         return e;
@@ -441,16 +457,47 @@ int Run(int argc, char** argv) {
   CUevent start, stop;
   MT_CHECK(d.event_create(&start, CU_EVENT_DEFAULT), "cuEventCreate");
   MT_CHECK(d.event_create(&stop, CU_EVENT_DEFAULT), "cuEventCreate");
+  // The timed runs replay the launches as one CUDA graph, as XLA's command buffers and
+  // torch.compile's "reduce-overhead" do, so that a program of many small launches is not timed
+  // by its launch overhead; where the driver cannot capture them, they launch one by one.
+  CUgraphExec graph = nullptr;
+  std::string graph_note = "off";
+  if (plan.value("graph", true) && d.stream_create != nullptr && d.begin_capture != nullptr &&
+      d.end_capture != nullptr && d.graph_instantiate != nullptr && d.graph_launch != nullptr) {
+    CUstream s = nullptr;
+    std::string e = check(d.stream_create(&s, CU_STREAM_NON_BLOCKING), "cuStreamCreate");
+    if (e.empty()) {
+      stream = s;
+      e = check(d.begin_capture(stream, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL),
+                "cuStreamBeginCapture");
+      if (e.empty()) {
+        const std::string launched = run_launches();
+        CUgraph g = nullptr;
+        e = check(d.end_capture(stream, &g), "cuStreamEndCapture");
+        if (e.empty()) e = launched;
+        if (e.empty()) e = check(d.graph_instantiate(&graph, g, 0), "cuGraphInstantiate");
+        if (g != nullptr && d.graph_destroy != nullptr) d.graph_destroy(g);
+      }
+    }
+    if (!e.empty()) graph = nullptr;
+    graph_note = graph != nullptr ? "on" : "failed: " + e;
+  }
   auto sample = [&](double* seconds) -> std::string {
     if (flush != 0) {
-      if (std::string e = check(d.memset_async(flush, 0, flush_bytes, nullptr), "flushing L2");
+      if (std::string e = check(d.memset_async(flush, 0, flush_bytes, stream), "flushing L2");
           !e.empty()) {
         return e;
       }
     }
-    d.event_record(start, nullptr);
-    if (std::string e = run_launches(); !e.empty()) return e;
-    d.event_record(stop, nullptr);
+    d.event_record(start, stream);
+    if (graph != nullptr) {
+      if (std::string e = check(d.graph_launch(graph, stream), "cuGraphLaunch"); !e.empty()) {
+        return e;
+      }
+    } else if (std::string e = run_launches(); !e.empty()) {
+      return e;
+    }
+    d.event_record(stop, stream);
     if (std::string e = check(d.event_sync(stop), "running the program"); !e.empty()) return e;
     float ms = 0;
     d.elapsed(&ms, start, stop);
@@ -492,19 +539,19 @@ int Run(int argc, char** argv) {
     for (size_t i = 0; i < launches.size(); ++i) {
       std::vector<double> times;
       for (int r = 0; r < std::clamp(static_cast<int>(n), 3, 20); ++r) {
-        if (flush != 0) d.memset_async(flush, 0, flush_bytes, nullptr);
-        d.event_record(start, nullptr);
+        if (flush != 0) d.memset_async(flush, 0, flush_bytes, stream);
+        d.event_record(start, stream);
         std::vector<void*> params;
         for (CUdeviceptr& a : launches[i].args) params.push_back(&a);
         Launch& l = launches[i];
         if (l.gemm) {
           if (std::string e = run_gemm(l); !e.empty()) return Fail(e);
         } else {
-          MT_CHECK(d.launch(l.fn, l.grid[0], l.grid[1], l.grid[2], l.block, 1, 1, 0, nullptr,
+          MT_CHECK(d.launch(l.fn, l.grid[0], l.grid[1], l.grid[2], l.block, 1, 1, 0, stream,
                             params.data(), nullptr),
                    "cuLaunchKernel");
         }
-        d.event_record(stop, nullptr);
+        d.event_record(stop, stream);
         MT_CHECK(d.event_sync(stop), "running a launch");
         float ms = 0;
         d.elapsed(&ms, start, stop);
@@ -518,9 +565,9 @@ int Run(int argc, char** argv) {
   }
   std::printf(
       "{\"ok\":true,\"device\":\"%s\",\"median_s\":%.9g,\"min_s\":%.9g,\"p25_s\":%.9g,"
-      "\"p75_s\":%.9g,\"spread\":%.6g,\"samples\":%zu%s}\n",
+      "\"p75_s\":%.9g,\"spread\":%.6g,\"samples\":%zu,\"graph\":\"%s\"%s}\n",
       Escape(name).c_str(), median, sorted.front(), p25, p75,
-      median > 0 ? (p75 - p25) / median : 0.0, n, launch_s.c_str());
+      median > 0 ? (p75 - p25) / median : 0.0, n, Escape(graph_note).c_str(), launch_s.c_str());
   return 0;
 #undef MT_CHECK
 }

@@ -208,8 +208,8 @@ class GraphSage(nn.Module):
         self.layer2 = SageLayer(hidden, classes)
 
     def forward(self, x, src, dst):
-        ones = torch.ones(dst.shape[0], 1, dtype=x.dtype)
-        degree = torch.zeros(x.shape[0], 1, dtype=x.dtype).scatter_add(0, dst.unsqueeze(1), ones)
+        ones = x.new_ones(dst.shape[0], 1)
+        degree = x.new_zeros(x.shape[0], 1).scatter_add(0, dst.unsqueeze(1), ones)
         inv_degree = 1.0 / degree.clamp(min=1.0)
         return self.layer2(F.relu(self.layer1(x, src, dst, inv_degree)), src, dst, inv_degree)
 

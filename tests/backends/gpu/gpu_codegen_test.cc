@@ -313,5 +313,90 @@ ENTRY e {
   }
 }
 
+// Convolutions default to cuBLASLt as GEMMs over im2col: an NHWC input of a 1x1 window at stride
+// 1 and HWIO weights are read in place and the product is the NHWC output; a 3x3 window packs the
+// input (zero where the window leaves it); an NCHW output takes the product through an epilogue;
+// a depthwise convolution stays generated.
+TEST(GpuCodegenSupportTest, ConvolutionsGoToCublasLtOverIm2col) {
+  auto only_kernel = [](const char* hlo, GpuKernelProgram* out) {
+    Lowered l = LowerHlo(hlo);
+    ASSERT_NE(l.module, nullptr);
+    for (const cpu::Kernel& k : l.lowered.kernels) {
+      if (k.kind != cpu::KernelKind::kConvolution) continue;
+      absl::StatusOr<GpuKernelProgram> p = GenerateGpuKernel(l.lowered, k.id);
+      ASSERT_TRUE(p.ok()) << p.status();
+      *out = *std::move(p);
+      if (NvrtcVersion().empty()) return;
+      absl::StatusOr<PtxModule> ptx = CompileToPtx(out->source, out->name + ".cu", Options());
+      ASSERT_TRUE(ptx.ok()) << ptx.status();
+      EXPECT_TRUE(AssemblePtx(ptx->ptx, "sm_90").ok());
+      return;
+    }
+    FAIL() << "no convolution kernel";
+  };
+  GpuKernelProgram pointwise;
+  only_kernel(R"(
+HloModule m
+ENTRY e {
+  x = f32[2,14,14,64] parameter(0)
+  w = f32[1,1,64,32] parameter(1)
+  ROOT c = f32[2,14,14,32] convolution(x, w), window={size=1x1}, dim_labels=b01f_01io->b01f
+})",
+              &pointwise);
+  ASSERT_EQ(pointwise.launches.size(), 1u) << pointwise.source;
+  const GpuLaunch& g = pointwise.launches[0];
+  EXPECT_EQ(g.kind, GpuLaunch::Kind::kGemm);
+  EXPECT_EQ(g.m, 2 * 14 * 14);
+  EXPECT_EQ(g.n, 32);
+  EXPECT_EQ(g.k, 64);
+  EXPECT_EQ(g.args[0].kind, GpuArg::Kind::kInput);
+  EXPECT_EQ(g.args[1].kind, GpuArg::Kind::kInput);
+  EXPECT_EQ(g.args[2].kind, GpuArg::Kind::kOutput);
+
+  GpuKernelProgram windowed;
+  only_kernel(R"(
+HloModule m
+ENTRY e {
+  x = f32[1,14,14,64] parameter(0)
+  w = f32[3,3,64,32] parameter(1)
+  ROOT c = f32[1,14,14,32] convolution(x, w), window={size=3x3 pad=1_1x1_1}, dim_labels=b01f_01io->b01f
+})",
+              &windowed);
+  ASSERT_EQ(windowed.launches.size(), 2u) << windowed.source;
+  EXPECT_EQ(windowed.launches[0].entry, absl::StrCat(windowed.name, "_pack_a"));
+  EXPECT_EQ(windowed.launches[1].k, 9 * 64);
+  EXPECT_EQ(windowed.launches[1].args[1].kind, GpuArg::Kind::kInput);
+  EXPECT_EQ(windowed.launches[1].args[2].kind, GpuArg::Kind::kOutput);
+  EXPECT_EQ(windowed.workspaces, (std::vector<int64_t>{14 * 14 * 9 * 64 * 4}));
+
+  GpuKernelProgram nchw;
+  only_kernel(R"(
+HloModule m
+ENTRY e {
+  x = f32[1,64,14,14] parameter(0)
+  w = f32[32,64,3,3] parameter(1)
+  ROOT c = f32[1,32,14,14] convolution(x, w), window={size=3x3 pad=1_1x1_1}, dim_labels=bf01_oi01->bf01
+})",
+              &nchw);
+  ASSERT_EQ(nchw.launches.size(), 4u) << nchw.source;
+  EXPECT_EQ(nchw.launches[2].kind, GpuLaunch::Kind::kGemm);
+  EXPECT_EQ(nchw.launches[2].args[2].kind, GpuArg::Kind::kWorkspace);
+  EXPECT_EQ(nchw.launches[3].entry, absl::StrCat(nchw.name, "_epilogue"));
+
+  Lowered depthwise = LowerHlo(R"(
+HloModule m
+ENTRY e {
+  x = f32[1,56,56,64] parameter(0)
+  w = f32[3,3,1,64] parameter(1)
+  ROOT c = f32[1,56,56,64] convolution(x, w), window={size=3x3 pad=1_1x1_1}, dim_labels=b01f_01io->b01f, feature_group_count=64
+})");
+  ASSERT_NE(depthwise.module, nullptr);
+  for (const cpu::Kernel& k : depthwise.lowered.kernels) {
+    if (k.kind == cpu::KernelKind::kConvolution) {
+      EXPECT_EQ(DefaultGpuConfig(k)[0], 0);
+    }
+  }
+}
+
 }  // namespace
 }  // namespace mltune::backends::gpu

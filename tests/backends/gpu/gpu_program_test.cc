@@ -28,7 +28,9 @@ struct Compiled {
   absl::StatusOr<GpuModuleProgram> program = absl::UnknownError("not compiled");
 };
 
-Compiled Compile(const char* hlo) {
+// `alternatives`: every dot and convolution on cuBLASLt (impl 1) and every reduction over
+// major dimensions in column tiles (split 3), whatever their defaults.
+Compiled Compile(const char* hlo, bool alternatives = false) {
   Compiled c;
   absl::StatusOr<std::unique_ptr<ir::Module>> parsed = ir::ParseHloText(hlo);
   EXPECT_TRUE(parsed.ok()) << parsed.status();
@@ -46,7 +48,19 @@ Compiled Compile(const char* hlo) {
   options.cache_dir = std::string(MLTUNE_TEST_KERNEL_CACHE) + "-gpu";
   absl::StatusOr<DeviceDescriptor> device = ProbeDevice(0);
   if (device.ok()) options.arch = device->Arch();
-  c.program = CompileGpuModule(c.lowered, {}, options);
+  std::vector<cpu::KernelConfig> configs;
+  if (alternatives) {
+    for (const cpu::Kernel& k : c.lowered.kernels) {
+      const std::vector<cpu::KernelParam> params = GpuKernelParams(k);
+      cpu::KernelConfig config = DefaultGpuConfig(k);
+      for (size_t i = 0; i < params.size(); ++i) {
+        if (params[i].name == "impl") config[i] = 1;
+        if (params[i].name == "split" && config[i] == 0) config[i] = 3;
+      }
+      configs.push_back(config);
+    }
+  }
+  c.program = CompileGpuModule(c.lowered, configs, options);
   return c;
 }
 
@@ -176,6 +190,27 @@ TEST_P(GpuOpSuiteTest, MatchesTheEvaluatorOnTheDevice) {
   }
   ASSERT_NE(found, nullptr);
   Compiled c = Compile(found->hlo);
+  if (absl::IsUnimplemented(c.program.status())) {
+    GTEST_SKIP() << c.program.status().message();
+  }
+  ASSERT_TRUE(c.program.ok()) << c.program.status();
+  int64_t ill = 0;
+  const absl::Status s = CheckGpuAgainstEvaluator(*c.original, *c.program, 3, {}, nullptr, &ill);
+  EXPECT_TRUE(s.ok()) << s;
+}
+
+// The library GEMM over im2col packs and the column-tile reductions, which the small cases do not
+// take by default.
+TEST_P(GpuOpSuiteTest, AlternativeImplementationsMatchTheEvaluatorOnTheDevice) {
+  if (NvrtcVersion().empty()) GTEST_SKIP() << "built without the CUDA toolkit: no NVRTC";
+  const std::string absent = GpuAbsentReason();
+  if (!absent.empty()) GTEST_SKIP() << "needs a GPU (scripts/gpu_check): " << absent;
+  const Case* found = nullptr;
+  for (const Case& c : kOpCases) {
+    if (std::string(c.name) == GetParam()) found = &c;
+  }
+  ASSERT_NE(found, nullptr);
+  Compiled c = Compile(found->hlo, /*alternatives=*/true);
   if (absl::IsUnimplemented(c.program.status())) {
     GTEST_SKIP() << c.program.status().message();
   }
