@@ -85,6 +85,15 @@ absl::StatusOr<std::string> WritePlan(const GpuModuleProgram& program,
     modules.push_back(path);
   }
   plan["modules"] = modules;
+  json sources = json::array();
+  for (size_t i = 0; i < program.sources.size(); ++i) {
+    const std::string path = files->Add(absl::StrCat("k", i, ".cu"));
+    std::ofstream out(path, std::ios::binary);
+    out << program.sources[i];
+    if (!out) return absl::InternalError(absl::StrCat("cannot write ", path));
+    sources.push_back(path);
+  }
+  plan["sources"] = sources;
   plan["buffers"] = program.buffer_bytes;
   json params = json::array();
   for (const GpuModuleProgram::Param& p : program.params) {
@@ -125,7 +134,7 @@ absl::StatusOr<std::string> WritePlan(const GpuModuleProgram& program,
 }
 
 absl::StatusOr<json> RunRunner(const std::string& plan, const GpuMeasureOptions& options) {
-  const std::string runner = GpuRunnerPath();
+  const std::string runner = options.runner.empty() ? GpuRunnerPath() : options.runner;
   if (runner.empty()) {
     return absl::UnimplementedError("built without the CUDA toolkit: no mltune-gpu-runner");
   }
@@ -174,6 +183,7 @@ absl::Status AppendKernel(const cpu::LoweredModule& lowered, const cpu::Kernel& 
   program.cache_hits += ptx->cache_hit ? 1 : 0;
   const int64_t module = static_cast<int64_t>(program.ptx.size());
   program.ptx.push_back(ptx->ptx);
+  program.sources.push_back(kp->source);
   std::vector<int64_t> inputs, outputs;
   for (const ir::Instruction* in : k.inputs) {
     auto it = buffer_of.find(in);

@@ -19,8 +19,9 @@
 namespace mltune::backends::gpu {
 
 struct GpuModuleProgram {
-  std::string arch;              // what the PTX targets ("sm_90")
-  std::vector<std::string> ptx;  // one module per kernel
+  std::string arch;                  // what the PTX targets ("sm_90")
+  std::vector<std::string> ptx;      // one module per kernel
+  std::vector<std::string> sources;  // each module's CUDA C++ (for mltune-gpu-emulator)
   std::vector<int64_t> buffer_bytes;
   struct Param {
     int64_t buffer;
@@ -71,6 +72,7 @@ struct GpuMeasureOptions {
   bool launch_times = false;     // also each launch alone (GpuTiming::launch_s)
   int64_t device_memory_mb = 0;  // refuse programs whose buffers need more; 0: no limit
   double timeout_seconds = 120;  // wall clock, then the child is killed
+  std::string runner;            // the child; "" = GpuRunnerPath() (mltune-gpu-emulator to test)
 };
 
 struct GpuTiming {

@@ -220,6 +220,38 @@ TEST_P(GpuOpSuiteTest, AlternativeImplementationsMatchTheEvaluatorOnTheDevice) {
   EXPECT_TRUE(s.ok()) << s;
 }
 
+// Every op-suite case, with its defaults and with the alternatives, run by mltune-gpu-emulator
+// (the kernels compiled as host C++, a host thread per GPU thread where a kernel synchronizes) and
+// checked against the evaluator: the generated code's indexing and arithmetic, without a GPU.
+class GpuEmulatedOpSuiteTest : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(GpuEmulatedOpSuiteTest, MatchesTheEvaluatorOnTheHost) {
+#ifndef MLTUNE_GPU_EMULATOR
+  GTEST_SKIP() << "built without the CUDA toolkit: no mltune-gpu-emulator";
+#else
+  if (NvrtcVersion().empty()) GTEST_SKIP() << "built without the CUDA toolkit: no NVRTC";
+  const Case* found = nullptr;
+  for (const Case& c : kOpCases) {
+    if (std::string(c.name) == GetParam()) found = &c;
+  }
+  ASSERT_NE(found, nullptr);
+  GpuMeasureOptions options;
+  options.runner = MLTUNE_GPU_EMULATOR;
+  options.timeout_seconds = 60;
+  for (bool alternatives : {false, true}) {
+    Compiled c = Compile(found->hlo, alternatives);
+    if (absl::IsUnimplemented(c.program.status())) {
+      GTEST_SKIP() << c.program.status().message();
+    }
+    ASSERT_TRUE(c.program.ok()) << c.program.status();
+    int64_t ill = 0;
+    const absl::Status s =
+        CheckGpuAgainstEvaluator(*c.original, *c.program, 3, options, nullptr, &ill);
+    EXPECT_TRUE(s.ok()) << (alternatives ? "alternatives: " : "defaults: ") << s;
+  }
+#endif
+}
+
 std::vector<const char*> CaseNames() {
   std::vector<const char*> names;
   for (const Case& c : kOpCases) names.push_back(c.name);
@@ -227,6 +259,10 @@ std::vector<const char*> CaseNames() {
 }
 
 INSTANTIATE_TEST_SUITE_P(Ops, GpuOpSuiteTest, ::testing::ValuesIn(CaseNames()),
+                         [](const ::testing::TestParamInfo<const char*>& info) {
+                           return std::string(info.param);
+                         });
+INSTANTIATE_TEST_SUITE_P(Ops, GpuEmulatedOpSuiteTest, ::testing::ValuesIn(CaseNames()),
                          [](const ::testing::TestParamInfo<const char*>& info) {
                            return std::string(info.param);
                          });

@@ -1,0 +1,308 @@
+// mltune-gpu-emulator: runs a GPU program's plan (the mltune-gpu-runner protocol, gpu_program.cc)
+// on the host CPU, so that the generated kernels are checked against the reference evaluator
+// where no GPU is attached (CI, most sessions). The kernels' CUDA sources are compiled as C++ with
+// a shim for CUDA's built-ins; a kernel that synchronizes (__syncthreads, warp shuffles) runs a
+// host thread per GPU thread of each block, one block at a time, the others run their threads in
+// turn; cuBLASLt GEMMs are a plain loop. It runs programs, it does not time them.
+//
+//   mltune-gpu-emulator PLAN.json   (with "inputs" and "outputs"; prints {"ok":...} like the
+//   runner)
+#include <dlfcn.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "nlohmann/json.hpp"
+
+namespace {
+
+using json = nlohmann::json;
+namespace fs = std::filesystem;
+
+// CUDA's built-ins for host C++: thread and block indices per host thread, __shared__ arrays as
+// statics (one block runs at a time), barriers for __syncthreads and the warp shuffles.
+constexpr char kShim[] = R"SHIM(// mltune-gpu-emulator's host shim.
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <atomic>
+#include <barrier>
+#include <memory>
+#include <utility>
+struct mt_dim3 { unsigned x, y, z; };
+inline thread_local mt_dim3 threadIdx{0, 0, 0}, blockIdx{0, 0, 0};
+inline mt_dim3 blockDim{1, 1, 1}, gridDim{1, 1, 1};
+inline std::unique_ptr<std::barrier<>> mt_block_barrier;
+inline std::unique_ptr<std::barrier<>> mt_warp_barriers[32];
+inline unsigned long long mt_shfl_slots[1024];
+#define __global__
+#define __device__
+#define __host__
+#define __forceinline__ inline
+#define __shared__ static
+#define __launch_bounds__(...)
+inline bool mt_concurrent = false;  // a host thread per GPU thread, else one after another
+inline void mt_barrier(std::barrier<>* b) {
+  if (!mt_concurrent || b == nullptr) {
+    fputs("mltune-gpu-emulator: a barrier in a kernel run thread by thread\n", stderr);
+    _Exit(3);
+  }
+  b->arrive_and_wait();
+}
+inline void __syncthreads() { mt_barrier(mt_block_barrier.get()); }
+template <typename T> T __shfl_xor_sync(unsigned, T v, int mask, int = 32) {
+  static_assert(sizeof(T) <= sizeof(unsigned long long));
+  const unsigned t = threadIdx.x;
+  memcpy(&mt_shfl_slots[t], &v, sizeof(T));
+  mt_barrier(mt_warp_barriers[t / 32].get());
+  T r;
+  memcpy(&r, &mt_shfl_slots[t ^ static_cast<unsigned>(mask)], sizeof(T));
+  mt_barrier(mt_warp_barriers[t / 32].get());
+  return r;
+}
+template <typename T> T atomicAdd(T* p, T v) { return std::atomic_ref<T>(*p).fetch_add(v); }
+struct float2 { float x, y; };
+struct float4 { float x, y, z, w; };
+inline float2 make_float2(float a, float b) { return {a, b}; }
+inline float4 make_float4(float a, float b, float c, float d) { return {a, b, c, d}; }
+template <typename To, typename From> inline To mt_bits(From f) {
+  To t;
+  memcpy(&t, &f, sizeof(To));
+  return t;
+}
+inline int __float_as_int(float f) { return mt_bits<int>(f); }
+inline unsigned __float_as_uint(float f) { return mt_bits<unsigned>(f); }
+inline float __int_as_float(int i) { return mt_bits<float>(i); }
+inline float __uint_as_float(unsigned i) { return mt_bits<float>(i); }
+inline long long __double_as_longlong(double d) { return mt_bits<long long>(d); }
+inline double __longlong_as_double(long long i) { return mt_bits<double>(i); }
+inline int __popcll(unsigned long long x) { return __builtin_popcountll(x); }
+inline int __clzll(long long x) { return x == 0 ? 64 : __builtin_clzll((unsigned long long)x); }
+inline float rsqrtf(float x) { return 1.f / sqrtf(x); }
+extern "C" void mt_emul_thread(unsigned tx, unsigned bx, unsigned by, unsigned bz) {
+  threadIdx = {tx, 0, 0};
+  blockIdx = {bx, by, bz};
+}
+extern "C" void mt_emul_launch(unsigned gx, unsigned gy, unsigned gz, unsigned block,
+                               int concurrent) {
+  mt_concurrent = concurrent != 0;
+  gridDim = {gx, gy, gz};
+  blockDim = {block, 1, 1};
+  mt_block_barrier = std::make_unique<std::barrier<>>(block);
+  for (unsigned w = 0; w < 32; ++w) {
+    const unsigned lanes = block > w * 32 ? (block - w * 32 < 32 ? block - w * 32 : 32) : 0;
+    mt_warp_barriers[w] = lanes > 0 ? std::make_unique<std::barrier<>>(lanes) : nullptr;
+  }
+}
+template <typename... A, size_t... I>
+void mt_call(void (*f)(A...), void** a, std::index_sequence<I...>) {
+  f(static_cast<A>(a[I])...);
+}
+template <typename... A> void mt_call(void (*f)(A...), void** a) {
+  mt_call(f, a, std::index_sequence_for<A...>{});
+}
+)SHIM";
+
+std::string Escape(const std::string& s) {
+  std::string out;
+  for (char c : s) {
+    if (c == '"' || c == '\\') out += '\\';
+    if (c == '\n') {
+      out += "\\n";
+      continue;
+    }
+    if (static_cast<unsigned char>(c) < 0x20) continue;
+    out += c;
+  }
+  return out;
+}
+
+int Fail(const std::string& message) {
+  std::printf("{\"ok\":false,\"error\":\"%s\"}\n", Escape(message).c_str());
+  return 1;
+}
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+// The body of `entry` in `source`: from its name to the next extern "C" (or the end).
+std::string EntryText(const std::string& source, const std::string& entry) {
+  const size_t at = source.find(" " + entry + "(");
+  if (at == std::string::npos) return "";
+  const size_t end = source.find("extern \"C\"", at);
+  return source.substr(at, end == std::string::npos ? std::string::npos : end - at);
+}
+
+// Compiles the plan's modules into one shared object (cached by its text) and loads it.
+void* BuildAndLoad(const std::vector<std::string>& sources, const json& launches,
+                   std::string* error) {
+  std::string text = kShim;
+  for (size_t i = 0; i < sources.size(); ++i) {
+    text += "namespace mt_m" + std::to_string(i) + " {\n" + sources[i] + "\n}\n";
+  }
+  for (const json& l : launches) {
+    if (l.value("kind", "") == "gemm") continue;
+    const std::string entry = l.at("entry").get<std::string>();
+    const std::string wrapper = "mt_emul_" + entry;
+    if (text.find(" " + wrapper + "(") != std::string::npos) continue;
+    text += "extern \"C\" void " + wrapper + "(void** a) { mt_call(&mt_m" +
+            std::to_string(l.at("module").get<size_t>()) + "::" + entry + ", a); }\n";
+  }
+  const char* cache = std::getenv("MLTUNE_GPU_KERNEL_CACHE");
+  const fs::path dir =
+      fs::path(cache != nullptr && cache[0] != '\0'
+                   ? cache
+                   : (fs::temp_directory_path() / "mltune-gpu-emulator").string()) /
+      "emulator";
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  char hash[32];
+  std::snprintf(hash, sizeof(hash), "%016zx", std::hash<std::string>{}(text));
+  const fs::path so = dir / (std::string("emu-") + hash + ".so");
+  if (!fs::exists(so)) {
+    const std::string tag = std::to_string(getpid());
+    const fs::path src = dir / (std::string("emu-") + hash + "." + tag + ".cc");
+    const fs::path tmp = dir / (std::string("emu-") + hash + "." + tag + ".so");
+    std::ofstream(src) << text;
+    const char* cxx = std::getenv("MLTUNE_CXX");
+    const std::string log = (dir / (std::string("emu-") + hash + "." + tag + ".log")).string();
+    const std::string command = std::string(cxx != nullptr && cxx[0] != '\0' ? cxx : "g++") +
+                                " -std=c++20 -O1 -fPIC -shared -w -pthread -o " + tmp.string() +
+                                " " + src.string() + " >" + log + " 2>&1";
+    if (std::system(command.c_str()) != 0) {
+      *error = "compiling the kernels for the host failed: " + ReadFile(log).substr(0, 2000);
+      return nullptr;
+    }
+    fs::rename(tmp, so, ec);
+    fs::remove(src, ec);
+    fs::remove(log, ec);
+  }
+  void* lib = dlopen(so.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (lib == nullptr) *error = std::string("dlopen: ") + dlerror();
+  return lib;
+}
+
+int Run(const std::string& plan_path) {
+  const json plan = json::parse(ReadFile(plan_path));
+  if (plan.value("max_reps", 0) > 0)
+    return Fail("the emulator runs programs; it does not time them");
+  if (!plan.contains("inputs") || !plan.contains("outputs")) {
+    return Fail("the emulator needs the plan's inputs and outputs files");
+  }
+  if (!plan.contains("sources")) return Fail("the plan has no kernel sources");
+  std::vector<std::string> sources;
+  for (const json& s : plan.at("sources")) sources.push_back(ReadFile(s.get<std::string>()));
+  const json& launches = plan.at("launches");
+  std::string error;
+  void* lib = BuildAndLoad(sources, launches, &error);
+  if (lib == nullptr) return Fail(error);
+  using ThreadFn = void (*)(unsigned, unsigned, unsigned, unsigned);
+  using LaunchFn = void (*)(unsigned, unsigned, unsigned, unsigned, int);
+  auto set_thread = reinterpret_cast<ThreadFn>(dlsym(lib, "mt_emul_thread"));
+  auto set_launch = reinterpret_cast<LaunchFn>(dlsym(lib, "mt_emul_launch"));
+  if (set_thread == nullptr || set_launch == nullptr)
+    return Fail("the shim's entry points are missing");
+
+  // Buffers as 16-byte-aligned zeroed storage (float4 stores).
+  std::vector<std::vector<long double>> buffers;
+  for (const json& b : plan.at("buffers")) {
+    buffers.emplace_back((b.get<size_t>() + sizeof(long double) - 1) / sizeof(long double));
+  }
+  std::ifstream inputs(plan.at("inputs").get<std::string>(), std::ios::binary);
+  for (const json& p : plan.at("params")) {
+    auto& b = buffers.at(p.at("buffer").get<size_t>());
+    const size_t bytes = plan.at("buffers").at(p.at("buffer").get<size_t>()).get<size_t>();
+    inputs.read(reinterpret_cast<char*>(b.data()), static_cast<std::streamsize>(bytes));
+    if (inputs.gcount() != static_cast<std::streamsize>(bytes)) return Fail("input file too short");
+  }
+  for (const json& l : launches) {
+    std::vector<void*> args;
+    for (const json& a : l.at("args")) args.push_back(buffers.at(a.get<size_t>()).data());
+    if (l.value("kind", "") == "gemm") {
+      // Row-major C[m,n] = A[m,k] B[k,n], `batch` times.
+      const int64_t batch = l.at("batch"), m = l.at("m"), n = l.at("n"), k = l.at("k");
+      const float* a = static_cast<const float*>(args.at(0));
+      const float* b = static_cast<const float*>(args.at(1));
+      float* c = static_cast<float*>(args.at(2));
+      for (int64_t g = 0; g < batch; ++g) {
+        for (int64_t i = 0; i < m; ++i) {
+          for (int64_t j = 0; j < n; ++j) {
+            double acc = 0;
+            for (int64_t p = 0; p < k; ++p) {
+              acc += static_cast<double>(a[(g * m + i) * k + p]) * b[(g * k + p) * n + j];
+            }
+            c[(g * m + i) * n + j] = static_cast<float>(acc);
+          }
+        }
+      }
+      continue;
+    }
+    const std::string entry = l.at("entry").get<std::string>();
+    auto kernel = reinterpret_cast<void (*)(void**)>(dlsym(lib, ("mt_emul_" + entry).c_str()));
+    if (kernel == nullptr) return Fail("no entry " + entry);
+    const std::string body = EntryText(sources.at(l.at("module").get<size_t>()), entry);
+    // The prelude's warp folds wrap __shfl_xor_sync as mt_shfl_xor.
+    const bool synchronizes =
+        body.find("__syncthreads") != std::string::npos || body.find("shfl") != std::string::npos;
+    const unsigned gx = l.at("grid").at(0), gy = l.at("grid").at(1), gz = l.at("grid").at(2);
+    const unsigned block = l.at("block");
+    if (block > 1024) return Fail("a block of more than 1024 threads");
+    set_launch(gx, gy, gz, block, synchronizes ? 1 : 0);
+    for (unsigned z = 0; z < gz; ++z) {
+      for (unsigned y = 0; y < gy; ++y) {
+        for (unsigned x = 0; x < gx; ++x) {
+          if (!synchronizes) {
+            for (unsigned t = 0; t < block; ++t) {
+              set_thread(t, x, y, z);
+              kernel(args.data());
+            }
+            continue;
+          }
+          std::vector<std::thread> threads;
+          threads.reserve(block);
+          for (unsigned t = 0; t < block; ++t) {
+            threads.emplace_back([&, t] {
+              set_thread(t, x, y, z);
+              kernel(args.data());
+            });
+          }
+          for (std::thread& t : threads) t.join();
+        }
+      }
+    }
+  }
+  std::ofstream out(plan.at("outputs").get<std::string>(), std::ios::binary);
+  for (const json& r : plan.at("results")) {
+    const auto& b = buffers.at(r.at("buffer").get<size_t>());
+    out.write(reinterpret_cast<const char*>(b.data()), r.at("bytes").get<std::streamsize>());
+  }
+  if (!out) return Fail("cannot write the outputs");
+  std::printf("{\"ok\":true,\"device\":\"host emulator\",\"samples\":0}\n");
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc != 2) {
+    std::fprintf(stderr, "usage: mltune-gpu-emulator PLAN.json\n");
+    return 2;
+  }
+  try {
+    return Run(argv[1]);
+  } catch (const std::exception& e) {  // a plan missing a field or of the wrong type
+    return Fail(std::string("bad plan: ") + e.what());
+  }
+}
