@@ -94,6 +94,9 @@ struct RunCommand {
   // Also time each kernel inside the module's run (the profiled entry) and list them.
   bool kernel_times = false;
   std::string arch;  // --target gpu: the PTX's architecture ("": the device's, else sm_90)
+  // --target gpu: run the program on the host through mltune-gpu-emulator and check it (no GPU
+  // needed, nothing timed).
+  bool emulate = false;
 };
 // `mltune run`: compiles the module for the CPU (generated kernels), runs it, optionally checks it
 // against the evaluator, and prints its latency (median and spread).

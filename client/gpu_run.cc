@@ -48,7 +48,7 @@ int RunGpuRun(const RunCommand& cmd, std::ostream& out, std::ostream& err) {
   gpu::NvrtcOptions nvrtc;
   if (!cmd.arch.empty()) {
     nvrtc.arch = cmd.arch;
-  } else if (device.ok()) {
+  } else if (device.ok() && !cmd.emulate) {
     nvrtc.arch = device->Arch();
   }
   std::map<std::string, int> kinds;
@@ -72,6 +72,30 @@ int RunGpuRun(const RunCommand& cmd, std::ostream& out, std::ostream& err) {
   out << "compiled: " << lowered->kernels.size() << " kernels to PTX for " << nvrtc.arch << " ("
       << program->cache_hits << " from the cache) in " << absl::StrFormat("%.2f s", seconds) << ", "
       << program->launches.size() << " launches\n";
+  if (cmd.emulate) {
+    // The generated code's semantics on the host: indexing, arithmetic, the GEMMs' operands.
+    gpu::GpuMeasureOptions options;
+    options.runner = gpu::GpuEmulatorPath();
+    options.timeout_seconds = 3600;
+    if (options.runner.empty()) {
+      err << "error: this build has no mltune-gpu-emulator (no CUDA toolkit)\n";
+      return 1;
+    }
+    const auto c0 = std::chrono::steady_clock::now();
+    int64_t ill = 0;
+    const absl::Status s =
+        gpu::CheckGpuAgainstEvaluator(*original, *program, cmd.seed, options, nullptr, &ill);
+    const double check_s =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - c0).count();
+    if (!s.ok()) {
+      out << "check (emulated on the host): MISMATCH: " << s.message() << "\n";
+      return 1;
+    }
+    out << "check (emulated on the host): matches the reference evaluator (seed " << cmd.seed << ")"
+        << (ill > 0 ? absl::StrCat("; ", ill, " ill-conditioned element(s)") : "") << " in "
+        << absl::StrFormat("%.1f s", check_s) << "\n";
+    return 0;
+  }
   if (!device.ok()) {
     err << "error: no GPU to run on: " << device.status().message() << "\n";
     return 1;

@@ -148,6 +148,9 @@ int main(int argc, char** argv) {
   run_cmd->add_flag("--json", run.json, "Also print the figures as JSON");
   run_cmd->add_option("--emit-source", run.emit_source,
                       "Write the generated C++ source of the module to this file");
+  run_cmd->add_flag("--emulate", run.emulate,
+                    "--target gpu: run the generated CUDA on the host CPU (mltune-gpu-emulator) "
+                    "and check it against the evaluator; no GPU needed, nothing timed");
   run_cmd->add_flag("--kernel-times", run.kernel_times,
                     "Also time each kernel inside the module's run and list them, slowest first, "
                     "with the GFLOP/s of dots and convolutions");

@@ -9,6 +9,7 @@
 //   runner)
 #include <dlfcn.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -236,14 +237,18 @@ int Run(const std::string& plan_path) {
       const float* a = static_cast<const float*>(args.at(0));
       const float* b = static_cast<const float*>(args.at(1));
       float* c = static_cast<float*>(args.at(2));
+      // Accumulated in double, row by row (i, p, j order: B read along its rows).
+      std::vector<double> row(static_cast<size_t>(n));
       for (int64_t g = 0; g < batch; ++g) {
         for (int64_t i = 0; i < m; ++i) {
+          std::fill(row.begin(), row.end(), 0.0);
+          for (int64_t p = 0; p < k; ++p) {
+            const double av = a[(g * m + i) * k + p];
+            const float* brow = b + (g * k + p) * n;
+            for (int64_t j = 0; j < n; ++j) row[static_cast<size_t>(j)] += av * brow[j];
+          }
           for (int64_t j = 0; j < n; ++j) {
-            double acc = 0;
-            for (int64_t p = 0; p < k; ++p) {
-              acc += static_cast<double>(a[(g * m + i) * k + p]) * b[(g * k + p) * n + j];
-            }
-            c[(g * m + i) * n + j] = static_cast<float>(acc);
+            c[(g * m + i) * n + j] = static_cast<float>(row[static_cast<size_t>(j)]);
           }
         }
       }

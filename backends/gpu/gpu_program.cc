@@ -321,17 +321,27 @@ absl::StatusOr<GpuModuleProgram> CompileGpuKernel(const cpu::LoweredModule& lowe
   return program;
 }
 
-std::string GpuRunnerPath() {
-  if (const char* env = std::getenv("MLTUNE_GPU_RUNNER"); env != nullptr && env[0] != '\0') {
-    return env;
-  }
+namespace {
+
+std::string ChildPath(const char* env_name, const char* file, const char* build_path) {
+  if (const char* env = std::getenv(env_name); env != nullptr && env[0] != '\0') return env;
   std::error_code ec;
   const fs::path self = fs::read_symlink("/proc/self/exe", ec);
   if (!ec) {
-    const fs::path sibling = self.parent_path() / "mltune-gpu-runner";
+    const fs::path sibling = self.parent_path() / file;
     if (access(sibling.c_str(), X_OK) == 0) return sibling.string();
   }
-  return MLTUNE_GPU_RUNNER_BUILD_PATH;
+  return build_path;
+}
+
+}  // namespace
+
+std::string GpuRunnerPath() {
+  return ChildPath("MLTUNE_GPU_RUNNER", "mltune-gpu-runner", MLTUNE_GPU_RUNNER_BUILD_PATH);
+}
+
+std::string GpuEmulatorPath() {
+  return ChildPath("MLTUNE_GPU_EMULATOR", "mltune-gpu-emulator", MLTUNE_GPU_EMULATOR_BUILD_PATH);
 }
 
 absl::StatusOr<GpuTiming> MeasureGpu(const GpuModuleProgram& program, uint64_t seed,

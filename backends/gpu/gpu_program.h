@@ -86,6 +86,9 @@ struct GpuTiming {
 // The runner executable: $MLTUNE_GPU_RUNNER, else next to the running program, else the build
 // tree's; "" where this build has none (no CUDA toolkit).
 std::string GpuRunnerPath();
+// mltune-gpu-emulator: $MLTUNE_GPU_EMULATOR, else next to the running program, else the build
+// tree's; "" where this build has none.
+std::string GpuEmulatorPath();
 
 // Times the program on seeded random inputs.
 absl::StatusOr<GpuTiming> MeasureGpu(const GpuModuleProgram& program, uint64_t seed,
