@@ -69,7 +69,7 @@ int RunGpuRun(const RunCommand& cmd, std::ostream& out, std::ostream& err) {
   }
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  out << "compiled: " << lowered->kernels.size() << " kernels to PTX for " << nvrtc.arch << " ("
+  out << "compiled: " << program->ptx.size() << " kernels to PTX for " << nvrtc.arch << " ("
       << program->cache_hits << " from the cache) in " << absl::StrFormat("%.2f s", seconds) << ", "
       << program->launches.size() << " launches\n";
   if (cmd.emulate) {

@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -149,18 +150,34 @@ std::string EntryText(const std::string& source, const std::string& entry) {
 // Compiles the plan's modules into one shared object (cached by its text) and loads it.
 void* BuildAndLoad(const std::vector<std::string>& sources, const json& launches,
                    std::string* error) {
+  // Each module in a namespace of its own, its entries C++ functions there (the modules of a while
+  // loop's condition and body reuse the entry's names), called through C wrappers.
   std::string text = kShim;
   for (size_t i = 0; i < sources.size(); ++i) {
-    text += "namespace mt_m" + std::to_string(i) + " {\n" + sources[i] + "\n}\n";
+    std::string source = sources[i];
+    for (size_t at = source.find("extern \"C\" "); at != std::string::npos;
+         at = source.find("extern \"C\" ", at)) {
+      source.erase(at, 11);
+    }
+    text += "namespace mt_m" + std::to_string(i) + " {\n" + source + "\n}\n";
   }
-  for (const json& l : launches) {
-    if (l.value("kind", "") == "gemm") continue;
-    const std::string entry = l.at("entry").get<std::string>();
-    const std::string wrapper = "mt_emul_" + entry;
-    if (text.find(" " + wrapper + "(") != std::string::npos) continue;
-    text += "extern \"C\" void " + wrapper + "(void** a) { mt_call(&mt_m" +
-            std::to_string(l.at("module").get<size_t>()) + "::" + entry + ", a); }\n";
-  }
+  std::function<void(const json&)> wrap = [&](const json& list) {
+    for (const json& l : list) {
+      const std::string kind = l.value("kind", "");
+      if (kind == "while") {
+        wrap(l.at("cond"));
+        wrap(l.at("body"));
+      }
+      if (!kind.empty()) continue;
+      const std::string module = std::to_string(l.at("module").get<size_t>());
+      const std::string entry = l.at("entry").get<std::string>();
+      const std::string wrapper = "mt_emul_" + module + "_" + entry;
+      if (text.find(" " + wrapper + "(") != std::string::npos) continue;
+      text += "extern \"C\" void " + wrapper + "(void** a) { mt_call(&mt_m" + module +
+              "::" + entry + ", a); }\n";
+    }
+  };
+  wrap(launches);
   const char* cache = std::getenv("MLTUNE_GPU_KERNEL_CACHE");
   const fs::path dir =
       fs::path(cache != nullptr && cache[0] != '\0'
@@ -195,6 +212,92 @@ void* BuildAndLoad(const std::vector<std::string>& sources, const json& launches
   return lib;
 }
 
+using Buffers = std::vector<std::vector<long double>>;
+using ThreadFn = void (*)(unsigned, unsigned, unsigned, unsigned);
+using LaunchFn = void (*)(unsigned, unsigned, unsigned, unsigned, int);
+
+// Runs one launch of the plan; an error message, or "".
+std::string RunLaunch(const json& l, void* lib, const std::vector<std::string>& sources,
+                      Buffers& buffers, ThreadFn set_thread, LaunchFn set_launch,
+                      const std::function<std::string(const json&)>& run) {
+  const std::string kind = l.value("kind", "");
+  if (kind == "copy") {
+    void* to = buffers.at(l.at("args").at(1).get<size_t>()).data();
+    const void* from = buffers.at(l.at("args").at(0).get<size_t>()).data();
+    std::memmove(to, from, l.at("bytes").get<size_t>());
+    return std::string();
+  }
+  if (kind == "while") {
+    const char* pred = reinterpret_cast<const char*>(buffers.at(l.at("pred").get<size_t>()).data());
+    while (true) {
+      if (std::string e = run(l.at("cond")); !e.empty()) return e;
+      if (*pred == 0) return std::string();
+      if (std::string e = run(l.at("body")); !e.empty()) return e;
+    }
+  }
+  std::vector<void*> args;
+  for (const json& a : l.at("args")) args.push_back(buffers.at(a.get<size_t>()).data());
+  if (kind == "gemm") {
+    // Row-major C[m,n] = A[m,k] B[k,n], `batch` times.
+    const int64_t batch = l.at("batch"), m = l.at("m"), n = l.at("n"), k = l.at("k");
+    const float* a = static_cast<const float*>(args.at(0));
+    const float* b = static_cast<const float*>(args.at(1));
+    float* c = static_cast<float*>(args.at(2));
+    // Accumulated in double, row by row (i, p, j order: B read along its rows).
+    std::vector<double> row(static_cast<size_t>(n));
+    for (int64_t g = 0; g < batch; ++g) {
+      for (int64_t i = 0; i < m; ++i) {
+        std::fill(row.begin(), row.end(), 0.0);
+        for (int64_t p = 0; p < k; ++p) {
+          const double av = a[(g * m + i) * k + p];
+          const float* brow = b + (g * k + p) * n;
+          for (int64_t j = 0; j < n; ++j) row[static_cast<size_t>(j)] += av * brow[j];
+        }
+        for (int64_t j = 0; j < n; ++j) {
+          c[(g * m + i) * n + j] = static_cast<float>(row[static_cast<size_t>(j)]);
+        }
+      }
+    }
+    return std::string();
+  }
+  const std::string entry = l.at("entry").get<std::string>();
+  const std::string module = std::to_string(l.at("module").get<size_t>());
+  auto kernel =
+      reinterpret_cast<void (*)(void**)>(dlsym(lib, ("mt_emul_" + module + "_" + entry).c_str()));
+  if (kernel == nullptr) return std::string("no entry " + entry);
+  const std::string body = EntryText(sources.at(l.at("module").get<size_t>()), entry);
+  // The prelude's warp folds wrap __shfl_xor_sync as mt_shfl_xor.
+  const bool synchronizes =
+      body.find("__syncthreads") != std::string::npos || body.find("shfl") != std::string::npos;
+  const unsigned gx = l.at("grid").at(0), gy = l.at("grid").at(1), gz = l.at("grid").at(2);
+  const unsigned block = l.at("block");
+  if (block > 1024) return std::string("a block of more than 1024 threads");
+  set_launch(gx, gy, gz, block, synchronizes ? 1 : 0);
+  for (unsigned z = 0; z < gz; ++z) {
+    for (unsigned y = 0; y < gy; ++y) {
+      for (unsigned x = 0; x < gx; ++x) {
+        if (!synchronizes) {
+          for (unsigned t = 0; t < block; ++t) {
+            set_thread(t, x, y, z);
+            kernel(args.data());
+          }
+          continue;
+        }
+        std::vector<std::thread> threads;
+        threads.reserve(block);
+        for (unsigned t = 0; t < block; ++t) {
+          threads.emplace_back([&, t] {
+            set_thread(t, x, y, z);
+            kernel(args.data());
+          });
+        }
+        for (std::thread& t : threads) t.join();
+      }
+    }
+  }
+  return std::string();
+}
+
 int Run(const std::string& plan_path) {
   const json plan = json::parse(ReadFile(plan_path));
   if (plan.value("max_reps", 0) > 0)
@@ -209,15 +312,13 @@ int Run(const std::string& plan_path) {
   std::string error;
   void* lib = BuildAndLoad(sources, launches, &error);
   if (lib == nullptr) return Fail(error);
-  using ThreadFn = void (*)(unsigned, unsigned, unsigned, unsigned);
-  using LaunchFn = void (*)(unsigned, unsigned, unsigned, unsigned, int);
   auto set_thread = reinterpret_cast<ThreadFn>(dlsym(lib, "mt_emul_thread"));
   auto set_launch = reinterpret_cast<LaunchFn>(dlsym(lib, "mt_emul_launch"));
   if (set_thread == nullptr || set_launch == nullptr)
     return Fail("the shim's entry points are missing");
 
   // Buffers as 16-byte-aligned zeroed storage (float4 stores).
-  std::vector<std::vector<long double>> buffers;
+  Buffers buffers;
   for (const json& b : plan.at("buffers")) {
     buffers.emplace_back((b.get<size_t>() + sizeof(long double) - 1) / sizeof(long double));
   }
@@ -228,66 +329,26 @@ int Run(const std::string& plan_path) {
     inputs.read(reinterpret_cast<char*>(b.data()), static_cast<std::streamsize>(bytes));
     if (inputs.gcount() != static_cast<std::streamsize>(bytes)) return Fail("input file too short");
   }
-  for (const json& l : launches) {
-    std::vector<void*> args;
-    for (const json& a : l.at("args")) args.push_back(buffers.at(a.get<size_t>()).data());
-    if (l.value("kind", "") == "gemm") {
-      // Row-major C[m,n] = A[m,k] B[k,n], `batch` times.
-      const int64_t batch = l.at("batch"), m = l.at("m"), n = l.at("n"), k = l.at("k");
-      const float* a = static_cast<const float*>(args.at(0));
-      const float* b = static_cast<const float*>(args.at(1));
-      float* c = static_cast<float*>(args.at(2));
-      // Accumulated in double, row by row (i, p, j order: B read along its rows).
-      std::vector<double> row(static_cast<size_t>(n));
-      for (int64_t g = 0; g < batch; ++g) {
-        for (int64_t i = 0; i < m; ++i) {
-          std::fill(row.begin(), row.end(), 0.0);
-          for (int64_t p = 0; p < k; ++p) {
-            const double av = a[(g * m + i) * k + p];
-            const float* brow = b + (g * k + p) * n;
-            for (int64_t j = 0; j < n; ++j) row[static_cast<size_t>(j)] += av * brow[j];
-          }
-          for (int64_t j = 0; j < n; ++j) {
-            c[(g * m + i) * n + j] = static_cast<float>(row[static_cast<size_t>(j)]);
-          }
-        }
-      }
-      continue;
-    }
-    const std::string entry = l.at("entry").get<std::string>();
-    auto kernel = reinterpret_cast<void (*)(void**)>(dlsym(lib, ("mt_emul_" + entry).c_str()));
-    if (kernel == nullptr) return Fail("no entry " + entry);
-    const std::string body = EntryText(sources.at(l.at("module").get<size_t>()), entry);
-    // The prelude's warp folds wrap __shfl_xor_sync as mt_shfl_xor.
-    const bool synchronizes =
-        body.find("__syncthreads") != std::string::npos || body.find("shfl") != std::string::npos;
-    const unsigned gx = l.at("grid").at(0), gy = l.at("grid").at(1), gz = l.at("grid").at(2);
-    const unsigned block = l.at("block");
-    if (block > 1024) return Fail("a block of more than 1024 threads");
-    set_launch(gx, gy, gz, block, synchronizes ? 1 : 0);
-    for (unsigned z = 0; z < gz; ++z) {
-      for (unsigned y = 0; y < gy; ++y) {
-        for (unsigned x = 0; x < gx; ++x) {
-          if (!synchronizes) {
-            for (unsigned t = 0; t < block; ++t) {
-              set_thread(t, x, y, z);
-              kernel(args.data());
-            }
-            continue;
-          }
-          std::vector<std::thread> threads;
-          threads.reserve(block);
-          for (unsigned t = 0; t < block; ++t) {
-            threads.emplace_back([&, t] {
-              set_thread(t, x, y, z);
-              kernel(args.data());
-            });
-          }
-          for (std::thread& t : threads) t.join();
-        }
-      }
+  // Constant buffers, their bytes one after another in one file.
+  if (plan.contains("constants")) {
+    std::ifstream in(plan.at("constants_file").get<std::string>(), std::ios::binary);
+    for (const json& c : plan.at("constants")) {
+      auto& b = buffers.at(c.at("buffer").get<size_t>());
+      const std::streamsize bytes = c.at("bytes").get<std::streamsize>();
+      in.read(reinterpret_cast<char*>(b.data()), bytes);
+      if (in.gcount() != bytes) return Fail("constants file too short");
     }
   }
+  std::function<std::string(const json&)> run = [&](const json& list) -> std::string {
+    for (const json& l : list) {
+      if (std::string e = RunLaunch(l, lib, sources, buffers, set_thread, set_launch, run);
+          !e.empty()) {
+        return e;
+      }
+    }
+    return std::string();
+  };
+  if (std::string e = run(launches); !e.empty()) return Fail(e);
   std::ofstream out(plan.at("outputs").get<std::string>(), std::ios::binary);
   for (const json& r : plan.at("results")) {
     const auto& b = buffers.at(r.at("buffer").get<size_t>());

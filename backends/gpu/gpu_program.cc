@@ -61,6 +61,41 @@ GpuTiming TimingOf(const json& j) {
   return t;
 }
 
+json LaunchesJson(const std::vector<GpuModuleProgram::Launch>& list) {
+  using Kind = GpuModuleProgram::Launch::Kind;
+  json launches = json::array();
+  for (const GpuModuleProgram::Launch& l : list) {
+    switch (l.kind) {
+      case Kind::kGemm:
+        launches.push_back({{"kind", "gemm"},
+                            {"batch", l.batch},
+                            {"m", l.m},
+                            {"n", l.n},
+                            {"k", l.k},
+                            {"algo", l.algo},
+                            {"args", l.args}});
+        break;
+      case Kind::kCopy:
+        launches.push_back({{"kind", "copy"}, {"args", l.args}, {"bytes", l.bytes}});
+        break;
+      case Kind::kWhile:
+        launches.push_back({{"kind", "while"},
+                            {"cond", LaunchesJson(l.cond)},
+                            {"pred", l.pred},
+                            {"body", LaunchesJson(l.body)}});
+        break;
+      case Kind::kKernel:
+        launches.push_back({{"module", l.module},
+                            {"entry", l.entry},
+                            {"grid", {l.grid[0], l.grid[1], l.grid[2]}},
+                            {"block", l.block},
+                            {"args", l.args}});
+        break;
+    }
+  }
+  return launches;
+}
+
 // Writes the PTX files and the plan; returns the plan's path.
 absl::StatusOr<std::string> WritePlan(const GpuModuleProgram& program,
                                       const GpuMeasureOptions& options, TempFiles* files,
@@ -107,23 +142,19 @@ absl::StatusOr<std::string> WritePlan(const GpuModuleProgram& program,
     if (r.buffer >= 0) results.push_back({{"buffer", r.buffer}, {"bytes", r.shape.ByteSize()}});
   }
   plan["results"] = results;
-  json launches = json::array();
-  for (const GpuModuleProgram::Launch& l : program.launches) {
-    if (l.gemm) {
-      launches.push_back({{"kind", "gemm"},
-                          {"batch", l.batch},
-                          {"m", l.m},
-                          {"n", l.n},
-                          {"k", l.k},
-                          {"algo", l.algo},
-                          {"args", l.args}});
-      continue;
+  json launches = LaunchesJson(program.launches);
+  if (!program.constants.empty()) {
+    // The constants' bytes, one after another in one file.
+    const std::string path = files->Add("constants.bin");
+    std::ofstream out(path, std::ios::binary);
+    json constants = json::array();
+    for (const GpuModuleProgram::Constant& c : program.constants) {
+      out.write(c.bytes.data(), static_cast<std::streamsize>(c.bytes.size()));
+      constants.push_back({{"buffer", c.buffer}, {"bytes", c.bytes.size()}});
     }
-    launches.push_back({{"module", l.module},
-                        {"entry", l.entry},
-                        {"grid", {l.grid[0], l.grid[1], l.grid[2]}},
-                        {"block", l.block},
-                        {"args", l.args}});
+    if (!out) return absl::InternalError(absl::StrCat("cannot write ", path));
+    plan["constants_file"] = path;
+    plan["constants"] = constants;
   }
   plan["launches"] = launches;
   const std::string path = files->Add("plan.json");
@@ -167,7 +198,8 @@ absl::StatusOr<json> RunRunner(const std::string& plan, const GpuMeasureOptions&
 absl::Status AppendKernel(const cpu::LoweredModule& lowered, const cpu::Kernel& k,
                           const cpu::KernelConfig& config, const NvrtcOptions& options,
                           std::unordered_map<const ir::Instruction*, int64_t>& buffer_of,
-                          GpuModuleProgram& program) {
+                          GpuModuleProgram& program,
+                          std::vector<GpuModuleProgram::Launch>& target) {
   auto add_buffer = [&](int64_t bytes) {
     program.buffer_bytes.push_back(bytes);
     return static_cast<int64_t>(program.buffer_bytes.size()) - 1;
@@ -203,7 +235,8 @@ absl::Status AppendKernel(const cpu::LoweredModule& lowered, const cpu::Kernel& 
   for (int64_t bytes : kp->workspaces) workspaces.push_back(add_buffer(bytes));
   for (const GpuLaunch& l : kp->launches) {
     GpuModuleProgram::Launch launch;
-    launch.gemm = l.kind == GpuLaunch::Kind::kGemm;
+    launch.kind = l.kind == GpuLaunch::Kind::kGemm ? GpuModuleProgram::Launch::Kind::kGemm
+                                                   : GpuModuleProgram::Launch::Kind::kKernel;
     launch.batch = l.batch;
     launch.m = l.m;
     launch.n = l.n;
@@ -227,15 +260,29 @@ absl::Status AppendKernel(const cpu::LoweredModule& lowered, const cpu::Kernel& 
           break;
       }
     }
-    program.launches.push_back(std::move(launch));
+    target.push_back(std::move(launch));
   }
   return absl::OkStatus();
+}
+
+// Whether the GPU runs `k`: a kernel it generates, or a while loop whose condition and body it
+// runs whole.
+bool Supported(const cpu::Kernel& k) {
+  if (k.kind == cpu::KernelKind::kWhile) {
+    for (const auto& called : k.called) {
+      for (const cpu::Kernel& inner : called->kernels) {
+        if (!Supported(inner)) return false;
+      }
+    }
+    return k.called.size() == 2;
+  }
+  return CheckGpuSupported(k).ok();
 }
 
 absl::Status CheckAllSupported(const cpu::LoweredModule& lowered) {
   std::vector<std::string> unsupported;
   for (const cpu::Kernel& k : lowered.kernels) {
-    if (!CheckGpuSupported(k).ok()) {
+    if (!Supported(k)) {
       unsupported.push_back(absl::StrCat(k.name, " (", cpu::KernelKindName(k.kind), ")"));
     }
   }
@@ -246,6 +293,146 @@ absl::Status CheckAllSupported(const cpu::LoweredModule& lowered) {
       absl::StrJoin(unsupported.begin(),
                     unsupported.begin() + std::min<size_t>(unsupported.size(), 8), ", "),
       unsupported.size() > 8 ? ", ..." : ""));
+}
+
+// A buffer holding constant `base`'s bytes.
+int64_t ConstantBuffer(const ir::Instruction* base, GpuModuleProgram& program) {
+  program.buffer_bytes.push_back(base->shape().ByteSize());
+  const int64_t b = static_cast<int64_t>(program.buffer_bytes.size()) - 1;
+  program.constants.push_back(
+      {b, std::string(reinterpret_cast<const char*>(base->literal->untyped_data()),
+                      static_cast<size_t>(base->shape().ByteSize()))});
+  return b;
+}
+
+// The buffer of value `v` (a kernel's output or a parameter), or a new constant buffer.
+absl::StatusOr<int64_t> BufferOf(const ir::Instruction* v,
+                                 std::unordered_map<const ir::Instruction*, int64_t>& buffer_of,
+                                 GpuModuleProgram& program) {
+  auto it = buffer_of.find(v);
+  if (it == buffer_of.end()) it = buffer_of.find(cpu::BaseValue(v));
+  if (it != buffer_of.end()) return it->second;
+  const ir::Instruction* base = cpu::BaseValue(v);
+  if (base->opcode() == ir::Opcode::kConstant && base->literal.has_value()) {
+    const int64_t b = ConstantBuffer(base, program);
+    buffer_of[base] = b;
+    return b;
+  }
+  return absl::InternalError(absl::StrCat("'", v->name(), "' has no buffer"));
+}
+
+absl::Status AppendComputation(const cpu::LoweredModule& sub,
+                               const std::vector<int64_t>& param_buffers,
+                               const std::vector<cpu::KernelConfig>& configs,
+                               const NvrtcOptions& options, GpuModuleProgram& program,
+                               std::vector<GpuModuleProgram::Launch>& target,
+                               std::vector<int64_t>* results);
+
+// A while loop: its state in buffers of its own (the kernel's outputs), set from its operand,
+// then the condition's launches and, while its predicate holds, the body's and a copy of the
+// body's results into the state.
+absl::Status AppendWhile(const cpu::Kernel& k, const NvrtcOptions& options,
+                         std::unordered_map<const ir::Instruction*, int64_t>& buffer_of,
+                         GpuModuleProgram& program, std::vector<GpuModuleProgram::Launch>& target) {
+  using Launch = GpuModuleProgram::Launch;
+  if (k.outputs.size() != k.operand_leaves.size()) {
+    return absl::InternalError(absl::StrCat("while '", k.name, "': ", k.outputs.size(),
+                                            " state buffers for ", k.operand_leaves.size(),
+                                            " operand leaves"));
+  }
+  auto add_buffer = [&](int64_t bytes) {
+    program.buffer_bytes.push_back(bytes);
+    return static_cast<int64_t>(program.buffer_bytes.size()) - 1;
+  };
+  auto copy = [](int64_t from, int64_t to, int64_t bytes) {
+    Launch c;
+    c.kind = Launch::Kind::kCopy;
+    c.args = {from, to};
+    c.bytes = bytes;
+    return c;
+  };
+  std::vector<int64_t> state;
+  for (size_t i = 0; i < k.outputs.size(); ++i) {
+    const int64_t bytes = k.outputs[i]->shape().ByteSize();
+    absl::StatusOr<int64_t> init = BufferOf(k.operand_leaves[i], buffer_of, program);
+    if (!init.ok()) return init.status();
+    state.push_back(add_buffer(bytes));
+    buffer_of[k.outputs[i]] = state.back();
+    target.push_back(copy(*init, state.back(), bytes));
+  }
+  Launch loop;
+  loop.kind = Launch::Kind::kWhile;
+  loop.kernel = k.id;
+  loop.entry = k.name;
+  std::vector<int64_t> pred, next;
+  if (absl::Status s =
+          AppendComputation(*k.called[0], state, {}, options, program, loop.cond, &pred);
+      !s.ok()) {
+    return s;
+  }
+  if (pred.size() != 1) {
+    return absl::InternalError(
+        absl::StrCat("while '", k.name, "': a condition of ", pred.size(), " results"));
+  }
+  loop.pred = pred[0];
+  if (absl::Status s =
+          AppendComputation(*k.called[1], state, {}, options, program, loop.body, &next);
+      !s.ok()) {
+    return s;
+  }
+  if (next.size() != state.size()) {
+    return absl::InternalError(absl::StrCat("while '", k.name, "': a body of ", next.size(),
+                                            " results for ", state.size(), " state buffers"));
+  }
+  // A result that is another leaf's state (the body permutes its parameters) is saved first, so
+  // that no copy reads a state buffer already overwritten.
+  for (size_t i = 0; i < next.size(); ++i) {
+    if (next[i] == state[i]) continue;
+    if (std::find(state.begin(), state.end(), next[i]) != state.end()) {
+      const int64_t bytes = program.buffer_bytes[static_cast<size_t>(next[i])];
+      const int64_t saved = add_buffer(bytes);
+      loop.body.push_back(copy(next[i], saved, bytes));
+      next[i] = saved;
+    }
+  }
+  for (size_t i = 0; i < next.size(); ++i) {
+    if (next[i] != state[i]) {
+      loop.body.push_back(
+          copy(next[i], state[i], program.buffer_bytes[static_cast<size_t>(state[i])]));
+    }
+  }
+  target.push_back(std::move(loop));
+  return absl::OkStatus();
+}
+
+absl::Status AppendComputation(const cpu::LoweredModule& sub,
+                               const std::vector<int64_t>& param_buffers,
+                               const std::vector<cpu::KernelConfig>& configs,
+                               const NvrtcOptions& options, GpuModuleProgram& program,
+                               std::vector<GpuModuleProgram::Launch>& target,
+                               std::vector<int64_t>* results) {
+  if (param_buffers.size() != sub.parameters.size()) {
+    return absl::InternalError(absl::StrCat("a computation of ", sub.parameters.size(),
+                                            " parameters given ", param_buffers.size()));
+  }
+  std::unordered_map<const ir::Instruction*, int64_t> buffer_of;
+  for (size_t i = 0; i < sub.parameters.size(); ++i)
+    buffer_of[sub.parameters[i]] = param_buffers[i];
+  for (const cpu::Kernel& k : sub.kernels) {
+    const size_t i = static_cast<size_t>(k.id);
+    absl::Status s =
+        k.kind == cpu::KernelKind::kWhile
+            ? AppendWhile(k, options, buffer_of, program, target)
+            : AppendKernel(sub, k, i < configs.size() ? configs[i] : cpu::KernelConfig{}, options,
+                           buffer_of, program, target);
+    if (!s.ok()) return s;
+  }
+  for (const ir::Instruction* r : sub.results) {
+    absl::StatusOr<int64_t> b = BufferOf(r, buffer_of, program);
+    if (!b.ok()) return b.status();
+    results->push_back(*b);
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace
@@ -266,9 +453,11 @@ absl::StatusOr<GpuModuleProgram> CompileGpuModule(const cpu::LoweredModule& lowe
   for (const cpu::Kernel& k : lowered.kernels) {
     const size_t i = static_cast<size_t>(k.id);
     const cpu::KernelConfig config = i < configs.size() ? configs[i] : cpu::KernelConfig{};
-    if (absl::Status s = AppendKernel(lowered, k, config, options, buffer_of, program); !s.ok()) {
-      return s;
-    }
+    absl::Status s =
+        k.kind == cpu::KernelKind::kWhile
+            ? AppendWhile(k, options, buffer_of, program, program.launches)
+            : AppendKernel(lowered, k, config, options, buffer_of, program, program.launches);
+    if (!s.ok()) return s;
   }
   for (const ir::Instruction* r : lowered.results) {
     GpuModuleProgram::Result result;
@@ -309,7 +498,9 @@ absl::StatusOr<GpuModuleProgram> CompileGpuKernel(const cpu::LoweredModule& lowe
     buffer_of[in] = b;
     program.params.push_back({b, in->shape()});
   }
-  if (absl::Status s = AppendKernel(lowered, k, config, options, buffer_of, program); !s.ok()) {
+  if (absl::Status s =
+          AppendKernel(lowered, k, config, options, buffer_of, program, program.launches);
+      !s.ok()) {
     return s;
   }
   for (const ir::Instruction* o : k.outputs) {

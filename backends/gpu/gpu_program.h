@@ -34,15 +34,28 @@ struct GpuModuleProgram {
     std::optional<ir::Literal> constant;  // a result the module computes at compile time
   };
   std::vector<Result> results;  // the entry's result leaves, in order
+  // Buffers that start as a constant's bytes (a while loop's initial state, say).
+  struct Constant {
+    int64_t buffer;
+    std::string bytes;
+  };
+  std::vector<Constant> constants;
   struct Launch {
-    bool gemm = false;  // a cuBLASLt GEMM (GpuLaunch::Kind::kGemm), not a generated kernel
-    int64_t module;     // index into ptx
-    int32_t kernel;     // LoweredModule::kernels index
+    // kKernel: a generated kernel; kGemm: cuBLASLt (GpuLaunch::Kind::kGemm); kCopy: args[0] to
+    // args[1], `bytes`; kWhile: `cond`, then while the byte in buffer `pred` is nonzero, `body`
+    // and `cond` again (host-driven: the runner reads the predicate back each trip).
+    enum class Kind { kKernel, kGemm, kCopy, kWhile };
+    Kind kind = Kind::kKernel;
+    int64_t module = 0;  // index into ptx
+    int32_t kernel = 0;  // LoweredModule::kernels index (of the entry's module)
     std::string entry;
-    int64_t grid[3];
-    int32_t block;
+    int64_t grid[3] = {1, 1, 1};
+    int32_t block = 1;
     std::vector<int64_t> args;                         // buffer indices
     int64_t batch = 1, m = 1, n = 1, k = 1, algo = 1;  // a GEMM's shape and algorithm
+    int64_t bytes = 0;                                 // kCopy
+    int64_t pred = -1;                                 // kWhile
+    std::vector<Launch> cond, body;                    // kWhile
   };
   std::vector<Launch> launches;
   int64_t cache_hits = 0;  // kernels whose PTX came from the cache

@@ -18,6 +18,7 @@
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <functional>
 #include <sstream>
 #include <string>
 #include <type_traits>
@@ -48,6 +49,7 @@ struct Driver {
   decltype(&cuMemcpyDtoH) dtoh;
   decltype(&cuMemsetD8) memset;
   decltype(&cuMemsetD8Async) memset_async;
+  decltype(&cuMemcpyDtoDAsync) copy_async;
   decltype(&cuLaunchKernel) launch;
   decltype(&cuEventCreate) event_create;
   decltype(&cuEventRecord) event_record;
@@ -144,6 +146,7 @@ std::string LoadDriver(Driver* d) {
   get(&d->dtoh, "cuMemcpyDtoH_v2");
   get(&d->memset, "cuMemsetD8_v2");
   get(&d->memset_async, "cuMemsetD8Async");
+  get(&d->copy_async, "cuMemcpyDtoDAsync_v2");
   get(&d->launch, "cuLaunchKernel");
   get(&d->event_create, "cuEventCreate");
   get(&d->event_record, "cuEventRecord");
@@ -313,15 +316,34 @@ int Run(int argc, char** argv) {
     }
     if (!host.empty()) MT_CHECK(d.htod(buffers[buffer], host.data(), host.size()), "cuMemcpyHtoD");
   }
+  // Constant buffers (a while loop's initial state), their bytes one after another in one file.
+  if (plan.contains("constants")) {
+    std::ifstream in(plan.at("constants_file").get<std::string>(), std::ios::binary);
+    for (const json& c : plan.at("constants")) {
+      std::vector<char> host(c.at("bytes").get<size_t>());
+      in.read(host.data(), static_cast<std::streamsize>(host.size()));
+      if (in.gcount() != static_cast<std::streamsize>(host.size())) {
+        return Fail("constants file too short");
+      }
+      if (!host.empty()) {
+        MT_CHECK(d.htod(buffers.at(c.at("buffer").get<size_t>()), host.data(), host.size()),
+                 "cuMemcpyHtoD");
+      }
+    }
+  }
   // Launches.
   struct Launch {
+    enum Kind { kKernel, kGemm, kCopy, kWhile };
+    Kind kind = kKernel;
     CUfunction fn;
     unsigned grid[3];
     unsigned block;
     std::vector<CUdeviceptr> args;
+    size_t bytes = 0;                // kCopy
+    CUdeviceptr pred = 0;            // kWhile: the condition's byte
+    std::vector<Launch> cond, body;  // kWhile
     // A cuBLASLt GEMM: row-major C[m,n] = A[m,k] B[k,n] is column-major C^T = B^T A^T, so
     // cuBLASLt's A is our B (n x k, leading dimension n), its B our A (k x m, leading k).
-    bool gemm = false;
     cublasLtMatmulDesc_t desc;
     cublasLtMatrixLayout_t a_layout, b_layout, c_layout;
     cublasLtMatmulAlgo_t algo;
@@ -334,75 +356,110 @@ int Run(int argc, char** argv) {
     if (s == CUBLAS_STATUS_SUCCESS) return "";
     return what + ": " + lt.status_string(s);
   };
-  for (const json& l : plan.at("launches")) {
-    Launch launch{};
-    if (l.value("kind", "") == "gemm") {
-      if (lt_handle == nullptr) {
-        if (std::string e = LoadLt(&lt); !e.empty()) return Fail(e);
-        if (std::string e = lt_check(lt.create(&lt_handle), "cublasLtCreate"); !e.empty()) {
-          return Fail(e);
-        }
-        MT_CHECK(d.alloc(&lt_workspace, kLtWorkspaceBytes), "cuMemAlloc (cuBLASLt workspace)");
+  // A cuBLASLt GEMM's descriptors and the heuristic's algorithm `algo`.
+  auto ParseGemm = [&](const json& l, Launch* g) -> std::string {
+    if (lt_handle == nullptr) {
+      if (std::string e = LoadLt(&lt); !e.empty()) return e;
+      if (std::string e = lt_check(lt.create(&lt_handle), "cublasLtCreate"); !e.empty()) return e;
+      if (std::string e =
+              check(d.alloc(&lt_workspace, kLtWorkspaceBytes), "cuMemAlloc (cuBLASLt workspace)");
+          !e.empty()) {
+        return e;
       }
-      launch.gemm = true;
-      const int64_t batch = l.at("batch").get<int64_t>(), m = l.at("m").get<int64_t>();
-      const int64_t n = l.at("n").get<int64_t>(), k = l.at("k").get<int64_t>();
-      const int64_t algo = l.at("algo").get<int64_t>();
-      for (const json& a : l.at("args")) launch.args.push_back(buffers.at(a.get<size_t>()));
-      if (launch.args.size() != 3) return Fail("a gemm launch takes 3 buffers (A, B, C)");
-      std::string e = lt_check(lt.desc_create(&launch.desc, CUBLAS_COMPUTE_32F, CUDA_R_32F),
-                               "cublasLtMatmulDescCreate");
-      auto layout = [&](cublasLtMatrixLayout_t* out, int64_t rows, int64_t cols, int64_t stride) {
-        if (!e.empty()) return;
-        e = lt_check(lt.layout_create(out, CUDA_R_32F, static_cast<uint64_t>(rows),
-                                      static_cast<uint64_t>(cols), rows),
-                     "cublasLtMatrixLayoutCreate");
-        if (!e.empty() || batch == 1) return;
-        const int32_t count = static_cast<int32_t>(batch);
-        e = lt_check(lt.layout_set(*out, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &count, sizeof(count)),
-                     "batch count");
-        if (e.empty()) {
-          e = lt_check(lt.layout_set(*out, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &stride,
-                                     sizeof(stride)),
-                       "batch stride");
-        }
-      };
-      layout(&launch.a_layout, n, k, n * k);
-      layout(&launch.b_layout, k, m, k * m);
-      layout(&launch.c_layout, n, m, n * m);
-      if (!e.empty()) return Fail(e);
-      cublasLtMatmulPreference_t pref;
-      uint64_t ws = kLtWorkspaceBytes;
-      e = lt_check(lt.pref_create(&pref), "cublasLtMatmulPreferenceCreate");
-      if (e.empty()) {
-        e = lt_check(lt.pref_set(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof(ws)),
-                     "workspace preference");
-      }
-      cublasLtMatmulHeuristicResult_t results[8];
-      int returned = 0;
-      if (e.empty()) {
-        e = lt_check(lt.heuristic(lt_handle, launch.desc, launch.a_layout, launch.b_layout,
-                                  launch.c_layout, launch.c_layout, pref, 8, results, &returned),
-                     "cublasLtMatmulAlgoGetHeuristic");
-      }
-      if (!e.empty()) return Fail(e);
-      if (algo < 1 || algo > returned) {
-        return Fail("cuBLASLt proposes " + std::to_string(returned) + " algorithms for this " +
-                    std::to_string(m) + "x" + std::to_string(n) + "x" + std::to_string(k) +
-                    " GEMM; algorithm " + std::to_string(algo) + " was asked for");
-      }
-      launch.algo = results[algo - 1].algo;
-      launches.push_back(std::move(launch));
-      continue;
     }
-    const std::string entry = l.at("entry").get<std::string>();
-    MT_CHECK(d.function(&launch.fn, modules.at(l.at("module").get<size_t>()), entry.c_str()),
-             "cuModuleGetFunction " + entry);
-    for (int i = 0; i < 3; ++i) launch.grid[i] = l.at("grid").at(i).get<unsigned>();
-    launch.block = l.at("block").get<unsigned>();
-    for (const json& a : l.at("args")) launch.args.push_back(buffers.at(a.get<size_t>()));
-    launches.push_back(std::move(launch));
-  }
+    g->kind = Launch::kGemm;
+    const int64_t batch = l.at("batch").get<int64_t>(), m = l.at("m").get<int64_t>();
+    const int64_t n = l.at("n").get<int64_t>(), k = l.at("k").get<int64_t>();
+    const int64_t algo = l.at("algo").get<int64_t>();
+    for (const json& a : l.at("args")) g->args.push_back(buffers.at(a.get<size_t>()));
+    if (g->args.size() != 3) return std::string("a gemm launch takes 3 buffers (A, B, C)");
+    std::string e = lt_check(lt.desc_create(&g->desc, CUBLAS_COMPUTE_32F, CUDA_R_32F),
+                             "cublasLtMatmulDescCreate");
+    auto layout = [&](cublasLtMatrixLayout_t* out, int64_t rows, int64_t cols, int64_t stride) {
+      if (!e.empty()) return;
+      e = lt_check(lt.layout_create(out, CUDA_R_32F, static_cast<uint64_t>(rows),
+                                    static_cast<uint64_t>(cols), rows),
+                   "cublasLtMatrixLayoutCreate");
+      if (!e.empty() || batch == 1) return;
+      const int32_t count = static_cast<int32_t>(batch);
+      e = lt_check(lt.layout_set(*out, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &count, sizeof(count)),
+                   "batch count");
+      if (e.empty()) {
+        e = lt_check(lt.layout_set(*out, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &stride,
+                                   sizeof(stride)),
+                     "batch stride");
+      }
+    };
+    layout(&g->a_layout, n, k, n * k);
+    layout(&g->b_layout, k, m, k * m);
+    layout(&g->c_layout, n, m, n * m);
+    if (!e.empty()) return e;
+    cublasLtMatmulPreference_t pref;
+    uint64_t ws = kLtWorkspaceBytes;
+    e = lt_check(lt.pref_create(&pref), "cublasLtMatmulPreferenceCreate");
+    if (e.empty()) {
+      e = lt_check(lt.pref_set(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof(ws)),
+                   "workspace preference");
+    }
+    cublasLtMatmulHeuristicResult_t results[8];
+    int returned = 0;
+    if (e.empty()) {
+      e = lt_check(lt.heuristic(lt_handle, g->desc, g->a_layout, g->b_layout, g->c_layout,
+                                g->c_layout, pref, 8, results, &returned),
+                   "cublasLtMatmulAlgoGetHeuristic");
+    }
+    if (!e.empty()) return e;
+    if (algo < 1 || algo > returned) {
+      return std::string("cuBLASLt proposes " + std::to_string(returned) + " algorithms for this " +
+                         std::to_string(m) + "x" + std::to_string(n) + "x" + std::to_string(k) +
+                         " GEMM; algorithm " + std::to_string(algo) + " was asked for");
+    }
+    g->algo = results[algo - 1].algo;
+    return std::string();
+  };
+  bool loops = false;  // host-driven while loops: no CUDA graph
+  std::function<std::string(const json&, std::vector<Launch>&)> parse =
+      [&](const json& list, std::vector<Launch>& out) -> std::string {
+    for (const json& l : list) {
+      Launch launch{};
+      const std::string kind = l.value("kind", "");
+      if (kind == "copy") {
+        launch.kind = Launch::kCopy;
+        for (const json& a : l.at("args")) launch.args.push_back(buffers.at(a.get<size_t>()));
+        if (launch.args.size() != 2) return std::string("a copy takes 2 buffers");
+        launch.bytes = l.at("bytes").get<size_t>();
+        out.push_back(std::move(launch));
+        continue;
+      }
+      if (kind == "while") {
+        loops = true;
+        launch.kind = Launch::kWhile;
+        launch.pred = buffers.at(l.at("pred").get<size_t>());
+        if (std::string e = parse(l.at("cond"), launch.cond); !e.empty()) return e;
+        if (std::string e = parse(l.at("body"), launch.body); !e.empty()) return e;
+        out.push_back(std::move(launch));
+        continue;
+      }
+      if (kind == "gemm") {
+        if (std::string e = ParseGemm(l, &launch); !e.empty()) return e;
+        out.push_back(std::move(launch));
+        continue;
+      }
+      const std::string entry = l.at("entry").get<std::string>();
+      if (std::string e =
+              check(d.function(&launch.fn, modules.at(l.at("module").get<size_t>()), entry.c_str()),
+                    "cuModuleGetFunction " + entry);
+          !e.empty()) {
+        return e;
+      }
+      for (int i = 0; i < 3; ++i) launch.grid[i] = l.at("grid").at(i).get<unsigned>();
+      launch.block = l.at("block").get<unsigned>();
+      for (const json& a : l.at("args")) launch.args.push_back(buffers.at(a.get<size_t>()));
+      out.push_back(std::move(launch));
+    }
+    return std::string();
+  };
+  if (std::string e = parse(plan.at("launches"), launches); !e.empty()) return Fail(e);
   const float one = 1.f, zero = 0.f;
   CUstream stream = nullptr;
   auto run_gemm = [&](Launch& l) -> std::string {
@@ -413,23 +470,44 @@ int Run(int argc, char** argv) {
                               reinterpret_cast<void*>(lt_workspace), kLtWorkspaceBytes, stream),
                     "cublasLtMatmul");
   };
-  auto run_launches = [&]() -> std::string {
-    for (Launch& l : launches) {
-      if (l.gemm) {
-        if (std::string e = run_gemm(l); !e.empty()) return e;
-        continue;
-      }
-      std::vector<void*> params;
-      for (CUdeviceptr& a : l.args) params.push_back(&a);
-      if (std::string e = check(d.launch(l.fn, l.grid[0], l.grid[1], l.grid[2], l.block, 1, 1, 0,
-                                         stream, params.data(), nullptr),
-                                "cuLaunchKernel");
-          !e.empty()) {
-        return e;
-      }
+  std::function<std::string(std::vector<Launch>&)> run_list;
+  auto run_one = [&](Launch& l) -> std::string {
+    switch (l.kind) {
+      case Launch::kGemm:
+        return run_gemm(l);
+      case Launch::kCopy:
+        return check(d.copy_async(l.args[1], l.args[0], l.bytes, stream), "cuMemcpyDtoDAsync");
+      case Launch::kWhile:
+        // The condition's byte read back each trip: the loop is driven from the host.
+        while (true) {
+          if (std::string e = run_list(l.cond); !e.empty()) return e;
+          if (std::string e = check(d.ctx_sync(), "a while loop's condition"); !e.empty()) {
+            return e;
+          }
+          char go = 0;
+          if (std::string e = check(d.dtoh(&go, l.pred, 1), "reading a while loop's condition");
+              !e.empty()) {
+            return e;
+          }
+          if (go == 0) return std::string();
+          if (std::string e = run_list(l.body); !e.empty()) return e;
+        }
+      case Launch::kKernel:
+        break;
     }
-    return "";
+    std::vector<void*> params;
+    for (CUdeviceptr& a : l.args) params.push_back(&a);
+    return check(d.launch(l.fn, l.grid[0], l.grid[1], l.grid[2], l.block, 1, 1, 0, stream,
+                          params.data(), nullptr),
+                 "cuLaunchKernel");
   };
+  run_list = [&](std::vector<Launch>& list) -> std::string {
+    for (Launch& l : list) {
+      if (std::string e = run_one(l); !e.empty()) return e;
+    }
+    return std::string();
+  };
+  auto run_launches = [&]() { return run_list(launches); };
   if (std::string e = run_launches(); !e.empty()) return Fail(e);
   MT_CHECK(d.ctx_sync(), "running the program");
   if (plan.contains("outputs")) {
@@ -462,8 +540,10 @@ int Run(int argc, char** argv) {
   // by its launch overhead; where the driver cannot capture them, they launch one by one.
   CUgraphExec graph = nullptr;
   std::string graph_note = "off";
-  if (plan.value("graph", true) && d.stream_create != nullptr && d.begin_capture != nullptr &&
-      d.end_capture != nullptr && d.graph_instantiate != nullptr && d.graph_launch != nullptr) {
+  if (loops) graph_note = "off: the program's while loops are driven from the host";
+  if (!loops && plan.value("graph", true) && d.stream_create != nullptr &&
+      d.begin_capture != nullptr && d.end_capture != nullptr && d.graph_instantiate != nullptr &&
+      d.graph_launch != nullptr) {
     CUstream s = nullptr;
     std::string e = check(d.stream_create(&s, CU_STREAM_NON_BLOCKING), "cuStreamCreate");
     if (e.empty()) {
@@ -541,16 +621,7 @@ int Run(int argc, char** argv) {
       for (int r = 0; r < std::clamp(static_cast<int>(n), 3, 20); ++r) {
         if (flush != 0) d.memset_async(flush, 0, flush_bytes, stream);
         d.event_record(start, stream);
-        std::vector<void*> params;
-        for (CUdeviceptr& a : launches[i].args) params.push_back(&a);
-        Launch& l = launches[i];
-        if (l.gemm) {
-          if (std::string e = run_gemm(l); !e.empty()) return Fail(e);
-        } else {
-          MT_CHECK(d.launch(l.fn, l.grid[0], l.grid[1], l.grid[2], l.block, 1, 1, 0, stream,
-                            params.data(), nullptr),
-                   "cuLaunchKernel");
-        }
+        if (std::string e = run_one(launches[i]); !e.empty()) return Fail(e);
         d.event_record(stop, stream);
         MT_CHECK(d.event_sync(stop), "running a launch");
         float ms = 0;

@@ -120,7 +120,7 @@ TEST(GpuProgramTest, LaunchesPassTheBuffersTheirEntriesTake) {
   std::set<int32_t> launched;
   for (const GpuModuleProgram::Launch& l : p.launches) {
     launched.insert(l.kernel);
-    if (l.gemm) continue;
+    if (l.kind != GpuModuleProgram::Launch::Kind::kKernel) continue;
     ASSERT_LT(l.module, static_cast<int64_t>(p.ptx.size()));
     EXPECT_EQ(PtxParams(p.ptx[static_cast<size_t>(l.module)], l.entry),
               static_cast<int>(l.args.size()))
@@ -140,7 +140,7 @@ TEST(GpuProgramTest, LaunchesPassTheBuffersTheirEntriesTake) {
   for (const GpuModuleProgram::Param& param : p.params) ready.insert(param.buffer);
   for (size_t i = 0; i < p.launches.size(); ++i) {
     const GpuModuleProgram::Launch& l = p.launches[i];
-    if (l.gemm) continue;
+    if (l.kind != GpuModuleProgram::Launch::Kind::kKernel) continue;
     const cpu::Kernel& k = c.lowered.kernels[static_cast<size_t>(l.kernel)];
     for (size_t a = 0; a < k.inputs.size() && a < l.args.size(); ++a) {
       EXPECT_TRUE(ready.count(l.args[a]) != 0) << l.entry << " reads buffer " << l.args[a];
