@@ -10,6 +10,7 @@
 #include <dlfcn.h>
 
 #include <algorithm>
+#include <barrier>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -273,28 +274,39 @@ std::string RunLaunch(const json& l, void* lib, const std::vector<std::string>& 
   const unsigned block = l.at("block");
   if (block > 1024) return std::string("a block of more than 1024 threads");
   set_launch(gx, gy, gz, block, synchronizes ? 1 : 0);
-  for (unsigned z = 0; z < gz; ++z) {
-    for (unsigned y = 0; y < gy; ++y) {
-      for (unsigned x = 0; x < gx; ++x) {
-        if (!synchronizes) {
+  if (!synchronizes) {
+    for (unsigned z = 0; z < gz; ++z) {
+      for (unsigned y = 0; y < gy; ++y) {
+        for (unsigned x = 0; x < gx; ++x) {
           for (unsigned t = 0; t < block; ++t) {
             set_thread(t, x, y, z);
             kernel(args.data());
           }
-          continue;
         }
-        std::vector<std::thread> threads;
-        threads.reserve(block);
-        for (unsigned t = 0; t < block; ++t) {
-          threads.emplace_back([&, t] {
-            set_thread(t, x, y, z);
-            kernel(args.data());
-          });
-        }
-        for (std::thread& t : threads) t.join();
       }
     }
+    return std::string();
   }
+  // A host thread per GPU thread of a block, made once per launch: the threads go through the
+  // blocks together, all of one block done before the next starts (its __shared__ statics are
+  // the next block's).
+  std::barrier<> done(block);
+  std::vector<std::thread> threads;
+  threads.reserve(block);
+  for (unsigned t = 0; t < block; ++t) {
+    threads.emplace_back([&, t] {
+      for (unsigned z = 0; z < gz; ++z) {
+        for (unsigned y = 0; y < gy; ++y) {
+          for (unsigned x = 0; x < gx; ++x) {
+            set_thread(t, x, y, z);
+            kernel(args.data());
+            done.arrive_and_wait();
+          }
+        }
+      }
+    });
+  }
+  for (std::thread& t : threads) t.join();
   return std::string();
 }
 
