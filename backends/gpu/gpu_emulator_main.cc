@@ -169,6 +169,9 @@ void* BuildAndLoad(const std::vector<std::string>& sources, const json& launches
         wrap(l.at("cond"));
         wrap(l.at("body"));
       }
+      if (kind == "conditional") {
+        for (const json& b : l.at("branches")) wrap(b);
+      }
       if (!kind.empty()) continue;
       const std::string module = std::to_string(l.at("module").get<size_t>());
       const std::string entry = l.at("entry").get<std::string>();
@@ -235,6 +238,14 @@ std::string RunLaunch(const json& l, void* lib, const std::vector<std::string>& 
       if (*pred == 0) return std::string();
       if (std::string e = run(l.at("body")); !e.empty()) return e;
     }
+  }
+  if (kind == "conditional") {
+    const void* at = buffers.at(l.at("pred").get<size_t>()).data();
+    const int64_t n = static_cast<int64_t>(l.at("branches").size());
+    int64_t b = l.at("index").get<bool>() ? *static_cast<const int32_t*>(at)
+                                          : (*static_cast<const char*>(at) != 0 ? 0 : 1);
+    if (b < 0 || b >= n) b = n - 1;
+    return run(l.at("branches").at(static_cast<size_t>(b)));
   }
   std::vector<void*> args;
   for (const json& a : l.at("args")) args.push_back(buffers.at(a.get<size_t>()).data());

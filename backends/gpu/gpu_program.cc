@@ -84,6 +84,17 @@ json LaunchesJson(const std::vector<GpuModuleProgram::Launch>& list) {
                             {"pred", l.pred},
                             {"body", LaunchesJson(l.body)}});
         break;
+      case Kind::kConditional: {
+        json branches = json::array();
+        for (const std::vector<GpuModuleProgram::Launch>& b : l.branches) {
+          branches.push_back(LaunchesJson(b));
+        }
+        launches.push_back({{"kind", "conditional"},
+                            {"pred", l.pred},
+                            {"index", l.pred_index},
+                            {"branches", branches}});
+        break;
+      }
       case Kind::kKernel:
         launches.push_back({{"module", l.module},
                             {"entry", l.entry},
@@ -268,13 +279,13 @@ absl::Status AppendKernel(const cpu::LoweredModule& lowered, const cpu::Kernel& 
 // Whether the GPU runs `k`: a kernel it generates, or a while loop whose condition and body it
 // runs whole.
 bool Supported(const cpu::Kernel& k) {
-  if (k.kind == cpu::KernelKind::kWhile) {
+  if (k.kind == cpu::KernelKind::kWhile || k.kind == cpu::KernelKind::kConditional) {
     for (const auto& called : k.called) {
       for (const cpu::Kernel& inner : called->kernels) {
         if (!Supported(inner)) return false;
       }
     }
-    return k.called.size() == 2;
+    return k.kind == cpu::KernelKind::kConditional ? !k.called.empty() : k.called.size() == 2;
   }
   return CheckGpuSupported(k).ok();
 }
@@ -405,6 +416,65 @@ absl::Status AppendWhile(const cpu::Kernel& k, const NvrtcOptions& options,
   return absl::OkStatus();
 }
 
+// A conditional: each branch's computation compiled over its operand's leaves, its results
+// copied into the conditional's outputs; the runner picks the branch from the index it reads back.
+absl::Status AppendConditional(const cpu::Kernel& k, const NvrtcOptions& options,
+                               std::unordered_map<const ir::Instruction*, int64_t>& buffer_of,
+                               GpuModuleProgram& program,
+                               std::vector<GpuModuleProgram::Launch>& target) {
+  using Launch = GpuModuleProgram::Launch;
+  std::vector<int64_t> outputs;
+  for (const ir::Instruction* o : k.outputs) {
+    program.buffer_bytes.push_back(o->shape().ByteSize());
+    outputs.push_back(static_cast<int64_t>(program.buffer_bytes.size()) - 1);
+    buffer_of[o] = outputs.back();
+  }
+  Launch pick;
+  pick.kind = Launch::Kind::kConditional;
+  pick.kernel = k.id;
+  pick.entry = k.name;
+  const ir::Instruction* c = k.root;
+  pick.pred_index = c->operand(0)->shape().element_type() != ir::PrimitiveType::kPred;
+  absl::StatusOr<int64_t> index = BufferOf(k.operand_leaves[0], buffer_of, program);
+  if (!index.ok()) return index.status();
+  pick.pred = *index;
+  size_t at = 1;  // operand_leaves[0] is the index
+  for (size_t b = 0; b < k.called.size(); ++b) {
+    const ir::Shape& operand = c->operand(static_cast<int64_t>(b) + 1)->shape();
+    const size_t leaves = operand.IsTuple() ? static_cast<size_t>(operand.tuple_size()) : 1;
+    std::vector<int64_t> params;
+    for (size_t l = 0; l < leaves; ++l) {
+      if (at >= k.operand_leaves.size()) {
+        return absl::InternalError(absl::StrCat("conditional '", k.name, "': too few leaves"));
+      }
+      absl::StatusOr<int64_t> p = BufferOf(k.operand_leaves[at++], buffer_of, program);
+      if (!p.ok()) return p.status();
+      params.push_back(*p);
+    }
+    std::vector<Launch>& branch = pick.branches.emplace_back();
+    std::vector<int64_t> results;
+    if (absl::Status s =
+            AppendComputation(*k.called[b], params, {}, options, program, branch, &results);
+        !s.ok()) {
+      return s;
+    }
+    if (results.size() != outputs.size()) {
+      return absl::InternalError(absl::StrCat("conditional '", k.name, "': branch ", b, " has ",
+                                              results.size(), " results for ", outputs.size(),
+                                              " outputs"));
+    }
+    for (size_t i = 0; i < results.size(); ++i) {
+      Launch copy;
+      copy.kind = Launch::Kind::kCopy;
+      copy.args = {results[i], outputs[i]};
+      copy.bytes = program.buffer_bytes[static_cast<size_t>(outputs[i])];
+      branch.push_back(std::move(copy));
+    }
+  }
+  target.push_back(std::move(pick));
+  return absl::OkStatus();
+}
+
 absl::Status AppendComputation(const cpu::LoweredModule& sub,
                                const std::vector<int64_t>& param_buffers,
                                const std::vector<cpu::KernelConfig>& configs,
@@ -421,8 +491,9 @@ absl::Status AppendComputation(const cpu::LoweredModule& sub,
   for (const cpu::Kernel& k : sub.kernels) {
     const size_t i = static_cast<size_t>(k.id);
     absl::Status s =
-        k.kind == cpu::KernelKind::kWhile
-            ? AppendWhile(k, options, buffer_of, program, target)
+        k.kind == cpu::KernelKind::kWhile ? AppendWhile(k, options, buffer_of, program, target)
+        : k.kind == cpu::KernelKind::kConditional
+            ? AppendConditional(k, options, buffer_of, program, target)
             : AppendKernel(sub, k, i < configs.size() ? configs[i] : cpu::KernelConfig{}, options,
                            buffer_of, program, target);
     if (!s.ok()) return s;
@@ -456,6 +527,8 @@ absl::StatusOr<GpuModuleProgram> CompileGpuModule(const cpu::LoweredModule& lowe
     absl::Status s =
         k.kind == cpu::KernelKind::kWhile
             ? AppendWhile(k, options, buffer_of, program, program.launches)
+        : k.kind == cpu::KernelKind::kConditional
+            ? AppendConditional(k, options, buffer_of, program, program.launches)
             : AppendKernel(lowered, k, config, options, buffer_of, program, program.launches);
     if (!s.ok()) return s;
   }

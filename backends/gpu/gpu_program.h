@@ -43,8 +43,10 @@ struct GpuModuleProgram {
   struct Launch {
     // kKernel: a generated kernel; kGemm: cuBLASLt (GpuLaunch::Kind::kGemm); kCopy: args[0] to
     // args[1], `bytes`; kWhile: `cond`, then while the byte in buffer `pred` is nonzero, `body`
-    // and `cond` again (host-driven: the runner reads the predicate back each trip).
-    enum class Kind { kKernel, kGemm, kCopy, kWhile };
+    // and `cond` again (host-driven: the runner reads the predicate back each trip);
+    // kConditional: `branches[i]` for the s32 index in buffer `pred` (out of range: the last),
+    // or branch 0 where `pred_index` is false and the byte is nonzero, else branch 1.
+    enum class Kind { kKernel, kGemm, kCopy, kWhile, kConditional };
     Kind kind = Kind::kKernel;
     int64_t module = 0;  // index into ptx
     int32_t kernel = 0;  // LoweredModule::kernels index (of the entry's module)
@@ -56,6 +58,8 @@ struct GpuModuleProgram {
     int64_t bytes = 0;                                 // kCopy
     int64_t pred = -1;                                 // kWhile
     std::vector<Launch> cond, body;                    // kWhile
+    bool pred_index = false;                           // kConditional: an s32 index
+    std::vector<std::vector<Launch>> branches;         // kConditional
   };
   std::vector<Launch> launches;
   int64_t cache_hits = 0;  // kernels whose PTX came from the cache

@@ -333,15 +333,17 @@ int Run(int argc, char** argv) {
   }
   // Launches.
   struct Launch {
-    enum Kind { kKernel, kGemm, kCopy, kWhile };
+    enum Kind { kKernel, kGemm, kCopy, kWhile, kConditional };
     Kind kind = kKernel;
     CUfunction fn;
     unsigned grid[3];
     unsigned block;
     std::vector<CUdeviceptr> args;
-    size_t bytes = 0;                // kCopy
-    CUdeviceptr pred = 0;            // kWhile: the condition's byte
-    std::vector<Launch> cond, body;  // kWhile
+    size_t bytes = 0;                           // kCopy
+    CUdeviceptr pred = 0;                       // kWhile: the condition's byte
+    std::vector<Launch> cond, body;             // kWhile
+    bool index = false;                         // kConditional: `pred` holds an s32 branch index
+    std::vector<std::vector<Launch>> branches;  // kConditional
     // A cuBLASLt GEMM: row-major C[m,n] = A[m,k] B[k,n] is column-major C^T = B^T A^T, so
     // cuBLASLt's A is our B (n x k, leading dimension n), its B our A (k x m, leading k).
     cublasLtMatmulDesc_t desc;
@@ -417,7 +419,7 @@ int Run(int argc, char** argv) {
     g->algo = results[algo - 1].algo;
     return std::string();
   };
-  bool loops = false;  // host-driven while loops: no CUDA graph
+  bool loops = false;  // host-driven while loops or conditionals: no CUDA graph
   std::function<std::string(const json&, std::vector<Launch>&)> parse =
       [&](const json& list, std::vector<Launch>& out) -> std::string {
     for (const json& l : list) {
@@ -437,6 +439,17 @@ int Run(int argc, char** argv) {
         launch.pred = buffers.at(l.at("pred").get<size_t>());
         if (std::string e = parse(l.at("cond"), launch.cond); !e.empty()) return e;
         if (std::string e = parse(l.at("body"), launch.body); !e.empty()) return e;
+        out.push_back(std::move(launch));
+        continue;
+      }
+      if (kind == "conditional") {
+        loops = true;
+        launch.kind = Launch::kConditional;
+        launch.pred = buffers.at(l.at("pred").get<size_t>());
+        launch.index = l.at("index").get<bool>();
+        for (const json& b : l.at("branches")) {
+          if (std::string e = parse(b, launch.branches.emplace_back()); !e.empty()) return e;
+        }
         out.push_back(std::move(launch));
         continue;
       }
@@ -492,6 +505,22 @@ int Run(int argc, char** argv) {
           if (go == 0) return std::string();
           if (std::string e = run_list(l.body); !e.empty()) return e;
         }
+      case Launch::kConditional: {
+        // The branch index read back: the choice is made on the host.
+        if (std::string e = check(d.ctx_sync(), "a conditional's index"); !e.empty()) return e;
+        int32_t index = 0;
+        char pred = 0;
+        if (std::string e =
+                check(l.index ? d.dtoh(&index, l.pred, sizeof(index)) : d.dtoh(&pred, l.pred, 1),
+                      "reading a conditional's index");
+            !e.empty()) {
+          return e;
+        }
+        const int64_t n = static_cast<int64_t>(l.branches.size());
+        int64_t b = l.index ? index : (pred != 0 ? 0 : 1);
+        if (b < 0 || b >= n) b = n - 1;
+        return run_list(l.branches[static_cast<size_t>(b)]);
+      }
       case Launch::kKernel:
         break;
     }
@@ -540,7 +569,7 @@ int Run(int argc, char** argv) {
   // by its launch overhead; where the driver cannot capture them, they launch one by one.
   CUgraphExec graph = nullptr;
   std::string graph_note = "off";
-  if (loops) graph_note = "off: the program's while loops are driven from the host";
+  if (loops) graph_note = "off: the program's control flow is driven from the host";
   if (!loops && plan.value("graph", true) && d.stream_create != nullptr &&
       d.begin_capture != nullptr && d.end_capture != nullptr && d.graph_instantiate != nullptr &&
       d.graph_launch != nullptr) {
