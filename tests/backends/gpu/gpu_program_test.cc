@@ -178,46 +178,42 @@ TEST(GpuProgramTest, WithoutADeviceTheRunSaysWhy) {
   EXPECT_NE(t.status().message().find("CUDA"), std::string::npos) << t.status();
 }
 
-class GpuOpSuiteTest : public ::testing::TestWithParam<const char*> {};
-
-TEST_P(GpuOpSuiteTest, MatchesTheEvaluatorOnTheDevice) {
-  if (NvrtcVersion().empty()) GTEST_SKIP() << "built without the CUDA toolkit: no NVRTC";
-  const std::string absent = GpuAbsentReason();
-  if (!absent.empty()) GTEST_SKIP() << "needs a GPU (scripts/gpu_check): " << absent;
+// Op-suite case `name` compiled (with the defaults, or the alternatives) and run through
+// `options.runner`, checked against the evaluator; skipped where the GPU does not take a kernel.
+void CheckOpCase(const std::string& name, bool alternatives, const GpuMeasureOptions& options) {
   const Case* found = nullptr;
   for (const Case& c : kOpCases) {
-    if (std::string(c.name) == GetParam()) found = &c;
+    if (c.name == name) found = &c;
   }
   ASSERT_NE(found, nullptr);
-  Compiled c = Compile(found->hlo);
+  Compiled c = Compile(found->hlo, alternatives);
   if (absl::IsUnimplemented(c.program.status())) {
     GTEST_SKIP() << c.program.status().message();
   }
   ASSERT_TRUE(c.program.ok()) << c.program.status();
   int64_t ill = 0;
-  const absl::Status s = CheckGpuAgainstEvaluator(*c.original, *c.program, 3, {}, nullptr, &ill);
-  EXPECT_TRUE(s.ok()) << s;
+  const absl::Status s =
+      CheckGpuAgainstEvaluator(*c.original, *c.program, 3, options, nullptr, &ill);
+  EXPECT_TRUE(s.ok()) << (alternatives ? "alternatives: " : "defaults: ") << s;
+}
+
+class GpuOpSuiteTest : public ::testing::TestWithParam<const char*> {
+ protected:
+  void SetUp() override {
+    if (NvrtcVersion().empty()) GTEST_SKIP() << "built without the CUDA toolkit: no NVRTC";
+    const std::string absent = GpuAbsentReason();
+    if (!absent.empty()) GTEST_SKIP() << "needs a GPU (scripts/gpu_check): " << absent;
+  }
+};
+
+TEST_P(GpuOpSuiteTest, MatchesTheEvaluatorOnTheDevice) {
+  CheckOpCase(GetParam(), /*alternatives=*/false, {});
 }
 
 // The library GEMM over im2col packs and the column-tile reductions, which the small cases do not
 // take by default.
 TEST_P(GpuOpSuiteTest, AlternativeImplementationsMatchTheEvaluatorOnTheDevice) {
-  if (NvrtcVersion().empty()) GTEST_SKIP() << "built without the CUDA toolkit: no NVRTC";
-  const std::string absent = GpuAbsentReason();
-  if (!absent.empty()) GTEST_SKIP() << "needs a GPU (scripts/gpu_check): " << absent;
-  const Case* found = nullptr;
-  for (const Case& c : kOpCases) {
-    if (std::string(c.name) == GetParam()) found = &c;
-  }
-  ASSERT_NE(found, nullptr);
-  Compiled c = Compile(found->hlo, /*alternatives=*/true);
-  if (absl::IsUnimplemented(c.program.status())) {
-    GTEST_SKIP() << c.program.status().message();
-  }
-  ASSERT_TRUE(c.program.ok()) << c.program.status();
-  int64_t ill = 0;
-  const absl::Status s = CheckGpuAgainstEvaluator(*c.original, *c.program, 3, {}, nullptr, &ill);
-  EXPECT_TRUE(s.ok()) << s;
+  CheckOpCase(GetParam(), /*alternatives=*/true, {});
 }
 
 // Every op-suite case, with its defaults and with the alternatives, run by mltune-gpu-emulator
@@ -230,24 +226,12 @@ TEST_P(GpuEmulatedOpSuiteTest, MatchesTheEvaluatorOnTheHost) {
   GTEST_SKIP() << "built without the CUDA toolkit: no mltune-gpu-emulator";
 #else
   if (NvrtcVersion().empty()) GTEST_SKIP() << "built without the CUDA toolkit: no NVRTC";
-  const Case* found = nullptr;
-  for (const Case& c : kOpCases) {
-    if (std::string(c.name) == GetParam()) found = &c;
-  }
-  ASSERT_NE(found, nullptr);
   GpuMeasureOptions options;
   options.runner = MLTUNE_GPU_EMULATOR;
   options.timeout_seconds = 60;
   for (bool alternatives : {false, true}) {
-    Compiled c = Compile(found->hlo, alternatives);
-    if (absl::IsUnimplemented(c.program.status())) {
-      GTEST_SKIP() << c.program.status().message();
-    }
-    ASSERT_TRUE(c.program.ok()) << c.program.status();
-    int64_t ill = 0;
-    const absl::Status s =
-        CheckGpuAgainstEvaluator(*c.original, *c.program, 3, options, nullptr, &ill);
-    EXPECT_TRUE(s.ok()) << (alternatives ? "alternatives: " : "defaults: ") << s;
+    CheckOpCase(GetParam(), alternatives, options);
+    if (IsSkipped() || HasFatalFailure()) return;
   }
 #endif
 }
