@@ -1,0 +1,165 @@
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "ir/onnx/converter.h"
+#include "ir/onnx/tensor.h"
+
+namespace mltune::ir::onnx {
+
+using ::onnx::AttributeProto;
+
+absl::StatusOr<Instruction*> NodeContext::required_input(int64_t i) const {
+  if (has_input(i)) return inputs_[i];
+  return Error(absl::StrCat("input ", i, " is required"));
+}
+
+absl::StatusOr<Literal> NodeContext::constant_input(int64_t i) {
+  if (!has_input(i)) return Error(absl::StrCat("input ", i, " is required"));
+  absl::StatusOr<Literal> value =
+      importer_.Fold(inputs_[i], absl::StrCat("input ", i, " ('", node_.input(i), "')"));
+  if (!value.ok()) return Annotate(value.status());
+  return value;
+}
+
+absl::StatusOr<std::vector<int64_t>> NodeContext::constant_ints(int64_t i) {
+  absl::StatusOr<Literal> value = constant_input(i);
+  if (!value.ok()) return value.status();
+  if (IsFloatingPoint(value->element_type())) {
+    return Error(absl::StrCat("input ", i, " must be integers, got ",
+                              std::string(PrimitiveTypeName(value->element_type()))));
+  }
+  std::vector<int64_t> out(value->element_count());
+  for (int64_t k = 0; k < value->element_count(); ++k) out[k] = value->GetAsInt64(k);
+  return out;
+}
+
+absl::StatusOr<std::vector<double>> NodeContext::constant_doubles(int64_t i) {
+  absl::StatusOr<Literal> value = constant_input(i);
+  if (!value.ok()) return value.status();
+  std::vector<double> out(value->element_count());
+  for (int64_t k = 0; k < value->element_count(); ++k) out[k] = value->GetAsDouble(k);
+  return out;
+}
+
+const AttributeProto* NodeContext::FindAttr(const std::string& name) const {
+  for (const AttributeProto& a : node_.attribute()) {
+    if (a.name() == name) return &a;
+  }
+  return nullptr;
+}
+
+namespace {
+
+std::string AttrTypeName(AttributeProto::AttributeType t) {
+  return AttributeProto::AttributeType_Name(t);
+}
+
+}  // namespace
+
+#define MLTUNE_ONNX_ATTR_PRELUDE(expected)                                                   \
+  const AttributeProto* a = FindAttr(name);                                                \
+  if (a == nullptr) {                                                                      \
+    if (def.has_value()) return *def;                                                      \
+    return Error(absl::StrCat("attribute '", name, "' is required"));                      \
+  }                                                                                        \
+  if (a->type() != AttributeProto::expected && a->type() != AttributeProto::UNDEFINED) {   \
+    return Error(absl::StrCat("attribute '", name, "' must be ", AttrTypeName(AttributeProto::expected), \
+                              ", got ", AttrTypeName(a->type())));                         \
+  }
+
+absl::StatusOr<int64_t> NodeContext::attr_int(const std::string& name,
+                                              std::optional<int64_t> def) const {
+  MLTUNE_ONNX_ATTR_PRELUDE(INT)
+  return a->i();
+}
+
+absl::StatusOr<float> NodeContext::attr_float(const std::string& name,
+                                              std::optional<float> def) const {
+  MLTUNE_ONNX_ATTR_PRELUDE(FLOAT)
+  return a->f();
+}
+
+absl::StatusOr<std::string> NodeContext::attr_string(const std::string& name,
+                                                     std::optional<std::string> def) const {
+  MLTUNE_ONNX_ATTR_PRELUDE(STRING)
+  return a->s();
+}
+
+absl::StatusOr<std::vector<int64_t>> NodeContext::attr_ints(
+    const std::string& name, std::optional<std::vector<int64_t>> def) const {
+  MLTUNE_ONNX_ATTR_PRELUDE(INTS)
+  return std::vector<int64_t>(a->ints().begin(), a->ints().end());
+}
+
+absl::StatusOr<std::vector<float>> NodeContext::attr_floats(
+    const std::string& name, std::optional<std::vector<float>> def) const {
+  MLTUNE_ONNX_ATTR_PRELUDE(FLOATS)
+  return std::vector<float>(a->floats().begin(), a->floats().end());
+}
+
+#undef MLTUNE_ONNX_ATTR_PRELUDE
+
+absl::StatusOr<Literal> NodeContext::attr_tensor(const std::string& name) const {
+  const AttributeProto* a = FindAttr(name);
+  if (a == nullptr) return Error(absl::StrCat("attribute '", name, "' is required"));
+  if (a->type() != AttributeProto::TENSOR) {
+    return Error(absl::StrCat("attribute '", name, "' must be TENSOR, got ",
+                              AttrTypeName(a->type())));
+  }
+  absl::StatusOr<Literal> value = LiteralFromTensor(a->t());
+  if (!value.ok()) return Annotate(value.status());
+  return value;
+}
+
+const ::onnx::GraphProto* NodeContext::attr_graph(const std::string& name) const {
+  const AttributeProto* a = FindAttr(name);
+  return a != nullptr && a->has_g() ? &a->g() : nullptr;
+}
+
+absl::Status NodeContext::Error(const std::string& message) const {
+  return absl::InvalidArgumentError(absl::StrCat(location_, ": ", message));
+}
+
+absl::Status NodeContext::Unsupported(const std::string& message) const {
+  return absl::UnimplementedError(absl::StrCat(location_, ": ", message));
+}
+
+absl::Status NodeContext::Annotate(const absl::Status& status) const {
+  if (status.ok() || absl::StartsWith(status.message(), location_)) return status;
+  return absl::Status(status.code(), absl::StrCat(location_, ": ", status.message()));
+}
+
+absl::StatusOr<int64_t> NodeContext::NormalizeAxis(int64_t axis, int64_t rank) const {
+  if (axis < -rank || axis >= rank) {
+    return Error(absl::StrCat("axis ", axis, " is out of range for rank ", rank));
+  }
+  return axis < 0 ? axis + rank : axis;
+}
+
+const OpRegistry& OpRegistry::Global() {
+  static const OpRegistry* registry = [] {
+    auto* r = new OpRegistry();
+    RegisterAllOps(*r);
+    return r;
+  }();
+  return *registry;
+}
+
+void OpRegistry::Register(std::string op_type, OpConverter convert,
+                          std::vector<int64_t> constant_inputs, std::string domain) {
+  OpInfo info{domain, op_type, std::move(convert), std::move(constant_inputs)};
+  ops_[{std::move(domain), std::move(op_type)}] = std::move(info);
+}
+
+const OpInfo* OpRegistry::Find(std::string_view domain, std::string_view op_type) const {
+  auto it = ops_.find(std::pair<std::string, std::string>(domain, op_type));
+  return it == ops_.end() ? nullptr : &it->second;
+}
+
+std::vector<const OpInfo*> OpRegistry::List() const {
+  std::vector<const OpInfo*> out;
+  for (const auto& [key, info] : ops_) out.push_back(&info);
+  return out;
+}
+
+}  // namespace mltune::ir::onnx
