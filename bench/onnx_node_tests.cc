@@ -47,12 +47,15 @@ int main(int argc, char** argv) {
       std::printf("%-50s %-16s %s\n", r.name.c_str(), onnx::NodeTestOutcomeName(r.outcome),
                   r.message.c_str());
     }
-    rows.push_back({{"test", r.name}, {"ops", r.op_types},
-                    {"outcome", onnx::NodeTestOutcomeName(r.outcome)}, {"message", r.message}});
+    rows.push_back({{"test", r.name},
+                    {"ops", r.op_types},
+                    {"outcome", onnx::NodeTestOutcomeName(r.outcome)},
+                    {"message", r.message}});
   }
   std::printf("ONNX node tests (%s): %d of %d pass (%.1f%%)\n", dir.c_str(), passed, total,
               total ? 100.0 * passed / total : 0.0);
-  for (const auto& [outcome, count] : by_outcome) std::printf("  %-18s %d\n", outcome.c_str(), count);
+  for (const auto& [outcome, count] : by_outcome)
+    std::printf("  %-18s %d\n", outcome.c_str(), count);
   std::printf("Failing op types (tests failed / tests):\n");
   for (const auto& [ops, counts] : by_op) {
     if (counts.second < counts.first) {
@@ -60,10 +63,10 @@ int main(int argc, char** argv) {
     }
   }
   if (!json_path.empty()) {
-    std::ofstream(json_path) << nlohmann::json{{"dir", dir}, {"total", total}, {"passed", passed},
-                                               {"tests", rows}}
-                                    .dump(1)
-                             << "\n";
+    std::ofstream(json_path)
+        << nlohmann::json{{"dir", dir}, {"total", total}, {"passed", passed}, {"tests", rows}}.dump(
+               1)
+        << "\n";
   }
   return 0;
 }

@@ -1,11 +1,46 @@
 #include "client/load.h"
 
+#include <cstdlib>
 #include <fstream>
 #include <ostream>
+#include <string_view>
 
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "ir/hlo_printer.h"
+#include "ir/onnx/onnx_import.h"
 
 namespace mltune::client {
+
+absl::StatusOr<std::unique_ptr<ir::Module>> LoadModelFile(const std::string& file) {
+  // HLO text is printable; anything else is tried as an ONNX ModelProto (gzipped HLO included).
+  char head[64];
+  std::ifstream in(file, std::ios::binary);
+  in.read(head, sizeof(head));
+  const std::string_view start(head, static_cast<size_t>(in.gcount()));
+  const bool gzip = start.size() >= 2 && static_cast<unsigned char>(start[0]) == 0x1f &&
+                    static_cast<unsigned char>(start[1]) == 0x8b;
+  if (!in.bad() && !start.empty() && !gzip && !ir::onnx::LooksLikeText(start)) {
+    ir::onnx::OnnxImportOptions options;
+    // Symbolic dimensions (a batch exported as dynamic) are bound from MLTUNE_ONNX_DIMS.
+    if (const char* dims = std::getenv("MLTUNE_ONNX_DIMS")) {
+      for (absl::string_view item : absl::StrSplit(dims, ',', absl::SkipEmpty())) {
+        const size_t eq = item.find('=');
+        int64_t value = 0;
+        if (eq == absl::string_view::npos || !absl::SimpleAtoi(item.substr(eq + 1), &value)) {
+          return absl::InvalidArgumentError(absl::StrCat(
+              "MLTUNE_ONNX_DIMS: expected NAME=N[,NAME=N...], got '", std::string(item), "'"));
+        }
+        options.dim_values[std::string(item.substr(0, eq))] = value;
+      }
+    }
+    absl::StatusOr<ir::onnx::OnnxImport> imported = ir::onnx::ImportOnnxFile(file, options);
+    if (!imported.ok()) return imported.status();
+    return std::move(imported->module);
+  }
+  return ir::LoadVerifiedHlo(file);
+}
 std::optional<std::vector<InputFile>> CollectHloFiles(const std::vector<std::string>& inputs,
                                                       std::ostream& err) {
   absl::StatusOr<std::vector<ir::HloFile>> files = ir::FindHloFiles(inputs);
@@ -17,7 +52,7 @@ std::optional<std::vector<InputFile>> CollectHloFiles(const std::vector<std::str
 }
 
 std::unique_ptr<ir::Module> LoadVerified(const std::string& file, std::ostream& err) {
-  absl::StatusOr<std::unique_ptr<ir::Module>> module = ir::LoadVerifiedHlo(file);
+  absl::StatusOr<std::unique_ptr<ir::Module>> module = LoadModelFile(file);
   if (!module.ok()) {
     err << "error: " << module.status().message() << "\n";
     return nullptr;

@@ -12,7 +12,11 @@
 
 namespace mltune::client {
 
-// Parses and verifies `file`; on failure writes "error: ..." to `err` and returns nullptr.
+// An HLO text file (or gzipped), or an ONNX model, told apart by content: the module, verified.
+absl::StatusOr<std::unique_ptr<ir::Module>> LoadModelFile(const std::string& file);
+
+// Parses and verifies `file` (HLO or ONNX); on failure writes "error: ..." to `err` and returns
+// nullptr.
 std::unique_ptr<ir::Module> LoadVerified(const std::string& file, std::ostream& err);
 
 // Writes `module` as HLO text to `path` and says so on `out`; on failure writes "error: ..." to

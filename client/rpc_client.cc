@@ -9,6 +9,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "ir/onnx/onnx_import.h"
 #include "mltune/v1/compile_service.grpc.pb.h"
 
 namespace mltune::client {
@@ -129,8 +130,9 @@ ServerStats FromProto(const pb::GetStatsResponse& s) {
 void ToProto(const std::string& data, GraphFormat format, const std::string& name,
              pb::Graph* graph) {
   graph->set_data(data);
-  graph->set_format(format == GraphFormat::kOnnx ? pb::GRAPH_FORMAT_ONNX
-                                                 : pb::GRAPH_FORMAT_HLO_TEXT);
+  // A binary graph is an ONNX model whatever the caller said: HLO text is printable.
+  const bool onnx = format == GraphFormat::kOnnx || !ir::onnx::LooksLikeText(data);
+  graph->set_format(onnx ? pb::GRAPH_FORMAT_ONNX : pb::GRAPH_FORMAT_HLO_TEXT);
   graph->set_name(name);
 }
 

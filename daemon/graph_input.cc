@@ -5,6 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "ir/fingerprint.h"
 #include "ir/hlo_parser.h"
+#include "ir/onnx/onnx_import.h"
 #include "ir/verifier.h"
 
 namespace mltune::daemon {
@@ -12,12 +13,6 @@ namespace mltune::daemon {
 absl::StatusOr<LoadedGraph> LoadGraph(std::string_view data, GraphFormat format,
                                       const std::string& name, const GraphLimits& limits) {
   const std::string display = name.empty() ? "<graph>" : name;
-  if (format == GraphFormat::kOnnx) {
-    return absl::UnimplementedError(
-        absl::StrCat(display,
-                     ": ONNX input is not supported yet; send XLA HLO text "
-                     "(GRAPH_FORMAT_HLO_TEXT)"));
-  }
   if (data.empty())
     return absl::InvalidArgumentError(absl::StrCat(display, ": the graph is empty"));
   if (static_cast<int64_t>(data.size()) > limits.max_bytes) {
@@ -25,10 +20,21 @@ absl::StatusOr<LoadedGraph> LoadGraph(std::string_view data, GraphFormat format,
                                                    " bytes; this daemon accepts at most ",
                                                    limits.max_bytes, " (--max-graph-bytes)"));
   }
-  ir::ParseOptions options;
-  options.filename = display;
-  absl::StatusOr<std::unique_ptr<ir::Module>> module = ir::ParseHloText(data, options);
-  if (!module.ok()) return absl::InvalidArgumentError(module.status().message());
+  absl::StatusOr<std::unique_ptr<ir::Module>> module;
+  // Detected by content too: HLO text is printable, a serialized ModelProto starts with a tag.
+  if (format == GraphFormat::kOnnx || !ir::onnx::LooksLikeText(data)) {
+    ir::onnx::OnnxImportOptions options;
+    options.display_name = display;
+    options.max_model_bytes = limits.max_bytes;
+    absl::StatusOr<ir::onnx::OnnxImport> imported = ir::onnx::ImportOnnxModel(data, options);
+    if (!imported.ok()) return imported.status();
+    module = std::move(imported->module);
+  } else {
+    ir::ParseOptions options;
+    options.filename = display;
+    module = ir::ParseHloText(data, options);
+    if (!module.ok()) return absl::InvalidArgumentError(module.status().message());
+  }
   const int64_t instructions = (*module)->instruction_count();
   if (instructions > limits.max_instructions) {
     return absl::InvalidArgumentError(absl::StrCat(

@@ -5,10 +5,18 @@ namespace mltune::ir::onnx {
 
 void RegisterElementwiseOps(OpRegistry& registry);
 void RegisterShapeOps(OpRegistry& registry);
+void RegisterNnOps(OpRegistry& registry);
+void RegisterReduceOps(OpRegistry& registry);
+void RegisterIndexOps(OpRegistry& registry);
+void RegisterResizeOps(OpRegistry& registry);
 
 void RegisterAllOps(OpRegistry& registry) {
   RegisterElementwiseOps(registry);
   RegisterShapeOps(registry);
+  RegisterNnOps(registry);
+  RegisterReduceOps(registry);
+  RegisterIndexOps(registry);
+  RegisterResizeOps(registry);
 }
 
 }  // namespace mltune::ir::onnx

@@ -19,8 +19,8 @@
 #include "onnx/onnx_pb.h"
 
 // `auto lhs = value of expr`, returning expr's error from the enclosing function.
-#define MLTUNE_ASSIGN(lhs, expr)                 \
-  auto lhs##_or = (expr);                        \
+#define MLTUNE_ASSIGN(lhs, expr)                \
+  auto lhs##_or = (expr);                       \
   if (!lhs##_or.ok()) return lhs##_or.status(); \
   auto lhs = std::move(*lhs##_or)
 
@@ -74,8 +74,8 @@ class Emitter {
   Instruction* Reduce(Instruction* x, const std::vector<int64_t>& dims, Opcode combiner,
                       double init);
   // reduce-window with `combiner` over `window` (one WindowDim per dimension of x).
-  absl::StatusOr<Instruction*> ReduceWindow(Instruction* x, const Window& window,
-                                            Opcode combiner, double init);
+  absl::StatusOr<Instruction*> ReduceWindow(Instruction* x, const Window& window, Opcode combiner,
+                                            double init);
   absl::StatusOr<Instruction*> Dot(Instruction* lhs, Instruction* rhs,
                                    const DotDimensionNumbers& dnums);
   Instruction* Tuple(const std::vector<Instruction*>& xs);
@@ -103,8 +103,8 @@ class Importer {
 // The node being converted: its inputs as instructions, its attributes, and errors that name it.
 class NodeContext {
  public:
-  NodeContext(Importer& importer, Emitter& emitter, const ::onnx::NodeProto& node,
-              int64_t opset, std::vector<Instruction*> inputs, std::string location)
+  NodeContext(Importer& importer, Emitter& emitter, const ::onnx::NodeProto& node, int64_t opset,
+              std::vector<Instruction*> inputs, std::string location)
       : importer_(importer),
         emitter_(emitter),
         node_(node),
@@ -144,8 +144,8 @@ class NodeContext {
                                           std::optional<std::string> def = {}) const;
   absl::StatusOr<std::vector<int64_t>> attr_ints(
       const std::string& name, std::optional<std::vector<int64_t>> def = {}) const;
-  absl::StatusOr<std::vector<float>> attr_floats(
-      const std::string& name, std::optional<std::vector<float>> def = {}) const;
+  absl::StatusOr<std::vector<float>> attr_floats(const std::string& name,
+                                                 std::optional<std::vector<float>> def = {}) const;
   absl::StatusOr<Literal> attr_tensor(const std::string& name) const;
   const ::onnx::GraphProto* attr_graph(const std::string& name) const;
   const ::onnx::AttributeProto* FindAttr(const std::string& name) const;
@@ -175,7 +175,7 @@ using Outputs = absl::StatusOr<std::vector<Instruction*>>;
 using OpConverter = std::function<absl::StatusOr<std::vector<Instruction*>>(NodeContext&)>;
 
 struct OpInfo {
-  std::string domain;   // "" for the default ai.onnx domain
+  std::string domain;  // "" for the default ai.onnx domain
   std::string op_type;
   OpConverter convert;
   // Inputs whose value (not only shape) the conversion needs at import time; graph inputs they

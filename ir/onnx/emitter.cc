@@ -13,8 +13,8 @@ namespace {
 // The computation files a parameter under its number when it is added, so set it first.
 Instruction* MakeParameter(Computation& c, int64_t number, const Shape& shape,
                            std::string_view name) {
-  std::string unique = c.parent() != nullptr ? c.parent()->UniqueInstructionName(name)
-                                             : std::string(name);
+  std::string unique =
+      c.parent() != nullptr ? c.parent()->UniqueInstructionName(name) : std::string(name);
   auto p = std::make_unique<Instruction>(Opcode::kParameter, shape, std::move(unique));
   p->parameter_number = number;
   return c.AddInstruction(std::move(p));
@@ -25,14 +25,20 @@ Instruction* MakeParameter(Computation& c, int64_t number, const Shape& shape,
 absl::StatusOr<Instruction*> Emitter::Add(Opcode opcode, const std::vector<Instruction*>& operands,
                                           const std::function<void(Instruction&)>& set_attributes,
                                           std::optional<Shape> shape) {
-  Instruction* instr = passes::AddInstr(c_, opcode, shape.value_or(Shape()), operands);
+  // Dots and convolutions read their result type from the declared shape (XLA's preferred
+  // element type): declare the first operand's.
+  Shape placeholder = operands.empty() || !operands[0]->shape().IsArray()
+                          ? Shape()
+                          : Shape(operands[0]->shape().element_type(), {});
+  Instruction* instr = passes::AddInstr(c_, opcode, shape.value_or(placeholder), operands);
   if (set_attributes) set_attributes(*instr);
   if (!shape.has_value()) {
     absl::StatusOr<std::optional<Shape>> inferred = InferShape(*instr);
     if (!inferred.ok() || !inferred->has_value()) {
-      absl::Status error = inferred.ok() ? absl::InternalError(absl::StrCat(
-                                               "no shape inference for ", std::string(OpcodeName(opcode))))
-                                         : inferred.status();
+      absl::Status error = inferred.ok()
+                               ? absl::InternalError(absl::StrCat("no shape inference for ",
+                                                                  std::string(OpcodeName(opcode))))
+                               : inferred.status();
       instr->ClearOperands();
       (void)c_.RemoveInstruction(instr);
       return error;
@@ -80,9 +86,9 @@ absl::StatusOr<Instruction*> Emitter::BroadcastTo(Instruction* x,
   if (from == dims) return x;
   const int64_t offset = static_cast<int64_t>(dims.size()) - x->shape().rank();
   if (offset < 0) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("cannot broadcast [", absl::StrJoin(from, ","), "] to [",
-                     absl::StrJoin(dims, ","), "]: more dimensions than the target"));
+    return absl::InvalidArgumentError(absl::StrCat("cannot broadcast [", absl::StrJoin(from, ","),
+                                                   "] to [", absl::StrJoin(dims, ","),
+                                                   "]: more dimensions than the target"));
   }
   // Dimensions of extent 1 that grow are dropped by a reshape, the rest map in place.
   std::vector<int64_t> kept_dims, mapping;
@@ -91,9 +97,9 @@ absl::StatusOr<Instruction*> Emitter::BroadcastTo(Instruction* x,
       kept_dims.push_back(from[i]);
       mapping.push_back(i + offset);
     } else if (from[i] != 1) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("cannot broadcast [", absl::StrJoin(from, ","), "] to [",
-                       absl::StrJoin(dims, ","), "]: dimension ", i, " is ", from[i]));
+      return absl::InvalidArgumentError(absl::StrCat("cannot broadcast [", absl::StrJoin(from, ","),
+                                                     "] to [", absl::StrJoin(dims, ","),
+                                                     "]: dimension ", i, " is ", from[i]));
     }
   }
   Instruction* y = kept_dims.size() == from.size() ? x : Reshape(x, kept_dims);
@@ -114,8 +120,8 @@ absl::StatusOr<std::vector<Instruction*>> Emitter::BroadcastAll(
       if (out != 1) {
         std::vector<std::string> shapes;
         for (Instruction* y : xs) shapes.push_back(y->shape().ToString(false));
-        return absl::InvalidArgumentError(absl::StrCat(
-            "operands ", absl::StrJoin(shapes, ", "), " do not broadcast together"));
+        return absl::InvalidArgumentError(
+            absl::StrCat("operands ", absl::StrJoin(shapes, ", "), " do not broadcast together"));
       }
       out = d;
     }
@@ -187,17 +193,15 @@ absl::StatusOr<Instruction*> Emitter::Concatenate(const std::vector<Instruction*
   return Add(Opcode::kConcatenate, xs, [&](Instruction& i) { i.dimensions = {dim}; });
 }
 
-Instruction* Emitter::Iota(PrimitiveType type, const std::vector<int64_t>& dims,
-                           int64_t iota_dim) {
+Instruction* Emitter::Iota(PrimitiveType type, const std::vector<int64_t>& dims, int64_t iota_dim) {
   Instruction* i = passes::AddInstr(c_, Opcode::kIota, Shape(type, dims), {});
   i->iota_dimension = iota_dim;
   return i;
 }
 
 Computation* Emitter::ScalarComputation(Opcode combiner, PrimitiveType type) {
-  const std::string name =
-      absl::StrCat("onnx_", std::string(OpcodeName(combiner)), "_",
-                   std::string(PrimitiveTypeName(type)));
+  const std::string name = absl::StrCat("onnx_", std::string(OpcodeName(combiner)), "_",
+                                        std::string(PrimitiveTypeName(type)));
   if (Computation* existing = module_.FindComputation(name)) return existing;
   auto comp = std::make_unique<Computation>(name);
   Computation* raw = module_.AddComputation(std::move(comp));

@@ -39,8 +39,8 @@ std::string DomainKey(const std::string& domain) {
 absl::StatusOr<ModelProto> ParseModel(std::string_view bytes, int64_t max_bytes,
                                       const std::string& display) {
   if (static_cast<int64_t>(bytes.size()) > max_bytes) {
-    return absl::InvalidArgumentError(absl::StrCat(display, ": ", bytes.size(),
-                                                   " bytes is over the limit of ", max_bytes));
+    return absl::InvalidArgumentError(
+        absl::StrCat(display, ": ", bytes.size(), " bytes is over the limit of ", max_bytes));
   }
   google::protobuf::io::ArrayInputStream raw(bytes.data(), static_cast<int>(bytes.size()));
   google::protobuf::io::CodedInputStream in(&raw);
@@ -91,8 +91,8 @@ class ImporterImpl : public Importer {
     for (const ValueInfoProto& out : graph.output()) {
       auto it = scope_.find(out.name());
       if (it == scope_.end()) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            display_, ": graph output '", out.name(), "' is not produced by any node"));
+        return absl::InvalidArgumentError(absl::StrCat(display_, ": graph output '", out.name(),
+                                                       "' is not produced by any node"));
       }
       outputs.push_back(it->second);
       result.output_names.push_back(out.name());
@@ -116,10 +116,13 @@ class ImporterImpl : public Importer {
     if (const Instruction* p = FindParameter(x, seen)) {
       auto it = parameter_inputs_.find(p);
       std::string input = it == parameter_inputs_.end() ? p->name() : it->second;
-      return absl::InvalidArgumentError(absl::StrCat(
-          what, " must be known at import time (mltune's shapes are static), but it depends "
-          "on graph input '", input, "': give its value (OnnxImportOptions::input_values, "
-          "`--input-value ", input, "=FILE.pb`) or make it an initializer"));
+      return absl::InvalidArgumentError(
+          absl::StrCat(what,
+                       " must be known at import time (mltune's shapes are static), but it depends "
+                       "on graph input '",
+                       input,
+                       "': give its value (OnnxImportOptions::input_values) or "
+                       "make it an initializer"));
     }
     Module scratch("onnx_fold");
     Computation* entry = scratch.AddComputation(std::make_unique<Computation>("fold"));
@@ -143,11 +146,11 @@ class ImporterImpl : public Importer {
     const int64_t opset = opset_it == opsets_.end() ? -1 : opset_it->second;
     std::string location = absl::StrCat(display_, ": node ", index);
     if (!node.name().empty()) absl::StrAppend(&location, " '", node.name(), "'");
-    absl::StrAppend(&location, " (", domain.empty() ? "" : domain + ":", node.op_type(),
-                    ", opset ", opset, ")");
+    absl::StrAppend(&location, " (", domain.empty() ? "" : domain + ":", node.op_type(), ", opset ",
+                    opset, ")");
     if (opset < 0) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          location, ": the model does not import domain '", node.domain(), "'"));
+      return absl::InvalidArgumentError(
+          absl::StrCat(location, ": the model does not import domain '", node.domain(), "'"));
     }
     const OpInfo* info = OpRegistry::Global().Find(domain, node.op_type());
     if (info == nullptr) {
@@ -162,9 +165,9 @@ class ImporterImpl : public Importer {
       }
       auto it = scope.find(in);
       if (it == scope.end()) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            location, ": input '", in,
-            "' is not a graph input, an initializer or an earlier node's output"));
+        return absl::InvalidArgumentError(
+            absl::StrCat(location, ": input '", in,
+                         "' is not a graph input, an initializer or an earlier node's output"));
       }
       inputs.push_back(it->second);
     }
@@ -174,8 +177,8 @@ class ImporterImpl : public Importer {
     for (int i = 0; i < node.output_size(); ++i) {
       if (node.output(i).empty()) continue;
       if (i >= static_cast<int>(outputs->size()) || (*outputs)[i] == nullptr) {
-        return ctx.Unsupported(absl::StrCat("output ", i, " ('", node.output(i),
-                                            "') is not supported"));
+        return ctx.Unsupported(
+            absl::StrCat("output ", i, " ('", node.output(i), "') is not supported"));
       }
       scope[node.output(i)] = (*outputs)[i];
     }
@@ -196,9 +199,9 @@ class ImporterImpl : public Importer {
 
   absl::Status ImportInitializers(const GraphProto& graph, Emitter& b, OnnxImport& result) {
     if (graph.sparse_initializer_size() > 0) {
-      return absl::UnimplementedError(absl::StrCat(
-          display_, ": sparse initializer '", graph.sparse_initializer(0).values().name(),
-          "' is not supported"));
+      return absl::UnimplementedError(absl::StrCat(display_, ": sparse initializer '",
+                                                   graph.sparse_initializer(0).values().name(),
+                                                   "' is not supported"));
     }
     for (const auto& t : graph.initializer()) {
       absl::StatusOr<Literal> value = LiteralFromTensor(t);
@@ -253,34 +256,33 @@ class ImporterImpl : public Importer {
 
   absl::StatusOr<Shape> InputShape(const ValueInfoProto& in, const Literal* value) const {
     if (!in.type().has_tensor_type()) {
-      return absl::UnimplementedError(absl::StrCat(
-          display_, ": graph input '", in.name(), "' is a ",
-          in.type().has_sequence_type()   ? "sequence"
-          : in.type().has_optional_type() ? "optional"
-          : in.type().has_map_type()      ? "map"
-                                          : "non-tensor",
-          "; only tensors are supported"));
+      return absl::UnimplementedError(absl::StrCat(display_, ": graph input '", in.name(),
+                                                   "' is a ",
+                                                   in.type().has_sequence_type()   ? "sequence"
+                                                   : in.type().has_optional_type() ? "optional"
+                                                   : in.type().has_map_type()      ? "map"
+                                                                                   : "non-tensor",
+                                                   "; only tensors are supported"));
     }
     const auto& tt = in.type().tensor_type();
     absl::StatusOr<PrimitiveType> type = ElementTypeFromOnnx(tt.elem_type());
     if (!type.ok()) {
-      return absl::Status(type.status().code(), absl::StrCat(display_, ": graph input '",
-                                                             in.name(), "': ",
-                                                             type.status().message()));
+      return absl::Status(type.status().code(), absl::StrCat(display_, ": graph input '", in.name(),
+                                                             "': ", type.status().message()));
     }
     if (value != nullptr) {
       if (value->element_type() != *type) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            display_, ": the value given for graph input '", in.name(), "' is ",
-            std::string(PrimitiveTypeName(value->element_type())), ", the input is ",
-            std::string(PrimitiveTypeName(*type))));
+        return absl::InvalidArgumentError(
+            absl::StrCat(display_, ": the value given for graph input '", in.name(), "' is ",
+                         std::string(PrimitiveTypeName(value->element_type())), ", the input is ",
+                         std::string(PrimitiveTypeName(*type))));
       }
       return Shape(*type, value->shape().dimensions());
     }
     if (!tt.has_shape()) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          display_, ": graph input '", in.name(),
-          "' has no shape; give its value (input_values) to bind it"));
+      return absl::InvalidArgumentError(
+          absl::StrCat(display_, ": graph input '", in.name(),
+                       "' has no shape; give its value (input_values) to bind it"));
     }
     std::vector<int64_t> dims;
     for (int i = 0; i < tt.shape().dim_size(); ++i) {
@@ -300,12 +302,12 @@ class ImporterImpl : public Importer {
           continue;
         }
       }
-      return absl::InvalidArgumentError(absl::StrCat(
-          display_, ": graph input '", in.name(), "' dimension ", i,
-          d.has_dim_param() ? absl::StrCat(" ('", d.dim_param(), "')") : std::string(),
-          " is dynamic: bind it (`--dim ",
-          d.has_dim_param() ? d.dim_param() : std::string("NAME"),
-          "=N`, OnnxImportOptions::dim_values) or give the input's value"));
+      return absl::InvalidArgumentError(
+          absl::StrCat(display_, ": graph input '", in.name(), "' dimension ", i,
+                       d.has_dim_param() ? absl::StrCat(" ('", d.dim_param(), "')") : std::string(),
+                       " is dynamic: bind it (MLTUNE_ONNX_DIMS=",
+                       d.has_dim_param() ? d.dim_param() : std::string("NAME"),
+                       "=N for the CLI, OnnxImportOptions::dim_values) or give the input's value"));
     }
     return Shape(*type, dims);
   }
@@ -317,8 +319,7 @@ class ImporterImpl : public Importer {
       // Before IR version 4, initializers were listed as inputs too; the initializer wins.
       if (initializer_names_.count(in.name()) > 0) continue;
       auto value_it = options_.input_values.find(in.name());
-      const Literal* value =
-          value_it == options_.input_values.end() ? nullptr : &value_it->second;
+      const Literal* value = value_it == options_.input_values.end() ? nullptr : &value_it->second;
       absl::StatusOr<Shape> shape = InputShape(in, value);
       if (!shape.ok()) return shape.status();
       if (value != nullptr && needed.count(in.name()) > 0) {
@@ -389,6 +390,15 @@ absl::StatusOr<OnnxImport> ImportOnnxFile(const std::string& path, OnnxImportOpt
   bytes << in.rdbuf();
   if (options.display_name == OnnxImportOptions().display_name) options.display_name = path;
   return ImportOnnxModel(bytes.str(), options);
+}
+
+bool LooksLikeText(std::string_view bytes) {
+  const size_t n = std::min<size_t>(bytes.size(), 64);
+  for (size_t i = 0; i < n; ++i) {
+    const unsigned char c = static_cast<unsigned char>(bytes[i]);
+    if (c < 0x20 && c != '\n' && c != '\r' && c != '\t') return false;
+  }
+  return true;
 }
 
 bool LooksLikeOnnxModel(std::string_view bytes) {

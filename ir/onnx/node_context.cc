@@ -56,15 +56,16 @@ std::string AttrTypeName(AttributeProto::AttributeType t) {
 
 }  // namespace
 
-#define MLTUNE_ONNX_ATTR_PRELUDE(expected)                                                   \
-  const AttributeProto* a = FindAttr(name);                                                \
-  if (a == nullptr) {                                                                      \
-    if (def.has_value()) return *def;                                                      \
-    return Error(absl::StrCat("attribute '", name, "' is required"));                      \
-  }                                                                                        \
-  if (a->type() != AttributeProto::expected && a->type() != AttributeProto::UNDEFINED) {   \
-    return Error(absl::StrCat("attribute '", name, "' must be ", AttrTypeName(AttributeProto::expected), \
-                              ", got ", AttrTypeName(a->type())));                         \
+#define MLTUNE_ONNX_ATTR_PRELUDE(expected)                                               \
+  const AttributeProto* a = FindAttr(name);                                              \
+  if (a == nullptr) {                                                                    \
+    if (def.has_value()) return *def;                                                    \
+    return Error(absl::StrCat("attribute '", name, "' is required"));                    \
+  }                                                                                      \
+  if (a->type() != AttributeProto::expected && a->type() != AttributeProto::UNDEFINED) { \
+    return Error(absl::StrCat("attribute '", name, "' must be ",                         \
+                              AttrTypeName(AttributeProto::expected), ", got ",          \
+                              AttrTypeName(a->type())));                                 \
   }
 
 absl::StatusOr<int64_t> NodeContext::attr_int(const std::string& name,
@@ -103,8 +104,8 @@ absl::StatusOr<Literal> NodeContext::attr_tensor(const std::string& name) const 
   const AttributeProto* a = FindAttr(name);
   if (a == nullptr) return Error(absl::StrCat("attribute '", name, "' is required"));
   if (a->type() != AttributeProto::TENSOR) {
-    return Error(absl::StrCat("attribute '", name, "' must be TENSOR, got ",
-                              AttrTypeName(a->type())));
+    return Error(
+        absl::StrCat("attribute '", name, "' must be TENSOR, got ", AttrTypeName(a->type())));
   }
   absl::StatusOr<Literal> value = LiteralFromTensor(a->t());
   if (!value.ok()) return Annotate(value.status());

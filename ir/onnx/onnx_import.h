@@ -47,8 +47,11 @@ struct OnnxImport {
 // take. The entry computation's root is a tuple of the graph's outputs.
 absl::StatusOr<OnnxImport> ImportOnnxModel(std::string_view bytes,
                                            const OnnxImportOptions& options = {});
-absl::StatusOr<OnnxImport> ImportOnnxFile(const std::string& path,
-                                          OnnxImportOptions options = {});
+absl::StatusOr<OnnxImport> ImportOnnxFile(const std::string& path, OnnxImportOptions options = {});
+
+// True when the first bytes are printable text (HLO text), false for a binary ModelProto: the
+// cheap test that picks the parser before either runs.
+bool LooksLikeText(std::string_view bytes);
 
 // True when `bytes` parse as a ModelProto with a graph: content-based detection, so a model is
 // recognized whatever its file name.

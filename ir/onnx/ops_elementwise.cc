@@ -82,8 +82,7 @@ Instruction* Sel(Emitter& b, Instruction* p, Instruction* x, Instruction* y) {
 
 absl::StatusOr<Instruction*> Sqrt1MinusSquare(Emitter& b, Instruction* x,
                                               const std::function<Instruction*(double)>& c) {
-  return b.Unary(Opcode::kSqrt,
-                 Bin(b, Opcode::kSubtract, c(1), Bin(b, Opcode::kMultiply, x, x)));
+  return b.Unary(Opcode::kSqrt, Bin(b, Opcode::kSubtract, c(1), Bin(b, Opcode::kMultiply, x, x)));
 }
 
 Outputs Clip(NodeContext& n) {
@@ -264,13 +263,13 @@ void RegisterElementwiseOps(OpRegistry& r) {
   r.Register("Atan", Formula([](NodeContext&, Emitter& b, Instruction* x, const C& c) {
                return b.Add(Opcode::kAtan2, {x, c(1)});
              }));
-  r.Register("Asin", Formula([](NodeContext&, Emitter& b, Instruction* x, const C& c)
-                                 -> absl::StatusOr<Instruction*> {
+  r.Register("Asin", Formula([](NodeContext&, Emitter& b, Instruction* x,
+                                const C& c) -> absl::StatusOr<Instruction*> {
                MLTUNE_ASSIGN(s, Sqrt1MinusSquare(b, x, c));
                return b.Add(Opcode::kAtan2, {x, s});
              }));
-  r.Register("Acos", Formula([](NodeContext&, Emitter& b, Instruction* x, const C& c)
-                                 -> absl::StatusOr<Instruction*> {
+  r.Register("Acos", Formula([](NodeContext&, Emitter& b, Instruction* x,
+                                const C& c) -> absl::StatusOr<Instruction*> {
                MLTUNE_ASSIGN(s, Sqrt1MinusSquare(b, x, c));
                return b.Add(Opcode::kAtan2, {s, x});
              }));
@@ -285,8 +284,8 @@ void RegisterElementwiseOps(OpRegistry& r) {
                return b.Add(Opcode::kMultiply, {Bin(b, Opcode::kAdd, e, en), c(0.5)});
              }));
   r.Register("Asinh", Formula([](NodeContext&, Emitter& b, Instruction* x, const C& c) {
-               Instruction* r = b.Unary(Opcode::kSqrt,
-                                        Bin(b, Opcode::kAdd, Bin(b, Opcode::kMultiply, x, x), c(1)));
+               Instruction* r = b.Unary(
+                   Opcode::kSqrt, Bin(b, Opcode::kAdd, Bin(b, Opcode::kMultiply, x, x), c(1)));
                return b.Unary(Opcode::kLog, Bin(b, Opcode::kAdd, x, r));
              }));
   r.Register("Acosh", Formula([](NodeContext&, Emitter& b, Instruction* x, const C& c) {
@@ -302,35 +301,34 @@ void RegisterElementwiseOps(OpRegistry& r) {
   r.Register("Softplus", Formula([](NodeContext&, Emitter& b, Instruction* x, const C&) {
                return b.Unary(Opcode::kLog1p, b.Unary(Opcode::kExp, x));
              }));
-  r.Register("Softsign", Formula([](NodeContext&, Emitter& b, Instruction* x, const C& c) {
-               return b.Add(Opcode::kDivide,
-                            {x, Bin(b, Opcode::kAdd, c(1), b.Unary(Opcode::kAbs, x))});
-             }));
-  r.Register("Elu", Formula([](NodeContext& n, Emitter& b, Instruction* x, const C& c)
-                                -> absl::StatusOr<Instruction*> {
+  r.Register(
+      "Softsign", Formula([](NodeContext&, Emitter& b, Instruction* x, const C& c) {
+        return b.Add(Opcode::kDivide, {x, Bin(b, Opcode::kAdd, c(1), b.Unary(Opcode::kAbs, x))});
+      }));
+  r.Register("Elu", Formula([](NodeContext& n, Emitter& b, Instruction* x,
+                               const C& c) -> absl::StatusOr<Instruction*> {
                MLTUNE_ASSIGN(alpha, n.attr_float("alpha", 1.0f));
-               Instruction* neg = Bin(b, Opcode::kMultiply, c(alpha),
-                                      b.Unary(Opcode::kExpm1, x));
+               Instruction* neg = Bin(b, Opcode::kMultiply, c(alpha), b.Unary(Opcode::kExpm1, x));
                return Sel(b, Cmp(b, ComparisonDirection::kLt, x, c(0)), neg, x);
              }));
-  r.Register("Celu", Formula([](NodeContext& n, Emitter& b, Instruction* x, const C& c)
-                                 -> absl::StatusOr<Instruction*> {
+  r.Register("Celu", Formula([](NodeContext& n, Emitter& b, Instruction* x,
+                                const C& c) -> absl::StatusOr<Instruction*> {
                MLTUNE_ASSIGN(alpha, n.attr_float("alpha", 1.0f));
                Instruction* e = Bin(b, Opcode::kMultiply, c(alpha),
                                     b.Unary(Opcode::kExpm1, Bin(b, Opcode::kDivide, x, c(alpha))));
-               return b.Add(Opcode::kAdd, {Bin(b, Opcode::kMaximum, x, c(0)),
-                                           Bin(b, Opcode::kMinimum, e, c(0))});
+               return b.Add(Opcode::kAdd,
+                            {Bin(b, Opcode::kMaximum, x, c(0)), Bin(b, Opcode::kMinimum, e, c(0))});
              }));
-  r.Register("Selu", Formula([](NodeContext& n, Emitter& b, Instruction* x, const C& c)
-                                 -> absl::StatusOr<Instruction*> {
+  r.Register("Selu", Formula([](NodeContext& n, Emitter& b, Instruction* x,
+                                const C& c) -> absl::StatusOr<Instruction*> {
                MLTUNE_ASSIGN(alpha, n.attr_float("alpha", 1.67326319217681884765625f));
                MLTUNE_ASSIGN(gamma, n.attr_float("gamma", 1.05070102214813232421875f));
                Instruction* neg = Bin(b, Opcode::kMultiply, c(alpha), b.Unary(Opcode::kExpm1, x));
                Instruction* y = Sel(b, Cmp(b, ComparisonDirection::kLe, x, c(0)), neg, x);
                return b.Add(Opcode::kMultiply, {y, c(gamma)});
              }));
-  r.Register("LeakyRelu", Formula([](NodeContext& n, Emitter& b, Instruction* x, const C& c)
-                                      -> absl::StatusOr<Instruction*> {
+  r.Register("LeakyRelu", Formula([](NodeContext& n, Emitter& b, Instruction* x,
+                                     const C& c) -> absl::StatusOr<Instruction*> {
                MLTUNE_ASSIGN(alpha, n.attr_float("alpha", 0.01f));
                return Sel(b, Cmp(b, ComparisonDirection::kLt, x, c(0)),
                           Bin(b, Opcode::kMultiply, x, c(alpha)), x);
@@ -340,21 +338,22 @@ void RegisterElementwiseOps(OpRegistry& r) {
                MLTUNE_ASSIGN(alpha, n.attr_float("alpha", 1.0f));
                return Sel(b, Cmp(b, ComparisonDirection::kGt, x, c(alpha)), x, c(0));
              }));
-  r.Register("HardSigmoid", Formula([](NodeContext& n, Emitter& b, Instruction* x, const C& c)
-                                        -> absl::StatusOr<Instruction*> {
+  r.Register("HardSigmoid", Formula([](NodeContext& n, Emitter& b, Instruction* x,
+                                       const C& c) -> absl::StatusOr<Instruction*> {
                MLTUNE_ASSIGN(alpha, n.attr_float("alpha", 0.2f));
                MLTUNE_ASSIGN(beta, n.attr_float("beta", 0.5f));
-               Instruction* y = Bin(b, Opcode::kAdd, Bin(b, Opcode::kMultiply, x, c(alpha)), c(beta));
+               Instruction* y =
+                   Bin(b, Opcode::kAdd, Bin(b, Opcode::kMultiply, x, c(alpha)), c(beta));
                return b.Add(Opcode::kMaximum, {c(0), Bin(b, Opcode::kMinimum, c(1), y)});
              }));
   r.Register("HardSwish", Formula([](NodeContext&, Emitter& b, Instruction* x, const C& c) {
-               Instruction* y = Bin(b, Opcode::kAdd, Bin(b, Opcode::kMultiply, x, c(1.0 / 6)),
-                                    c(0.5));
+               Instruction* y =
+                   Bin(b, Opcode::kAdd, Bin(b, Opcode::kMultiply, x, c(1.0 / 6)), c(0.5));
                Instruction* hs = Bin(b, Opcode::kMaximum, c(0), Bin(b, Opcode::kMinimum, c(1), y));
                return b.Add(Opcode::kMultiply, {x, hs});
              }));
-  r.Register("Shrink", Formula([](NodeContext& n, Emitter& b, Instruction* x, const C& c)
-                                   -> absl::StatusOr<Instruction*> {
+  r.Register("Shrink", Formula([](NodeContext& n, Emitter& b, Instruction* x,
+                                  const C& c) -> absl::StatusOr<Instruction*> {
                MLTUNE_ASSIGN(bias, n.attr_float("bias", 0.0f));
                MLTUNE_ASSIGN(lambd, n.attr_float("lambd", 0.5f));
                Instruction* below = Cmp(b, ComparisonDirection::kLt, x, c(-lambd));

@@ -309,8 +309,7 @@ Outputs Constant(NodeContext& n) {
   }
   if (n.has_attr("value_floats")) {
     MLTUNE_ASSIGN(v, n.attr_floats("value_floats"));
-    Literal lit =
-        *Literal::Create(Shape(PrimitiveType::kF32, {static_cast<int64_t>(v.size())}));
+    Literal lit = *Literal::Create(Shape(PrimitiveType::kF32, {static_cast<int64_t>(v.size())}));
     for (size_t i = 0; i < v.size(); ++i) lit.Set<float>(i, v[i]);
     return One(b.Constant(std::move(lit)));
   }
@@ -518,10 +517,10 @@ Outputs SpaceToDepth(NodeContext& n) {
   if (x->shape().rank() != 4) return n.Error("input must be rank 4 (N, C, H, W)");
   const auto& d = x->shape().dimensions();
   const int64_t N = d[0], C = d[1], H = d[2], W = d[3];
-  if (bs <= 0 || H % bs != 0 || W % bs != 0) return n.Error("H and W must be multiples of blocksize");
+  if (bs <= 0 || H % bs != 0 || W % bs != 0)
+    return n.Error("H and W must be multiples of blocksize");
   Emitter& b = n.b();
-  Instruction* t =
-      b.Transpose(b.Reshape(x, {N, C, H / bs, bs, W / bs, bs}), {0, 3, 5, 1, 2, 4});
+  Instruction* t = b.Transpose(b.Reshape(x, {N, C, H / bs, bs, W / bs, bs}), {0, 3, 5, 1, 2, 4});
   return One(b.Reshape(t, {N, C * bs * bs, H / bs, W / bs}));
 }
 

@@ -35,19 +35,32 @@ absl::Status CheckCount(const TensorProto& t, const Field& field, int64_t n, con
 
 absl::StatusOr<PrimitiveType> ElementTypeFromOnnx(int32_t data_type) {
   switch (data_type) {
-    case TensorProto::FLOAT: return PrimitiveType::kF32;
-    case TensorProto::UINT8: return PrimitiveType::kU8;
-    case TensorProto::INT8: return PrimitiveType::kS8;
-    case TensorProto::UINT16: return PrimitiveType::kU16;
-    case TensorProto::INT16: return PrimitiveType::kS16;
-    case TensorProto::INT32: return PrimitiveType::kS32;
-    case TensorProto::INT64: return PrimitiveType::kS64;
-    case TensorProto::BOOL: return PrimitiveType::kPred;
-    case TensorProto::FLOAT16: return PrimitiveType::kF16;
-    case TensorProto::DOUBLE: return PrimitiveType::kF64;
-    case TensorProto::UINT32: return PrimitiveType::kU32;
-    case TensorProto::UINT64: return PrimitiveType::kU64;
-    case TensorProto::BFLOAT16: return PrimitiveType::kBF16;
+    case TensorProto::FLOAT:
+      return PrimitiveType::kF32;
+    case TensorProto::UINT8:
+      return PrimitiveType::kU8;
+    case TensorProto::INT8:
+      return PrimitiveType::kS8;
+    case TensorProto::UINT16:
+      return PrimitiveType::kU16;
+    case TensorProto::INT16:
+      return PrimitiveType::kS16;
+    case TensorProto::INT32:
+      return PrimitiveType::kS32;
+    case TensorProto::INT64:
+      return PrimitiveType::kS64;
+    case TensorProto::BOOL:
+      return PrimitiveType::kPred;
+    case TensorProto::FLOAT16:
+      return PrimitiveType::kF16;
+    case TensorProto::DOUBLE:
+      return PrimitiveType::kF64;
+    case TensorProto::UINT32:
+      return PrimitiveType::kU32;
+    case TensorProto::UINT64:
+      return PrimitiveType::kU64;
+    case TensorProto::BFLOAT16:
+      return PrimitiveType::kBF16;
     default:
       return absl::UnimplementedError(
           absl::StrCat("element type ", OnnxTypeName(data_type), " is not supported"));
@@ -56,20 +69,34 @@ absl::StatusOr<PrimitiveType> ElementTypeFromOnnx(int32_t data_type) {
 
 int32_t ElementTypeToOnnx(PrimitiveType type) {
   switch (type) {
-    case PrimitiveType::kF32: return TensorProto::FLOAT;
-    case PrimitiveType::kU8: return TensorProto::UINT8;
-    case PrimitiveType::kS8: return TensorProto::INT8;
-    case PrimitiveType::kU16: return TensorProto::UINT16;
-    case PrimitiveType::kS16: return TensorProto::INT16;
-    case PrimitiveType::kS32: return TensorProto::INT32;
-    case PrimitiveType::kS64: return TensorProto::INT64;
-    case PrimitiveType::kPred: return TensorProto::BOOL;
-    case PrimitiveType::kF16: return TensorProto::FLOAT16;
-    case PrimitiveType::kF64: return TensorProto::DOUBLE;
-    case PrimitiveType::kU32: return TensorProto::UINT32;
-    case PrimitiveType::kU64: return TensorProto::UINT64;
-    case PrimitiveType::kBF16: return TensorProto::BFLOAT16;
-    default: return TensorProto::UNDEFINED;
+    case PrimitiveType::kF32:
+      return TensorProto::FLOAT;
+    case PrimitiveType::kU8:
+      return TensorProto::UINT8;
+    case PrimitiveType::kS8:
+      return TensorProto::INT8;
+    case PrimitiveType::kU16:
+      return TensorProto::UINT16;
+    case PrimitiveType::kS16:
+      return TensorProto::INT16;
+    case PrimitiveType::kS32:
+      return TensorProto::INT32;
+    case PrimitiveType::kS64:
+      return TensorProto::INT64;
+    case PrimitiveType::kPred:
+      return TensorProto::BOOL;
+    case PrimitiveType::kF16:
+      return TensorProto::FLOAT16;
+    case PrimitiveType::kF64:
+      return TensorProto::DOUBLE;
+    case PrimitiveType::kU32:
+      return TensorProto::UINT32;
+    case PrimitiveType::kU64:
+      return TensorProto::UINT64;
+    case PrimitiveType::kBF16:
+      return TensorProto::BFLOAT16;
+    default:
+      return TensorProto::UNDEFINED;
   }
 }
 
@@ -83,7 +110,8 @@ std::string OnnxTypeName(int32_t data_type) {
 absl::StatusOr<Literal> LiteralFromTensor(const TensorProto& t) {
   if (t.data_location() == TensorProto::EXTERNAL || t.external_data_size() > 0) {
     return absl::UnimplementedError(
-        absl::StrCat("tensor '", t.name(), "': external data is not supported; save the model "
+        absl::StrCat("tensor '", t.name(),
+                     "': external data is not supported; save the model "
                      "with its weights inside (onnx.save(model, save_as_external_data=False))"));
   }
   if (t.has_segment()) {
@@ -109,7 +137,8 @@ absl::StatusOr<Literal> LiteralFromTensor(const TensorProto& t) {
                        " bytes, its dims and type need ", lit->size_bytes()));
     }
     // The IR stores pred as one byte and every other type in its own width, little-endian.
-    if (lit->size_bytes() > 0) std::memcpy(lit->untyped_data(), t.raw_data().data(), lit->size_bytes());
+    if (lit->size_bytes() > 0)
+      std::memcpy(lit->untyped_data(), t.raw_data().data(), lit->size_bytes());
     return lit;
   }
   switch (t.data_type()) {

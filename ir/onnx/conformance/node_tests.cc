@@ -42,8 +42,8 @@ std::vector<fs::path> NumberedFiles(const fs::path& dir, const std::string& pref
 // Why `got` is not `want` within the tolerance, or "" when it is.
 std::string Compare(const Literal& got, const Literal& want, const NodeTestTolerance& tol) {
   if (got.element_type() != want.element_type()) {
-    return absl::StrCat("element type ", std::string(PrimitiveTypeName(got.element_type())), ", expected ",
-                        std::string(PrimitiveTypeName(want.element_type())));
+    return absl::StrCat("element type ", std::string(PrimitiveTypeName(got.element_type())),
+                        ", expected ", std::string(PrimitiveTypeName(want.element_type())));
   }
   if (got.shape().dimensions() != want.shape().dimensions()) {
     return absl::StrCat("shape ", got.shape().ToString(false), ", expected ",
@@ -73,7 +73,8 @@ std::string Compare(const Literal& got, const Literal& want, const NodeTestToler
 void BFloat16FromBits(Literal& value) {
   if (value.element_type() != PrimitiveType::kU16) return;
   Literal bf16 = *Literal::Create(Shape(PrimitiveType::kBF16, value.shape().dimensions()));
-  if (bf16.size_bytes() > 0) std::memcpy(bf16.untyped_data(), value.untyped_data(), bf16.size_bytes());
+  if (bf16.size_bytes() > 0)
+    std::memcpy(bf16.untyped_data(), value.untyped_data(), bf16.size_bytes());
   value = std::move(bf16);
 }
 
@@ -81,11 +82,16 @@ void BFloat16FromBits(Literal& value) {
 
 const char* NodeTestOutcomeName(NodeTestOutcome outcome) {
   switch (outcome) {
-    case NodeTestOutcome::kPass: return "pass";
-    case NodeTestOutcome::kUnsupported: return "unsupported";
-    case NodeTestOutcome::kImportError: return "import error";
-    case NodeTestOutcome::kEvalError: return "evaluation error";
-    case NodeTestOutcome::kMismatch: return "mismatch";
+    case NodeTestOutcome::kPass:
+      return "pass";
+    case NodeTestOutcome::kUnsupported:
+      return "unsupported";
+    case NodeTestOutcome::kImportError:
+      return "import error";
+    case NodeTestOutcome::kEvalError:
+      return "evaluation error";
+    case NodeTestOutcome::kMismatch:
+      return "mismatch";
   }
   return "?";
 }
@@ -100,7 +106,8 @@ NodeTestResult RunNodeTest(const std::string& dir_string, const NodeTestToleranc
     return result;
   };
   absl::StatusOr<std::string> bytes = ReadFile(dir / "model.onnx");
-  if (!bytes.ok()) return fail(NodeTestOutcome::kImportError, std::string(bytes.status().message()));
+  if (!bytes.ok())
+    return fail(NodeTestOutcome::kImportError, std::string(bytes.status().message()));
   ::onnx::ModelProto model;
   if (!model.ParseFromString(*bytes)) {
     return fail(NodeTestOutcome::kImportError, "model.onnx does not parse");
@@ -121,19 +128,21 @@ NodeTestResult RunNodeTest(const std::string& dir_string, const NodeTestToleranc
 
   auto kind = [](const ::onnx::TypeProto& t) -> std::string {
     if (t.has_tensor_type()) return "";
-    return t.has_sequence_type() ? "a sequence" : t.has_optional_type() ? "an optional"
-                                 : t.has_map_type() ? "a map" : "not a tensor";
+    return t.has_sequence_type()   ? "a sequence"
+           : t.has_optional_type() ? "an optional"
+           : t.has_map_type()      ? "a map"
+                                   : "not a tensor";
   };
   for (const auto& v : model.graph().input()) {
     if (std::string k = kind(v.type()); !k.empty()) {
-      return fail(NodeTestOutcome::kUnsupported,
-                  absl::StrCat("graph input '", v.name(), "' is ", k, "; only tensors are supported"));
+      return fail(NodeTestOutcome::kUnsupported, absl::StrCat("graph input '", v.name(), "' is ", k,
+                                                              "; only tensors are supported"));
     }
   }
   for (const auto& v : model.graph().output()) {
     if (std::string k = kind(v.type()); !k.empty()) {
-      return fail(NodeTestOutcome::kUnsupported,
-                  absl::StrCat("graph output '", v.name(), "' is ", k, "; only tensors are supported"));
+      return fail(NodeTestOutcome::kUnsupported, absl::StrCat("graph output '", v.name(), "' is ",
+                                                              k, "; only tensors are supported"));
     }
   }
   std::vector<fs::path> sets;
@@ -155,9 +164,9 @@ NodeTestResult RunNodeTest(const std::string& dir_string, const NodeTestToleranc
       absl::StatusOr<NamedLiteral> t =
           tb.ok() ? ParseOnnxTensor(*tb) : absl::StatusOr<NamedLiteral>(tb.status());
       if (!t.ok()) {
-        return fail(NodeTestOutcome::kUnsupported,
-                    absl::StrCat(where, "/", inputs[i].filename().string(), ": ",
-                                 t.status().message()));
+        return fail(
+            NodeTestOutcome::kUnsupported,
+            absl::StrCat(where, "/", inputs[i].filename().string(), ": ", t.status().message()));
       }
       std::string name = t->name;
       if (i < input_names.size() && (name.empty() || name != input_names[i])) {
@@ -190,9 +199,8 @@ NodeTestResult RunNodeTest(const std::string& dir_string, const NodeTestToleranc
     }
     std::vector<fs::path> outputs = NumberedFiles(set, "output");
     if (outputs.size() != got->elements().size()) {
-      return fail(NodeTestOutcome::kMismatch,
-                  absl::StrCat(where, ": ", got->elements().size(), " outputs, expected ",
-                               outputs.size()));
+      return fail(NodeTestOutcome::kMismatch, absl::StrCat(where, ": ", got->elements().size(),
+                                                           " outputs, expected ", outputs.size()));
     }
     for (size_t i = 0; i < outputs.size(); ++i) {
       absl::StatusOr<std::string> tb = ReadFile(outputs[i]);
@@ -206,9 +214,9 @@ NodeTestResult RunNodeTest(const std::string& dir_string, const NodeTestToleranc
       if (got->elements()[i].element_type() == PrimitiveType::kBF16) BFloat16FromBits(want->value);
       std::string why = Compare(got->elements()[i], want->value, tolerance);
       if (!why.empty()) {
-        return fail(NodeTestOutcome::kMismatch,
-                    absl::StrCat(where, ": output ", i, " ('", imported->output_names[i], "'): ",
-                                 why));
+        return fail(
+            NodeTestOutcome::kMismatch,
+            absl::StrCat(where, ": output ", i, " ('", imported->output_names[i], "'): ", why));
       }
     }
   }

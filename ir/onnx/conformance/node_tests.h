@@ -26,7 +26,7 @@ struct NodeTestResult {
   std::string name;                   // the folder's name, e.g. "test_abs"
   std::vector<std::string> op_types;  // distinct op types of the model's graph, sorted
   NodeTestOutcome outcome = NodeTestOutcome::kPass;
-  std::string message;                // why it did not pass
+  std::string message;  // why it did not pass
 };
 
 // ONNX's backend test runner's comparison (numpy.testing.assert_allclose): |got - want| <=
