@@ -9,6 +9,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -91,10 +92,18 @@ class Emitter {
   Computation& c_;
 };
 
+// Value names visible at a node: graph inputs, initializers, earlier outputs, and those of the
+// enclosing graphs for a subgraph.
+using Scope = std::unordered_map<std::string, Instruction*>;
+
 // The import in progress, as converters see it.
 class Importer {
  public:
   virtual ~Importer() = default;
+  // Converts a subgraph's initializers and nodes into `emitter`'s computation, with `scope` holding
+  // its inputs and the outer values it uses; returns its outputs.
+  virtual absl::StatusOr<std::vector<Instruction*>> ConvertGraph(const ::onnx::GraphProto& graph,
+                                                                 Emitter& emitter, Scope scope) = 0;
   // The value of `x` at import time: `x` must not depend on a parameter (a graph input that was
   // not bound). `what` names x in the error ("input 1 ('shape')").
   virtual absl::StatusOr<Literal> Fold(Instruction* x, const std::string& what) = 0;
@@ -104,8 +113,9 @@ class Importer {
 class NodeContext {
  public:
   NodeContext(Importer& importer, Emitter& emitter, const ::onnx::NodeProto& node, int64_t opset,
-              std::vector<Instruction*> inputs, std::string location)
-      : importer_(importer),
+              std::vector<Instruction*> inputs, std::string location, const Scope& scope)
+      : scope_(scope),
+        importer_(importer),
         emitter_(emitter),
         node_(node),
         opset_(opset),
@@ -114,6 +124,8 @@ class NodeContext {
 
   Emitter& b() { return emitter_; }
   Importer& importer() { return importer_; }
+  // The names visible at this node (for the outer values a subgraph uses).
+  const Scope& scope() const { return scope_; }
   const ::onnx::NodeProto& node() const { return node_; }
   const std::string& op_type() const { return node_.op_type(); }
   // The opset version of the node's domain that the model imports.
@@ -161,6 +173,7 @@ class NodeContext {
   absl::StatusOr<int64_t> NormalizeAxis(int64_t axis, int64_t rank) const;
 
  private:
+  const Scope& scope_;
   Importer& importer_;
   Emitter& emitter_;
   const ::onnx::NodeProto& node_;

@@ -26,10 +26,16 @@ absl::StatusOr<Instruction*> Emitter::Add(Opcode opcode, const std::vector<Instr
                                           const std::function<void(Instruction&)>& set_attributes,
                                           std::optional<Shape> shape) {
   // Dots and convolutions read their result type from the declared shape (XLA's preferred
-  // element type): declare the first operand's.
-  Shape placeholder = operands.empty() || !operands[0]->shape().IsArray()
-                          ? Shape()
-                          : Shape(operands[0]->shape().element_type(), {});
+  // element type): declare the wider of the first two operands' types.
+  Shape placeholder;
+  if (!operands.empty() && operands[0]->shape().IsArray()) {
+    PrimitiveType t = operands[0]->shape().element_type();
+    if (operands.size() > 1 && operands[1]->shape().IsArray() &&
+        BitWidth(operands[1]->shape().element_type()) > BitWidth(t)) {
+      t = operands[1]->shape().element_type();
+    }
+    placeholder = Shape(t, {});
+  }
   Instruction* instr = passes::AddInstr(c_, opcode, shape.value_or(placeholder), operands);
   if (set_attributes) set_attributes(*instr);
   if (!shape.has_value()) {

@@ -138,13 +138,40 @@ class ImporterImpl : public Importer {
     return value;
   }
 
+  absl::StatusOr<std::vector<Instruction*>> ConvertGraph(const GraphProto& graph, Emitter& b,
+                                                         Scope scope) override {
+    for (const auto& t : graph.initializer()) {
+      absl::StatusOr<Literal> value = LiteralFromTensor(t);
+      if (!value.ok()) return value.status();
+      scope[t.name()] = b.Constant(std::move(*value));
+    }
+    for (int i = 0; i < graph.node_size(); ++i) {
+      if (absl::Status s = ConvertNode(graph.node(i), i, b, scope, graph.name()); !s.ok()) {
+        return s;
+      }
+    }
+    std::vector<Instruction*> outputs;
+    for (const ValueInfoProto& out : graph.output()) {
+      auto it = scope.find(out.name());
+      if (it == scope.end()) {
+        return absl::InvalidArgumentError(absl::StrCat(display_, ": subgraph '", graph.name(),
+                                                       "' output '", out.name(),
+                                                       "' is not produced by any node"));
+      }
+      outputs.push_back(it->second);
+    }
+    return outputs;
+  }
+
   // Converts one node, binding its outputs in `scope`.
-  absl::Status ConvertNode(const NodeProto& node, int index, Emitter& b,
-                           std::unordered_map<std::string, Instruction*>& scope) {
+  absl::Status ConvertNode(const NodeProto& node, int index, Emitter& b, Scope& scope,
+                           const std::string& subgraph = "") {
     const std::string domain = DomainKey(node.domain());
     auto opset_it = opsets_.find(domain);
     const int64_t opset = opset_it == opsets_.end() ? -1 : opset_it->second;
-    std::string location = absl::StrCat(display_, ": node ", index);
+    std::string location =
+        absl::StrCat(display_, subgraph.empty() ? "" : absl::StrCat(": subgraph '", subgraph, "'"),
+                     ": node ", index);
     if (!node.name().empty()) absl::StrAppend(&location, " '", node.name(), "'");
     absl::StrAppend(&location, " (", domain.empty() ? "" : domain + ":", node.op_type(), ", opset ",
                     opset, ")");
@@ -171,7 +198,7 @@ class ImporterImpl : public Importer {
       }
       inputs.push_back(it->second);
     }
-    NodeContext ctx(*this, b, node, opset, std::move(inputs), location);
+    NodeContext ctx(*this, b, node, opset, std::move(inputs), location, scope);
     absl::StatusOr<std::vector<Instruction*>> outputs = info->convert(ctx);
     if (!outputs.ok()) return ctx.Annotate(outputs.status());
     for (int i = 0; i < node.output_size(); ++i) {
@@ -366,7 +393,7 @@ class ImporterImpl : public Importer {
   std::string display_;
   Module* module_ = nullptr;
   std::unordered_map<std::string, int64_t> opsets_;
-  std::unordered_map<std::string, Instruction*> scope_;
+  Scope scope_;
   std::unordered_set<std::string> initializer_names_;
   std::vector<std::pair<std::string, Shape>> deferred_initializers_;
   std::unordered_map<const Instruction*, std::string> parameter_inputs_;

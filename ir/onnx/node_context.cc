@@ -126,7 +126,9 @@ absl::Status NodeContext::Unsupported(const std::string& message) const {
 }
 
 absl::Status NodeContext::Annotate(const absl::Status& status) const {
-  if (status.ok() || absl::StartsWith(status.message(), location_)) return status;
+  // Errors from nested subgraphs already name their node, in the same file.
+  const std::string file = location_.substr(0, location_.find(": "));
+  if (status.ok() || absl::StartsWith(status.message(), file + ": ")) return status;
   return absl::Status(status.code(), absl::StrCat(location_, ": ", status.message()));
 }
 
