@@ -107,6 +107,8 @@ class Importer {
   // The value of `x` at import time: `x` must not depend on a parameter (a graph input that was
   // not bound). `what` names x in the error ("input 1 ('shape')").
   virtual absl::StatusOr<Literal> Fold(Instruction* x, const std::string& what) = 0;
+  // A zero-filled literal for a constant the converter computes, within the import's budget.
+  virtual absl::StatusOr<Literal> NewLiteral(const Shape& shape) = 0;
 };
 
 // The node being converted: its inputs as instructions, its attributes, and errors that name it.
@@ -148,6 +150,9 @@ class NodeContext {
   absl::StatusOr<Literal> constant_input(int64_t i);
   absl::StatusOr<std::vector<int64_t>> constant_ints(int64_t i);
   absl::StatusOr<std::vector<double>> constant_doubles(int64_t i);
+  // A zero-filled literal of `shape` for a constant the converter computes (bounded by
+  // OnnxImportOptions::max_constant_bytes).
+  absl::StatusOr<Literal> NewLiteral(const Shape& shape);
 
   bool has_attr(const std::string& name) const { return FindAttr(name) != nullptr; }
   absl::StatusOr<int64_t> attr_int(const std::string& name, std::optional<int64_t> def = {}) const;

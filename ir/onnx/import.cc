@@ -130,12 +130,23 @@ class ImporterImpl : public Importer {
     std::unordered_map<const Instruction*, Instruction*> copies;
     entry->set_root(CloneTree(x, *entry, copies));
     EvalOptions eval;
+    eval.max_array_bytes = options_.max_constant_bytes;
+    eval.max_loop_iterations = 100'000;
     absl::StatusOr<Literal> value = Evaluate(scratch, {}, eval);
     if (!value.ok()) {
       return absl::Status(value.status().code(),
                           absl::StrCat(what, ": folding it failed: ", value.status().message()));
     }
     return value;
+  }
+
+  absl::StatusOr<Literal> NewLiteral(const Shape& shape) override {
+    if (!shape.is_static() || shape.ByteSize() > options_.max_constant_bytes) {
+      return absl::ResourceExhaustedError(absl::StrCat(
+          "a constant of ", shape.ToString(false), " is over the limit of ",
+          options_.max_constant_bytes, " bytes (OnnxImportOptions::max_constant_bytes)"));
+    }
+    return Literal::Create(shape, options_.max_constant_bytes);
   }
 
   absl::StatusOr<std::vector<Instruction*>> ConvertGraph(const GraphProto& graph, Emitter& b,
@@ -201,6 +212,11 @@ class ImporterImpl : public Importer {
     NodeContext ctx(*this, b, node, opset, std::move(inputs), location, scope);
     absl::StatusOr<std::vector<Instruction*>> outputs = info->convert(ctx);
     if (!outputs.ok()) return ctx.Annotate(outputs.status());
+    if (module_->instruction_count() > options_.max_instructions) {
+      return ctx.Annotate(absl::ResourceExhaustedError(
+          absl::StrCat("the module has grown past ", options_.max_instructions,
+                       " instructions (OnnxImportOptions::max_instructions)")));
+    }
     for (int i = 0; i < node.output_size(); ++i) {
       if (node.output(i).empty()) continue;
       if (i >= static_cast<int>(outputs->size()) || (*outputs)[i] == nullptr) {

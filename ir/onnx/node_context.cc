@@ -41,6 +41,12 @@ absl::StatusOr<std::vector<double>> NodeContext::constant_doubles(int64_t i) {
   return out;
 }
 
+absl::StatusOr<Literal> NodeContext::NewLiteral(const Shape& shape) {
+  absl::StatusOr<Literal> lit = importer_.NewLiteral(shape);
+  if (!lit.ok()) return Annotate(lit.status());
+  return lit;
+}
+
 const AttributeProto* NodeContext::FindAttr(const std::string& name) const {
   for (const AttributeProto& a : node_.attribute()) {
     if (a.name() == name) return &a;

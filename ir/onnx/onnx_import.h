@@ -26,6 +26,11 @@ struct OnnxImportOptions {
   bool initializers_as_parameters = false;
   // Largest model accepted, in bytes (protobuf itself refuses messages over 2 GiB).
   int64_t max_model_bytes = (int64_t{2} << 30) - 1;
+  // Largest constant the importer computes itself (folded values, Range, the matrices of Resize
+  // and DFT); the model's own tensors are bounded by its size.
+  int64_t max_constant_bytes = int64_t{1} << 30;
+  // Largest module built (an unrolled RNN over a long sequence can grow past it).
+  int64_t max_instructions = 10'000'000;
   // Shown in errors as the file the model came from.
   std::string display_name = "model.onnx";
 };

@@ -365,7 +365,7 @@ Outputs NonZero(NodeContext& n) {
     }
   }
   const int64_t count = static_cast<int64_t>(hits.size());
-  Literal out = *Literal::Create(Shape(PrimitiveType::kS64, {rank, count}));
+  MLTUNE_ASSIGN(out, n.NewLiteral(Shape(PrimitiveType::kS64, {rank, count})));
   for (int64_t j = 0; j < count; ++j) {
     int64_t rest = hits[j];
     for (int64_t d = rank - 1; d >= 0; --d) {

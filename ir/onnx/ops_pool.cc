@@ -156,7 +156,7 @@ OpConverter Pool(PoolKind kind) {
         per_dim[i].push_back(c);
       }
     }
-    MLTUNE_ASSIGN(counts, Literal::Create(Shape(t, w.out)));
+    MLTUNE_ASSIGN(counts, n.NewLiteral(Shape(t, w.out)));
     std::vector<int64_t> idx(ns, 0);
     for (int64_t e = 0; e < counts.element_count(); ++e) {
       int64_t rem = e;

@@ -124,7 +124,7 @@ absl::StatusOr<Instruction*> ResizeAxes(NodeContext& n, Instruction* x, const Re
     std::vector<double> w;
     std::vector<bool> inside;
     AxisWeights(m, in, out, scales[a], roi_start, roi_end, w, inside);
-    Literal lw = *Literal::Create(Shape(compute, {out, in}));
+    MLTUNE_ASSIGN(lw, n.NewLiteral(Shape(compute, {out, in})));
     for (int64_t i = 0; i < out * in; ++i) lw.SetFromDouble(i, w[i]);
     DotDimensionNumbers dn;
     dn.lhs_contracting_dimensions = {a};
@@ -141,7 +141,7 @@ absl::StatusOr<Instruction*> ResizeAxes(NodeContext& n, Instruction* x, const Re
   }
   if (extrapolates) {
     const std::vector<int64_t>& dims = y->shape().dimensions();
-    Literal mask = *Literal::Create(Shape(PrimitiveType::kPred, dims));
+    MLTUNE_ASSIGN(mask, n.NewLiteral(Shape(PrimitiveType::kPred, dims)));
     std::vector<int64_t> index(rank, 0);
     for (int64_t i = 0; i < mask.element_count(); ++i) {
       bool ok = true;

@@ -478,8 +478,8 @@ Outputs Range(NodeContext& n) {
   const double s = start.GetAsDouble(0), l = limit.GetAsDouble(0), d = delta.GetAsDouble(0);
   if (d == 0) return n.Error("delta must not be 0");
   const int64_t count = std::max<int64_t>(0, static_cast<int64_t>(std::ceil((l - s) / d)));
-  absl::StatusOr<Literal> out = Literal::Create(Shape(t, {count}));
-  if (!out.ok()) return n.Error(std::string(out.status().message()));
+  absl::StatusOr<Literal> out = n.NewLiteral(Shape(t, {count}));
+  if (!out.ok()) return out.status();
   for (int64_t i = 0; i < count; ++i) {
     if (fp) {
       out->SetFromDouble(i, s + static_cast<double>(i) * d);

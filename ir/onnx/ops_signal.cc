@@ -21,7 +21,7 @@ OpConverter Window(std::vector<double> cosine_terms) {
     if (!type.ok()) return n.Unsupported(std::string(type.status().message()));
     const int64_t size = size_v[0];
     const double len = periodic ? size : size - 1;
-    Literal w = *Literal::Create(Shape(*type, {size}));
+    MLTUNE_ASSIGN(w, n.NewLiteral(Shape(*type, {size})));
     for (int64_t k = 0; k < size; ++k) {
       double v = 0;
       for (size_t j = 0; j < cosine_terms.size(); ++j) {
@@ -65,8 +65,8 @@ Outputs Dft(NodeContext& n) {
   const PrimitiveType t = x->shape().element_type();
   // The signal is zero-padded or truncated to `length`: rows past in_len are left out.
   const int64_t used = std::min(in_len, length);
-  Literal cos_m = *Literal::Create(Shape(t, {used, out_len}));
-  Literal sin_m = *Literal::Create(Shape(t, {used, out_len}));
+  MLTUNE_ASSIGN(cos_m, n.NewLiteral(Shape(t, {used, out_len})));
+  MLTUNE_ASSIGN(sin_m, n.NewLiteral(Shape(t, {used, out_len})));
   const double sign = inverse ? 1 : -1;
   const double norm = inverse ? 1.0 / length : 1.0;
   for (int64_t j = 0; j < used; ++j) {

@@ -1,5 +1,6 @@
 #include "ir/onnx/tensor.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
@@ -124,6 +125,16 @@ absl::StatusOr<Literal> LiteralFromTensor(const TensorProto& t) {
   }
   absl::StatusOr<int64_t> n = ElementCount(t);
   if (!n.ok()) return n.status();
+  // The values present bound the size: check them before allocating, so a tensor that
+  // declares huge dims without the data cannot make the importer allocate.
+  const int64_t present =
+      t.has_raw_data() ? static_cast<int64_t>(t.raw_data().size()) / StorageBytes(*type)
+                       : std::max({t.float_data_size(), t.double_data_size(), t.int32_data_size(),
+                                   t.int64_data_size(), t.uint64_data_size()});
+  if (present != *n) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("tensor '", t.name(), "' holds ", present, " values, its dims need ", *n));
+  }
   std::vector<int64_t> dims(t.dims().begin(), t.dims().end());
   absl::StatusOr<Literal> lit = Literal::Create(Shape(*type, dims));
   if (!lit.ok()) {
