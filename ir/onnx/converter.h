@@ -213,6 +213,13 @@ class OpRegistry {
   std::map<std::pair<std::string, std::string>, OpInfo, std::less<>> ops_;
 };
 
+// a * b, or nullopt when it overflows int64 (shapes from a model are not trusted to fit).
+inline std::optional<int64_t> CheckedMul(int64_t a, int64_t b) {
+  int64_t r;
+  if (__builtin_mul_overflow(a, b, &r)) return std::nullopt;
+  return r;
+}
+
 // The single output `x` (or its error).
 inline Outputs One(absl::StatusOr<Instruction*> x) {
   if (!x.ok()) return x.status();

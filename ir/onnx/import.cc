@@ -223,6 +223,11 @@ class ImporterImpl : public Importer {
         return ctx.Unsupported(
             absl::StrCat("output ", i, " ('", node.output(i), "') is not supported"));
       }
+      const Shape& shape = (*outputs)[i]->shape();
+      if (shape.IsArray() && shape.ElementCount() == INT64_MAX) {
+        return ctx.Error(absl::StrCat("output ", i, " (", shape.ToString(false),
+                                      ") has more elements than int64 can count"));
+      }
       scope[node.output(i)] = (*outputs)[i];
     }
     return absl::OkStatus();
@@ -351,6 +356,15 @@ class ImporterImpl : public Importer {
                        " is dynamic: bind it (MLTUNE_ONNX_DIMS=",
                        d.has_dim_param() ? d.dim_param() : std::string("NAME"),
                        "=N for the CLI, OnnxImportOptions::dim_values) or give the input's value"));
+    }
+    int64_t elements = 1;
+    for (int64_t d : dims) {
+      std::optional<int64_t> e = CheckedMul(elements, d);
+      if (!e.has_value()) {
+        return absl::InvalidArgumentError(absl::StrCat(display_, ": graph input '", in.name(),
+                                                       "' has more elements than int64 can count"));
+      }
+      elements = *e;
     }
     return Shape(*type, dims);
   }

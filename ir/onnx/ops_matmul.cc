@@ -28,6 +28,19 @@ absl::StatusOr<Instruction*> NumpyMatMul(NodeContext& n, Instruction* a, Instruc
                                 c->shape().ToString(false),
                                 " do not agree on the inner dimension"));
   }
+  // A matrix on the right (the weights of a linear layer): one dot contracting the last
+  // dimension, with no batch dimensions and no copy of the weights per batch.
+  if (cr == 2 && !c_vec) {
+    DotDimensionNumbers dn;
+    dn.lhs_contracting_dimensions = {ar - 1};
+    dn.rhs_contracting_dimensions = {0};
+    MLTUNE_ASSIGN(y, b.Dot(a, c, dn));
+    if (!a_vec) return y;
+    std::vector<int64_t> out = y->shape().dimensions();
+    out.erase(out.end() - 2);
+    return b.Reshape(y, out);
+  }
+
   const int64_t nb = std::max(ar, cr) - 2;
   std::vector<int64_t> batch(nb, 1);
   for (int64_t side = 0; side < 2; ++side) {

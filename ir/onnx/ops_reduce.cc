@@ -14,7 +14,7 @@ namespace {
 
 int64_t Product(const std::vector<int64_t>& v, int64_t begin, int64_t end) {
   int64_t p = 1;
-  for (int64_t i = begin; i < end; ++i) p *= v[i];
+  for (int64_t i = begin; i < end; ++i) p = CheckedMul(p, v[i]).value_or(INT64_MAX);
   return p;
 }
 

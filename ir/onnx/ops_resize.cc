@@ -220,7 +220,9 @@ Outputs ResizeOrUpsample(NodeContext& n, bool upsample) {
     }
     for (int64_t a = 0; a < rank; ++a) {
       if (!(scales[a] > 0)) return n.Error("scales must be positive");
-      sizes.push_back(static_cast<int64_t>(std::floor(x->shape().dimensions(a) * scales[a])));
+      const double size = std::floor(x->shape().dimensions(a) * scales[a]);
+      if (!(size < 9.0e18)) return n.Error("scales make an output dimension overflow int64");
+      sizes.push_back(static_cast<int64_t>(size));
     }
   } else {
     if (static_cast<int64_t>(sizes.size()) != rank) {

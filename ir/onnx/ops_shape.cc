@@ -13,7 +13,7 @@ namespace {
 
 int64_t Product(const std::vector<int64_t>& v, size_t begin, size_t end) {
   int64_t p = 1;
-  for (size_t i = begin; i < end && i < v.size(); ++i) p *= v[i];
+  for (size_t i = begin; i < end && i < v.size(); ++i) p = CheckedMul(p, v[i]).value_or(INT64_MAX);
   return p;
 }
 
@@ -68,7 +68,9 @@ Outputs Reshape(NodeContext& n) {
     } else if (shape[i] < 0) {
       return n.Error(absl::StrCat("shape[", i, "] is ", shape[i]));
     } else {
-      known *= shape[i];
+      std::optional<int64_t> k = CheckedMul(known, shape[i]);
+      if (!k.has_value()) return n.Error("shape has more elements than int64 can count");
+      known = *k;
     }
   }
   const int64_t total = x->shape().ElementCount();
@@ -369,7 +371,9 @@ Outputs Tile(NodeContext& n) {
     wide.push_back(repeats[i]);
     wide.push_back(d[i]);
     mapping.push_back(static_cast<int64_t>(2 * i + 1));
-    out.push_back(repeats[i] * d[i]);
+    std::optional<int64_t> extent = CheckedMul(repeats[i], d[i]);
+    if (!extent.has_value()) return n.Error("the tiled shape overflows int64");
+    out.push_back(*extent);
   }
   return One(n.b().Reshape(n.b().Broadcast(x, wide, mapping), out));
 }
@@ -477,7 +481,9 @@ Outputs Range(NodeContext& n) {
   const bool fp = IsFloatingPoint(t);
   const double s = start.GetAsDouble(0), l = limit.GetAsDouble(0), d = delta.GetAsDouble(0);
   if (d == 0) return n.Error("delta must not be 0");
-  const int64_t count = std::max<int64_t>(0, static_cast<int64_t>(std::ceil((l - s) / d)));
+  const double steps = std::ceil((l - s) / d);
+  if (!(steps < 9.0e18)) return n.Error("the range has too many elements");
+  const int64_t count = std::max<int64_t>(0, static_cast<int64_t>(steps));
   absl::StatusOr<Literal> out = n.NewLiteral(Shape(t, {count}));
   if (!out.ok()) return out.status();
   for (int64_t i = 0; i < count; ++i) {
@@ -508,7 +514,9 @@ Outputs DepthToSpace(NodeContext& n) {
   } else {
     return n.Error(absl::StrCat("mode must be DCR or CRD, got '", mode, "'"));
   }
-  return One(b.Reshape(t, {N, c, H * bs, W * bs}));
+  std::optional<int64_t> h = CheckedMul(H, bs), w = CheckedMul(W, bs);
+  if (!h.has_value() || !w.has_value()) return n.Error("the output shape overflows int64");
+  return One(b.Reshape(t, {N, c, *h, *w}));
 }
 
 Outputs SpaceToDepth(NodeContext& n) {

@@ -8,7 +8,7 @@
 #include <string>
 
 #include "absl/strings/str_join.h"
-#include "ir/onnx/conformance/node_tests.h"
+#include "ir/onnx/conformance/conformance.h"
 
 namespace mltune::ir::onnx {
 namespace {

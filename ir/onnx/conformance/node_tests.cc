@@ -1,5 +1,3 @@
-#include "ir/onnx/conformance/node_tests.h"
-
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -12,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "ir/evaluator/evaluator.h"
+#include "ir/onnx/conformance/conformance.h"
 #include "ir/onnx/onnx_import.h"
 #include "onnx/onnx_pb.h"
 
