@@ -84,12 +84,20 @@ class Emitter {
   // x with dimensions of extent 1 inserted at `axes` of the result.
   Instruction* InsertUnitDims(Instruction* x, const std::vector<int64_t>& axes);
 
+  // The instruction of a helper result that cannot fail on a valid model; on an error (operands a
+  // malformed model made inconsistent) records it, for the node to fail with, and returns
+  // `fallback` so the converter can finish without crashing.
+  Instruction* Must(absl::StatusOr<Instruction*> result, Instruction* fallback);
+  // The first error Must recorded since the last call, and clears it.
+  absl::Status TakeError();
+
   // The computation `(a, b) -> combiner(a, b)` on scalars of `type`, made once per module.
   Computation* ScalarComputation(Opcode combiner, PrimitiveType type);
 
  private:
   Module& module_;
   Computation& c_;
+  absl::Status error_;
 };
 
 // Value names visible at a node: graph inputs, initializers, earlier outputs, and those of the

@@ -56,6 +56,18 @@ absl::StatusOr<Instruction*> Emitter::Add(Opcode opcode, const std::vector<Instr
   return instr;
 }
 
+Instruction* Emitter::Must(absl::StatusOr<Instruction*> result, Instruction* fallback) {
+  if (result.ok()) return *result;
+  if (error_.ok()) error_ = result.status();
+  return fallback;
+}
+
+absl::Status Emitter::TakeError() {
+  absl::Status e = error_;
+  error_ = absl::OkStatus();
+  return e;
+}
+
 Instruction* Emitter::Parameter(int64_t number, const Shape& shape, std::string_view name) {
   return MakeParameter(c_, number, shape, name);
 }

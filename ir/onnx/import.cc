@@ -211,7 +211,9 @@ class ImporterImpl : public Importer {
     }
     NodeContext ctx(*this, b, node, opset, std::move(inputs), location, scope);
     absl::StatusOr<std::vector<Instruction*>> outputs = info->convert(ctx);
+    absl::Status helper_error = b.TakeError();
     if (!outputs.ok()) return ctx.Annotate(outputs.status());
+    if (!helper_error.ok()) return ctx.Annotate(helper_error);
     if (module_->instruction_count() > options_.max_instructions) {
       return ctx.Annotate(absl::ResourceExhaustedError(
           absl::StrCat("the module has grown past ", options_.max_instructions,

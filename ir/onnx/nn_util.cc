@@ -10,7 +10,7 @@ namespace mltune::ir::onnx {
 
 // Shorthands for operands of one shape (cannot fail).
 Instruction* Bin(Emitter& b, Opcode op, Instruction* x, Instruction* y) {
-  return *b.Add(op, {x, y});
+  return b.Must(b.Add(op, {x, y}), x);
 }
 
 std::vector<int64_t> Range(int64_t begin, int64_t end) {

@@ -71,13 +71,13 @@ OpConverter Formula(UnaryBody body) {
 
 // Shorthands for the formulas below: all operands have x's shape.
 Instruction* Bin(Emitter& b, Opcode op, Instruction* x, Instruction* y) {
-  return *b.Add(op, {x, y});
+  return b.Must(b.Add(op, {x, y}), x);
 }
 Instruction* Cmp(Emitter& b, ComparisonDirection d, Instruction* x, Instruction* y) {
-  return *b.Compare(d, x, y);
+  return b.Must(b.Compare(d, x, y), x);
 }
 Instruction* Sel(Emitter& b, Instruction* p, Instruction* x, Instruction* y) {
-  return *b.Add(Opcode::kSelect, {p, x, y});
+  return b.Must(b.Add(Opcode::kSelect, {p, x, y}), x);
 }
 
 absl::StatusOr<Instruction*> Sqrt1MinusSquare(Emitter& b, Instruction* x,

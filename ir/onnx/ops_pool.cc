@@ -41,9 +41,9 @@ Computation* ArgMaxComputation(Emitter& b, PrimitiveType t) {
   Instruction* acc_i = e.Parameter(1, Shape::Scalar(PrimitiveType::kS64), "acc_i");
   Instruction* v = e.Parameter(2, Shape::Scalar(t), "v");
   Instruction* i = e.Parameter(3, Shape::Scalar(PrimitiveType::kS64), "i");
-  Instruction* gt = *e.Compare(ComparisonDirection::kGt, v, acc_v);
-  Instruction* eq = *e.Compare(ComparisonDirection::kEq, v, acc_v);
-  Instruction* earlier = *e.Compare(ComparisonDirection::kLt, i, acc_i);
+  Instruction* gt = e.Must(e.Compare(ComparisonDirection::kGt, v, acc_v), v);
+  Instruction* eq = e.Must(e.Compare(ComparisonDirection::kEq, v, acc_v), v);
+  Instruction* earlier = e.Must(e.Compare(ComparisonDirection::kLt, i, acc_i), i);
   Instruction* take = Bin(e, Opcode::kOr, gt, Bin(e, Opcode::kAnd, eq, earlier));
   comp->set_root(e.Tuple({*e.Select(take, v, acc_v), *e.Select(take, i, acc_i)}));
   return comp;

@@ -115,7 +115,9 @@ OpConverter ReduceOp(ReduceKind kind, int64_t axes_input_from_opset) {
     Emitter& b = n.b();
     const PrimitiveType t = x->shape().element_type();
     auto unary = [&](Opcode op, Instruction* v) { return b.Unary(op, v); };
-    auto mul = [&](Instruction* u, Instruction* v) { return *b.Add(Opcode::kMultiply, {u, v}); };
+    auto mul = [&](Instruction* u, Instruction* v) {
+      return b.Must(b.Add(Opcode::kMultiply, {u, v}), u);
+    };
     if (!axes_opt.has_value()) {
       // Reducing no axis applies the per-element part of the reduction only.
       switch (kind) {

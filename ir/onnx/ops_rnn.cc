@@ -17,7 +17,7 @@ enum class Cell { kRnn, kGru, kLstm };
 
 // Operands of one shape (cannot fail).
 Instruction* Bin(Emitter& b, Opcode op, Instruction* x, Instruction* y) {
-  return *b.Add(op, {x, y});
+  return b.Must(b.Add(op, {x, y}), x);
 }
 
 struct Activation {
@@ -91,10 +91,10 @@ Instruction* Apply(Emitter& b, const Activation& a, Instruction* x) {
   auto c = [&](double v) { return b.Full(x, v); };
   auto mul = [&](Instruction* u, Instruction* v) { return Bin(b, Opcode::kMultiply, u, v); };
   auto sel = [&](Instruction* p, Instruction* u, Instruction* v) {
-    return *b.Add(Opcode::kSelect, {p, u, v});
+    return b.Must(b.Add(Opcode::kSelect, {p, u, v}), u);
   };
   auto cmp = [&](ComparisonDirection d, Instruction* u, Instruction* v) {
-    return *b.Compare(d, u, v);
+    return b.Must(b.Compare(d, u, v), u);
   };
   const std::string& f = a.name;
   if (f == "relu") return Bin(b, Opcode::kMaximum, x, c(0));

@@ -537,7 +537,7 @@ Instruction* Diagonals(Emitter& b, const std::vector<int64_t>& dims) {
   const int64_t r = static_cast<int64_t>(dims.size());
   Instruction* row = b.Iota(PrimitiveType::kS64, dims, r - 2);
   Instruction* col = b.Iota(PrimitiveType::kS64, dims, r - 1);
-  return *b.Add(Opcode::kSubtract, {col, row});
+  return b.Must(b.Add(Opcode::kSubtract, {col, row}), col);
 }
 
 Outputs EyeLike(NodeContext& n) {

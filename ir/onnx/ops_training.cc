@@ -19,7 +19,8 @@ absl::StatusOr<int64_t> GroupSize(NodeContext& n, int64_t groups) {
 
 // a * x + y, elementwise, with a a scalar of x's type.
 Instruction* Axpy(Emitter& b, double a, Instruction* x, Instruction* y) {
-  return *b.Binary(Opcode::kAdd, *b.Binary(Opcode::kMultiply, b.Full(x, a), x), y);
+  Instruction* ax = b.Must(b.Binary(Opcode::kMultiply, b.Full(x, a), x), x);
+  return b.Must(b.Binary(Opcode::kAdd, ax, y), x);
 }
 
 Outputs Adagrad(NodeContext& n) {

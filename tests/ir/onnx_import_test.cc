@@ -4,6 +4,9 @@
 
 #include <gtest/gtest.h>
 
+#include <filesystem>
+#include <fstream>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -246,6 +249,23 @@ TEST(OnnxImportTest, TensorFilesParseWithTheirNames) {
   absl::StatusOr<NamedLiteral> str = ParseOnnxTensor(t.SerializeAsString());
   ASSERT_FALSE(str.ok());
   EXPECT_EQ(str.status().code(), absl::StatusCode::kUnimplemented);
+}
+
+// Inputs that crashed the importer under libFuzzer (scripts/fuzz SECONDS onnx), kept so that they
+// stay errors: an overflowing Reshape shape, Adam over mixed element types.
+TEST(OnnxImportTest, FuzzerFindingsAreErrors) {
+  const std::filesystem::path dir =
+      std::filesystem::path(MLTUNE_SOURCE_DIR) / "tests/fuzz/onnx_regressions";
+  int files = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+    std::ifstream in(entry.path(), std::ios::binary);
+    std::ostringstream bytes;
+    bytes << in.rdbuf();
+    absl::StatusOr<OnnxImport> imported = ImportOnnxModel(bytes.str());
+    EXPECT_FALSE(imported.ok()) << entry.path();
+    ++files;
+  }
+  EXPECT_GE(files, 2);
 }
 
 }  // namespace
