@@ -156,6 +156,13 @@ Outputs Concat(NodeContext& n) {
   if (xs.empty()) return n.Error("needs at least one input");
   MLTUNE_ASSIGN(axis_attr, n.attr_int("axis"));
   MLTUNE_ASSIGN(axis, n.NormalizeAxis(axis_attr, xs[0]->shape().rank()));
+  for (Instruction* x : xs) {
+    if (x->shape().rank() != xs[0]->shape().rank() ||
+        x->shape().element_type() != xs[0]->shape().element_type()) {
+      return n.Error(absl::StrCat("inputs ", xs[0]->shape().ToString(false), " and ",
+                                  x->shape().ToString(false), " differ in rank or type"));
+    }
+  }
   // Empty inputs contribute nothing (and XLA's concatenate takes them, but keep the op small).
   std::vector<Instruction*> nonempty;
   for (Instruction* x : xs) {
