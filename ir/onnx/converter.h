@@ -184,6 +184,8 @@ class NodeContext {
 
   // An axis attribute in [-rank, rank) made non-negative, or an error.
   absl::StatusOr<int64_t> NormalizeAxis(int64_t axis, int64_t rank) const;
+  // Each of `axes` normalized as above, in their order; an error where one repeats.
+  absl::StatusOr<std::vector<int64_t>> NormalizeAxes(std::vector<int64_t> axes, int64_t rank) const;
 
  private:
   const Scope& scope_;

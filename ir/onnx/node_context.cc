@@ -145,6 +145,20 @@ absl::StatusOr<int64_t> NodeContext::NormalizeAxis(int64_t axis, int64_t rank) c
   return axis < 0 ? axis + rank : axis;
 }
 
+absl::StatusOr<std::vector<int64_t>> NodeContext::NormalizeAxes(std::vector<int64_t> axes,
+                                                                int64_t rank) const {
+  for (int64_t& a : axes) {
+    MLTUNE_ASSIGN(v, NormalizeAxis(a, rank));
+    a = v;
+  }
+  std::vector<int64_t> sorted = axes;
+  std::sort(sorted.begin(), sorted.end());
+  if (std::adjacent_find(sorted.begin(), sorted.end()) != sorted.end()) {
+    return Error(absl::StrCat("axes [", absl::StrJoin(axes, ","), "] repeat an axis"));
+  }
+  return axes;
+}
+
 const OpRegistry& OpRegistry::Global() {
   static const OpRegistry* registry = [] {
     auto* r = new OpRegistry();

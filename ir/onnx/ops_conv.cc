@@ -47,20 +47,23 @@ absl::StatusOr<Instruction*> ConvolveNode(NodeContext& n, Instruction* x, Instru
 
 namespace {
 
+// y plus the node's optional input 2, a bias per output channel (dimension 1).
+absl::StatusOr<Instruction*> AddChannelBias(NodeContext& n, Instruction* y) {
+  if (!n.has_input(2)) return y;
+  Emitter& b = n.b();
+  Instruction* bias = n.input(2);
+  if (bias->shape().rank() != 1 || bias->shape().dimensions(0) != y->shape().dimensions(1)) {
+    return n.Error(absl::StrCat("bias ", bias->shape().ToString(false), " must have ",
+                                y->shape().dimensions(1), " elements"));
+  }
+  return Bin(b, Opcode::kAdd, y, AlongDim(b, b.Convert(bias, y->shape().element_type()), y, 1));
+}
+
 Outputs Conv(NodeContext& n) {
   MLTUNE_ASSIGN(x, n.required_input(0));
   MLTUNE_ASSIGN(w, n.required_input(1));
-  Emitter& b = n.b();
   MLTUNE_ASSIGN(y, ConvolveNode(n, x, w));
-  if (n.has_input(2)) {
-    Instruction* bias = n.input(2);
-    if (bias->shape().rank() != 1 || bias->shape().dimensions(0) != y->shape().dimensions(1)) {
-      return n.Error(absl::StrCat("bias ", bias->shape().ToString(false), " must have ",
-                                  y->shape().dimensions(1), " elements"));
-    }
-    y = Bin(b, Opcode::kAdd, y, AlongDim(b, b.Convert(bias, y->shape().element_type()), y, 1));
-  }
-  return One(y);
+  return One(AddChannelBias(n, y));
 }
 
 Outputs ConvTranspose(NodeContext& n) {
@@ -152,15 +155,7 @@ Outputs ConvTranspose(NodeContext& n) {
   absl::StatusOr<Instruction*> conv = Convolution(b, x, kernel_x, dn, window, group);
   if (!conv.ok()) return n.Error(std::string(conv.status().message()));
   Instruction* y = *conv;
-  if (n.has_input(2)) {
-    Instruction* bias = n.input(2);
-    if (bias->shape().rank() != 1 || bias->shape().dimensions(0) != y->shape().dimensions(1)) {
-      return n.Error(absl::StrCat("bias ", bias->shape().ToString(false), " must have ",
-                                  y->shape().dimensions(1), " elements"));
-    }
-    y = Bin(b, Opcode::kAdd, y, AlongDim(b, b.Convert(bias, y->shape().element_type()), y, 1));
-  }
-  return One(y);
+  return One(AddChannelBias(n, y));
 }
 
 }  // namespace

@@ -95,15 +95,8 @@ absl::StatusOr<std::optional<std::vector<int64_t>>> ReducedAxes(NodeContext& n, 
     std::iota(axes.begin(), axes.end(), 0);
     return std::optional<std::vector<int64_t>>(axes);
   }
-  for (int64_t& a : axes) {
-    MLTUNE_ASSIGN(v, n.NormalizeAxis(a, rank));
-    a = v;
-  }
-  std::vector<int64_t> sorted = axes;
+  MLTUNE_ASSIGN(sorted, n.NormalizeAxes(axes, rank));
   std::sort(sorted.begin(), sorted.end());
-  if (std::adjacent_find(sorted.begin(), sorted.end()) != sorted.end()) {
-    return n.Error(absl::StrCat("axes [", absl::StrJoin(axes, ","), "] repeat an axis"));
-  }
   return std::optional<std::vector<int64_t>>(sorted);
 }
 

@@ -30,20 +30,6 @@ absl::StatusOr<std::optional<std::vector<int64_t>>> AxesOperand(NodeContext& n, 
   return std::optional<std::vector<int64_t>>(axes);
 }
 
-absl::StatusOr<std::vector<int64_t>> NormalizeAxes(NodeContext& n, std::vector<int64_t> axes,
-                                                   int64_t rank) {
-  for (int64_t& a : axes) {
-    MLTUNE_ASSIGN(v, n.NormalizeAxis(a, rank));
-    a = v;
-  }
-  std::vector<int64_t> sorted = axes;
-  std::sort(sorted.begin(), sorted.end());
-  if (std::adjacent_find(sorted.begin(), sorted.end()) != sorted.end()) {
-    return n.Error(absl::StrCat("axes [", absl::StrJoin(axes, ","), "] repeat an axis"));
-  }
-  return axes;
-}
-
 Outputs Reshape(NodeContext& n) {
   MLTUNE_ASSIGN(x, n.required_input(0));
   std::vector<int64_t> shape;
@@ -104,7 +90,7 @@ Outputs Squeeze(NodeContext& n) {
   const auto& d = x->shape().dimensions();
   std::vector<int64_t> axes;
   if (axes_opt.has_value()) {
-    MLTUNE_ASSIGN(a, NormalizeAxes(n, *axes_opt, x->shape().rank()));
+    MLTUNE_ASSIGN(a, n.NormalizeAxes(*axes_opt, x->shape().rank()));
     axes = a;
     for (int64_t a : axes) {
       if (d[a] != 1) return n.Error(absl::StrCat("cannot squeeze axis ", a, " of extent ", d[a]));
@@ -126,7 +112,7 @@ Outputs Unsqueeze(NodeContext& n) {
   MLTUNE_ASSIGN(axes_opt, AxesOperand(n, 1, 13));
   if (!axes_opt.has_value()) return n.Error("axes are required");
   const int64_t rank = x->shape().rank() + static_cast<int64_t>(axes_opt->size());
-  MLTUNE_ASSIGN(axes, NormalizeAxes(n, *axes_opt, rank));
+  MLTUNE_ASSIGN(axes, n.NormalizeAxes(*axes_opt, rank));
   return One(n.b().InsertUnitDims(x, axes));
 }
 
@@ -244,7 +230,7 @@ Outputs Slice(NodeContext& n) {
       steps.size() != starts.size()) {
     return n.Error("starts, ends, axes and steps must have the same length");
   }
-  MLTUNE_ASSIGN(norm_axes, NormalizeAxes(n, axes, rank));
+  MLTUNE_ASSIGN(norm_axes, n.NormalizeAxes(axes, rank));
   Instruction* y = x;
   std::vector<ir::SliceDim> slice;
   for (int64_t d : x->shape().dimensions()) slice.push_back({0, d, 1});
@@ -443,7 +429,7 @@ Outputs Pad(NodeContext& n) {
   std::iota(axes.begin(), axes.end(), 0);
   if (n.has_input(3)) {
     MLTUNE_ASSIGN(a, n.constant_ints(3));
-    MLTUNE_ASSIGN(na, NormalizeAxes(n, a, rank));
+    MLTUNE_ASSIGN(na, n.NormalizeAxes(a, rank));
     axes = na;
   }
   const int64_t k = static_cast<int64_t>(axes.size());

@@ -17,6 +17,23 @@ absl::StatusOr<int64_t> GroupSize(NodeContext& n, int64_t groups) {
   return rest / groups;
 }
 
+// Tensor i of each of the `groups` lists (X, G, then the optimizer's states), each present and of
+// X's shape.
+absl::StatusOr<std::vector<Instruction*>> Tensors(NodeContext& n, int64_t count, int64_t groups,
+                                                  int64_t i) {
+  std::vector<Instruction*> out;
+  for (int64_t k = 0; k < groups; ++k) {
+    Instruction* t = n.input(2 + k * count + i);
+    if (t == nullptr) return n.Error(absl::StrCat("input ", 2 + k * count + i, " is missing"));
+    if (!out.empty() && !t->shape().Compatible(out[0]->shape())) {
+      return n.Error(absl::StrCat("input ", 2 + k * count + i, " ", t->shape().ToString(false),
+                                  " differs from its tensor's ", out[0]->shape().ToString(false)));
+    }
+    out.push_back(t);
+  }
+  return out;
+}
+
 // a * x + y, elementwise, with a a scalar of x's type.
 Instruction* Axpy(Emitter& b, double a, Instruction* x, Instruction* y) {
   Instruction* ax = b.Must(b.Binary(Opcode::kMultiply, b.Full(x, a), x), x);
@@ -38,10 +55,8 @@ Outputs Adagrad(NodeContext& n) {
   MLTUNE_ASSIGN(rate, b.Binary(Opcode::kDivide, rs, Axpy(b, decay, tf, b.Scalar(ft, 1))));
   std::vector<Instruction*> xs, hs;
   for (int64_t i = 0; i < count; ++i) {
-    Instruction* x = n.input(2 + i);
-    Instruction* g = n.input(2 + count + i);
-    Instruction* h = n.input(2 + 2 * count + i);
-    if (x == nullptr || g == nullptr || h == nullptr) return n.Error("an input is missing");
+    MLTUNE_ASSIGN(t, Tensors(n, count, 3, i));
+    Instruction *x = t[0], *g = t[1], *h = t[2];
     Instruction* greg = Axpy(b, norm, x, g);
     MLTUNE_ASSIGN(g2, b.Binary(Opcode::kMultiply, greg, greg));
     MLTUNE_ASSIGN(h_new, b.Binary(Opcode::kAdd, h, g2));
@@ -78,10 +93,8 @@ Outputs Momentum(NodeContext& n) {
   Instruction* rs = b.Reshape(r, {});
   std::vector<Instruction*> xs, vs;
   for (int64_t i = 0; i < count; ++i) {
-    Instruction* x = n.input(2 + i);
-    Instruction* g = n.input(2 + count + i);
-    Instruction* v = n.input(2 + 2 * count + i);
-    if (x == nullptr || g == nullptr || v == nullptr) return n.Error("an input is missing");
+    MLTUNE_ASSIGN(t, Tensors(n, count, 3, i));
+    Instruction *x = t[0], *g = t[1], *v = t[2];
     const auto& dims = x->shape().dimensions();
     Instruction* greg = Axpy(b, norm, x, g);
     MLTUNE_ASSIGN(bg, b.Binary(Opcode::kMultiply, b.Broadcast(beta_t, dims, {}), greg));
@@ -122,13 +135,8 @@ Outputs Adam(NodeContext& n) {
   MLTUNE_ASSIGN(rate, b.Select(started, r_corr, rs));
   std::vector<Instruction*> xs, vs, hs;
   for (int64_t i = 0; i < count; ++i) {
-    Instruction* x = n.input(2 + i);
-    Instruction* g = n.input(2 + count + i);
-    Instruction* v = n.input(2 + 2 * count + i);
-    Instruction* h = n.input(2 + 3 * count + i);
-    if (x == nullptr || g == nullptr || v == nullptr || h == nullptr) {
-      return n.Error("an input is missing");
-    }
+    MLTUNE_ASSIGN(t, Tensors(n, count, 4, i));
+    Instruction *x = t[0], *g = t[1], *v = t[2], *h = t[3];
     const auto& dims = x->shape().dimensions();
     Instruction* greg = Axpy(b, norm, x, g);
     MLTUNE_ASSIGN(v_part, b.Binary(Opcode::kMultiply, b.Full(greg, 1 - alpha), greg));
