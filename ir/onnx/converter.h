@@ -5,8 +5,10 @@
 
 #include <cstdint>
 #include <functional>
+#include <initializer_list>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -174,6 +176,12 @@ class NodeContext {
   absl::StatusOr<Literal> attr_tensor(const std::string& name) const;
   const ::onnx::GraphProto* attr_graph(const std::string& name) const;
   const ::onnx::AttributeProto* FindAttr(const std::string& name) const;
+  // Marks attributes the conversion does not need to read (redundant with the operands, as
+  // Conv's kernel_shape, or without effect on the result).
+  void IgnoreAttrs(std::initializer_list<const char*> names) const;
+  // The first attribute of the node that the conversion never read: it may change the result,
+  // so the node is refused rather than imported without it.
+  std::optional<std::string> UnreadAttr() const;
 
   // InvalidArgument "FILE: node N 'name' (OpType, opset V): message".
   absl::Status Error(const std::string& message) const;
@@ -189,6 +197,7 @@ class NodeContext {
 
  private:
   const Scope& scope_;
+  mutable std::set<std::string> read_attrs_;
   Importer& importer_;
   Emitter& emitter_;
   const ::onnx::NodeProto& node_;

@@ -214,6 +214,9 @@ class ImporterImpl : public Importer {
     absl::Status helper_error = b.TakeError();
     if (!outputs.ok()) return ctx.Annotate(outputs.status());
     if (!helper_error.ok()) return ctx.Annotate(helper_error);
+    if (std::optional<std::string> unread = ctx.UnreadAttr()) {
+      return ctx.Unsupported(absl::StrCat("attribute '", *unread, "' is not supported"));
+    }
     if (module_->instruction_count() > options_.max_instructions) {
       return ctx.Annotate(absl::ResourceExhaustedError(
           absl::StrCat("the module has grown past ", options_.max_instructions,

@@ -47,7 +47,19 @@ absl::StatusOr<Literal> NodeContext::NewLiteral(const Shape& shape) {
   return lit;
 }
 
+void NodeContext::IgnoreAttrs(std::initializer_list<const char*> names) const {
+  for (const char* name : names) read_attrs_.insert(name);
+}
+
+std::optional<std::string> NodeContext::UnreadAttr() const {
+  for (const AttributeProto& a : node_.attribute()) {
+    if (read_attrs_.count(a.name()) == 0) return a.name();
+  }
+  return std::nullopt;
+}
+
 const AttributeProto* NodeContext::FindAttr(const std::string& name) const {
+  read_attrs_.insert(name);
   for (const AttributeProto& a : node_.attribute()) {
     if (a.name() == name) return &a;
   }

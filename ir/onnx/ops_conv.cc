@@ -8,9 +8,22 @@
 #include <set>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "ir/onnx/nn_util.h"
 
 namespace mltune::ir::onnx {
+
+// kernel_shape is redundant with the weights' spatial dimensions; a model where they differ is
+// malformed.
+absl::Status CheckKernelShape(NodeContext& n, Instruction* w) {
+  if (!n.has_attr("kernel_shape")) return absl::OkStatus();
+  MLTUNE_ASSIGN(kernel, n.attr_ints("kernel_shape"));
+  if (w->shape().rank() < 2 || kernel != SpatialDims(w)) {
+    return n.Error(absl::StrCat("kernel_shape [", absl::StrJoin(kernel, ","),
+                                "] differs from the weights ", w->shape().ToString(false)));
+  }
+  return absl::OkStatus();
+}
 
 absl::StatusOr<Instruction*> ConvolveNode(NodeContext& n, Instruction* x, Instruction* w) {
   MLTUNE_ASSIGN(group, n.attr_int("group", 1));
@@ -20,6 +33,7 @@ absl::StatusOr<Instruction*> ConvolveNode(NodeContext& n, Instruction* x, Instru
     return n.Error(absl::StrCat("input ", x->shape().ToString(false), " and weights ",
                                 w->shape().ToString(false), " must have the same rank >= 3"));
   }
+  if (absl::Status s = CheckKernelShape(n, w); !s.ok()) return s;
   MLTUNE_ASSIGN(win, ComputeWindow(n, SpatialDims(x), SpatialDims(w), false));
   ConvolutionDimensionNumbers dn;
   dn.input_batch_dimension = 0;
@@ -69,6 +83,7 @@ Outputs Conv(NodeContext& n) {
 Outputs ConvTranspose(NodeContext& n) {
   MLTUNE_ASSIGN(x, n.required_input(0));
   MLTUNE_ASSIGN(w, n.required_input(1));
+  if (absl::Status s = CheckKernelShape(n, w); !s.ok()) return s;
   MLTUNE_ASSIGN(group, n.attr_int("group", 1));
   Emitter& b = n.b();
   const int64_t rank = x->shape().rank(), ns = rank - 2;

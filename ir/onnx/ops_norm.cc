@@ -188,6 +188,8 @@ Outputs Lrn(NodeContext& n) {
 
 Outputs Dropout(NodeContext& n) {
   MLTUNE_ASSIGN(x, n.required_input(0));
+  // The seed of the random mask: no effect where the mask is all ones.
+  n.IgnoreAttrs({"seed"});
   Emitter& b = n.b();
   bool training = false;
   double ratio = 0.5;

@@ -328,6 +328,8 @@ Outputs CumSum(NodeContext& n) {
 
 Outputs TopK(NodeContext& n) {
   MLTUNE_ASSIGN(x, n.required_input(0));
+  // sorted=0 lets the values come in any order; sorted is one of them.
+  n.IgnoreAttrs({"sorted"});
   int64_t k = 0;
   if (n.opset() < 10) {
     MLTUNE_ASSIGN(kv, n.attr_int("k"));

@@ -180,6 +180,24 @@ TEST(OnnxImportTest, UnknownOpIsUnimplementedNamingNodeOpAndOpset) {
       << imported.status();
 }
 
+TEST(OnnxImportTest, AnAttributeTheConverterDoesNotReadIsRefused) {
+  ModelProto m = NewModel();
+  auto* g = m.mutable_graph();
+  AddValue(g->add_input(), "x", TensorProto::FLOAT, {"4"});
+  AddValue(g->add_output(), "y", TensorProto::FLOAT, {"4"});
+  NodeProto* n = AddNode(m, "Relu", {"x"}, {"y"}, "relu");
+  auto* a = n->add_attribute();
+  a->set_name("negative_slope");
+  a->set_type(::onnx::AttributeProto::FLOAT);
+  a->set_f(0.1f);
+  absl::StatusOr<OnnxImport> imported = ImportOnnxModel(Bytes(m));
+  ASSERT_FALSE(imported.ok());
+  EXPECT_EQ(imported.status().code(), absl::StatusCode::kUnimplemented);
+  EXPECT_TRUE(absl::StrContains(imported.status().message(),
+                                "node 0 'relu' (Relu, opset 17): attribute 'negative_slope'"))
+      << imported.status();
+}
+
 TEST(OnnxImportTest, UndefinedInputAndBadAttributeAreInvalidArgument) {
   ModelProto m = NewModel();
   auto* g = m.mutable_graph();
