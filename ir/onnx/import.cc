@@ -18,6 +18,7 @@
 #include "ir/onnx/tensor.h"
 #include "ir/verifier.h"
 #include "passes/hlo_builder.h"
+#include "passes/registry.h"
 
 namespace mltune::ir::onnx {
 namespace {
@@ -82,7 +83,7 @@ class ImporterImpl : public Importer {
     Emitter b(*module, *entry);
     module_ = module.get();
 
-    if (absl::Status s = ImportInitializers(graph, b, result); !s.ok()) return s;
+    if (absl::Status s = ImportInitializers(graph, b); !s.ok()) return s;
     if (absl::Status s = ImportInputs(graph, b, result); !s.ok()) return s;
     for (int i = 0; i < graph.node_size(); ++i) {
       if (absl::Status s = ConvertNode(graph.node(i), i, b, scope_); !s.ok()) return s;
@@ -98,10 +99,10 @@ class ImporterImpl : public Importer {
       result.output_names.push_back(out.name());
     }
     entry->set_root(b.Tuple(outputs));
-    entry->RemoveDeadInstructions();
-    for (Computation* c : module->computations()) {
-      if (c != entry) c->RemoveDeadInstructions();
-    }
+    // What folding and inlined branches left unused: XLA's DCE, computations included.
+    absl::StatusOr<std::unique_ptr<passes::Pass>> dce = passes::Registry::Global().Create("dce");
+    if (!dce.ok()) return dce.status();
+    if (absl::StatusOr<bool> ran = (*dce)->Run(*module); !ran.ok()) return ran.status();
     if (absl::Status s = VerifyModule(*module); !s.ok()) {
       return absl::InternalError(
           absl::StrCat(display_, ": the imported module does not verify: ", s.message()));
@@ -250,7 +251,7 @@ class ImporterImpl : public Importer {
     return out.empty() ? "onnx_model" : out;
   }
 
-  absl::Status ImportInitializers(const GraphProto& graph, Emitter& b, OnnxImport& result) {
+  absl::Status ImportInitializers(const GraphProto& graph, Emitter& b) {
     if (graph.sparse_initializer_size() > 0) {
       return absl::UnimplementedError(absl::StrCat(display_, ": sparse initializer '",
                                                    graph.sparse_initializer(0).values().name(),
@@ -269,7 +270,6 @@ class ImporterImpl : public Importer {
       }
       scope_[t.name()] = b.Constant(std::move(*value));
     }
-    (void)result;
     return absl::OkStatus();
   }
 
