@@ -114,22 +114,10 @@ template <typename... A> void mt_call(void (*f)(A...), void** a) {
 }
 )SHIM";
 
-std::string Escape(const std::string& s) {
-  std::string out;
-  for (char c : s) {
-    if (c == '"' || c == '\\') out += '\\';
-    if (c == '\n') {
-      out += "\\n";
-      continue;
-    }
-    if (static_cast<unsigned char>(c) < 0x20) continue;
-    out += c;
-  }
-  return out;
-}
-
 int Fail(const std::string& message) {
-  std::printf("{\"ok\":false,\"error\":\"%s\"}\n", Escape(message).c_str());
+  // Bytes that are not UTF-8 (a compiler's log) are replaced, not thrown on.
+  const json line{{"ok", false}, {"error", message}};
+  std::printf("%s\n", line.dump(-1, ' ', false, json::error_handler_t::replace).c_str());
   return 1;
 }
 

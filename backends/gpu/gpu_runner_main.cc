@@ -107,17 +107,13 @@ std::string LoadLt(Lt* lt) {
 // cuBLASLt's workspace for every GEMM of a program.
 constexpr size_t kLtWorkspaceBytes = size_t{32} << 20;
 
-std::string Escape(const std::string& s) {
-  std::string out;
-  for (char c : s) {
-    if (c == '"' || c == '\\') out.push_back('\\');
-    out.push_back(c == '\n' || c == '\r' ? ' ' : c);
-  }
-  return out;
+// `s` as a JSON string, quotes included (bytes that are not UTF-8 replaced, not thrown on).
+std::string Quoted(const std::string& s) {
+  return json(s).dump(-1, ' ', false, json::error_handler_t::replace);
 }
 
 int Fail(const std::string& message) {
-  std::printf("{\"ok\":false,\"error\":\"%s\"}\n", Escape(message).c_str());
+  std::printf("{\"ok\":false,\"error\":%s}\n", Quoted(message).c_str());
   return 1;
 }
 
@@ -554,7 +550,7 @@ int Run(int argc, char** argv) {
   const double max_seconds = plan.value("max_seconds", 0.3);
   const double target_spread = plan.value("spread", 0.02);
   if (max_reps <= 0) {
-    std::printf("{\"ok\":true,\"device\":\"%s\",\"samples\":0}\n", Escape(name).c_str());
+    std::printf("{\"ok\":true,\"device\":%s,\"samples\":0}\n", Quoted(name).c_str());
     return 0;
   }
   // A buffer twice the L2, written before each sample so no run starts with a warm cache.
@@ -664,10 +660,10 @@ int Run(int argc, char** argv) {
     launch_s += "]";
   }
   std::printf(
-      "{\"ok\":true,\"device\":\"%s\",\"median_s\":%.9g,\"min_s\":%.9g,\"p25_s\":%.9g,"
-      "\"p75_s\":%.9g,\"spread\":%.6g,\"samples\":%zu,\"graph\":\"%s\"%s}\n",
-      Escape(name).c_str(), median, sorted.front(), p25, p75,
-      median > 0 ? (p75 - p25) / median : 0.0, n, Escape(graph_note).c_str(), launch_s.c_str());
+      "{\"ok\":true,\"device\":%s,\"median_s\":%.9g,\"min_s\":%.9g,\"p25_s\":%.9g,"
+      "\"p75_s\":%.9g,\"spread\":%.6g,\"samples\":%zu,\"graph\":%s%s}\n",
+      Quoted(name).c_str(), median, sorted.front(), p25, p75,
+      median > 0 ? (p75 - p25) / median : 0.0, n, Quoted(graph_note).c_str(), launch_s.c_str());
   return 0;
 #undef MT_CHECK
 }
