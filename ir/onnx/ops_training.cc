@@ -34,6 +34,12 @@ absl::StatusOr<std::vector<Instruction*>> Tensors(NodeContext& n, int64_t count,
   return out;
 }
 
+// T > 0, as a pred scalar: the updates before the first (T = 0) skip their corrections.
+absl::StatusOr<Instruction*> Started(Emitter& b, Instruction* t) {
+  return b.Compare(ComparisonDirection::kGt, b.Reshape(t, {}),
+                   b.Scalar(t->shape().element_type(), 0));
+}
+
 // a * x + y, elementwise, with a a scalar of x's type.
 Instruction* Axpy(Emitter& b, double a, Instruction* x, Instruction* y) {
   Instruction* ax = b.Must(b.Binary(Opcode::kMultiply, b.Full(x, a), x), x);
@@ -55,8 +61,8 @@ Outputs Adagrad(NodeContext& n) {
   MLTUNE_ASSIGN(rate, b.Binary(Opcode::kDivide, rs, Axpy(b, decay, tf, b.Scalar(ft, 1))));
   std::vector<Instruction*> xs, hs;
   for (int64_t i = 0; i < count; ++i) {
-    MLTUNE_ASSIGN(t, Tensors(n, count, 3, i));
-    Instruction *x = t[0], *g = t[1], *h = t[2];
+    MLTUNE_ASSIGN(ts, Tensors(n, count, 3, i));
+    Instruction *x = ts[0], *g = ts[1], *h = ts[2];
     Instruction* greg = Axpy(b, norm, x, g);
     MLTUNE_ASSIGN(g2, b.Binary(Opcode::kMultiply, greg, greg));
     MLTUNE_ASSIGN(h_new, b.Binary(Opcode::kAdd, h, g2));
@@ -87,14 +93,13 @@ Outputs Momentum(NodeContext& n) {
   MLTUNE_ASSIGN(t, n.required_input(1));
   const PrimitiveType ft = r->shape().element_type();
   // The first update (T = 0) takes the gradient unscaled by beta.
-  MLTUNE_ASSIGN(started, b.Compare(ComparisonDirection::kGt, b.Reshape(t, {}),
-                                   b.Scalar(t->shape().element_type(), 0)));
+  MLTUNE_ASSIGN(started, Started(b, t));
   MLTUNE_ASSIGN(beta_t, b.Select(started, b.Scalar(ft, beta), b.Scalar(ft, 1)));
   Instruction* rs = b.Reshape(r, {});
   std::vector<Instruction*> xs, vs;
   for (int64_t i = 0; i < count; ++i) {
-    MLTUNE_ASSIGN(t, Tensors(n, count, 3, i));
-    Instruction *x = t[0], *g = t[1], *v = t[2];
+    MLTUNE_ASSIGN(ts, Tensors(n, count, 3, i));
+    Instruction *x = ts[0], *g = ts[1], *v = ts[2];
     const auto& dims = x->shape().dimensions();
     Instruction* greg = Axpy(b, norm, x, g);
     MLTUNE_ASSIGN(bg, b.Binary(Opcode::kMultiply, b.Broadcast(beta_t, dims, {}), greg));
@@ -130,13 +135,12 @@ Outputs Adam(NodeContext& n) {
   MLTUNE_ASSIGN(den, b.Binary(Opcode::kSubtract, b.Scalar(ft, 1), alpha_t));
   MLTUNE_ASSIGN(corr, b.Binary(Opcode::kDivide, b.Unary(Opcode::kSqrt, num), den));
   MLTUNE_ASSIGN(r_corr, b.Binary(Opcode::kMultiply, rs, corr));
-  MLTUNE_ASSIGN(started, b.Compare(ComparisonDirection::kGt, b.Reshape(t, {}),
-                                   b.Scalar(t->shape().element_type(), 0)));
+  MLTUNE_ASSIGN(started, Started(b, t));
   MLTUNE_ASSIGN(rate, b.Select(started, r_corr, rs));
   std::vector<Instruction*> xs, vs, hs;
   for (int64_t i = 0; i < count; ++i) {
-    MLTUNE_ASSIGN(t, Tensors(n, count, 4, i));
-    Instruction *x = t[0], *g = t[1], *v = t[2], *h = t[3];
+    MLTUNE_ASSIGN(ts, Tensors(n, count, 4, i));
+    Instruction *x = ts[0], *g = ts[1], *v = ts[2], *h = ts[3];
     const auto& dims = x->shape().dimensions();
     Instruction* greg = Axpy(b, norm, x, g);
     MLTUNE_ASSIGN(v_part, b.Binary(Opcode::kMultiply, b.Full(greg, 1 - alpha), greg));
