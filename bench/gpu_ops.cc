@@ -128,8 +128,15 @@ void PrintTable(const std::string& title, const std::vector<Row>& rows,
   std::cout << " vs torch | vs inductor | check |\n|---|---|---:|";
   for (size_t i = 0; i < peers.size(); ++i) std::cout << "---:|";
   std::cout << "---:|---:|---|\n";
-  std::vector<double> vs_torch, vs_inductor;
+  std::vector<double> vs_torch, vs_inductor, vs_strict;
+  bool strict = false;  // some row has torch-f32 (eager with TF32 off: gpu_peers.py)
   for (const Row& r : rows) {
+    auto it = r.peers.find("torch-f32");
+    if (it == r.peers.end())
+      it = r.peers.find("torch");
+    else
+      strict = true;
+    if (r.ms > 0 && it != r.peers.end() && it->second > 0) vs_strict.push_back(it->second / r.ms);
     std::cout << "| " << r.name << " | " << r.shape << " | " << Cell(r.ms) << " |";
     for (const std::string& p : peers) {
       auto it = r.peers.find(p);
@@ -149,6 +156,12 @@ void PrintTable(const std::string& title, const std::vector<Row>& rows,
             << absl::StrFormat("%.2fx", Geomean(vs_torch)) << " over " << vs_torch.size()
             << ", vs torch.compile " << absl::StrFormat("%.2fx", Geomean(vs_inductor)) << " over "
             << vs_inductor.size() << ".\n";
+  if (strict) {
+    std::cout << "Against PyTorch eager with TF32 off (torch-f32, where measured: its f32 "
+                 "convolutions as strict as mltune's): "
+              << absl::StrFormat("%.2fx", Geomean(vs_strict)) << " over " << vs_strict.size()
+              << ".\n";
+  }
 }
 
 void WriteRows(const std::string& path, const std::string& device, const std::vector<Row>& op_rows,

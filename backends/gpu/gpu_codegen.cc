@@ -32,6 +32,9 @@ using ir::Opcode;
 using ir::PrimitiveType;
 
 constexpr int kWarp = 32;
+// `impl` values from this one up: cuDNN's heuristic's first, second, ... algorithm.
+constexpr int64_t kCudnnImpl = 5;
+constexpr int64_t kCudnnAlgorithms = 4;
 
 const cpu::TextDialect& CudaDialect() {
   static const cpu::TextDialect* d = new cpu::TextDialect{
@@ -71,6 +74,156 @@ Idx Decompose(const std::string& expr, const std::vector<int64_t>& dims) {
     outermost = false;
   }
   return idx;
+}
+
+// Whether a loop kernel is elementwise over one shape with f32 outputs of a multiple of four
+// elements: four consecutive elements per thread then load and store as float4 (its default),
+// where a transpose or gather would scatter a thread's reads instead.
+bool ElementwiseF32Loop(const Kernel& k) {
+  if (k.outputs.empty()) return false;
+  const std::vector<int64_t>& dims = k.outputs.front()->shape().dimensions();
+  if (Product(dims) == 0 || Product(dims) % 4 != 0) return false;
+  for (const Instruction* o : k.outputs) {
+    if (o->shape().dimensions() != dims || o->shape().element_type() != PrimitiveType::kF32) {
+      return false;
+    }
+  }
+  auto same_or_scalar = [&](const Instruction* i) {
+    return !i->shape().IsTuple() &&
+           (i->shape().dimensions() == dims || i->shape().dimensions().empty());
+  };
+  for (const Instruction* m : k.members) {
+    const bool elementwise =
+        ir::IsElementwise(m->opcode()) || m->opcode() == Opcode::kConstant ||
+        (m->opcode() == Opcode::kBroadcast && m->operand(0)->shape().dimensions().empty());
+    if (!elementwise || !same_or_scalar(m)) return false;
+    for (const Instruction* op : m->operands()) {
+      if (!k.Contains(op) && !same_or_scalar(op)) return false;
+    }
+  }
+  return true;
+}
+
+// Whether a dimension order is [batch, feature, spatial...] (NCHW, OIHW), [batch, spatial...,
+// feature] (NHWC, OHWI) or neither.
+enum class ConvOrder { kOther, kFeatureMajor, kFeatureMinor };
+ConvOrder OrderOf(int64_t batch, int64_t feature, const std::vector<int64_t>& spatial) {
+  std::vector<int64_t> major = {batch, feature}, minor = {batch};
+  major.insert(major.end(), spatial.begin(), spatial.end());
+  minor.insert(minor.end(), spatial.begin(), spatial.end());
+  minor.push_back(feature);
+  auto identity = [](const std::vector<int64_t>& order) {
+    for (size_t i = 0; i < order.size(); ++i) {
+      if (order[i] != static_cast<int64_t>(i)) return false;
+    }
+    return true;
+  };
+  if (identity(major)) return ConvOrder::kFeatureMajor;
+  if (identity(minor)) return ConvOrder::kFeatureMinor;
+  return ConvOrder::kOther;
+}
+
+// Whether a library call can read operand `x` of the kernel's root in place: an f32 kernel input.
+bool ReadableInPlace(const Kernel& k, const Instruction* x) {
+  if (k.Contains(x) || x->shape().element_type() != PrimitiveType::kF32) return false;
+  return std::find(k.inputs.begin(), k.inputs.end(), cpu::BaseValue(x)) != k.inputs.end();
+}
+
+ir::WindowDim WindowOf(const Instruction& conv, size_t d) {
+  if (conv.window.has_value() && d < conv.window->dims.size()) return conv.window->dims[d];
+  return ir::WindowDim{};
+}
+
+// How cuDNN's forward convolution takes a convolution kernel: one layout for x, w and y, which
+// of them are read or written in place (the others are packed by generated launches; y then
+// lands in a workspace the epilogue reads), and whether x's pack applies asymmetric padding
+// (cuDNN pads symmetrically). nullopt where cuDNN cannot: batch groups, base dilation, window
+// reversal, negative padding, an empty dimension, no or more than three spatial dimensions.
+struct CudnnLayout {
+  bool nhwc = false;
+  bool x_direct = false, w_direct = false, y_direct = false;
+  bool explicit_pad = false;
+  int64_t pack_bytes = 0;  // what x's and w's packs write
+};
+
+std::optional<CudnnLayout> CudnnLayoutOf(const Kernel& k) {
+  const Instruction& c = *k.root;
+  if (k.kind != KernelKind::kConvolution || c.opcode() != Opcode::kConvolution ||
+      !c.conv_dnums.has_value() || c.batch_group_count > 1) {
+    return std::nullopt;
+  }
+  const ir::ConvolutionDimensionNumbers& dn = *c.conv_dnums;
+  const size_t ns = dn.input_spatial_dimensions.size();
+  if (ns < 1 || ns > 3) return std::nullopt;
+  for (const Instruction* i :
+       std::initializer_list<const Instruction*>{c.operand(0), c.operand(1), &c}) {
+    if (Product(i->shape().dimensions()) == 0) return std::nullopt;
+  }
+  CudnnLayout l;
+  for (size_t d = 0; d < ns; ++d) {
+    const ir::WindowDim w = WindowOf(c, d);
+    if (w.window_reversal || w.base_dilation > 1 || w.padding_low < 0 || w.padding_high < 0 ||
+        w.stride < 1 || w.window_dilation < 1) {
+      return std::nullopt;
+    }
+    l.explicit_pad |= w.padding_low != w.padding_high;
+  }
+  const ConvOrder xo =
+      OrderOf(dn.input_batch_dimension, dn.input_feature_dimension, dn.input_spatial_dimensions);
+  const ConvOrder wo = OrderOf(dn.kernel_output_feature_dimension,
+                               dn.kernel_input_feature_dimension, dn.kernel_spatial_dimensions);
+  const ConvOrder yo =
+      OrderOf(dn.output_batch_dimension, dn.output_feature_dimension, dn.output_spatial_dimensions);
+  const bool x_ok = !l.explicit_pad && xo != ConvOrder::kOther && ReadableInPlace(k, c.operand(0));
+  const bool w_ok = wo != ConvOrder::kOther && ReadableInPlace(k, c.operand(1));
+  // x's layout where it is read in place; else OIHW weights read in place pick NCHW.
+  l.nhwc = x_ok ? xo == ConvOrder::kFeatureMinor : !(w_ok && wo == ConvOrder::kFeatureMajor);
+  const ConvOrder want = l.nhwc ? ConvOrder::kFeatureMinor : ConvOrder::kFeatureMajor;
+  l.x_direct = x_ok;
+  l.w_direct = w_ok && wo == want;
+  l.y_direct = std::find(k.outputs.begin(), k.outputs.end(), &c) != k.outputs.end() &&
+               c.shape().element_type() == PrimitiveType::kF32 && yo == want;
+  if (!l.x_direct) {
+    const std::vector<int64_t>& xd = c.operand(0)->shape().dimensions();
+    int64_t elements = Product(xd);
+    for (size_t d = 0; d < ns; ++d) {
+      const ir::WindowDim w = WindowOf(c, d);
+      const int64_t size = xd[static_cast<size_t>(dn.input_spatial_dimensions[d])];
+      elements = elements / size * (size + w.padding_low + w.padding_high);
+    }
+    l.pack_bytes += 4 * elements;
+  }
+  if (!l.w_direct) l.pack_bytes += 4 * Product(c.operand(1)->shape().dimensions());
+  return l;
+}
+
+// What the cuBLASLt path of an ungrouped convolution packs: x as im2col unless it is an NHWC
+// kernel input under a 1x1 window at stride 1 (ConvolutionMap's a_in_order), the weights unless
+// an HWIO kernel input (b_in_order).
+int64_t LibraryGemmPackBytes(const Kernel& k) {
+  const Instruction& c = *k.root;
+  const ir::ConvolutionDimensionNumbers& dn = *c.conv_dnums;
+  const cpu::GemmShape s = cpu::GemmShapeOf(c);
+  bool pointwise = true;
+  for (size_t d = 0; d < dn.kernel_spatial_dimensions.size(); ++d) {
+    const ir::WindowDim w = WindowOf(c, d);
+    pointwise &=
+        c.operand(1)->shape().dimensions()[static_cast<size_t>(dn.kernel_spatial_dimensions[d])] ==
+            1 &&
+        w.stride == 1 && w.padding_low == 0 && w.padding_high == 0 && w.base_dilation <= 1 &&
+        w.window_dilation <= 1;
+  }
+  const bool nhwc = OrderOf(dn.input_batch_dimension, dn.input_feature_dimension,
+                            dn.input_spatial_dimensions) == ConvOrder::kFeatureMinor;
+  std::vector<int64_t> hwio = dn.kernel_spatial_dimensions;
+  hwio.push_back(dn.kernel_input_feature_dimension);
+  hwio.push_back(dn.kernel_output_feature_dimension);
+  bool w_in_order = true;
+  for (size_t i = 0; i < hwio.size(); ++i) w_in_order &= hwio[i] == static_cast<int64_t>(i);
+  int64_t bytes = 0;
+  if (!(pointwise && nhwc && ReadableInPlace(k, c.operand(0)))) bytes += 4 * s.batch * s.m * s.k;
+  if (!(nhwc && w_in_order && ReadableInPlace(k, c.operand(1)))) bytes += 4 * s.batch * s.k * s.n;
+  return bytes;
 }
 
 class GpuEmitter : public cpu::ElementEmitter {
@@ -180,6 +333,18 @@ class GpuEmitter : public cpu::ElementEmitter {
   // The product on cuBLASLt (GpuLaunch::Kind::kGemm), its operands packed to row-major f32 where
   // they are not so already, its epilogue a launch after it.
   absl::Status EmitLibraryGemm(const GemmMap& map);
+  // The convolution on cuDNN (GpuLaunch::Kind::kConv, CudnnLayoutOf), x and w packed where they
+  // are not read in place, the epilogue a launch after it.
+  absl::Status EmitCudnnConvolution();
+  // A launch writing `from`'s elements into workspace `ws` as a row-major f32 array of `dims`:
+  // `index` maps a position (index strings over `dims`) to `from`'s index and a guard under
+  // which the element exists (else 0).
+  void EmitPack(const std::string& entry, const GpuArg& ws, const std::vector<int64_t>& dims,
+                const Instruction* from, const std::function<Idx(const Idx&, std::string*)>& index);
+  // The epilogue launch: `rest` of the outputs, reading the root's value from `product`'s buffer
+  // (f32) at `offset`.
+  void EmitProductEpilogue(const std::vector<const Instruction*>& rest, const GpuArg& product,
+                           const std::function<std::string(const Idx&)>& offset);
   // A new workspace buffer of `bytes`; its GpuArg.
   GpuArg Workspace(int64_t bytes) {
     program_->workspaces.push_back(bytes);
@@ -334,7 +499,14 @@ absl::Status GpuEmitter::EmitLoop() {
     Line(absl::StrCat("const int64_t base = ((int64_t)blockIdx.x * ", items, " + it) * ",
                       block * vector, "LL + (int64_t)threadIdx.x * ", vector, ";"));
     if (vector > 1 && all_f32) {
-      // Each output's `vector` elements computed, then stored as one float2 or float4.
+      // Each output's `vector` elements computed, then stored as one float2 or float4. Every
+      // buffer starts a device allocation (256-byte aligned): said, so that the compiler can
+      // load an f32 input's `vector` consecutive elements as one vector too.
+      for (size_t i = 0; i < k_.inputs.size(); ++i) {
+        if (k_.inputs[i]->shape().element_type() != PrimitiveType::kF32) continue;
+        Line(absl::StrCat("in", i, " = (const float*)__builtin_assume_aligned(in", i, ", ",
+                          4 * vector, ");"));
+      }
       Open(absl::StrCat("if (base + ", vector, " <= ", n, "LL) {"));
       PushScope();
       std::map<const Instruction*, std::vector<std::string>> values;
@@ -703,6 +875,7 @@ absl::Status GpuEmitter::EmitMatmul() {
         "kernel '", k_.name, "': a ", std::string(ir::PrimitiveTypeName(t)), " ",
         std::string(ir::OpcodeName(mm->opcode())), " (f32, bf16 and f16 are generated)"));
   }
+  if (Param("impl") >= kCudnnImpl) return EmitCudnnConvolution();
   absl::StatusOr<GemmMap> map = mm->opcode() == Opcode::kDot ? DotMap() : ConvolutionMap();
   if (!map.ok()) return map.status();
   if (Param("impl") > 0) return EmitLibraryGemm(*map);
@@ -1155,24 +1328,189 @@ absl::Status GpuEmitter::EmitLibraryGemm(const GemmMap& map) {
   for (const Instruction* o : k_.outputs) {
     if (!(in_output && o == mm)) rest.push_back(o);
   }
-  if (rest.empty()) return absl::OkStatus();
+  EmitProductEpilogue(rest, c, map.product_offset);
+  return absl::OkStatus();
+}
+
+void GpuEmitter::EmitProductEpilogue(const std::vector<const Instruction*>& rest,
+                                     const GpuArg& product,
+                                     const std::function<std::string(const Idx&)>& offset) {
+  if (rest.empty()) return;
   std::vector<GpuArg> args = AllBuffers();
-  if (c.kind == GpuArg::Kind::kWorkspace) args.push_back(c);
+  if (product.kind == GpuArg::Kind::kWorkspace) args.push_back(product);
   int64_t total = 0;
   for (const Instruction* o : rest) total = std::max(total, Product(o->shape().dimensions()));
   const int64_t block = 256;
   OpenFunction(absl::StrCat(fn_, "_epilogue"), block,
                {std::min<int64_t>((total + block - 1) / block, 65535)}, args);
   product_ = "product";
-  product_buffer_ = c.kind == GpuArg::Kind::kWorkspace ? absl::StrCat("ws", c.index)
-                                                       : absl::StrCat("out", c.index);
+  product_buffer_ = product.kind == GpuArg::Kind::kWorkspace ? absl::StrCat("ws", product.index)
+                                                             : absl::StrCat("out", product.index);
   product_type_ = PrimitiveType::kF32;
-  product_offset_ = map.product_offset;
+  product_offset_ = offset;
   StoreOthersGridStride(rest);
   product_.clear();
   product_buffer_.clear();
   product_offset_ = nullptr;
   CloseFunction();
+}
+
+void GpuEmitter::EmitPack(const std::string& entry, const GpuArg& ws,
+                          const std::vector<int64_t>& dims, const Instruction* from,
+                          const std::function<Idx(const Idx&, std::string*)>& index) {
+  const int64_t total = Product(dims), block = 256;
+  std::vector<GpuArg> args = AllBuffers();
+  args.push_back(ws);
+  OpenFunction(entry, static_cast<int32_t>(block),
+               {std::min<int64_t>((total + block - 1) / block, 65535)}, args);
+  const std::string lin = NewName("p");
+  Open(absl::StrCat("for (int64_t ", lin, " = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; ",
+                    lin, " < ", total, "LL; ", lin, " += (int64_t)gridDim.x * blockDim.x) {"));
+  PushScope();
+  std::string guard;
+  const Idx idx = index(Decompose(lin, dims), &guard);
+  Line("float v = 0.f;");
+  if (!guard.empty()) Open(absl::StrCat("if (", guard, ") {"));
+  PushScope();
+  Line(absl::StrCat("v = ", Value(from, idx), ";"));
+  PopScope();
+  if (!guard.empty()) Close();
+  Line(absl::StrCat("ws", ws.index, "[", lin, "] = v;"));
+  PopScope();
+  Close();
+  CloseFunction();
+}
+
+absl::Status GpuEmitter::EmitCudnnConvolution() {
+  const std::optional<CudnnLayout> layout = CudnnLayoutOf(k_);
+  if (!layout.has_value()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("kernel '", k_.name, "': cuDNN does not take this convolution"));
+  }
+  const Instruction* conv = k_.root;
+  const ir::ConvolutionDimensionNumbers& dn = *conv->conv_dnums;
+  const std::vector<int64_t>& xd = conv->operand(0)->shape().dimensions();
+  const std::vector<int64_t>& wd = conv->operand(1)->shape().dimensions();
+  const std::vector<int64_t>& yd = conv->shape().dimensions();
+  const size_t ns = dn.input_spatial_dimensions.size();
+  const bool nhwc = layout->nhwc;
+  GpuConvShape shape;
+  shape.nhwc = nhwc;
+  shape.groups = std::max<int64_t>(1, conv->feature_group_count);
+  // Sizes in cuDNN's order ([N, C, spatial...]) and the same with the feature minor (storage).
+  shape.x = {xd[static_cast<size_t>(dn.input_batch_dimension)],
+             xd[static_cast<size_t>(dn.input_feature_dimension)]};
+  shape.w = {wd[static_cast<size_t>(dn.kernel_output_feature_dimension)],
+             wd[static_cast<size_t>(dn.kernel_input_feature_dimension)]};
+  shape.y = {yd[static_cast<size_t>(dn.output_batch_dimension)],
+             yd[static_cast<size_t>(dn.output_feature_dimension)]};
+  std::vector<int64_t> lo;
+  for (size_t d = 0; d < ns; ++d) {
+    const ir::WindowDim w = WindowOf(*conv, d);
+    const int64_t size = xd[static_cast<size_t>(dn.input_spatial_dimensions[d])];
+    shape.x.push_back(layout->explicit_pad ? size + w.padding_low + w.padding_high : size);
+    shape.w.push_back(wd[static_cast<size_t>(dn.kernel_spatial_dimensions[d])]);
+    shape.y.push_back(yd[static_cast<size_t>(dn.output_spatial_dimensions[d])]);
+    shape.pad.push_back(layout->explicit_pad ? 0 : w.padding_low);
+    shape.stride.push_back(w.stride);
+    shape.dilation.push_back(w.window_dilation);
+    lo.push_back(w.padding_low);
+  }
+  auto storage = [nhwc](const std::vector<int64_t>& dims) {
+    std::vector<int64_t> s = dims;
+    if (nhwc) std::rotate(s.begin() + 1, s.begin() + 2, s.end());
+    return s;
+  };
+  // A storage position as [N, C, spatial...].
+  auto logical = [nhwc](const Idx& at) {
+    Idx l = at;
+    if (nhwc) std::rotate(l.begin() + 1, l.end() - 1, l.end());
+    return l;
+  };
+  std::optional<GpuArg> x, w;
+  if (layout->x_direct || layout->w_direct) {
+    for (size_t i = 0; i < k_.inputs.size(); ++i) {
+      if (k_.inputs[i] == cpu::BaseValue(conv->operand(0)) && layout->x_direct) {
+        x = GpuArg{GpuArg::Kind::kInput, static_cast<int64_t>(i)};
+      }
+      if (k_.inputs[i] == cpu::BaseValue(conv->operand(1)) && layout->w_direct) {
+        w = GpuArg{GpuArg::Kind::kInput, static_cast<int64_t>(i)};
+      }
+    }
+  }
+  if (!x.has_value()) {
+    const std::vector<int64_t> dims = storage(shape.x);
+    x = Workspace(4 * Product(dims));
+    EmitPack(absl::StrCat(fn_, "_pack_x"), *x, dims, conv->operand(0),
+             [&](const Idx& at, std::string* guard) {
+               const Idx l = logical(at);
+               Idx xi(xd.size(), "0");
+               xi[static_cast<size_t>(dn.input_batch_dimension)] = l[0];
+               xi[static_cast<size_t>(dn.input_feature_dimension)] = l[1];
+               std::vector<std::string> valid;
+               for (size_t d = 0; d < ns; ++d) {
+                 std::string pos = l[2 + d];
+                 if (layout->explicit_pad && lo[d] != 0) {
+                   pos = IntVar(absl::StrCat(pos, " - ", lo[d]));
+                 }
+                 if (layout->explicit_pad) {
+                   valid.push_back(
+                       absl::StrCat(pos, " >= 0 && ", pos, " < ",
+                                    xd[static_cast<size_t>(dn.input_spatial_dimensions[d])]));
+                 }
+                 xi[static_cast<size_t>(dn.input_spatial_dimensions[d])] = pos;
+               }
+               *guard = absl::StrJoin(valid, " && ");
+               return xi;
+             });
+  }
+  if (!w.has_value()) {
+    const std::vector<int64_t> dims = storage(shape.w);
+    w = Workspace(4 * Product(dims));
+    EmitPack(absl::StrCat(fn_, "_pack_w"), *w, dims, conv->operand(1),
+             [&](const Idx& at, std::string* guard) {
+               guard->clear();
+               const Idx l = logical(at);
+               Idx wi(wd.size(), "0");
+               wi[static_cast<size_t>(dn.kernel_output_feature_dimension)] = l[0];
+               wi[static_cast<size_t>(dn.kernel_input_feature_dimension)] = l[1];
+               for (size_t d = 0; d < ns; ++d) {
+                 wi[static_cast<size_t>(dn.kernel_spatial_dimensions[d])] = l[2 + d];
+               }
+               return wi;
+             });
+  }
+  const auto out = std::find(k_.outputs.begin(), k_.outputs.end(), conv);
+  const std::vector<int64_t> y_storage = storage(shape.y);
+  const GpuArg y = layout->y_direct ? GpuArg{GpuArg::Kind::kOutput, out - k_.outputs.begin()}
+                                    : Workspace(4 * Product(y_storage));
+  GpuLaunch launch;
+  launch.kind = GpuLaunch::Kind::kConv;
+  launch.entry = "cudnnConvolutionForward";
+  launch.args = {*x, *w, y};
+  launch.algo = Param("impl") - kCudnnImpl + 1;
+  launch.conv = shape;
+  // cuDNN takes two or three spatial dimensions: a 1-D convolution gets a unit one.
+  if (ns == 1) {
+    for (std::vector<int64_t>* v : {&launch.conv.x, &launch.conv.w, &launch.conv.y}) {
+      v->push_back(1);
+    }
+    launch.conv.pad.push_back(0);
+    launch.conv.stride.push_back(1);
+    launch.conv.dilation.push_back(1);
+  }
+  program_->launches.push_back(launch);
+  std::vector<const Instruction*> rest;
+  for (const Instruction* o : k_.outputs) {
+    if (!(layout->y_direct && o == conv)) rest.push_back(o);
+  }
+  EmitProductEpilogue(rest, y, [=](const Idx& oi) {
+    Idx at = {oi[static_cast<size_t>(dn.output_batch_dimension)],
+              oi[static_cast<size_t>(dn.output_feature_dimension)]};
+    for (int64_t d : dn.output_spatial_dimensions) at.push_back(oi[static_cast<size_t>(d)]);
+    if (nhwc) std::rotate(at.begin() + 1, at.begin() + 2, at.end());
+    return Linear(y_storage, at);
+  });
   return absl::OkStatus();
 }
 
@@ -1258,7 +1596,7 @@ std::vector<KernelParam> GpuKernelParams(const Kernel& kernel) {
     case KernelKind::kLoop:
       return {{"block", Choices({256, 128, 512, 1024})},
               {"items", Choices({1, 2, 4, 8})},
-              {"vector", Choices({1, 2, 4})}};
+              {"vector", ElementwiseF32Loop(kernel) ? Choices({4, 1, 2}) : Choices({1, 2, 4})}};
     case KernelKind::kReduce: {
       const Instruction& r = *kernel.root;
       const int64_t count = ReducedCount(r);
@@ -1298,13 +1636,23 @@ std::vector<KernelParam> GpuKernelParams(const Kernel& kernel) {
       // cuBLASLt by default where a product is large enough to amortize its call (and any
       // packing), as the CPU backend defaults such products to oneDNN. A grouped convolution
       // (depthwise) stays generated: its per-group products are too small for a library.
+      // A convolution cuDNN takes goes to whichever of cuDNN and cuBLASLt packs fewer bytes
+      // (cuDNN on a tie: its implicit GEMM needs no im2col), a grouped one to cuDNN.
       const Instruction& r = *kernel.root;
       const cpu::GemmShape s = cpu::GemmShapeOf(r);
-      const bool library = s.batch * s.m * s.n * s.k >= 65536 &&
-                           (kernel.kind == KernelKind::kDot ||
-                            (r.feature_group_count <= 1 && r.batch_group_count <= 1));
-      params.insert(params.begin(),
-                    {"impl", library ? Choices({1, 0, 2, 3, 4}) : Choices({0, 1, 2, 3, 4})});
+      const bool large = s.batch * s.m * s.n * s.k >= 65536;
+      const bool ungrouped = r.feature_group_count <= 1 && r.batch_group_count <= 1;
+      const std::optional<CudnnLayout> cudnn = CudnnLayoutOf(kernel);
+      int64_t impl = large && (kernel.kind == KernelKind::kDot || ungrouped) ? 1 : 0;
+      if (large && cudnn.has_value() &&
+          (!ungrouped || cudnn->pack_bytes <= LibraryGemmPackBytes(kernel))) {
+        impl = kCudnnImpl;
+      }
+      std::vector<int64_t> impls = {impl};
+      for (int64_t i = 0; i < kCudnnImpl + (cudnn.has_value() ? kCudnnAlgorithms : 0); ++i) {
+        if (i != impl) impls.push_back(i);
+      }
+      params.insert(params.begin(), {"impl", impls});
       return params;
     }
     default:

@@ -34,12 +34,14 @@ absl::Status CheckGpuSupported(const cpu::Kernel& kernel);
 //     generated GEMM, 1-4 cuBLASLt with its heuristic's first to fourth algorithm (the operands
 //     packed where they are not plain row-major buffers, the epilogue a launch after it). A dot
 //     of at least 64K multiply-adds defaults to cuBLASLt's first algorithm, as the CPU defaults
-//     such products to oneDNN.
+//     such products to oneDNN. A convolution cuDNN takes also has `impl` 5-8: cuDNN's
+//     forward convolution with its heuristic's first to fourth algorithm.
 // Defaults follow the shape: a reduction over the minor dimension gets a warp or a block per
 // output, one over major dimensions a thread per output (its reads are then coalesced) where the
 // outputs number 64K or more, else split 3. Convolutions take `impl` too: cuBLASLt over an im2col
-// pack (skipped for a 1x1 window on NHWC; HWIO weights read in place), the default for ungrouped
-// ones of 64K multiply-adds or more.
+// pack (skipped for a 1x1 window on NHWC; HWIO weights read in place), or cuDNN (operands read
+// in place when NCHW/OIHW or NHWC/OHWI, else packed to NHWC/OHWI); of 64K multiply-adds or more,
+// the one of the two that packs fewer bytes is the default (cuDNN on a tie), grouped ones cuDNN.
 std::vector<cpu::KernelParam> GpuKernelParams(const cpu::Kernel& kernel);
 cpu::KernelConfig DefaultGpuConfig(const cpu::Kernel& kernel);
 
@@ -50,18 +52,29 @@ struct GpuArg {
   int64_t index = 0;
 };
 
-// A launch of a generated kernel, or a cuBLASLt GEMM: `batch` products C[m,n] = A[m,k] B[k,n] of
-// row-major f32 matrices, args A, B, C, with the `algo`-th (1-based) of the algorithms
-// cuBLASLt's heuristic proposes for the shape.
+// A cuDNN forward convolution's shape: x [N, C, spatial...], w [K, C/groups, window...] and
+// y [N, K, output spatial...] as sizes, all three packed with the feature minor (NHWC, OHWI) or
+// after the batch (NCHW, OIHW); symmetric padding, stride and dilation per spatial dimension
+// (two or three: a 1-D convolution gets a unit dimension).
+struct GpuConvShape {
+  bool nhwc = false;
+  int64_t groups = 1;
+  std::vector<int64_t> x, w, y, pad, stride, dilation;
+};
+
+// A launch of a generated kernel, a cuBLASLt GEMM (`batch` products C[m,n] = A[m,k] B[k,n] of
+// row-major f32 matrices, args A, B, C) or a cuDNN convolution (args x, w, y, f32), with the
+// `algo`-th (1-based) of the algorithms the library's heuristic proposes for the shape.
 struct GpuLaunch {
-  enum class Kind { kKernel, kGemm };
+  enum class Kind { kKernel, kGemm, kConv };
   Kind kind = Kind::kKernel;
   std::string entry;  // the extern "C" __global__ function
   int64_t grid[3] = {1, 1, 1};
   int32_t block = 1;  // threads, one dimension
   std::vector<GpuArg> args;
   int64_t batch = 1, m = 1, n = 1, k = 1;  // kGemm
-  int64_t algo = 1;                        // kGemm
+  int64_t algo = 1;                        // kGemm, kConv
+  GpuConvShape conv;                       // kConv
 };
 
 // One kernel's CUDA translation unit and how to run it: its launches in order, over its inputs'

@@ -3,7 +3,8 @@
 // where no GPU is attached (CI, most sessions). The kernels' CUDA sources are compiled as C++ with
 // a shim for CUDA's built-ins; a kernel that synchronizes (__syncthreads, warp shuffles) runs a
 // host thread per GPU thread of each block, one block at a time, the others run their threads in
-// turn; cuBLASLt GEMMs are a plain loop. It runs programs, it does not time them.
+// turn; cuBLASLt GEMMs and cuDNN convolutions are plain loops. It runs programs, it does not
+// time them.
 //
 //   mltune-gpu-emulator PLAN.json   (with "inputs" and "outputs"; prints {"ok":...} like the
 //   runner)
@@ -209,6 +210,67 @@ using ThreadFn = void (*)(unsigned, unsigned, unsigned, unsigned);
 using LaunchFn = void (*)(unsigned, unsigned, unsigned, unsigned, int);
 
 // Runs one launch of the plan; an error message, or "".
+// A cuDNN convolution launch (cudnn_conv.h): y[n, k, o...] = sum over the group's input features
+// c and window positions r of x[n, c, o*stride - pad + r*dilation] w[k, c, r], outside x zero;
+// in double, x, w and y stored NCHW or NHWC as the launch says.
+std::string Convolve(const json& l, const std::vector<void*>& args) {
+  const bool nhwc = l.at("nhwc").get<bool>();
+  const int64_t groups = l.at("groups").get<int64_t>();
+  const std::vector<int64_t> x = l.at("x"), w = l.at("w"), y = l.at("y");
+  const std::vector<int64_t> pad = l.at("pad"), stride = l.at("stride"),
+                             dilation = l.at("dilation");
+  const size_t ns = x.size() - 2;
+  if (x.size() < 3 || w.size() != x.size() || y.size() != x.size() || pad.size() != ns ||
+      stride.size() != ns || dilation.size() != ns || groups < 1 || args.size() != 3) {
+    return std::string(
+        "a conv launch takes x, w, y of one rank, per-dimension pad, stride and "
+        "dilation, and 3 buffers");
+  }
+  // The offset of [N, C, spatial...] element `at` of a tensor of sizes `dims`.
+  auto offset = [nhwc](const std::vector<int64_t>& dims, const std::vector<int64_t>& at) {
+    int64_t o = nhwc ? at[0] : at[0] * dims[1] + at[1];
+    for (size_t d = 2; d < dims.size(); ++d) o = o * dims[d] + at[d];
+    if (nhwc) o = o * dims[1] + at[1];
+    return o;
+  };
+  const float* xs = static_cast<const float*>(args[0]);
+  const float* ws = static_cast<const float*>(args[1]);
+  float* ys = static_cast<float*>(args[2]);
+  const int64_t cg = w[1], kg = y[1] / groups;
+  int64_t outputs = 1, window = 1;
+  for (int64_t v : y) outputs *= v;
+  for (size_t d = 0; d < ns; ++d) window *= w[2 + d];
+  std::vector<int64_t> yi(y.size()), xi(x.size()), wi(w.size());
+  for (int64_t e = 0; e < outputs; ++e) {
+    for (size_t d = y.size(), rest = static_cast<size_t>(e); d-- > 0;) {
+      yi[d] = static_cast<int64_t>(rest) % y[d];
+      rest /= static_cast<size_t>(y[d]);
+    }
+    double acc = 0;
+    const int64_t g = yi[1] / kg;
+    xi[0] = yi[0];
+    wi[0] = yi[1];
+    for (int64_t c = 0; c < cg; ++c) {
+      xi[1] = g * cg + c;
+      wi[1] = c;
+      for (int64_t r = 0; r < window; ++r) {
+        bool inside = true;
+        for (size_t d = ns, rest = static_cast<size_t>(r); d-- > 0;) {
+          wi[2 + d] = static_cast<int64_t>(rest) % w[2 + d];
+          rest /= static_cast<size_t>(w[2 + d]);
+          xi[2 + d] = yi[2 + d] * stride[d] - pad[d] + wi[2 + d] * dilation[d];
+          inside &= xi[2 + d] >= 0 && xi[2 + d] < x[2 + d];
+        }
+        if (inside) {
+          acc += static_cast<double>(xs[offset(x, xi)]) * static_cast<double>(ws[offset(w, wi)]);
+        }
+      }
+    }
+    ys[offset(y, yi)] = static_cast<float>(acc);
+  }
+  return std::string();
+}
+
 std::string RunLaunch(const json& l, void* lib, const std::vector<std::string>& sources,
                       Buffers& buffers, ThreadFn set_thread, LaunchFn set_launch,
                       const std::function<std::string(const json&)>& run) {
@@ -260,6 +322,7 @@ std::string RunLaunch(const json& l, void* lib, const std::vector<std::string>& 
     }
     return std::string();
   }
+  if (kind == "conv") return Convolve(l, args);
   const std::string entry = l.at("entry").get<std::string>();
   const std::string module = std::to_string(l.at("module").get<size_t>());
   auto kernel =

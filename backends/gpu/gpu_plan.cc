@@ -53,8 +53,18 @@ absl::Status AppendKernel(const cpu::LoweredModule& lowered, const cpu::Kernel& 
   for (int64_t bytes : kp->workspaces) workspaces.push_back(add_buffer(bytes));
   for (const GpuLaunch& l : kp->launches) {
     GpuModuleProgram::Launch launch;
-    launch.kind = l.kind == GpuLaunch::Kind::kGemm ? GpuModuleProgram::Launch::Kind::kGemm
-                                                   : GpuModuleProgram::Launch::Kind::kKernel;
+    switch (l.kind) {
+      case GpuLaunch::Kind::kKernel:
+        launch.kind = GpuModuleProgram::Launch::Kind::kKernel;
+        break;
+      case GpuLaunch::Kind::kGemm:
+        launch.kind = GpuModuleProgram::Launch::Kind::kGemm;
+        break;
+      case GpuLaunch::Kind::kConv:
+        launch.kind = GpuModuleProgram::Launch::Kind::kConv;
+        break;
+    }
+    launch.conv = l.conv;
     launch.batch = l.batch;
     launch.m = l.m;
     launch.n = l.n;

@@ -75,6 +75,19 @@ json LaunchesJson(const std::vector<GpuModuleProgram::Launch>& list) {
                             {"algo", l.algo},
                             {"args", l.args}});
         break;
+      case Kind::kConv:
+        launches.push_back({{"kind", "conv"},
+                            {"nhwc", l.conv.nhwc},
+                            {"groups", l.conv.groups},
+                            {"x", l.conv.x},
+                            {"w", l.conv.w},
+                            {"y", l.conv.y},
+                            {"pad", l.conv.pad},
+                            {"stride", l.conv.stride},
+                            {"dilation", l.conv.dilation},
+                            {"algo", l.algo},
+                            {"args", l.args}});
+        break;
       case Kind::kCopy:
         launches.push_back({{"kind", "copy"}, {"args", l.args}, {"bytes", l.bytes}});
         break;

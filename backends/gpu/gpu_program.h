@@ -12,6 +12,7 @@
 
 #include "absl/status/statusor.h"
 #include "backends/cpu/lowering.h"
+#include "backends/gpu/gpu_codegen.h"
 #include "backends/gpu/nvrtc_compiler.h"
 #include "ir/literal.h"
 #include "ir/module.h"
@@ -41,12 +42,13 @@ struct GpuModuleProgram {
   };
   std::vector<Constant> constants;
   struct Launch {
-    // kKernel: a generated kernel; kGemm: cuBLASLt (GpuLaunch::Kind::kGemm); kCopy: args[0] to
+    // kKernel: a generated kernel; kGemm: cuBLASLt (GpuLaunch::Kind::kGemm); kConv: cuDNN
+    // (GpuLaunch::Kind::kConv); kCopy: args[0] to
     // args[1], `bytes`; kWhile: `cond`, then while the byte in buffer `pred` is nonzero, `body`
     // and `cond` again (host-driven: the runner reads the predicate back each trip);
     // kConditional: `branches[i]` for the s32 index in buffer `pred` (out of range: the last),
     // or branch 0 where `pred_index` is false and the byte is nonzero, else branch 1.
-    enum class Kind { kKernel, kGemm, kCopy, kWhile, kConditional };
+    enum class Kind { kKernel, kGemm, kConv, kCopy, kWhile, kConditional };
     Kind kind = Kind::kKernel;
     int64_t module = 0;  // index into ptx
     int32_t kernel = 0;  // LoweredModule::kernels index (of the entry's module)
@@ -55,6 +57,7 @@ struct GpuModuleProgram {
     int32_t block = 1;
     std::vector<int64_t> args;                         // buffer indices
     int64_t batch = 1, m = 1, n = 1, k = 1, algo = 1;  // a GEMM's shape and algorithm
+    GpuConvShape conv;                                 // kConv (and `algo`)
     int64_t bytes = 0;                                 // kCopy
     int64_t pred = -1;                                 // kWhile
     std::vector<Launch> cond, body;                    // kWhile

@@ -24,6 +24,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "backends/gpu/cudnn_conv.h"
 #include "nlohmann/json.hpp"
 
 namespace {
@@ -329,7 +330,7 @@ int Run(int argc, char** argv) {
   }
   // Launches.
   struct Launch {
-    enum Kind { kKernel, kGemm, kCopy, kWhile, kConditional };
+    enum Kind { kKernel, kGemm, kConv, kCopy, kWhile, kConditional };
     Kind kind = kKernel;
     CUfunction fn;
     unsigned grid[3];
@@ -345,8 +346,10 @@ int Run(int argc, char** argv) {
     cublasLtMatmulDesc_t desc;
     cublasLtMatrixLayout_t a_layout, b_layout, c_layout;
     cublasLtMatmulAlgo_t algo;
+    int conv = -1;  // kConv: its index in `cudnn`
   };
   std::vector<Launch> launches;
+  mltune::backends::gpu::CudnnConvolutions cudnn;
   Lt lt{};
   cublasLtHandle_t lt_handle = nullptr;
   CUdeviceptr lt_workspace = 0;
@@ -449,6 +452,14 @@ int Run(int argc, char** argv) {
         out.push_back(std::move(launch));
         continue;
       }
+      if (kind == "conv") {
+        launch.kind = Launch::kConv;
+        for (const json& a : l.at("args")) launch.args.push_back(buffers.at(a.get<size_t>()));
+        if (launch.args.size() != 3) return std::string("a conv launch takes 3 buffers (x, w, y)");
+        if (std::string e = cudnn.Add(l, &launch.conv); !e.empty()) return e;
+        out.push_back(std::move(launch));
+        continue;
+      }
       if (kind == "gemm") {
         if (std::string e = ParseGemm(l, &launch); !e.empty()) return e;
         out.push_back(std::move(launch));
@@ -469,6 +480,10 @@ int Run(int argc, char** argv) {
     return std::string();
   };
   if (std::string e = parse(plan.at("launches"), launches); !e.empty()) return Fail(e);
+  CUdeviceptr cudnn_workspace = 0;
+  if (cudnn.workspace_bytes() > 0) {
+    MT_CHECK(d.alloc(&cudnn_workspace, cudnn.workspace_bytes()), "cuMemAlloc (cuDNN workspace)");
+  }
   const float one = 1.f, zero = 0.f;
   CUstream stream = nullptr;
   auto run_gemm = [&](Launch& l) -> std::string {
@@ -484,6 +499,10 @@ int Run(int argc, char** argv) {
     switch (l.kind) {
       case Launch::kGemm:
         return run_gemm(l);
+      case Launch::kConv:
+        return cudnn.Run(l.conv, reinterpret_cast<void*>(l.args[0]),
+                         reinterpret_cast<void*>(l.args[1]), reinterpret_cast<void*>(l.args[2]),
+                         reinterpret_cast<void*>(cudnn_workspace), stream);
       case Launch::kCopy:
         return check(d.copy_async(l.args[1], l.args[0], l.bytes, stream), "cuMemcpyDtoDAsync");
       case Launch::kWhile:

@@ -14,6 +14,9 @@ block_until_ready for JAX (whose flush is a jax write before the clock starts); 
 then calls until they add up to --min-seconds and number at least 5; the median in ms.
 torch is eager under inference_mode; inductor is torch.compile (default mode), its compile time
 reported apart; jax is jax.jit. matmul in torch eager is cuBLAS: it is the GEMM reference.
+torch's defaults let cuDNN's f32 convolutions use TF32 tensor cores (torch.backends.cudnn.
+allow_tf32), which mltune's strict-f32 check would reject; the peer torch-f32 is eager with TF32
+off (its convolutions only: its matmuls are strict f32 by default already).
 
 The peers run one after another, each over every case (eager and JAX first: torch.compile's
 compiles take most of the time). --out is rewritten after every case, so that a run stopped by a
@@ -297,8 +300,16 @@ def main():
     # One peer at a time over every case, in the order given: the quick peers (eager, JAX) cover
     # everything before torch.compile, whose compiles take most of the time.
     for peer in peers:
+        strict = peer == "torch-f32"
+        torch.backends.cudnn.allow_tf32 = not strict
         for spec in specs:
-            record(out["ops"], spec["name"], peer, lambda: op_run(spec, peer))
+            if strict and spec["kind"] != "conv2d":
+                continue
+            record(out["ops"], spec["name"], peer,
+                   lambda: op_run(spec, "torch" if strict else peer))
+        if strict:
+            torch.backends.cudnn.allow_tf32 = True
+            continue
         for name in models:
             for batch in batches:
                 case = f"{name}/b{batch}"

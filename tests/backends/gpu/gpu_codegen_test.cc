@@ -5,6 +5,7 @@
 // (scripts/gpu_check).
 #include "backends/gpu/gpu_codegen.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <set>
 #include <string>
@@ -104,7 +105,7 @@ TEST_P(GpuCodegenTest, EveryConfigurationCompilesToPtxThatAssembles) {
       ASSERT_TRUE(ptx.ok()) << Describe(k, config) << ": " << ptx.status() << "\n"
                             << program->source;
       for (const GpuLaunch& launch : program->launches) {
-        if (launch.kind == GpuLaunch::Kind::kGemm) {
+        if (launch.kind != GpuLaunch::Kind::kKernel) {  // cuBLASLt or cuDNN
           EXPECT_EQ(launch.args.size(), 3u) << Describe(k, config);
           continue;
         }
@@ -313,36 +314,68 @@ ENTRY e {
   }
 }
 
-// Convolutions default to cuBLASLt as GEMMs over im2col: an NHWC input of a 1x1 window at stride
-// 1 and HWIO weights are read in place and the product is the NHWC output; a 3x3 window packs the
-// input (zero where the window leaves it); an NCHW output takes the product through an epilogue;
-// a depthwise convolution stays generated.
-TEST(GpuCodegenSupportTest, ConvolutionsGoToCublasLtOverIm2col) {
-  auto only_kernel = [](const char* hlo, GpuKernelProgram* out) {
-    Lowered l = LowerHlo(hlo);
-    ASSERT_NE(l.module, nullptr);
-    for (const cpu::Kernel& k : l.lowered.kernels) {
-      if (k.kind != cpu::KernelKind::kConvolution) continue;
-      absl::StatusOr<GpuKernelProgram> p = GenerateGpuKernel(l.lowered, k.id);
-      ASSERT_TRUE(p.ok()) << p.status();
-      *out = *std::move(p);
-      if (NvrtcVersion().empty()) return;
-      absl::StatusOr<PtxModule> ptx = CompileToPtx(out->source, out->name + ".cu", Options());
-      ASSERT_TRUE(ptx.ok()) << ptx.status();
-      EXPECT_TRUE(AssemblePtx(ptx->ptx, "sm_90").ok());
-      return;
-    }
-    FAIL() << "no convolution kernel";
-  };
+// The only convolution kernel of `hlo`, generated with `impl` (the first GPU parameter; -1: the
+// default), compiled to PTX and assembled where NVRTC is present.
+void OnlyConvolution(const char* hlo, GpuKernelProgram* out, int64_t impl = -1) {
+  Lowered l = LowerHlo(hlo);
+  ASSERT_NE(l.module, nullptr);
+  for (const cpu::Kernel& k : l.lowered.kernels) {
+    if (k.kind != cpu::KernelKind::kConvolution) continue;
+    cpu::KernelConfig config = DefaultGpuConfig(k);
+    ASSERT_EQ(GpuKernelParams(k)[0].name, "impl");
+    if (impl >= 0) config[0] = impl;
+    absl::StatusOr<GpuKernelProgram> p = GenerateGpuKernel(l.lowered, k.id, config);
+    ASSERT_TRUE(p.ok()) << p.status();
+    *out = *std::move(p);
+    if (NvrtcVersion().empty()) return;
+    absl::StatusOr<PtxModule> ptx = CompileToPtx(out->source, out->name + ".cu", Options());
+    ASSERT_TRUE(ptx.ok()) << ptx.status();
+    EXPECT_TRUE(AssemblePtx(ptx->ptx, "sm_90").ok());
+    return;
+  }
+  FAIL() << "no convolution kernel";
+}
+
+// The impl choices of the only convolution kernel of `hlo`, the default first.
+std::vector<int64_t> ConvolutionImpls(const char* hlo) {
+  Lowered l = LowerHlo(hlo);
+  if (l.module == nullptr) return {};
+  for (const cpu::Kernel& k : l.lowered.kernels) {
+    if (k.kind == cpu::KernelKind::kConvolution) return GpuKernelParams(k)[0].choices;
+  }
+  return {};
+}
+
+constexpr char kNhwc3x3[] = R"(
+HloModule m
+ENTRY e {
+  x = f32[1,14,14,64] parameter(0)
+  w = f32[3,3,64,32] parameter(1)
+  ROOT c = f32[1,14,14,32] convolution(x, w), window={size=3x3 pad=1_1x1_1}, dim_labels=b01f_01io->b01f
+})";
+
+constexpr char kNchw3x3[] = R"(
+HloModule m
+ENTRY e {
+  x = f32[1,64,14,14] parameter(0)
+  w = f32[32,64,3,3] parameter(1)
+  ROOT c = f32[1,32,14,14] convolution(x, w), window={size=3x3 pad=1_1x1_1}, dim_labels=bf01_oi01->bf01
+})";
+
+// On cuBLASLt a convolution is a GEMM over im2col: an NHWC input of a 1x1 window at stride 1 and
+// HWIO weights are read in place and the product is the NHWC output (the default there: cuDNN
+// would have to pack the weights); a 3x3 window packs the input (zero where the window leaves
+// it); an NCHW output takes the product through an epilogue.
+TEST(GpuCodegenSupportTest, ConvolutionsOnCublasLtAreGemmsOverIm2col) {
   GpuKernelProgram pointwise;
-  only_kernel(R"(
+  OnlyConvolution(R"(
 HloModule m
 ENTRY e {
   x = f32[2,14,14,64] parameter(0)
   w = f32[1,1,64,32] parameter(1)
   ROOT c = f32[2,14,14,32] convolution(x, w), window={size=1x1}, dim_labels=b01f_01io->b01f
 })",
-              &pointwise);
+                  &pointwise);
   ASSERT_EQ(pointwise.launches.size(), 1u) << pointwise.source;
   const GpuLaunch& g = pointwise.launches[0];
   EXPECT_EQ(g.kind, GpuLaunch::Kind::kGemm);
@@ -354,14 +387,7 @@ ENTRY e {
   EXPECT_EQ(g.args[2].kind, GpuArg::Kind::kOutput);
 
   GpuKernelProgram windowed;
-  only_kernel(R"(
-HloModule m
-ENTRY e {
-  x = f32[1,14,14,64] parameter(0)
-  w = f32[3,3,64,32] parameter(1)
-  ROOT c = f32[1,14,14,32] convolution(x, w), window={size=3x3 pad=1_1x1_1}, dim_labels=b01f_01io->b01f
-})",
-              &windowed);
+  OnlyConvolution(kNhwc3x3, &windowed, /*impl=*/1);
   ASSERT_EQ(windowed.launches.size(), 2u) << windowed.source;
   EXPECT_EQ(windowed.launches[0].entry, absl::StrCat(windowed.name, "_pack_a"));
   EXPECT_EQ(windowed.launches[1].k, 9 * 64);
@@ -370,32 +396,101 @@ ENTRY e {
   EXPECT_EQ(windowed.workspaces, (std::vector<int64_t>{14 * 14 * 9 * 64 * 4}));
 
   GpuKernelProgram nchw;
-  only_kernel(R"(
-HloModule m
-ENTRY e {
-  x = f32[1,64,14,14] parameter(0)
-  w = f32[32,64,3,3] parameter(1)
-  ROOT c = f32[1,32,14,14] convolution(x, w), window={size=3x3 pad=1_1x1_1}, dim_labels=bf01_oi01->bf01
-})",
-              &nchw);
+  OnlyConvolution(kNchw3x3, &nchw, /*impl=*/1);
   ASSERT_EQ(nchw.launches.size(), 4u) << nchw.source;
   EXPECT_EQ(nchw.launches[2].kind, GpuLaunch::Kind::kGemm);
   EXPECT_EQ(nchw.launches[2].args[2].kind, GpuArg::Kind::kWorkspace);
   EXPECT_EQ(nchw.launches[3].entry, absl::StrCat(nchw.name, "_epilogue"));
+}
 
-  Lowered depthwise = LowerHlo(R"(
+// On cuDNN: NCHW/OIHW is read and written in place (one launch, the default: nothing to pack);
+// NHWC with HWIO weights packs the weights to OHWI, the default where that is fewer bytes than
+// im2col; asymmetric padding is applied by packing the input; a depthwise convolution is cuDNN's
+// grouped one; a 1-D convolution gets a unit spatial dimension; batch groups are not offered.
+TEST(GpuCodegenSupportTest, ConvolutionsOnCudnnPackOnlyWhatItCannotRead) {
+  GpuKernelProgram nchw;
+  OnlyConvolution(kNchw3x3, &nchw);
+  ASSERT_EQ(nchw.launches.size(), 1u) << nchw.source;
+  const GpuLaunch& c = nchw.launches[0];
+  EXPECT_EQ(c.kind, GpuLaunch::Kind::kConv);
+  EXPECT_EQ(c.algo, 1);
+  EXPECT_FALSE(c.conv.nhwc);
+  EXPECT_EQ(c.conv.x, (std::vector<int64_t>{1, 64, 14, 14}));
+  EXPECT_EQ(c.conv.w, (std::vector<int64_t>{32, 64, 3, 3}));
+  EXPECT_EQ(c.conv.y, (std::vector<int64_t>{1, 32, 14, 14}));
+  EXPECT_EQ(c.conv.pad, (std::vector<int64_t>{1, 1}));
+  EXPECT_EQ(c.args[0].kind, GpuArg::Kind::kInput);
+  EXPECT_EQ(c.args[1].kind, GpuArg::Kind::kInput);
+  EXPECT_EQ(c.args[2].kind, GpuArg::Kind::kOutput);
+  GpuKernelProgram third;
+  OnlyConvolution(kNchw3x3, &third, /*impl=*/7);
+  ASSERT_EQ(third.launches.size(), 1u);
+  EXPECT_EQ(third.launches[0].algo, 3);
+
+  GpuKernelProgram nhwc;
+  OnlyConvolution(kNhwc3x3, &nhwc);
+  ASSERT_EQ(nhwc.launches.size(), 2u) << nhwc.source;
+  EXPECT_EQ(nhwc.launches[0].entry, absl::StrCat(nhwc.name, "_pack_w"));
+  const GpuLaunch& h = nhwc.launches[1];
+  EXPECT_EQ(h.kind, GpuLaunch::Kind::kConv);
+  EXPECT_TRUE(h.conv.nhwc);
+  EXPECT_EQ(h.conv.w, (std::vector<int64_t>{32, 64, 3, 3}));
+  EXPECT_EQ(h.args[0].kind, GpuArg::Kind::kInput);
+  EXPECT_EQ(h.args[1].kind, GpuArg::Kind::kWorkspace);
+  EXPECT_EQ(h.args[2].kind, GpuArg::Kind::kOutput);
+  EXPECT_EQ(nhwc.workspaces, (std::vector<int64_t>{3 * 3 * 64 * 32 * 4}));
+
+  GpuKernelProgram same;  // JAX's SAME padding at stride 2: 0 before, 1 after
+  OnlyConvolution(R"(
+HloModule m
+ENTRY e {
+  x = f32[1,16,16,8] parameter(0)
+  w = f32[3,3,8,64] parameter(1)
+  ROOT c = f32[1,8,8,64] convolution(x, w), window={size=3x3 stride=2x2 pad=0_1x0_1}, dim_labels=b01f_01io->b01f
+})",
+                  &same, /*impl=*/5);
+  ASSERT_EQ(same.launches.size(), 3u) << same.source;
+  EXPECT_EQ(same.launches[0].entry, absl::StrCat(same.name, "_pack_x"));
+  EXPECT_EQ(same.launches[2].conv.x, (std::vector<int64_t>{1, 8, 17, 17}));
+  EXPECT_EQ(same.launches[2].conv.pad, (std::vector<int64_t>{0, 0}));
+  EXPECT_EQ(same.launches[2].conv.stride, (std::vector<int64_t>{2, 2}));
+
+  GpuKernelProgram depthwise;
+  OnlyConvolution(R"(
 HloModule m
 ENTRY e {
   x = f32[1,56,56,64] parameter(0)
   w = f32[3,3,1,64] parameter(1)
   ROOT c = f32[1,56,56,64] convolution(x, w), window={size=3x3 pad=1_1x1_1}, dim_labels=b01f_01io->b01f, feature_group_count=64
+})",
+                  &depthwise);
+  ASSERT_FALSE(depthwise.launches.empty());
+  EXPECT_EQ(depthwise.launches.back().kind, GpuLaunch::Kind::kConv);
+  EXPECT_EQ(depthwise.launches.back().conv.groups, 64);
+  EXPECT_EQ(depthwise.launches.back().conv.w, (std::vector<int64_t>{64, 1, 3, 3}));
+
+  GpuKernelProgram one_d;
+  OnlyConvolution(R"(
+HloModule m
+ENTRY e {
+  x = f32[2,16,100] parameter(0)
+  w = f32[32,16,5] parameter(1)
+  ROOT c = f32[2,32,96] convolution(x, w), window={size=5}, dim_labels=bf0_oi0->bf0
+})",
+                  &one_d, /*impl=*/5);
+  ASSERT_EQ(one_d.launches.size(), 1u) << one_d.source;
+  EXPECT_EQ(one_d.launches[0].conv.x, (std::vector<int64_t>{2, 16, 100, 1}));
+  EXPECT_EQ(one_d.launches[0].conv.y, (std::vector<int64_t>{2, 32, 96, 1}));
+
+  const std::vector<int64_t> batch_grouped = ConvolutionImpls(R"(
+HloModule m
+ENTRY e {
+  x = f32[4,1,5,5] parameter(0)
+  dy = f32[4,1,2,2] parameter(1)
+  ROOT c = f32[1,4,4,4] convolution(x, dy), window={size=2x2}, dim_labels=bf01_io01->bf01, batch_group_count=4
 })");
-  ASSERT_NE(depthwise.module, nullptr);
-  for (const cpu::Kernel& k : depthwise.lowered.kernels) {
-    if (k.kind == cpu::KernelKind::kConvolution) {
-      EXPECT_EQ(DefaultGpuConfig(k)[0], 0);
-    }
-  }
+  ASSERT_FALSE(batch_grouped.empty());
+  EXPECT_EQ(std::count(batch_grouped.begin(), batch_grouped.end(), 5), 0);
 }
 
 }  // namespace

@@ -4,6 +4,7 @@
 // compared with the reference evaluator. Without a device the run says why, and that test skips.
 #include "backends/gpu/gpu_program.h"
 
+#include <algorithm>
 #include <cmath>
 #include <set>
 #include <string>
@@ -28,9 +29,15 @@ struct Compiled {
   absl::StatusOr<GpuModuleProgram> program = absl::UnknownError("not compiled");
 };
 
-// `alternatives`: every dot and convolution on cuBLASLt (impl 1) and every reduction over
-// major dimensions in column tiles (split 3), whatever their defaults.
-Compiled Compile(const char* hlo, bool alternatives = false) {
+// kAlternatives: every dot and convolution on cuBLASLt (impl 1) and every reduction over major
+// dimensions in column tiles (split 3), whatever their defaults; kCudnn: every convolution cuDNN
+// takes on cuDNN (impl 5), the rest as the defaults.
+enum class Variant { kDefaults, kAlternatives, kCudnn };
+const char* VariantName(Variant v) {
+  return v == Variant::kDefaults ? "defaults" : v == Variant::kCudnn ? "cuDNN" : "alternatives";
+}
+
+Compiled Compile(const char* hlo, Variant variant = Variant::kDefaults) {
   Compiled c;
   absl::StatusOr<std::unique_ptr<ir::Module>> parsed = ir::ParseHloText(hlo);
   EXPECT_TRUE(parsed.ok()) << parsed.status();
@@ -49,11 +56,17 @@ Compiled Compile(const char* hlo, bool alternatives = false) {
   absl::StatusOr<DeviceDescriptor> device = ProbeDevice(0);
   if (device.ok()) options.arch = device->Arch();
   std::vector<cpu::KernelConfig> configs;
-  if (alternatives) {
+  if (variant != Variant::kDefaults) {
     for (const cpu::Kernel& k : c.lowered.kernels) {
       const std::vector<cpu::KernelParam> params = GpuKernelParams(k);
       cpu::KernelConfig config = DefaultGpuConfig(k);
       for (size_t i = 0; i < params.size(); ++i) {
+        const std::vector<int64_t>& choices = params[i].choices;
+        const bool cudnn = std::find(choices.begin(), choices.end(), 5) != choices.end();
+        if (variant == Variant::kCudnn) {
+          if (params[i].name == "impl" && cudnn) config[i] = 5;
+          continue;
+        }
         if (params[i].name == "impl") config[i] = 1;
         if (params[i].name == "split" && config[i] == 0) config[i] = 3;
       }
@@ -178,23 +191,37 @@ TEST(GpuProgramTest, WithoutADeviceTheRunSaysWhy) {
   EXPECT_NE(t.status().message().find("CUDA"), std::string::npos) << t.status();
 }
 
-// Op-suite case `name` compiled (with the defaults, or the alternatives) and run through
-// `options.runner`, checked against the evaluator; skipped where the GPU does not take a kernel.
-void CheckOpCase(const std::string& name, bool alternatives, const GpuMeasureOptions& options) {
+// Whether some kernel of the case's plan offers cuDNN.
+bool TakesCudnn(const cpu::LoweredModule& lowered) {
+  for (const cpu::Kernel& k : lowered.kernels) {
+    for (const cpu::KernelParam& p : GpuKernelParams(k)) {
+      if (p.name == "impl" && std::find(p.choices.begin(), p.choices.end(), 5) != p.choices.end()) {
+        return true;
+      }
+    }
+  }
+  return false;
+}
+
+// Op-suite case `name` compiled (with the defaults, or a variant) and run through
+// `options.runner`, checked against the evaluator; skipped where the GPU does not take a kernel
+// (or, for kCudnn, where no convolution goes to cuDNN).
+void CheckOpCase(const std::string& name, Variant variant, const GpuMeasureOptions& options) {
   const Case* found = nullptr;
   for (const Case& c : kOpCases) {
     if (c.name == name) found = &c;
   }
   ASSERT_NE(found, nullptr);
-  Compiled c = Compile(found->hlo, alternatives);
+  Compiled c = Compile(found->hlo, variant);
   if (absl::IsUnimplemented(c.program.status())) {
     GTEST_SKIP() << c.program.status().message();
   }
   ASSERT_TRUE(c.program.ok()) << c.program.status();
+  if (variant == Variant::kCudnn && !TakesCudnn(c.lowered)) return;
   int64_t ill = 0;
   const absl::Status s =
       CheckGpuAgainstEvaluator(*c.original, *c.program, 3, options, nullptr, &ill);
-  EXPECT_TRUE(s.ok()) << (alternatives ? "alternatives: " : "defaults: ") << s;
+  EXPECT_TRUE(s.ok()) << VariantName(variant) << ": " << s;
 }
 
 class GpuOpSuiteTest : public ::testing::TestWithParam<const char*> {
@@ -207,13 +234,15 @@ class GpuOpSuiteTest : public ::testing::TestWithParam<const char*> {
 };
 
 TEST_P(GpuOpSuiteTest, MatchesTheEvaluatorOnTheDevice) {
-  CheckOpCase(GetParam(), /*alternatives=*/false, {});
+  CheckOpCase(GetParam(), Variant::kDefaults, {});
 }
 
-// The library GEMM over im2col packs and the column-tile reductions, which the small cases do not
-// take by default.
+// The library GEMM over im2col packs, the column-tile reductions and cuDNN's convolutions, which
+// the small cases do not take by default.
 TEST_P(GpuOpSuiteTest, AlternativeImplementationsMatchTheEvaluatorOnTheDevice) {
-  CheckOpCase(GetParam(), /*alternatives=*/true, {});
+  CheckOpCase(GetParam(), Variant::kAlternatives, {});
+  if (IsSkipped() || HasFatalFailure()) return;
+  CheckOpCase(GetParam(), Variant::kCudnn, {});
 }
 
 // Every op-suite case, with its defaults and with the alternatives, run by mltune-gpu-emulator
@@ -229,8 +258,8 @@ TEST_P(GpuEmulatedOpSuiteTest, MatchesTheEvaluatorOnTheHost) {
   GpuMeasureOptions options;
   options.runner = MLTUNE_GPU_EMULATOR;
   options.timeout_seconds = 60;
-  for (bool alternatives : {false, true}) {
-    CheckOpCase(GetParam(), alternatives, options);
+  for (Variant variant : {Variant::kDefaults, Variant::kAlternatives, Variant::kCudnn}) {
+    CheckOpCase(GetParam(), variant, options);
     if (IsSkipped() || HasFatalFailure()) return;
   }
 #endif
