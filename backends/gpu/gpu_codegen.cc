@@ -1636,8 +1636,12 @@ std::vector<KernelParam> GpuKernelParams(const Kernel& kernel) {
       // cuBLASLt by default where a product is large enough to amortize its call (and any
       // packing), as the CPU backend defaults such products to oneDNN. A grouped convolution
       // (depthwise) stays generated: its per-group products are too small for a library.
-      // A convolution cuDNN takes goes to whichever of cuDNN and cuBLASLt packs fewer bytes
-      // (cuDNN on a tie: its implicit GEMM needs no im2col), a grouped one to cuDNN.
+      // A grouped convolution cuDNN takes goes to cuDNN; an ungrouped one where cuDNN packs no
+      // more bytes than cuBLASLt's im2col, pads symmetrically, and the GEMM has at least as many
+      // rows as its contraction is long: on the H200, cuDNN's strict-f32 kernels beat
+      // im2col + cuBLASLt 1.3-2x on ResNet-50's 56x56 and 224x224 layers but lost 1.6-3.7x on
+      // its 28x28 to 7x7 ones (rows 784 to 49, contraction 1,152 to 4,608), and WaveNet's
+      // causally padded 1-D convolutions ran 1.3x slower on it.
       const Instruction& r = *kernel.root;
       const cpu::GemmShape s = cpu::GemmShapeOf(r);
       const bool large = s.batch * s.m * s.n * s.k >= 65536;
@@ -1645,7 +1649,8 @@ std::vector<KernelParam> GpuKernelParams(const Kernel& kernel) {
       const std::optional<CudnnLayout> cudnn = CudnnLayoutOf(kernel);
       int64_t impl = large && (kernel.kind == KernelKind::kDot || ungrouped) ? 1 : 0;
       if (large && cudnn.has_value() &&
-          (!ungrouped || cudnn->pack_bytes <= LibraryGemmPackBytes(kernel))) {
+          (!ungrouped || (cudnn->pack_bytes <= LibraryGemmPackBytes(kernel) &&
+                          !cudnn->explicit_pad && s.m >= s.k))) {
         impl = kCudnnImpl;
       }
       std::vector<int64_t> impls = {impl};

@@ -357,9 +357,9 @@ ENTRY e {
 constexpr char kNchw3x3[] = R"(
 HloModule m
 ENTRY e {
-  x = f32[1,64,14,14] parameter(0)
+  x = f32[1,64,56,56] parameter(0)
   w = f32[32,64,3,3] parameter(1)
-  ROOT c = f32[1,32,14,14] convolution(x, w), window={size=3x3 pad=1_1x1_1}, dim_labels=bf01_oi01->bf01
+  ROOT c = f32[1,32,56,56] convolution(x, w), window={size=3x3 pad=1_1x1_1}, dim_labels=bf01_oi01->bf01
 })";
 
 // On cuBLASLt a convolution is a GEMM over im2col: an NHWC input of a 1x1 window at stride 1 and
@@ -397,15 +397,15 @@ ENTRY e {
 
   GpuKernelProgram nchw;
   OnlyConvolution(kNchw3x3, &nchw, /*impl=*/1);
-  ASSERT_EQ(nchw.launches.size(), 4u) << nchw.source;
+  ASSERT_EQ(nchw.launches.size(), 4u) << nchw.source;  // pack, pack, GEMM, epilogue
   EXPECT_EQ(nchw.launches[2].kind, GpuLaunch::Kind::kGemm);
   EXPECT_EQ(nchw.launches[2].args[2].kind, GpuArg::Kind::kWorkspace);
   EXPECT_EQ(nchw.launches[3].entry, absl::StrCat(nchw.name, "_epilogue"));
 }
 
-// On cuDNN: NCHW/OIHW is read and written in place (one launch, the default: nothing to pack);
-// NHWC with HWIO weights packs the weights to OHWI, the default where that is fewer bytes than
-// im2col; asymmetric padding is applied by packing the input; a depthwise convolution is cuDNN's
+// On cuDNN: NCHW/OIHW is read and written in place (one launch, the default where the GEMM has
+// at least as many rows as its contraction); NHWC with HWIO weights packs the weights to OHWI;
+// asymmetric padding is applied by packing the input; a depthwise convolution is cuDNN's
 // grouped one; a 1-D convolution gets a unit spatial dimension; batch groups are not offered.
 TEST(GpuCodegenSupportTest, ConvolutionsOnCudnnPackOnlyWhatItCannotRead) {
   GpuKernelProgram nchw;
@@ -415,9 +415,9 @@ TEST(GpuCodegenSupportTest, ConvolutionsOnCudnnPackOnlyWhatItCannotRead) {
   EXPECT_EQ(c.kind, GpuLaunch::Kind::kConv);
   EXPECT_EQ(c.algo, 1);
   EXPECT_FALSE(c.conv.nhwc);
-  EXPECT_EQ(c.conv.x, (std::vector<int64_t>{1, 64, 14, 14}));
+  EXPECT_EQ(c.conv.x, (std::vector<int64_t>{1, 64, 56, 56}));
   EXPECT_EQ(c.conv.w, (std::vector<int64_t>{32, 64, 3, 3}));
-  EXPECT_EQ(c.conv.y, (std::vector<int64_t>{1, 32, 14, 14}));
+  EXPECT_EQ(c.conv.y, (std::vector<int64_t>{1, 32, 56, 56}));
   EXPECT_EQ(c.conv.pad, (std::vector<int64_t>{1, 1}));
   EXPECT_EQ(c.args[0].kind, GpuArg::Kind::kInput);
   EXPECT_EQ(c.args[1].kind, GpuArg::Kind::kInput);
@@ -427,8 +427,10 @@ TEST(GpuCodegenSupportTest, ConvolutionsOnCudnnPackOnlyWhatItCannotRead) {
   ASSERT_EQ(third.launches.size(), 1u);
   EXPECT_EQ(third.launches[0].algo, 3);
 
+  // 196 rows against a contraction of 576: cuBLASLt by default.
+  EXPECT_EQ(ConvolutionImpls(kNhwc3x3).front(), 1);
   GpuKernelProgram nhwc;
-  OnlyConvolution(kNhwc3x3, &nhwc);
+  OnlyConvolution(kNhwc3x3, &nhwc, /*impl=*/5);
   ASSERT_EQ(nhwc.launches.size(), 2u) << nhwc.source;
   EXPECT_EQ(nhwc.launches[0].entry, absl::StrCat(nhwc.name, "_pack_w"));
   const GpuLaunch& h = nhwc.launches[1];
