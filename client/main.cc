@@ -482,6 +482,12 @@ int main(int argc, char** argv) {
   auto add_server = [](CLI::App* cmd, std::string& server) {
     cmd->add_option("--server", server,
                     "mltuned address HOST:PORT (default: $MLTUNE_SERVER, else 127.0.0.1:8470)");
+    ConnectionFlags& c = GlobalConnectionFlags();
+    cmd->add_option("--ca", c.ca,
+                    "TLS: the CA (PEM) that signed mltuned's certificate ($MLTUNE_CA)");
+    cmd->add_option("--cert", c.cert, "Mutual TLS: this client's certificate (PEM, $MLTUNE_CERT)");
+    cmd->add_option("--key", c.key, "Mutual TLS: this client's private key (PEM, $MLTUNE_KEY)");
+    cmd->add_option("--token", c.token, "Bearer token for mltuned's --tokens ($MLTUNE_TOKEN)");
   };
   // A terminal gets one progress line redrawn in place; a pipe or log gets plain lines.
   const ProgressStyle progress_style =

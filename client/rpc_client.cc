@@ -5,6 +5,8 @@
 
 #include <chrono>
 #include <cstdlib>
+#include <fstream>
+#include <sstream>
 #include <utility>
 
 #include "absl/strings/match.h"
@@ -191,8 +193,14 @@ struct Client::Impl {
   ClientOptions options;
   std::shared_ptr<grpc::Channel> channel;
   std::unique_ptr<pb::CompileService::Stub> stub;
+  std::string setup_error;  // a credentials file that could not be read: every call says so
+
+  void Authenticate(grpc::ClientContext& context) const {
+    if (!options.token.empty()) context.AddMetadata("authorization", "Bearer " + options.token);
+  }
 
   void PrepareUnary(grpc::ClientContext& context) const {
+    Authenticate(context);
     if (options.call_timeout_seconds > 0) {
       context.set_deadline(std::chrono::system_clock::now() +
                            std::chrono::duration_cast<std::chrono::system_clock::duration>(
@@ -219,6 +227,34 @@ struct Client::Impl {
   }
 };
 
+ClientOptions ClientOptionsFromEnvironment() {
+  ClientOptions options;
+  for (auto [name, field] : {std::pair{"MLTUNE_CA", &options.ca_file},
+                             {"MLTUNE_CERT", &options.cert_file},
+                             {"MLTUNE_KEY", &options.key_file},
+                             {"MLTUNE_TOKEN", &options.token}}) {
+    if (const char* value = std::getenv(name); value != nullptr) *field = value;
+  }
+  return options;
+}
+
+namespace {
+
+// The file's bytes, or "" with `error` set.
+std::string ReadCredential(const char* what, const std::string& path, std::string* error) {
+  if (path.empty()) return "";
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream text;
+  if (in) text << in.rdbuf();
+  if (!in || text.str().empty()) {
+    if (error->empty()) *error = absl::StrCat("cannot read the ", what, " ", path);
+    return "";
+  }
+  return text.str();
+}
+
+}  // namespace
+
 std::unique_ptr<Client> Client::Connect(const std::string& address, ClientOptions options) {
   grpc::ChannelArguments args;
   args.SetMaxSendMessageSize(options.max_message_bytes);
@@ -229,7 +265,16 @@ std::unique_ptr<Client> Client::Connect(const std::string& address, ClientOption
   auto impl = std::make_unique<Impl>();
   impl->address = address;
   impl->options = options;
-  impl->channel = grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), args);
+  std::shared_ptr<grpc::ChannelCredentials> credentials = grpc::InsecureChannelCredentials();
+  if (!options.ca_file.empty() || !options.cert_file.empty()) {
+    grpc::SslCredentialsOptions ssl;
+    ssl.pem_root_certs = ReadCredential("CA file (--ca)", options.ca_file, &impl->setup_error);
+    ssl.pem_cert_chain =
+        ReadCredential("certificate (--cert)", options.cert_file, &impl->setup_error);
+    ssl.pem_private_key = ReadCredential("key (--key)", options.key_file, &impl->setup_error);
+    credentials = grpc::SslCredentials(ssl);
+  }
+  impl->channel = grpc::CreateCustomChannel(address, credentials, args);
   impl->stub = pb::CompileService::NewStub(impl->channel);
   return std::unique_ptr<Client>(new Client(std::move(impl)));
 }
@@ -240,6 +285,7 @@ Client::~Client() = default;
 const std::string& Client::address() const { return impl_->address; }
 
 absl::Status Client::WaitForReady(double seconds) {
+  if (!impl_->setup_error.empty()) return absl::InvalidArgumentError(impl_->setup_error);
   const auto deadline = std::chrono::system_clock::now() +
                         std::chrono::duration_cast<std::chrono::system_clock::duration>(
                             std::chrono::duration<double>(seconds));
@@ -248,6 +294,7 @@ absl::Status Client::WaitForReady(double seconds) {
 }
 
 absl::StatusOr<SubmitResponse> Client::Submit(const SubmitRequest& request) {
+  if (!impl_->setup_error.empty()) return absl::InvalidArgumentError(impl_->setup_error);
   grpc::ClientContext context;
   impl_->PrepareUnary(context);
   pb::SubmitCompileResponse response;
@@ -263,7 +310,9 @@ absl::StatusOr<SubmitResponse> Client::Submit(const SubmitRequest& request) {
 
 absl::StatusOr<JobInfo> Client::Watch(const std::string& job_id,
                                       const std::function<bool(const JobInfo&)>& on_update) {
+  if (!impl_->setup_error.empty()) return absl::InvalidArgumentError(impl_->setup_error);
   grpc::ClientContext context;  // no deadline: a search may run for hours
+  impl_->Authenticate(context);
   pb::WatchJobRequest request;
   request.set_job_id(job_id);
   std::unique_ptr<grpc::ClientReader<pb::Job>> reader = impl_->stub->WatchJob(&context, request);
@@ -293,6 +342,7 @@ absl::StatusOr<JobInfo> Client::Watch(const std::string& job_id,
 }
 
 absl::StatusOr<JobInfo> Client::GetJob(const std::string& job_id) {
+  if (!impl_->setup_error.empty()) return absl::InvalidArgumentError(impl_->setup_error);
   grpc::ClientContext context;
   impl_->PrepareUnary(context);
   pb::GetJobRequest request;
@@ -304,6 +354,7 @@ absl::StatusOr<JobInfo> Client::GetJob(const std::string& job_id) {
 }
 
 absl::StatusOr<JobInfo> Client::Cancel(const std::string& job_id) {
+  if (!impl_->setup_error.empty()) return absl::InvalidArgumentError(impl_->setup_error);
   grpc::ClientContext context;
   impl_->PrepareUnary(context);
   pb::CancelJobRequest request;
@@ -318,6 +369,7 @@ absl::StatusOr<LookupResponse> Client::Lookup(const LookupRequest& request) {
   if (request.graph.empty() == request.fingerprint.empty()) {
     return absl::InvalidArgumentError("lookup needs exactly one of a graph and a fingerprint");
   }
+  if (!impl_->setup_error.empty()) return absl::InvalidArgumentError(impl_->setup_error);
   grpc::ClientContext context;
   impl_->PrepareUnary(context);
   pb::LookupCacheRequest wire;
@@ -339,6 +391,7 @@ absl::StatusOr<LookupResponse> Client::Lookup(const LookupRequest& request) {
 }
 
 absl::StatusOr<StrategyList> Client::ListStrategies() {
+  if (!impl_->setup_error.empty()) return absl::InvalidArgumentError(impl_->setup_error);
   grpc::ClientContext context;
   impl_->PrepareUnary(context);
   pb::ListStrategiesResponse response;
@@ -353,6 +406,7 @@ absl::StatusOr<StrategyList> Client::ListStrategies() {
 }
 
 absl::StatusOr<std::vector<WorkerInfo>> Client::ListWorkers() {
+  if (!impl_->setup_error.empty()) return absl::InvalidArgumentError(impl_->setup_error);
   grpc::ClientContext context;
   impl_->PrepareUnary(context);
   pb::ListWorkersResponse response;
@@ -364,6 +418,7 @@ absl::StatusOr<std::vector<WorkerInfo>> Client::ListWorkers() {
 }
 
 absl::StatusOr<ServerStats> Client::GetStats() {
+  if (!impl_->setup_error.empty()) return absl::InvalidArgumentError(impl_->setup_error);
   grpc::ClientContext context;
   impl_->PrepareUnary(context);
   pb::GetStatsResponse response;

@@ -178,7 +178,15 @@ struct ClientOptions {
   double call_timeout_seconds = 30;  // deadline of each unary call
   // Largest message accepted or sent (graphs and artifacts); should match the daemon's limit.
   int max_message_bytes = 256 << 20;
+  // TLS (PEM files): the CA that signed the daemon's certificate; for mutual TLS also this
+  // client's certificate and key. Either of ca_file and cert_file makes the channel TLS.
+  std::string ca_file, cert_file, key_file;
+  std::string token;  // bearer token sent with every call ("": none)
 };
+
+// ClientOptions with ca_file, cert_file, key_file and token from $MLTUNE_CA, $MLTUNE_CERT,
+// $MLTUNE_KEY and $MLTUNE_TOKEN where set.
+ClientOptions ClientOptionsFromEnvironment();
 
 // True for the status a call returns when the daemon cannot be reached (nothing listening, or no
 // connection before the deadline): the `mltune` CLI exits 2 on it, a compiler can fall back to its

@@ -50,7 +50,15 @@ bool ReadBytes(const std::string& path, std::string* bytes, std::ostream& err) {
 }
 
 std::unique_ptr<Client> Connect(const std::string& server) {
-  return Client::Connect(ServerAddress(server));
+  ClientOptions options = ClientOptionsFromEnvironment();
+  const ConnectionFlags& flags = GlobalConnectionFlags();
+  for (auto [flag, field] : {std::pair{&flags.ca, &options.ca_file},
+                             {&flags.cert, &options.cert_file},
+                             {&flags.key, &options.key_file},
+                             {&flags.token, &options.token}}) {
+    if (!flag->empty()) *field = *flag;
+  }
+  return Client::Connect(ServerAddress(server), options);
 }
 
 std::string FormatUnixMs(int64_t ms) {
@@ -638,6 +646,11 @@ int RunStats(const ServerCommand& cmd, std::ostream& out, std::ostream& err) {
                                            : "  (no model and no training rows yet)\n");
   }
   return kExitOk;
+}
+
+ConnectionFlags& GlobalConnectionFlags() {
+  static ConnectionFlags flags;
+  return flags;
 }
 
 }  // namespace mltune::client

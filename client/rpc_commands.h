@@ -24,6 +24,14 @@ inline constexpr int kExitNoResult = 3;
 // terminal), or a plain line per state change and at most one a second otherwise (logs, pipes).
 enum class ProgressStyle { kLive, kLines, kNone };
 
+// How every RPC subcommand reaches the daemon beyond its address (--ca, --cert, --key, --token);
+// an empty field falls back to $MLTUNE_CA, $MLTUNE_CERT, $MLTUNE_KEY, $MLTUNE_TOKEN. One per
+// process: the CLI binds its flags here.
+struct ConnectionFlags {
+  std::string ca, cert, key, token;
+};
+ConnectionFlags& GlobalConnectionFlags();
+
 struct SubmitCommand {
   std::string server;  // "" = ServerAddress("")
   std::string file;

@@ -82,14 +82,16 @@ absl::Status CheckJobId(const std::string& id) {
 
 CompileServiceImpl::CompileServiceImpl(const DaemonConfig& config, storage::Store& store,
                                        Metrics& metrics, JobScheduler& scheduler,
-                                       const ModelRefresher& refresher, std::string metrics_address)
+                                       const ModelRefresher& refresher, std::string metrics_address,
+                                       const AccessPolicy& access)
     : config_(config),
       store_(store),
       metrics_(metrics),
       scheduler_(scheduler),
       refresher_(refresher),
       metrics_address_(std::move(metrics_address)),
-      start_(Clock::now()) {}
+      start_(Clock::now()),
+      access_(access) {}
 
 absl::Status CompileServiceImpl::LoadModule(const v1::Graph& graph, JobSpec* spec) const {
   GraphLimits limits;
@@ -318,10 +320,59 @@ absl::Status CompileServiceImpl::FillJob(const JobView& view, v1::Job* job) {
   return absl::OkStatus();
 }
 
-grpc::Status CompileServiceImpl::SubmitCompile(grpc::ServerContext*,
+absl::StatusOr<const TokenGrant*> CompileServiceImpl::Caller(const grpc::ServerContextBase& context,
+                                                             Role role, const char* method) const {
+  const auto& metadata = context.client_metadata();
+  const auto it = metadata.find("authorization");
+  const std::string_view header = it == metadata.end()
+                                      ? std::string_view()
+                                      : std::string_view(it->second.data(), it->second.size());
+  return access_.Authorize(header, role, method);
+}
+
+grpc::Status CompileServiceImpl::Admit(const grpc::ServerContextBase& context, Role role,
+                                       const char* method) {
+  absl::StatusOr<const TokenGrant*> caller = Caller(context, role, method);
+  if (caller.ok()) return grpc::Status::OK;
+  RpcScope scope(metrics_, method);
+  return scope.Done(caller.status());
+}
+
+absl::Status CompileServiceImpl::Reserve(const TokenGrant& grant) {
+  if (grant.max_queued <= 0) return absl::OkStatus();
+  std::lock_guard<std::mutex> lock(owned_mu_);
+  Owned& owned = owned_[grant.name];
+  std::erase_if(owned.jobs, [this](const std::string& id) {
+    absl::StatusOr<JobView> view = scheduler_.Get(id);
+    return !view.ok() || IsFinal(view->record.state);
+  });
+  const int64_t held = static_cast<int64_t>(owned.jobs.size()) + owned.pending;
+  if (held >= grant.max_queued) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "token '", grant.name, "' has ", held, " jobs queued or running, its limit (max_queued=",
+        grant.max_queued, "); wait for one to finish"));
+  }
+  ++owned.pending;
+  return absl::OkStatus();
+}
+
+void CompileServiceImpl::Release(const TokenGrant& grant, const std::string& job_id) {
+  if (grant.max_queued <= 0) return;
+  std::lock_guard<std::mutex> lock(owned_mu_);
+  Owned& owned = owned_[grant.name];
+  --owned.pending;
+  if (!job_id.empty() &&
+      std::find(owned.jobs.begin(), owned.jobs.end(), job_id) == owned.jobs.end()) {
+    owned.jobs.push_back(job_id);
+  }
+}
+
+grpc::Status CompileServiceImpl::SubmitCompile(grpc::ServerContext* context,
                                                const v1::SubmitCompileRequest* request,
                                                v1::SubmitCompileResponse* response) {
   RpcScope scope(metrics_, "SubmitCompile");
+  absl::StatusOr<const TokenGrant*> caller = Caller(*context, Role::kSubmit, "SubmitCompile");
+  if (!caller.ok()) return scope.Done(caller.status());
   // A graph seen before is not parsed again unless the cache cannot answer.
   absl::StatusOr<JobSpec> spec = BuildSpec(*request, /*need_module=*/false);
   if (!spec.ok()) return scope.Done(spec.status());
@@ -361,8 +412,13 @@ grpc::Status CompileServiceImpl::SubmitCompile(grpc::ServerContext*,
   }
 
   spec->request = request->SerializeAsString();
+  const TokenGrant* grant = *caller;
+  if (grant != nullptr) {
+    if (absl::Status s = Reserve(*grant); !s.ok()) return scope.Done(s);
+  }
   absl::StatusOr<JobScheduler::Submitted> submitted =
       scheduler_.Submit(std::make_shared<const JobSpec>(*std::move(spec)));
+  if (grant != nullptr) Release(*grant, submitted.ok() ? submitted->job_id : "");
   if (!submitted.ok()) return scope.Done(submitted.status());
   response->set_job_id(submitted->job_id);
   response->set_attached(submitted->attached);
@@ -375,6 +431,10 @@ grpc::Status CompileServiceImpl::WatchJob(grpc::ServerContext* context,
                                           const v1::WatchJobRequest* request,
                                           grpc::ServerWriter<v1::Job>* writer) {
   RpcScope scope(metrics_, "WatchJob");
+  if (absl::StatusOr<const TokenGrant*> caller = Caller(*context, Role::kRead, "WatchJob");
+      !caller.ok()) {
+    return scope.Done(caller.status());
+  }
   if (absl::Status s = CheckJobId(request->job_id()); !s.ok()) return scope.Done(s);
   int64_t sent_version = -1;
   while (true) {
@@ -601,37 +661,43 @@ grpc::ServerUnaryReactor* FinishNow(grpc::CallbackServerContext* context,
 grpc::ServerUnaryReactor* CompileServiceImpl::GetJob(grpc::CallbackServerContext* context,
                                                      const v1::GetJobRequest* request,
                                                      v1::Job* response) {
-  return FinishNow(context, DoGetJob(*request, response));
+  const grpc::Status admitted = Admit(*context, Role::kRead, "GetJob");
+  return FinishNow(context, admitted.ok() ? DoGetJob(*request, response) : admitted);
 }
 
 grpc::ServerUnaryReactor* CompileServiceImpl::CancelJob(grpc::CallbackServerContext* context,
                                                         const v1::CancelJobRequest* request,
                                                         v1::CancelJobResponse* response) {
-  return FinishNow(context, DoCancelJob(*request, response));
+  const grpc::Status admitted = Admit(*context, Role::kAdmin, "CancelJob");
+  return FinishNow(context, admitted.ok() ? DoCancelJob(*request, response) : admitted);
 }
 
 grpc::ServerUnaryReactor* CompileServiceImpl::LookupCache(grpc::CallbackServerContext* context,
                                                           const v1::LookupCacheRequest* request,
                                                           v1::LookupCacheResponse* response) {
-  return FinishNow(context, DoLookupCache(*request, response));
+  const grpc::Status admitted = Admit(*context, Role::kRead, "LookupCache");
+  return FinishNow(context, admitted.ok() ? DoLookupCache(*request, response) : admitted);
 }
 
 grpc::ServerUnaryReactor* CompileServiceImpl::ListStrategies(grpc::CallbackServerContext* context,
                                                              const v1::ListStrategiesRequest*,
                                                              v1::ListStrategiesResponse* response) {
-  return FinishNow(context, DoListStrategies(response));
+  const grpc::Status admitted = Admit(*context, Role::kRead, "ListStrategies");
+  return FinishNow(context, admitted.ok() ? DoListStrategies(response) : admitted);
 }
 
 grpc::ServerUnaryReactor* CompileServiceImpl::ListWorkers(grpc::CallbackServerContext* context,
                                                           const v1::ListWorkersRequest*,
                                                           v1::ListWorkersResponse* response) {
-  return FinishNow(context, DoListWorkers(response));
+  const grpc::Status admitted = Admit(*context, Role::kRead, "ListWorkers");
+  return FinishNow(context, admitted.ok() ? DoListWorkers(response) : admitted);
 }
 
 grpc::ServerUnaryReactor* CompileServiceImpl::GetStats(grpc::CallbackServerContext* context,
                                                        const v1::GetStatsRequest*,
                                                        v1::GetStatsResponse* response) {
-  return FinishNow(context, DoGetStats(response));
+  const grpc::Status admitted = Admit(*context, Role::kRead, "GetStats");
+  return FinishNow(context, admitted.ok() ? DoGetStats(response) : admitted);
 }
 
 }  // namespace mltune::daemon

@@ -5,9 +5,13 @@
 
 #include <atomic>
 #include <chrono>
+#include <mutex>
 #include <string>
+#include <unordered_map>
+#include <vector>
 
 #include "absl/status/statusor.h"
+#include "daemon/access/access_policy.h"
 #include "daemon/config.h"
 #include "daemon/graph_input.h"
 #include "daemon/job_scheduler.h"
@@ -33,9 +37,10 @@ using CompileServiceBase = mltune::v1::CompileService::WithCallbackMethod_Lookup
 class CompileServiceImpl final : public CompileServiceBase {
  public:
   // `refresher` (the daemon's cost model retraining) is what GetStats reports of it.
+  // Every call is first let through, or answered, by `access`.
   CompileServiceImpl(const DaemonConfig& config, storage::Store& store, Metrics& metrics,
                      JobScheduler& scheduler, const ModelRefresher& refresher,
-                     std::string metrics_address);
+                     std::string metrics_address, const AccessPolicy& access);
 
   grpc::Status SubmitCompile(grpc::ServerContext* context,
                              const mltune::v1::SubmitCompileRequest* request,
@@ -65,6 +70,18 @@ class CompileServiceImpl final : public CompileServiceBase {
   absl::StatusOr<JobSpec> DecodeStoredJob(const storage::JobRecord& record) const;
 
  private:
+  // The caller's grant for `method` (nullptr where no tokens are configured), or the status to
+  // answer with (AccessPolicy::Authorize).
+  absl::StatusOr<const TokenGrant*> Caller(const grpc::ServerContextBase& context, Role role,
+                                           const char* method) const;
+  // OK, or the refusal (counted in the metrics as the method's).
+  grpc::Status Admit(const grpc::ServerContextBase& context, Role role, const char* method);
+  // Reserves a place among the jobs `grant` has queued or running (its max_queued), or says
+  // RESOURCE_EXHAUSTED; Release ends the reservation, keeping `job_id` ("": none) as the
+  // token's until it finishes.
+  absl::Status Reserve(const TokenGrant& grant);
+  void Release(const TokenGrant& grant, const std::string& job_id);
+
   grpc::Status DoGetJob(const mltune::v1::GetJobRequest& request, mltune::v1::Job* response);
   grpc::Status DoCancelJob(const mltune::v1::CancelJobRequest& request,
                            mltune::v1::CancelJobResponse* response);
@@ -99,6 +116,15 @@ class CompileServiceImpl final : public CompileServiceBase {
   mutable FingerprintCache fingerprints_;
   std::atomic<int64_t> cache_hits_{0};
   std::atomic<int64_t> cache_misses_{0};
+  const AccessPolicy& access_;
+  // Per token name: the jobs it submitted that may still be queued or running, and submissions
+  // under way (in memory: after a restart a token's resumed jobs no longer count against it).
+  struct Owned {
+    std::vector<std::string> jobs;
+    int pending = 0;
+  };
+  std::mutex owned_mu_;
+  std::unordered_map<std::string, Owned> owned_;
 };
 
 }  // namespace mltune::daemon

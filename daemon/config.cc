@@ -25,8 +25,31 @@ absl::Status CheckAddress(const std::string& flag, const std::string& address, b
 
 }  // namespace
 
+bool IsLoopbackAddress(const std::string& address) {
+  std::string host = address.substr(0, address.rfind(':'));
+  if (host.size() >= 2 && host.front() == '[' && host.back() == ']') {
+    host = host.substr(1, host.size() - 2);
+  }
+  return host == "localhost" || host == "::1" || host.rfind("127.", 0) == 0;
+}
+
 absl::Status ValidateConfig(const DaemonConfig& c) {
   if (absl::Status s = CheckAddress("listen", c.listen, false); !s.ok()) return s;
+  if (c.tls_cert.empty() != c.tls_key.empty()) {
+    return absl::InvalidArgumentError("--tls-cert and --tls-key go together");
+  }
+  if (!c.tls_client_ca.empty() && c.tls_cert.empty()) {
+    return absl::InvalidArgumentError("--tls-client-ca needs --tls-cert and --tls-key");
+  }
+  // Anyone who reaches a non-loopback port could submit, cancel and read every result.
+  if (!IsLoopbackAddress(c.listen) && !c.insecure &&
+      (c.tls_cert.empty() || c.tokens_file.empty())) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--listen=", c.listen,
+        " is not a loopback address: serving it needs TLS (--tls-cert, "
+        "--tls-key) and tokens (--tokens), or --insecure to accept that anyone who reaches the "
+        "port may submit, cancel and read every result"));
+  }
   if (absl::Status s = CheckAddress("metrics-listen", c.metrics_listen, true); !s.ok()) return s;
   auto positive = [](const char* flag, double value) -> absl::Status {
     if (value > 0) return absl::OkStatus();
@@ -118,6 +141,14 @@ std::optional<int> ParseDaemonFlags(int argc, char** argv, DaemonConfig* config,
                  "The mltune CLI that retrains (default: mltune beside mltuned)");
   app.add_option("--trainer-args", c.trainer_args,
                  "More train-cost-model flags for retraining, e.g. \"--epochs 30\"");
+  app.add_option("--tls-cert", c.tls_cert, "TLS: the server's certificate chain (PEM)");
+  app.add_option("--tls-key", c.tls_key, "TLS: the server's private key (PEM)");
+  app.add_option("--tls-client-ca", c.tls_client_ca,
+                 "Mutual TLS: accept only clients with a certificate this CA (PEM) signed");
+  app.add_option("--tokens", c.tokens_file,
+                 "Bearer tokens with roles and limits (docs/deployment.md); none: no token asked");
+  app.add_flag("--insecure", c.insecure,
+               "Serve a non-loopback --listen without TLS or tokens (anyone may call)");
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp&) {

@@ -47,7 +47,16 @@ struct DaemonConfig {
   bool retrain_gate = true;
   std::string trainer;       // the mltune CLI that trains; "" = DefaultTrainerPath()
   std::string trainer_args;  // more train-cost-model flags, space-separated ("--epochs 30")
+  // Access (docs/deployment.md): TLS on the gRPC port from PEM files (a client CA makes it
+  // mutual TLS: clients must present a certificate it signed), and bearer tokens with roles and
+  // limits (daemon/access/access_policy.h). A non-loopback --listen needs both unless insecure.
+  std::string tls_cert, tls_key, tls_client_ca;
+  std::string tokens_file;
+  bool insecure = false;
 };
+
+// Whether HOST of a HOST:PORT address is this machine only: localhost, 127.0.0.0/8 or ::1.
+bool IsLoopbackAddress(const std::string& address);
 
 // Checks ranges and the addresses' HOST:PORT form; InvalidArgument naming the flag.
 absl::Status ValidateConfig(const DaemonConfig& config);

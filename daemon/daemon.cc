@@ -1,12 +1,15 @@
 #include "daemon/daemon.h"
 
 #include <filesystem>
+#include <fstream>
 #include <iostream>
 #include <mutex>
+#include <sstream>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "backends/spec/target_spec.h"
+#include "daemon/access/access_policy.h"
 #include "daemon/compile_service.h"
 #include "daemon/job_scheduler.h"
 #include "daemon/metrics/metrics.h"
@@ -22,6 +25,7 @@ namespace mltune::daemon {
 
 struct Daemon::Impl {
   DaemonConfig config;
+  std::unique_ptr<AccessPolicy> access;
   std::unique_ptr<storage::Store> store;
   std::unique_ptr<Metrics> metrics;
   std::unique_ptr<JobScheduler> scheduler;
@@ -62,6 +66,36 @@ std::unique_ptr<ModelRefresher> MakeRefresher(const DaemonConfig& config, storag
       std::move(options));
 }
 
+absl::StatusOr<std::string> ReadPem(const std::string& flag, const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream text;
+  if (in) text << in.rdbuf();
+  if (!in || text.str().find("-----BEGIN ") == std::string::npos) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--", flag, "=", path, ": cannot read a PEM file there"));
+  }
+  return text.str();
+}
+
+// Plaintext, or TLS from the configured PEM files (mutual where a client CA is given).
+absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> ServerCredentials(const DaemonConfig& c) {
+  if (c.tls_cert.empty()) return grpc::InsecureServerCredentials();
+  grpc::SslServerCredentialsOptions options(
+      c.tls_client_ca.empty() ? GRPC_SSL_DONT_REQUEST_CLIENT_CERTIFICATE
+                              : GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY);
+  absl::StatusOr<std::string> cert = ReadPem("tls-cert", c.tls_cert);
+  if (!cert.ok()) return cert.status();
+  absl::StatusOr<std::string> key = ReadPem("tls-key", c.tls_key);
+  if (!key.ok()) return key.status();
+  options.pem_key_cert_pairs.push_back({*key, *cert});
+  if (!c.tls_client_ca.empty()) {
+    absl::StatusOr<std::string> ca = ReadPem("tls-client-ca", c.tls_client_ca);
+    if (!ca.ok()) return ca.status();
+    options.pem_root_certs = *ca;
+  }
+  return grpc::SslServerCredentials(options);
+}
+
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(const DaemonConfig& config) {
@@ -75,6 +109,14 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(const DaemonConfig& config
   }
   auto impl = std::make_unique<Impl>();
   impl->config = config;
+  impl->access = std::make_unique<AccessPolicy>();
+  if (!config.tokens_file.empty()) {
+    absl::StatusOr<std::unique_ptr<AccessPolicy>> access = AccessPolicy::Load(config.tokens_file);
+    if (!access.ok()) return access.status();
+    impl->access = *std::move(access);
+  }
+  absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> credentials = ServerCredentials(config);
+  if (!credentials.ok()) return credentials.status();
   const std::filesystem::path store_path = std::filesystem::path(config.data_dir) / "mltune.db";
   absl::StatusOr<std::unique_ptr<storage::Store>> store = storage::Store::Open(store_path.string());
   if (!store.ok()) return store.status();
@@ -107,14 +149,14 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(const DaemonConfig& config
   impl->refresher = MakeRefresher(impl->config, *impl->store, *impl->metrics, *impl->scheduler);
   impl->service = std::make_unique<CompileServiceImpl>(impl->config, *impl->store, *impl->metrics,
                                                        *impl->scheduler, *impl->refresher,
-                                                       impl->metrics->address());
+                                                       impl->metrics->address(), *impl->access);
 
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   grpc::ServerBuilder builder;
   // gRPC sets SO_REUSEPORT by default, which would let a second daemon share the port silently.
   builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
-  builder.AddListeningPort(config.listen, grpc::InsecureServerCredentials(), &impl->port);
+  builder.AddListeningPort(config.listen, *credentials, &impl->port);
   builder.RegisterService(impl->service.get());
   // Room for the largest graph plus the request's other fields.
   const int max_message = static_cast<int>(config.max_graph_bytes + (1 << 20));
@@ -147,6 +189,22 @@ std::string Daemon::address() const { return impl_->address; }
 int Daemon::port() const { return impl_->port; }
 std::string Daemon::metrics_address() const { return impl_->metrics->address(); }
 std::string Daemon::store_path() const { return impl_->store->path(); }
+
+std::string Daemon::access_summary() const {
+  const DaemonConfig& c = impl_->config;
+  std::string tls = c.tls_cert.empty()        ? "plaintext (no TLS)"
+                    : c.tls_client_ca.empty() ? "TLS"
+                                              : "mutual TLS (client certificates required)";
+  std::string tokens =
+      impl_->access->enabled()
+          ? absl::StrCat(impl_->access->size(), " bearer token(s) from ", c.tokens_file)
+          : "no tokens (every caller may submit, cancel and read)";
+  std::string summary = absl::StrCat(tls, ", ", tokens);
+  if (c.insecure && !IsLoopbackAddress(c.listen)) {
+    absl::StrAppend(&summary, "; --insecure on a non-loopback address");
+  }
+  return summary;
+}
 
 void Daemon::Shutdown() {
   std::lock_guard<std::mutex> lock(impl_->shutdown_mu);

@@ -25,6 +25,8 @@ class Daemon {
   int port() const;
   std::string metrics_address() const;  // "HOST:PORT", or "" when not served
   std::string store_path() const;
+  // TLS and tokens as served, in words (mltuned prints it at start).
+  std::string access_summary() const;
 
   // Stops accepting jobs, drains running ones for config.drain_seconds, checkpoints the rest
   // (best so far cached, job queued for the next start), stops the server, closes the store.

@@ -62,6 +62,7 @@ int main(int argc, char** argv) {
                     : absl::StrCat("http://", (*daemon)->metrics_address(), "/metrics"))
             << "\n"
             << "  store:   " << (*daemon)->store_path() << "\n"
+            << "  access:  " << (*daemon)->access_summary() << "\n"
             << "  workers: " << config.worker_threads << " in-process, queue of "
             << config.queue_size << "\n"
             << "  stop with SIGTERM or Ctrl-C (kill " << getpid() << ")" << std::endl;

@@ -61,14 +61,16 @@ TEST(DaemonConfigTest, RetrainingFlags) {
 TEST(DaemonConfigTest, AConfigFileSetsFlagsAndTheCommandLineWins) {
   testing::TempDir dir;
   const std::string file = (dir.path() / "mltuned.toml").string();
+  // A non-loopback address needs TLS and tokens, or insecure (tests/daemon/daemon_access_test).
   std::ofstream(file) << "# mltuned settings\nlisten = \"0.0.0.0:9000\"\nqueue-size = 5\n"
-                         "max-job-seconds = 30.5\ndata-dir = \"/srv/mltune\"\n";
+                         "max-job-seconds = 30.5\ndata-dir = \"/srv/mltune\"\ninsecure = true\n";
   Parsed p = Parse({"--config", file, "--queue-size", "7"});
   ASSERT_FALSE(p.exit_code.has_value()) << p.err;
   EXPECT_EQ(p.config.listen, "0.0.0.0:9000");
   EXPECT_EQ(p.config.queue_size, 7);
   EXPECT_EQ(p.config.max_job_seconds, 30.5);
   EXPECT_EQ(p.config.data_dir, "/srv/mltune");
+  EXPECT_TRUE(p.config.insecure);
 }
 
 TEST(DaemonConfigTest, BadValuesExitWithCode2AndNameTheFlag) {
