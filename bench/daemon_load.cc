@@ -6,6 +6,8 @@
 // --server names a running daemon.
 //
 //   build/release/bench/daemon_load [--clients 8] [--seconds 10] [--server HOST:PORT]
+//       [--daemon-args "--tls-cert ... --tokens ..."] [--ca CA.pem] [--token T]
+// (scripts/bench_access runs it against a plaintext daemon and one serving TLS with tokens.)
 #include <unistd.h>
 
 #include <algorithm>
@@ -29,6 +31,12 @@ namespace {
 
 using mltune::client::Client;
 using Clock = std::chrono::steady_clock;
+
+// How every client connects (--ca, --cert, --key, --token).
+mltune::client::ClientOptions& ConnectOptions() {
+  static mltune::client::ClientOptions options;
+  return options;
+}
 
 #ifdef MLTUNE_DAEMON_PATH
 constexpr char kDaemonPath[] = MLTUNE_DAEMON_PATH;
@@ -83,7 +91,7 @@ Row Measure(const std::string& name, const std::string& address, int clients, do
   std::vector<std::thread> threads;
   for (int t = 0; t < clients; ++t) {
     threads.emplace_back([&, t] {
-      std::unique_ptr<Client> client = Client::Connect(address);
+      std::unique_ptr<Client> client = Client::Connect(address, ConnectOptions());
       (void)client->WaitForReady(10);
       int64_t n = int64_t{t} << 40;
       for (int i = 0; i < 20; ++i) (void)call(*client, n++);  // warm connection and caches
@@ -148,6 +156,14 @@ int main(int argc, char** argv) {
   app.add_option("--budget", budget, "Search budget of the seeding job")->default_val(200);
   app.add_flag("--omit-artifacts", omit_artifacts,
                "Lookups leave the artifacts (optimized HLO) out of the answer");
+  std::string daemon_args;
+  app.add_option("--daemon-args", daemon_args,
+                 "More mltuned flags for the child, space-separated (e.g. TLS and --tokens)");
+  mltune::client::ClientOptions& connect = ConnectOptions();
+  app.add_option("--ca", connect.ca_file, "TLS: the CA of the daemon's certificate (PEM)");
+  app.add_option("--cert", connect.cert_file, "Mutual TLS: the clients' certificate (PEM)");
+  app.add_option("--key", connect.key_file, "Mutual TLS: the clients' key (PEM)");
+  app.add_option("--token", connect.token, "Bearer token of every call");
   CLI11_PARSE(app, argc, argv);
 
   const std::string graph = ReadFile(graph_path);
@@ -164,6 +180,8 @@ int main(int argc, char** argv) {
     }
     mltune::client::DaemonOptions options;
     options.binary = daemon_path;
+    std::istringstream words(daemon_args);
+    for (std::string w; words >> w;) options.extra_args.push_back(w);
     auto started = mltune::client::DaemonProcess::Start(options);
     if (!started.ok()) {
       std::cerr << "error: " << started.status().message() << "\n";
@@ -174,7 +192,7 @@ int main(int argc, char** argv) {
   }
 
   // Seed the cache: the submit is a hit when the daemon already has this graph.
-  std::unique_ptr<Client> client = Client::Connect(address);
+  std::unique_ptr<Client> client = Client::Connect(address, connect);
   mltune::client::SubmitRequest submit;
   submit.graph = graph;
   submit.graph_name = graph_path;
