@@ -1,12 +1,12 @@
 #include "backends/gpu/cudnn_conv.h"
 
 #include <cudnn.h>
-#include <dlfcn.h>
 
 #include <algorithm>
 #include <cstdint>
-#include <type_traits>
 #include <vector>
+
+#include "backends/gpu/dl_library.h"
 
 namespace mltune::backends::gpu {
 namespace {
@@ -32,19 +32,11 @@ struct Api {
 };
 
 std::string Load(Api* api) {
-  void* lib = nullptr;
-  std::string tried;
-  for (const char* name : {"libcudnn.so.9", "libcudnn.so"}) {
-    lib = dlopen(name, RTLD_NOW | RTLD_LOCAL);
-    if (lib != nullptr) break;
-    tried += std::string(tried.empty() ? "" : ", ") + name;
+  DlLibrary lib;
+  if (!lib.Open({"libcudnn.so.9", "libcudnn.so"})) {
+    return "no cuDNN (tried " + lib.tried() + "): " + lib.error();
   }
-  if (lib == nullptr) return "no cuDNN (tried " + tried + "): " + dlerror();
-  std::string missing;
-  auto get = [&](auto* fn, const char* name) {
-    *fn = reinterpret_cast<std::remove_reference_t<decltype(*fn)>>(dlsym(lib, name));
-    if (*fn == nullptr) missing += std::string(missing.empty() ? "" : ", ") + name;
-  };
+  auto get = [&](auto* fn, const char* name) { lib.Get(fn, name); };
   get(&api->create, "cudnnCreate");
   get(&api->error, "cudnnGetErrorString");
   get(&api->set_stream, "cudnnSetStream");
@@ -60,7 +52,7 @@ std::string Load(Api* api) {
   get(&api->heuristic, "cudnnGetConvolutionForwardAlgorithm_v7");
   get(&api->workspace, "cudnnGetConvolutionForwardWorkspaceSize");
   get(&api->forward, "cudnnConvolutionForward");
-  return missing.empty() ? "" : "cuDNN lacks " + missing;
+  return lib.missing().empty() ? "" : "cuDNN lacks " + lib.missing();
 }
 
 // A workspace larger than this is not taken: the algorithm is skipped, as XLA's autotuner skips

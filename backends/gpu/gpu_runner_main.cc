@@ -9,7 +9,6 @@
 //   mltune-gpu-runner PLAN.json
 #include <cublasLt.h>
 #include <cuda.h>
-#include <dlfcn.h>
 #include <sys/resource.h>
 
 #include <algorithm>
@@ -25,6 +24,7 @@
 #include <vector>
 
 #include "backends/gpu/cudnn_conv.h"
+#include "backends/gpu/dl_library.h"
 #include "nlohmann/json.hpp"
 
 namespace {
@@ -80,19 +80,11 @@ struct Lt {
 };
 
 std::string LoadLt(Lt* lt) {
-  void* lib = nullptr;
-  std::string tried;
-  for (const char* name : {"libcublasLt.so.13", "libcublasLt.so.12", "libcublasLt.so"}) {
-    lib = dlopen(name, RTLD_NOW | RTLD_LOCAL);
-    if (lib != nullptr) break;
-    tried += std::string(tried.empty() ? "" : ", ") + name;
+  mltune::backends::gpu::DlLibrary lib;
+  if (!lib.Open({"libcublasLt.so.13", "libcublasLt.so.12", "libcublasLt.so"})) {
+    return "no cuBLASLt (tried " + lib.tried() + "): " + lib.error();
   }
-  if (lib == nullptr) return "no cuBLASLt (tried " + tried + "): " + dlerror();
-  std::string missing;
-  auto get = [&](auto* fn, const char* name) {
-    *fn = reinterpret_cast<std::remove_reference_t<decltype(*fn)>>(dlsym(lib, name));
-    if (*fn == nullptr) missing += std::string(missing.empty() ? "" : ", ") + name;
-  };
+  auto get = [&](auto* fn, const char* name) { lib.Get(fn, name); };
   get(&lt->create, "cublasLtCreate");
   get(&lt->desc_create, "cublasLtMatmulDescCreate");
   get(&lt->layout_create, "cublasLtMatrixLayoutCreate");
@@ -102,7 +94,7 @@ std::string LoadLt(Lt* lt) {
   get(&lt->heuristic, "cublasLtMatmulAlgoGetHeuristic");
   get(&lt->matmul, "cublasLtMatmul");
   get(&lt->status_string, "cublasLtGetStatusString");
-  return missing.empty() ? "" : "cuBLASLt lacks " + missing;
+  return lib.missing().empty() ? "" : "cuBLASLt lacks " + lib.missing();
 }
 
 // cuBLASLt's workspace for every GEMM of a program.
@@ -120,13 +112,9 @@ int Fail(const std::string& message) {
 
 // Loads every entry point; an error message naming what is missing, or "".
 std::string LoadDriver(Driver* d) {
-  void* lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
-  if (lib == nullptr) return std::string("no CUDA driver: dlopen libcuda.so.1: ") + dlerror();
-  std::string missing;
-  auto get = [&](auto* fn, const char* name) {
-    *fn = reinterpret_cast<std::remove_reference_t<decltype(*fn)>>(dlsym(lib, name));
-    if (*fn == nullptr) missing += std::string(missing.empty() ? "" : ", ") + name;
-  };
+  mltune::backends::gpu::DlLibrary lib;
+  if (!lib.Open({"libcuda.so.1"})) return "no CUDA driver: dlopen libcuda.so.1: " + lib.error();
+  auto get = [&](auto* fn, const char* name) { lib.Get(fn, name); };
   get(&d->init, "cuInit");
   get(&d->device_get, "cuDeviceGet");
   get(&d->device_name, "cuDeviceGetName");
@@ -150,15 +138,14 @@ std::string LoadDriver(Driver* d) {
   get(&d->event_sync, "cuEventSynchronize");
   get(&d->elapsed, "cuEventElapsedTime");
   get(&d->error_string, "cuGetErrorString");
-  d->stream_create = reinterpret_cast<decltype(d->stream_create)>(dlsym(lib, "cuStreamCreate"));
-  d->begin_capture =
-      reinterpret_cast<decltype(d->begin_capture)>(dlsym(lib, "cuStreamBeginCapture_v2"));
-  d->end_capture = reinterpret_cast<decltype(d->end_capture)>(dlsym(lib, "cuStreamEndCapture"));
-  d->graph_instantiate =
-      reinterpret_cast<decltype(d->graph_instantiate)>(dlsym(lib, "cuGraphInstantiateWithFlags"));
-  d->graph_launch = reinterpret_cast<decltype(d->graph_launch)>(dlsym(lib, "cuGraphLaunch"));
-  d->graph_destroy = reinterpret_cast<decltype(d->graph_destroy)>(dlsym(lib, "cuGraphDestroy"));
-  return missing.empty() ? "" : "the CUDA driver lacks " + missing;
+  // CUDA graphs: optional, the timed runs launch one by one without them.
+  lib.GetOptional(&d->stream_create, "cuStreamCreate");
+  lib.GetOptional(&d->begin_capture, "cuStreamBeginCapture_v2");
+  lib.GetOptional(&d->end_capture, "cuStreamEndCapture");
+  lib.GetOptional(&d->graph_instantiate, "cuGraphInstantiateWithFlags");
+  lib.GetOptional(&d->graph_launch, "cuGraphLaunch");
+  lib.GetOptional(&d->graph_destroy, "cuGraphDestroy");
+  return lib.missing().empty() ? "" : "the CUDA driver lacks " + lib.missing();
 }
 
 int ElementBytes(const std::string& t) {
