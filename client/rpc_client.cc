@@ -195,17 +195,21 @@ struct Client::Impl {
   std::unique_ptr<pb::CompileService::Stub> stub;
   std::string setup_error;  // a credentials file that could not be read: every call says so
 
-  void Authenticate(grpc::ClientContext& context) const {
+  // The token on the call, or the credentials file that could not be read.
+  absl::Status Prepare(grpc::ClientContext& context) const {
+    if (!setup_error.empty()) return absl::InvalidArgumentError(setup_error);
     if (!options.token.empty()) context.AddMetadata("authorization", "Bearer " + options.token);
+    return absl::OkStatus();
   }
 
-  void PrepareUnary(grpc::ClientContext& context) const {
-    Authenticate(context);
+  // Prepare, and the call's deadline.
+  absl::Status PrepareUnary(grpc::ClientContext& context) const {
     if (options.call_timeout_seconds > 0) {
       context.set_deadline(std::chrono::system_clock::now() +
                            std::chrono::duration_cast<std::chrono::system_clock::duration>(
                                std::chrono::duration<double>(options.call_timeout_seconds)));
     }
+    return Prepare(context);
   }
 
   absl::Status Unreachable(const std::string& detail) const {
@@ -294,9 +298,8 @@ absl::Status Client::WaitForReady(double seconds) {
 }
 
 absl::StatusOr<SubmitResponse> Client::Submit(const SubmitRequest& request) {
-  if (!impl_->setup_error.empty()) return absl::InvalidArgumentError(impl_->setup_error);
   grpc::ClientContext context;
-  impl_->PrepareUnary(context);
+  if (absl::Status s = impl_->PrepareUnary(context); !s.ok()) return s;
   pb::SubmitCompileResponse response;
   grpc::Status status = impl_->stub->SubmitCompile(&context, ToProto(request), &response);
   if (!status.ok()) return impl_->Convert(status);
@@ -310,9 +313,8 @@ absl::StatusOr<SubmitResponse> Client::Submit(const SubmitRequest& request) {
 
 absl::StatusOr<JobInfo> Client::Watch(const std::string& job_id,
                                       const std::function<bool(const JobInfo&)>& on_update) {
-  if (!impl_->setup_error.empty()) return absl::InvalidArgumentError(impl_->setup_error);
   grpc::ClientContext context;  // no deadline: a search may run for hours
-  impl_->Authenticate(context);
+  if (absl::Status s = impl_->Prepare(context); !s.ok()) return s;
   pb::WatchJobRequest request;
   request.set_job_id(job_id);
   std::unique_ptr<grpc::ClientReader<pb::Job>> reader = impl_->stub->WatchJob(&context, request);
@@ -342,9 +344,8 @@ absl::StatusOr<JobInfo> Client::Watch(const std::string& job_id,
 }
 
 absl::StatusOr<JobInfo> Client::GetJob(const std::string& job_id) {
-  if (!impl_->setup_error.empty()) return absl::InvalidArgumentError(impl_->setup_error);
   grpc::ClientContext context;
-  impl_->PrepareUnary(context);
+  if (absl::Status s = impl_->PrepareUnary(context); !s.ok()) return s;
   pb::GetJobRequest request;
   request.set_job_id(job_id);
   pb::Job response;
@@ -354,9 +355,8 @@ absl::StatusOr<JobInfo> Client::GetJob(const std::string& job_id) {
 }
 
 absl::StatusOr<JobInfo> Client::Cancel(const std::string& job_id) {
-  if (!impl_->setup_error.empty()) return absl::InvalidArgumentError(impl_->setup_error);
   grpc::ClientContext context;
-  impl_->PrepareUnary(context);
+  if (absl::Status s = impl_->PrepareUnary(context); !s.ok()) return s;
   pb::CancelJobRequest request;
   request.set_job_id(job_id);
   pb::CancelJobResponse response;
@@ -369,9 +369,8 @@ absl::StatusOr<LookupResponse> Client::Lookup(const LookupRequest& request) {
   if (request.graph.empty() == request.fingerprint.empty()) {
     return absl::InvalidArgumentError("lookup needs exactly one of a graph and a fingerprint");
   }
-  if (!impl_->setup_error.empty()) return absl::InvalidArgumentError(impl_->setup_error);
   grpc::ClientContext context;
-  impl_->PrepareUnary(context);
+  if (absl::Status s = impl_->PrepareUnary(context); !s.ok()) return s;
   pb::LookupCacheRequest wire;
   if (!request.fingerprint.empty()) {
     wire.set_fingerprint(request.fingerprint);
@@ -391,9 +390,8 @@ absl::StatusOr<LookupResponse> Client::Lookup(const LookupRequest& request) {
 }
 
 absl::StatusOr<StrategyList> Client::ListStrategies() {
-  if (!impl_->setup_error.empty()) return absl::InvalidArgumentError(impl_->setup_error);
   grpc::ClientContext context;
-  impl_->PrepareUnary(context);
+  if (absl::Status s = impl_->PrepareUnary(context); !s.ok()) return s;
   pb::ListStrategiesResponse response;
   grpc::Status status =
       impl_->stub->ListStrategies(&context, pb::ListStrategiesRequest(), &response);
@@ -406,9 +404,8 @@ absl::StatusOr<StrategyList> Client::ListStrategies() {
 }
 
 absl::StatusOr<std::vector<WorkerInfo>> Client::ListWorkers() {
-  if (!impl_->setup_error.empty()) return absl::InvalidArgumentError(impl_->setup_error);
   grpc::ClientContext context;
-  impl_->PrepareUnary(context);
+  if (absl::Status s = impl_->PrepareUnary(context); !s.ok()) return s;
   pb::ListWorkersResponse response;
   grpc::Status status = impl_->stub->ListWorkers(&context, pb::ListWorkersRequest(), &response);
   if (!status.ok()) return impl_->Convert(status);
@@ -418,9 +415,8 @@ absl::StatusOr<std::vector<WorkerInfo>> Client::ListWorkers() {
 }
 
 absl::StatusOr<ServerStats> Client::GetStats() {
-  if (!impl_->setup_error.empty()) return absl::InvalidArgumentError(impl_->setup_error);
   grpc::ClientContext context;
-  impl_->PrepareUnary(context);
+  if (absl::Status s = impl_->PrepareUnary(context); !s.ok()) return s;
   pb::GetStatsResponse response;
   grpc::Status status = impl_->stub->GetStats(&context, pb::GetStatsRequest(), &response);
   if (!status.ok()) return impl_->Convert(status);
