@@ -41,7 +41,8 @@ absl::Status CheckGpuSupported(const cpu::Kernel& kernel);
 // outputs number 64K or more, else split 3. Convolutions take `impl` too: cuBLASLt over an im2col
 // pack (skipped for a 1x1 window on NHWC; HWIO weights read in place), or cuDNN (operands read
 // in place when NCHW/OIHW or NHWC/OHWI, else packed to NHWC/OHWI); of 64K multiply-adds or more,
-// the one of the two that packs fewer bytes is the default (cuDNN on a tie), grouped ones cuDNN.
+// cuDNN is the default where it packs no more than im2col, pads symmetrically and the GEMM has
+// at least as many rows as its contraction, grouped ones always.
 std::vector<cpu::KernelParam> GpuKernelParams(const cpu::Kernel& kernel);
 cpu::KernelConfig DefaultGpuConfig(const cpu::Kernel& kernel);
 
