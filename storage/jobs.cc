@@ -7,6 +7,7 @@
 #include "absl/strings/str_format.h"
 #include "storage/internal.h"
 #include "storage/sqlite.h"
+#include "storage/sqlite_store.h"
 #include "storage/store.h"
 
 namespace mltune::storage {
@@ -122,7 +123,7 @@ absl::StatusOr<bool> JobExists(Database& db, const std::string& id) {
 
 }  // namespace
 
-absl::StatusOr<std::string> Store::CreateJob(const JobRecord& job) {
+absl::StatusOr<std::string> SqliteStore::CreateJob(const JobRecord& job) {
   const std::string what = "CreateJob";
   if (!job.id.empty()) {
     if (absl::Status s = ValidateJobId(job.id, what); !s.ok()) return s;
@@ -173,8 +174,9 @@ absl::StatusOr<std::string> Store::CreateJob(const JobRecord& job) {
   return id;
 }
 
-absl::Status Store::UpdateJobState(const std::string& id, JobState state, double progress,
-                                   std::optional<double> best_score, const std::string& error) {
+absl::Status SqliteStore::UpdateJobState(const std::string& id, JobState state, double progress,
+                                         std::optional<double> best_score,
+                                         const std::string& error) {
   const std::string what = absl::StrCat("UpdateJobState(", id, ")");
   if (absl::Status s = ValidateJobId(id, what); !s.ok()) return s;
   if (absl::Status s = ValidateProgress(progress, best_score, what); !s.ok()) return s;
@@ -230,7 +232,7 @@ absl::Status Store::UpdateJobState(const std::string& id, JobState state, double
   });
 }
 
-absl::StatusOr<JobRecord> Store::GetJob(const std::string& id) {
+absl::StatusOr<JobRecord> SqliteStore::GetJob(const std::string& id) {
   if (absl::Status s = ValidateJobId(id, "GetJob"); !s.ok()) return s;
   std::optional<JobRecord> job;
   absl::Status status = Read([&](Database& db) -> absl::Status {
@@ -249,7 +251,7 @@ absl::StatusOr<JobRecord> Store::GetJob(const std::string& id) {
   return *std::move(job);
 }
 
-absl::StatusOr<std::vector<JobRecord>> Store::ListJobs(std::optional<JobState> state) {
+absl::StatusOr<std::vector<JobRecord>> SqliteStore::ListJobs(std::optional<JobState> state) {
   std::vector<JobRecord> jobs;
   absl::Status status = Read([&](Database& db) -> absl::Status {
     absl::StatusOr<Statement> stmt = db.Prepare(absl::StrCat(
@@ -269,7 +271,7 @@ absl::StatusOr<std::vector<JobRecord>> Store::ListJobs(std::optional<JobState> s
   return jobs;
 }
 
-absl::StatusOr<std::map<std::string, int64_t>> Store::CountJobsByState() {
+absl::StatusOr<std::map<std::string, int64_t>> SqliteStore::CountJobsByState() {
   std::map<std::string, int64_t> counts;
   absl::Status status = Read([&](Database& db) -> absl::Status {
     absl::StatusOr<Statement> stmt =
@@ -286,7 +288,8 @@ absl::StatusOr<std::map<std::string, int64_t>> Store::CountJobsByState() {
   return counts;
 }
 
-absl::StatusOr<RecoveredJobs> Store::RecoverAfterCrash(RecoveryPolicy policy, int max_attempts) {
+absl::StatusOr<RecoveredJobs> SqliteStore::RecoverAfterCrash(RecoveryPolicy policy,
+                                                             int max_attempts) {
   if (max_attempts < 1) {
     return absl::InvalidArgumentError(
         absl::StrCat("RecoverAfterCrash: max_attempts is ", max_attempts, ", must be >= 1"));

@@ -6,12 +6,13 @@
 #include "absl/strings/str_cat.h"
 #include "storage/internal.h"
 #include "storage/sqlite.h"
+#include "storage/sqlite_store.h"
 #include "storage/store.h"
 
 namespace mltune::storage {
 
-absl::StatusOr<bool> Store::PutKernelGraph(const KernelGraphRecord& record,
-                                           const GraphCheck& is_current) {
+absl::StatusOr<bool> SqliteStore::PutKernelGraph(const KernelGraphRecord& record,
+                                                 const GraphCheck& is_current) {
   const std::string what = absl::StrCat("PutKernelGraph(", record.kernel_key, ")");
   if (record.kernel_key.empty()) {
     return absl::InvalidArgumentError("PutKernelGraph: kernel_key is empty");
@@ -62,7 +63,7 @@ absl::StatusOr<bool> Store::PutKernelGraph(const KernelGraphRecord& record,
   return inserted;
 }
 
-absl::StatusOr<std::optional<KernelGraphRecord>> Store::GetKernelGraph(
+absl::StatusOr<std::optional<KernelGraphRecord>> SqliteStore::GetKernelGraph(
     const std::string& kernel_key) {
   if (kernel_key.empty()) return absl::InvalidArgumentError("GetKernelGraph: kernel_key is empty");
   std::optional<KernelGraphRecord> out;
@@ -89,7 +90,7 @@ absl::StatusOr<std::optional<KernelGraphRecord>> Store::GetKernelGraph(
   return out;
 }
 
-absl::StatusOr<int64_t> Store::CountKernelGraphs() {
+absl::StatusOr<int64_t> SqliteStore::CountKernelGraphs() {
   int64_t count = 0;
   absl::Status status = Read([&](Database& db) -> absl::Status {
     absl::StatusOr<std::string> text = db.QueryText("SELECT count(*) FROM kernel_graphs");

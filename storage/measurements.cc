@@ -7,6 +7,7 @@
 #include "absl/strings/str_join.h"
 #include "storage/internal.h"
 #include "storage/sqlite.h"
+#include "storage/sqlite_store.h"
 #include "storage/store.h"
 
 namespace mltune::storage {
@@ -45,7 +46,7 @@ void BindFilter(const MeasurementFilter& filter, Statement& stmt) {
 
 }  // namespace
 
-absl::Status Store::AppendMeasurements(std::span<const MeasurementRecord> records) {
+absl::Status SqliteStore::AppendMeasurements(std::span<const MeasurementRecord> records) {
   // Validate everything before taking the write lock: a bad record writes nothing.
   for (size_t i = 0; i < records.size(); ++i) {
     if (absl::Status s = ValidateMeasurement(records[i], i); !s.ok()) return s;
@@ -72,7 +73,7 @@ absl::Status Store::AppendMeasurements(std::span<const MeasurementRecord> record
   });
 }
 
-absl::StatusOr<std::vector<MeasurementRecord>> Store::QueryMeasurements(
+absl::StatusOr<std::vector<MeasurementRecord>> SqliteStore::QueryMeasurements(
     const MeasurementFilter& filter) {
   if (filter.limit < 0) {
     return absl::InvalidArgumentError(
@@ -106,7 +107,7 @@ absl::StatusOr<std::vector<MeasurementRecord>> Store::QueryMeasurements(
   return out;
 }
 
-absl::StatusOr<int64_t> Store::CountMeasurements(const MeasurementFilter& filter) {
+absl::StatusOr<int64_t> SqliteStore::CountMeasurements(const MeasurementFilter& filter) {
   int64_t count = 0;
   absl::Status status = Read([&](Database& db) -> absl::Status {
     absl::StatusOr<Statement> stmt =

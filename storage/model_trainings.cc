@@ -5,6 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "storage/internal.h"
 #include "storage/sqlite.h"
+#include "storage/sqlite_store.h"
 #include "storage/store.h"
 
 namespace mltune::storage {
@@ -19,7 +20,7 @@ bool KnownOutcome(const std::string& outcome) {
 
 }  // namespace
 
-absl::Status Store::RecordModelTraining(const ModelTrainingRecord& record) {
+absl::Status SqliteStore::RecordModelTraining(const ModelTrainingRecord& record) {
   const std::string what = absl::StrCat("RecordModelTraining(", record.name, ")");
   if (record.name.empty()) {
     return absl::InvalidArgumentError("RecordModelTraining: model name is empty");
@@ -48,7 +49,7 @@ absl::Status Store::RecordModelTraining(const ModelTrainingRecord& record) {
   });
 }
 
-absl::StatusOr<std::vector<ModelTrainingRecord>> Store::LatestModelTrainings() {
+absl::StatusOr<std::vector<ModelTrainingRecord>> SqliteStore::LatestModelTrainings() {
   std::vector<ModelTrainingRecord> latest;
   absl::Status status = Read([&](Database& db) -> absl::Status {
     // The newest row per name (ties on ended_ms: the later insert).

@@ -5,12 +5,13 @@
 #include "absl/strings/str_cat.h"
 #include "storage/internal.h"
 #include "storage/sqlite.h"
+#include "storage/sqlite_store.h"
 #include "storage/store.h"
 
 namespace mltune::storage {
 
-absl::Status Store::PutModel(const std::string& name, int64_t version, std::string_view data,
-                             const std::string& metadata_json) {
+absl::Status SqliteStore::PutModel(const std::string& name, int64_t version, std::string_view data,
+                                   const std::string& metadata_json) {
   const std::string what = absl::StrCat("PutModel(", name, " v", version, ")");
   if (name.empty()) return absl::InvalidArgumentError("PutModel: model name is empty");
   if (version < 0) return absl::InvalidArgumentError(what + ": version must be >= 0");
@@ -43,8 +44,9 @@ absl::Status Store::PutModel(const std::string& name, int64_t version, std::stri
   });
 }
 
-absl::StatusOr<int64_t> Store::PutModelNextVersion(const std::string& name, std::string_view data,
-                                                   const std::string& metadata_json) {
+absl::StatusOr<int64_t> SqliteStore::PutModelNextVersion(const std::string& name,
+                                                         std::string_view data,
+                                                         const std::string& metadata_json) {
   absl::Status put;
   for (int attempt = 0; attempt < 5; ++attempt) {
     absl::StatusOr<std::optional<ModelRecord>> latest = LatestModel(name);
@@ -57,7 +59,7 @@ absl::StatusOr<int64_t> Store::PutModelNextVersion(const std::string& name, std:
   return put;
 }
 
-absl::StatusOr<std::optional<ModelRecord>> Store::LatestModel(const std::string& name) {
+absl::StatusOr<std::optional<ModelRecord>> SqliteStore::LatestModel(const std::string& name) {
   if (name.empty()) return absl::InvalidArgumentError("LatestModel: model name is empty");
   std::optional<ModelRecord> model;
   absl::Status status = Read([&](Database& db) -> absl::Status {
@@ -82,7 +84,7 @@ absl::StatusOr<std::optional<ModelRecord>> Store::LatestModel(const std::string&
   return model;
 }
 
-absl::StatusOr<std::vector<ModelRecord>> Store::ListModels() {
+absl::StatusOr<std::vector<ModelRecord>> SqliteStore::ListModels() {
   std::vector<ModelRecord> models;
   absl::Status status = Read([&](Database& db) -> absl::Status {
     absl::StatusOr<Statement> stmt = db.Prepare(

@@ -5,6 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "storage/internal.h"
 #include "storage/sqlite.h"
+#include "storage/sqlite_store.h"
 #include "storage/store.h"
 
 namespace mltune::storage {
@@ -104,7 +105,7 @@ absl::Status ValidateResult(const ResultRecord& record) {
 
 }  // namespace
 
-absl::StatusOr<PutOutcome> Store::PutResult(const ResultRecord& record) {
+absl::StatusOr<PutOutcome> SqliteStore::PutResult(const ResultRecord& record) {
   if (absl::Status s = ValidateResult(record); !s.ok()) return s;
   const CacheKey& key = record.key;
   PutOutcome outcome = PutOutcome::kKeptExisting;
@@ -191,7 +192,7 @@ absl::StatusOr<PutOutcome> Store::PutResult(const ResultRecord& record) {
   return outcome;
 }
 
-absl::StatusOr<std::optional<ResultRecord>> Store::LookupResult(const CacheKey& key) {
+absl::StatusOr<std::optional<ResultRecord>> SqliteStore::LookupResult(const CacheKey& key) {
   if (absl::Status s = ValidateKey(key, "LookupResult"); !s.ok()) return s;
   std::optional<ResultRecord> result;
   absl::Status status = Read([&](Database& db) -> absl::Status {
@@ -217,7 +218,7 @@ absl::StatusOr<std::optional<ResultRecord>> Store::LookupResult(const CacheKey& 
   return result;
 }
 
-absl::StatusOr<std::vector<ResultRecord>> Store::LookupResultsByFingerprint(
+absl::StatusOr<std::vector<ResultRecord>> SqliteStore::LookupResultsByFingerprint(
     const std::string& fingerprint) {
   if (fingerprint.empty()) {
     return absl::InvalidArgumentError("LookupResultsByFingerprint: fingerprint is empty");
@@ -246,7 +247,7 @@ absl::StatusOr<std::vector<ResultRecord>> Store::LookupResultsByFingerprint(
   return results;
 }
 
-absl::StatusOr<int64_t> Store::CountResults() {
+absl::StatusOr<int64_t> SqliteStore::CountResults() {
   int64_t count = 0;
   absl::Status status = Read([&](Database& db) -> absl::Status {
     absl::StatusOr<Statement> stmt = db.Prepare("SELECT count(*) FROM results");
@@ -260,7 +261,7 @@ absl::StatusOr<int64_t> Store::CountResults() {
   return count;
 }
 
-absl::StatusOr<int64_t> Store::RecordHit(const CacheKey& key) {
+absl::StatusOr<int64_t> SqliteStore::RecordHit(const CacheKey& key) {
   if (absl::Status s = ValidateKey(key, "RecordHit"); !s.ok()) return s;
   int64_t hits = 0;
   absl::Status status = Write([&](Database& db) -> absl::Status {

@@ -1,5 +1,5 @@
-// Store: opening, the connection pool, transactions and integrity checks. The tables have their
-// own files: results.cc, measurements.cc, jobs.cc, models.cc.
+// SqliteStore: opening, the connection pool, transactions and integrity checks. The tables have
+// their own files: results.cc, measurements.cc, jobs.cc, models.cc.
 #include "storage/store.h"
 
 #include <chrono>
@@ -13,6 +13,7 @@
 #include "storage/internal.h"
 #include "storage/migrations.h"
 #include "storage/sqlite.h"
+#include "storage/sqlite_store.h"
 
 namespace mltune::storage {
 
@@ -53,15 +54,20 @@ absl::Status WithContext(const absl::Status& status, std::string_view context) {
 
 }  // namespace
 
-Store::Store(std::string path, StoreOptions options, std::unique_ptr<Database> writer)
+SqliteStore::SqliteStore(std::string path, StoreOptions options, std::unique_ptr<Database> writer)
     : path_(std::move(path)),
       options_(options),
       in_memory_(path_ == ":memory:"),
       writer_(std::move(writer)) {}
 
-Store::~Store() = default;
+SqliteStore::~SqliteStore() = default;
 
 absl::StatusOr<std::unique_ptr<Store>> Store::Open(const std::string& path, StoreOptions options) {
+  return SqliteStore::Open(path, options);
+}
+
+absl::StatusOr<std::unique_ptr<Store>> SqliteStore::Open(const std::string& path,
+                                                         StoreOptions options) {
   if (path.empty()) return absl::InvalidArgumentError("store path is empty");
   if (options.busy_timeout_ms < 0 || options.max_idle_readers < 0) {
     return absl::InvalidArgumentError(
@@ -109,7 +115,7 @@ absl::StatusOr<std::unique_ptr<Store>> Store::Open(const std::string& path, Stor
     if (absl::Status s = db.Exec(pragma); !s.ok()) return WithContext(s, kContext);
   }
 
-  std::unique_ptr<Store> store(new Store(file, options, *std::move(writer)));
+  std::unique_ptr<SqliteStore> store(new SqliteStore(file, options, *std::move(writer)));
   if (options.check_on_open) {
     if (absl::Status s = store->CheckIntegrity(); !s.ok()) return WithContext(s, kContext);
   }
@@ -117,12 +123,12 @@ absl::StatusOr<std::unique_ptr<Store>> Store::Open(const std::string& path, Stor
   return store;
 }
 
-absl::Status Store::Write(const std::function<absl::Status(Database&)>& fn) {
+absl::Status SqliteStore::Write(const std::function<absl::Status(Database&)>& fn) {
   std::lock_guard<std::mutex> lock(writer_mu_);
   return writer_->WriteTransaction([&] { return fn(*writer_); });
 }
 
-absl::Status Store::Read(const std::function<absl::Status(Database&)>& fn) {
+absl::Status SqliteStore::Read(const std::function<absl::Status(Database&)>& fn) {
   if (in_memory_) {
     // Every connection to ":memory:" is a database of its own: read through the writer.
     std::lock_guard<std::mutex> lock(writer_mu_);
@@ -135,7 +141,7 @@ absl::Status Store::Read(const std::function<absl::Status(Database&)>& fn) {
   return status;
 }
 
-absl::StatusOr<std::unique_ptr<Database>> Store::AcquireReader() {
+absl::StatusOr<std::unique_ptr<Database>> SqliteStore::AcquireReader() {
   {
     std::lock_guard<std::mutex> lock(readers_mu_);
     if (!idle_readers_.empty()) {
@@ -147,14 +153,14 @@ absl::StatusOr<std::unique_ptr<Database>> Store::AcquireReader() {
   return Database::Open(path_, options_.busy_timeout_ms, /*query_only=*/true);
 }
 
-void Store::ReleaseReader(std::unique_ptr<Database> reader) {
+void SqliteStore::ReleaseReader(std::unique_ptr<Database> reader) {
   std::lock_guard<std::mutex> lock(readers_mu_);
   if (idle_readers_.size() < static_cast<size_t>(options_.max_idle_readers)) {
     idle_readers_.push_back(std::move(reader));
   }
 }
 
-absl::StatusOr<int> Store::SchemaVersion() {
+absl::StatusOr<int> SqliteStore::SchemaVersion() {
   int version = 0;
   absl::Status status = Read([&](Database& db) -> absl::Status {
     absl::StatusOr<Statement> stmt = db.Prepare("PRAGMA user_version");
@@ -168,7 +174,7 @@ absl::StatusOr<int> Store::SchemaVersion() {
   return version;
 }
 
-absl::Status Store::CheckIntegrity() {
+absl::Status SqliteStore::CheckIntegrity() {
   std::vector<std::string> problems;
   absl::Status status = Read([&](Database& db) -> absl::Status {
     absl::StatusOr<Statement> stmt = db.Prepare("PRAGMA quick_check(10)");

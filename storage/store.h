@@ -8,7 +8,6 @@
 #include <functional>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <span>
 #include <string>
@@ -19,8 +18,6 @@
 #include "absl/status/statusor.h"
 
 namespace mltune::storage {
-
-class Database;  // storage/sqlite.h, internal
 
 struct StoreOptions {
   // How long a write waits for another process's write lock before failing with Unavailable.
@@ -174,6 +171,8 @@ struct ModelTrainingRecord {
   std::string detail;    // e.g. "version 3", "exit 1 (see the log)"
 };
 
+// The store's interface; Open returns the SQLite implementation (storage/sqlite_store.h). The
+// overloads without some arguments stand for their defaults (virtual functions take none).
 // Thread-safe: one Store serves every thread of the daemon. Every method returns a clear error
 // (InvalidArgument for bad input, NotFound, FailedPrecondition for an illegal job transition,
 // Unavailable when another process holds the write lock past the busy timeout, DataLoss for a
@@ -188,36 +187,39 @@ class Store {
   // missing file is NotFound and nothing is created.
   static absl::StatusOr<std::unique_ptr<Store>> Open(const std::string& path,
                                                      StoreOptions options = {});
-  ~Store();
+  virtual ~Store() = default;
   Store(const Store&) = delete;
   Store& operator=(const Store&) = delete;
 
-  const std::string& path() const { return path_; }
-  absl::StatusOr<int> SchemaVersion();
+  // Where the store is: its file (or ":memory:").
+  virtual const std::string& path() const = 0;
+  virtual absl::StatusOr<int> SchemaVersion() = 0;
   // PRAGMA quick_check: OK, or DataLoss naming the file and the first problems found.
-  absl::Status CheckIntegrity();
+  virtual absl::Status CheckIntegrity() = 0;
 
   // --- Results cache.
   // Upsert. The new record replaces the cached one when its tuned score is lower, or equal with
   // a larger budget; otherwise the cached result stays. Either way the stored budget becomes the
   // larger of the two, so it always says how much search stands behind the cached result.
   // hit_count and created_ms survive a replacement; artifacts are replaced as a whole.
-  absl::StatusOr<PutOutcome> PutResult(const ResultRecord& record);
-  absl::StatusOr<std::optional<ResultRecord>> LookupResult(const CacheKey& key);
+  virtual absl::StatusOr<PutOutcome> PutResult(const ResultRecord& record) = 0;
+  virtual absl::StatusOr<std::optional<ResultRecord>> LookupResult(const CacheKey& key) = 0;
   // Every result for a graph (any task, target, search version), ordered by those.
-  absl::StatusOr<std::vector<ResultRecord>> LookupResultsByFingerprint(
-      const std::string& fingerprint);
+  virtual absl::StatusOr<std::vector<ResultRecord>> LookupResultsByFingerprint(
+      const std::string& fingerprint) = 0;
   // Rows in the results cache (every task, target and search version).
-  absl::StatusOr<int64_t> CountResults();
+  virtual absl::StatusOr<int64_t> CountResults() = 0;
   // Counts one answer served from the cache; returns the new count. NotFound without a result.
-  absl::StatusOr<int64_t> RecordHit(const CacheKey& key);
+  virtual absl::StatusOr<int64_t> RecordHit(const CacheKey& key) = 0;
 
   // --- Measurement log.
   // All records in one transaction: either all are stored or none (the first invalid record is
   // named in the error and nothing is written).
-  absl::Status AppendMeasurements(std::span<const MeasurementRecord> records);
-  absl::StatusOr<std::vector<MeasurementRecord>> QueryMeasurements(const MeasurementFilter& filter);
-  absl::StatusOr<int64_t> CountMeasurements(const MeasurementFilter& filter = {});
+  virtual absl::Status AppendMeasurements(std::span<const MeasurementRecord> records) = 0;
+  virtual absl::StatusOr<std::vector<MeasurementRecord>> QueryMeasurements(
+      const MeasurementFilter& filter) = 0;
+  virtual absl::StatusOr<int64_t> CountMeasurements(const MeasurementFilter& filter) = 0;
+  absl::StatusOr<int64_t> CountMeasurements() { return CountMeasurements(MeasurementFilter{}); }
 
   // --- Kernel graphs (the learned cost model's inputs).
   // Insert-or-ignore: returns true when stored, false when the key was already there (the
@@ -225,75 +227,66 @@ class Store {
   // feature set, which this build cannot read) is replaced by `record.graph`, keeping its origin,
   // and true is returned: so stores outlive feature changes without a new measurement.
   using GraphCheck = std::function<bool(const std::string& stored_graph)>;
-  absl::StatusOr<bool> PutKernelGraph(const KernelGraphRecord& record,
-                                      const GraphCheck& is_current = nullptr);
-  absl::StatusOr<std::optional<KernelGraphRecord>> GetKernelGraph(const std::string& kernel_key);
-  absl::StatusOr<int64_t> CountKernelGraphs();
+  virtual absl::StatusOr<bool> PutKernelGraph(const KernelGraphRecord& record,
+                                              const GraphCheck& is_current) = 0;
+  absl::StatusOr<bool> PutKernelGraph(const KernelGraphRecord& record) {
+    return PutKernelGraph(record, nullptr);
+  }
+  virtual absl::StatusOr<std::optional<KernelGraphRecord>> GetKernelGraph(
+      const std::string& kernel_key) = 0;
+  virtual absl::StatusOr<int64_t> CountKernelGraphs() = 0;
 
   // --- Jobs.
   // `job.state` must be queued; returns the id (job.id, or a generated one when empty).
   // AlreadyExists for a taken id.
-  absl::StatusOr<std::string> CreateJob(const JobRecord& job);
+  virtual absl::StatusOr<std::string> CreateJob(const JobRecord& job) = 0;
   // Moves a job to `state`, validating the transition (FailedPrecondition otherwise). `progress`
   // in [0, 1]; `best_score` replaces the stored one when set; `error` replaces the stored one
   // and is required (non-empty) for failed.
+  virtual absl::Status UpdateJobState(const std::string& id, JobState state, double progress,
+                                      std::optional<double> best_score,
+                                      const std::string& error) = 0;
   absl::Status UpdateJobState(const std::string& id, JobState state, double progress,
-                              std::optional<double> best_score = std::nullopt,
-                              const std::string& error = "");
-  absl::StatusOr<JobRecord> GetJob(const std::string& id);
+                              std::optional<double> best_score = std::nullopt) {
+    return UpdateJobState(id, state, progress, best_score, "");
+  }
+  virtual absl::StatusOr<JobRecord> GetJob(const std::string& id) = 0;
   // Oldest first; every job when `state` is unset.
-  absl::StatusOr<std::vector<JobRecord>> ListJobs(std::optional<JobState> state = std::nullopt);
+  virtual absl::StatusOr<std::vector<JobRecord>> ListJobs(std::optional<JobState> state) = 0;
+  absl::StatusOr<std::vector<JobRecord>> ListJobs() { return ListJobs(std::nullopt); }
   // Jobs per state name ("queued", "running", ...); states without jobs are absent.
-  absl::StatusOr<std::map<std::string, int64_t>> CountJobsByState();
+  virtual absl::StatusOr<std::map<std::string, int64_t>> CountJobsByState() = 0;
   // For the daemon at startup, before it runs jobs: jobs left running by a previous process are
   // queued again (kResume; a job that already entered running `max_attempts` times fails
   // instead, so a job that kills the daemon cannot loop) or failed with kDaemonStoppedError.
-  absl::StatusOr<RecoveredJobs> RecoverAfterCrash(RecoveryPolicy policy, int max_attempts = 3);
+  virtual absl::StatusOr<RecoveredJobs> RecoverAfterCrash(RecoveryPolicy policy,
+                                                          int max_attempts) = 0;
+  absl::StatusOr<RecoveredJobs> RecoverAfterCrash(RecoveryPolicy policy) {
+    return RecoverAfterCrash(policy, 3);
+  }
 
   // --- Learned-model checkpoints. (name, version) is written once: AlreadyExists on a repeat.
   // `metadata_json` must be valid JSON ("" is stored as "{}").
-  absl::Status PutModel(const std::string& name, int64_t version, std::string_view data,
-                        const std::string& metadata_json);
+  virtual absl::Status PutModel(const std::string& name, int64_t version, std::string_view data,
+                                const std::string& metadata_json) = 0;
   // Stores `data` as the version after `name`'s highest (1 for a new name) and returns it;
   // a concurrent writer taking that version makes it retry with the next.
-  absl::StatusOr<int64_t> PutModelNextVersion(const std::string& name, std::string_view data,
-                                              const std::string& metadata_json);
+  virtual absl::StatusOr<int64_t> PutModelNextVersion(const std::string& name,
+                                                      std::string_view data,
+                                                      const std::string& metadata_json) = 0;
   // The highest version of `name`, or nullopt.
-  absl::StatusOr<std::optional<ModelRecord>> LatestModel(const std::string& name);
+  virtual absl::StatusOr<std::optional<ModelRecord>> LatestModel(const std::string& name) = 0;
   // Every checkpoint without its bytes (size_bytes set), by name then version.
-  absl::StatusOr<std::vector<ModelRecord>> ListModels();
+  virtual absl::StatusOr<std::vector<ModelRecord>> ListModels() = 0;
 
   // --- The daemon's retrainings. InvalidArgument for an empty name, an unknown outcome, negative
   // rows or an end before the start.
-  absl::Status RecordModelTraining(const ModelTrainingRecord& record);
+  virtual absl::Status RecordModelTraining(const ModelTrainingRecord& record) = 0;
   // Each model's most recent retraining (latest end), by name.
-  absl::StatusOr<std::vector<ModelTrainingRecord>> LatestModelTrainings();
+  virtual absl::StatusOr<std::vector<ModelTrainingRecord>> LatestModelTrainings() = 0;
 
- private:
-  Store(std::string path, StoreOptions options, std::unique_ptr<Database> writer);
-
-  // Runs `fn` in a write transaction (BEGIN IMMEDIATE ... COMMIT, ROLLBACK when fn fails) on the
-  // single writer connection, holding writer_mu_.
-  absl::Status Write(const std::function<absl::Status(Database&)>& fn);
-  // Runs `fn` in a read transaction (one consistent snapshot) on a pooled read connection.
-  absl::Status Read(const std::function<absl::Status(Database&)>& fn);
-  absl::StatusOr<std::unique_ptr<Database>> AcquireReader();
-  void ReleaseReader(std::unique_ptr<Database> reader);
-
-  // Concurrency: one writer connection behind a mutex, plus a pool of read-only connections.
-  // SQLite admits one writer at a time anyway, so serializing our own writes in-process costs no
-  // throughput and spares them SQLITE_BUSY against each other; BEGIN IMMEDIATE still guards
-  // against other processes on the same file. In WAL mode each reader sees the last committed
-  // snapshot without waiting for an open write transaction, so lookups never queue behind a long
-  // measurement batch. A connection is used by one thread at a time (the writer under its mutex,
-  // a reader while borrowed), which is what SQLite's multi-thread mode requires.
-  std::string path_;
-  StoreOptions options_;
-  bool in_memory_ = false;  // ":memory:": reads go through the writer connection
-  std::mutex writer_mu_;
-  std::unique_ptr<Database> writer_;
-  std::mutex readers_mu_;
-  std::vector<std::unique_ptr<Database>> idle_readers_;
+ protected:
+  Store() = default;
 };
 
 }  // namespace mltune::storage
