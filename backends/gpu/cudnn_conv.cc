@@ -87,6 +87,7 @@ std::string Join(const std::vector<int>& v) {
 
 }  // namespace
 
+// The handle and descriptors live as long as the runner child, whose exit frees them.
 struct CudnnConvolutions::State {
   Api api{};
   cudnnHandle_t handle = nullptr;
@@ -110,10 +111,6 @@ CudnnConvolutions::CudnnConvolutions() : state_(std::make_unique<State>()) {}
 CudnnConvolutions::~CudnnConvolutions() = default;
 
 size_t CudnnConvolutions::workspace_bytes() const { return state_->workspace; }
-
-int CudnnConvolutions::algorithm(int index) const {
-  return static_cast<int>(state_->convs.at(static_cast<size_t>(index)).algo);
-}
 
 std::string CudnnConvolutions::Add(const nlohmann::json& l, int* index) {
   State& s = *state_;

@@ -26,8 +26,6 @@ class CudnnConvolutions {
   size_t workspace_bytes() const;
   // y = conv(x, w) on `stream` (a CUstream), with `workspace` of workspace_bytes().
   std::string Run(int index, void* x, void* w, void* y, void* workspace, void* stream);
-  // The algorithm convolution `index` runs (cuDNN's cudnnConvolutionFwdAlgo_t, for logs).
-  int algorithm(int index) const;
 
  private:
   struct State;
