@@ -11,6 +11,20 @@
 namespace mltune::backends::gpu {
 namespace {
 
+// A new device buffer of `bytes`; its index.
+int64_t AddBuffer(GpuModuleProgram& program, int64_t bytes) {
+  program.buffer_bytes.push_back(bytes);
+  return static_cast<int64_t>(program.buffer_bytes.size()) - 1;
+}
+
+// A buffer for parameter leaf `p` of the program, recorded in `buffer_of`.
+void AddParameter(const ir::Instruction* p, GpuModuleProgram& program,
+                  std::unordered_map<const ir::Instruction*, int64_t>& buffer_of) {
+  const int64_t b = AddBuffer(program, p->shape().ByteSize());
+  buffer_of[p] = b;
+  program.params.push_back({b, p->shape()});
+}
+
 // Generates and compiles kernel `k` with `config` and appends its launches to `program`, its
 // inputs read from (and its outputs and workspaces added as) buffers of `buffer_of`.
 absl::Status AppendKernel(const cpu::LoweredModule& lowered, const cpu::Kernel& k,
@@ -18,10 +32,6 @@ absl::Status AppendKernel(const cpu::LoweredModule& lowered, const cpu::Kernel& 
                           std::unordered_map<const ir::Instruction*, int64_t>& buffer_of,
                           GpuModuleProgram& program,
                           std::vector<GpuModuleProgram::Launch>& target) {
-  auto add_buffer = [&](int64_t bytes) {
-    program.buffer_bytes.push_back(bytes);
-    return static_cast<int64_t>(program.buffer_bytes.size()) - 1;
-  };
   absl::StatusOr<GpuKernelProgram> kp = GenerateGpuKernel(lowered, k.id, config);
   if (!kp.ok()) return kp.status();
   absl::StatusOr<PtxModule> ptx = CompileToPtx(kp->source, kp->name + ".cu", options);
@@ -45,12 +55,12 @@ absl::Status AppendKernel(const cpu::LoweredModule& lowered, const cpu::Kernel& 
     inputs.push_back(it->second);
   }
   for (const ir::Instruction* o : k.outputs) {
-    const int64_t b = add_buffer(o->shape().ByteSize());
+    const int64_t b = AddBuffer(program, o->shape().ByteSize());
     buffer_of[o] = b;
     outputs.push_back(b);
   }
   std::vector<int64_t> workspaces;
-  for (int64_t bytes : kp->workspaces) workspaces.push_back(add_buffer(bytes));
+  for (int64_t bytes : kp->workspaces) workspaces.push_back(AddBuffer(program, bytes));
   for (const GpuLaunch& l : kp->launches) {
     GpuModuleProgram::Launch launch;
     switch (l.kind) {
@@ -125,8 +135,7 @@ absl::Status CheckAllSupported(const cpu::LoweredModule& lowered) {
 
 // A buffer holding constant `base`'s bytes.
 int64_t ConstantBuffer(const ir::Instruction* base, GpuModuleProgram& program) {
-  program.buffer_bytes.push_back(base->shape().ByteSize());
-  const int64_t b = static_cast<int64_t>(program.buffer_bytes.size()) - 1;
+  const int64_t b = AddBuffer(program, base->shape().ByteSize());
   program.constants.push_back(
       {b, std::string(reinterpret_cast<const char*>(base->literal->untyped_data()),
                       static_cast<size_t>(base->shape().ByteSize()))});
@@ -168,10 +177,6 @@ absl::Status AppendWhile(const cpu::Kernel& k, const NvrtcOptions& options,
                                             " state buffers for ", k.operand_leaves.size(),
                                             " operand leaves"));
   }
-  auto add_buffer = [&](int64_t bytes) {
-    program.buffer_bytes.push_back(bytes);
-    return static_cast<int64_t>(program.buffer_bytes.size()) - 1;
-  };
   auto copy = [](int64_t from, int64_t to, int64_t bytes) {
     Launch c;
     c.kind = Launch::Kind::kCopy;
@@ -184,7 +189,7 @@ absl::Status AppendWhile(const cpu::Kernel& k, const NvrtcOptions& options,
     const int64_t bytes = k.outputs[i]->shape().ByteSize();
     absl::StatusOr<int64_t> init = BufferOf(k.operand_leaves[i], buffer_of, program);
     if (!init.ok()) return init.status();
-    state.push_back(add_buffer(bytes));
+    state.push_back(AddBuffer(program, bytes));
     buffer_of[k.outputs[i]] = state.back();
     target.push_back(copy(*init, state.back(), bytes));
   }
@@ -218,7 +223,7 @@ absl::Status AppendWhile(const cpu::Kernel& k, const NvrtcOptions& options,
     if (next[i] == state[i]) continue;
     if (std::find(state.begin(), state.end(), next[i]) != state.end()) {
       const int64_t bytes = program.buffer_bytes[static_cast<size_t>(next[i])];
-      const int64_t saved = add_buffer(bytes);
+      const int64_t saved = AddBuffer(program, bytes);
       loop.body.push_back(copy(next[i], saved, bytes));
       next[i] = saved;
     }
@@ -242,8 +247,7 @@ absl::Status AppendConditional(const cpu::Kernel& k, const NvrtcOptions& options
   using Launch = GpuModuleProgram::Launch;
   std::vector<int64_t> outputs;
   for (const ir::Instruction* o : k.outputs) {
-    program.buffer_bytes.push_back(o->shape().ByteSize());
-    outputs.push_back(static_cast<int64_t>(program.buffer_bytes.size()) - 1);
+    outputs.push_back(AddBuffer(program, o->shape().ByteSize()));
     buffer_of[o] = outputs.back();
   }
   Launch pick;
@@ -332,12 +336,7 @@ absl::StatusOr<GpuModuleProgram> CompileGpuModule(const cpu::LoweredModule& lowe
   GpuModuleProgram program;
   program.arch = options.arch;
   std::unordered_map<const ir::Instruction*, int64_t> buffer_of;
-  for (const ir::Instruction* p : lowered.parameters) {
-    program.buffer_bytes.push_back(p->shape().ByteSize());
-    const int64_t b = static_cast<int64_t>(program.buffer_bytes.size()) - 1;
-    buffer_of[p] = b;
-    program.params.push_back({b, p->shape()});
-  }
+  for (const ir::Instruction* p : lowered.parameters) AddParameter(p, program, buffer_of);
   for (const cpu::Kernel& k : lowered.kernels) {
     const size_t i = static_cast<size_t>(k.id);
     const cpu::KernelConfig config = i < configs.size() ? configs[i] : cpu::KernelConfig{};
@@ -382,12 +381,7 @@ absl::StatusOr<GpuModuleProgram> CompileGpuKernel(const cpu::LoweredModule& lowe
   GpuModuleProgram program;
   program.arch = options.arch;
   std::unordered_map<const ir::Instruction*, int64_t> buffer_of;
-  for (const ir::Instruction* in : k.inputs) {
-    program.buffer_bytes.push_back(in->shape().ByteSize());
-    const int64_t b = static_cast<int64_t>(program.buffer_bytes.size()) - 1;
-    buffer_of[in] = b;
-    program.params.push_back({b, in->shape()});
-  }
+  for (const ir::Instruction* in : k.inputs) AddParameter(in, program, buffer_of);
   if (absl::Status s =
           AppendKernel(lowered, k, config, options, buffer_of, program, program.launches);
       !s.ok()) {
