@@ -13,12 +13,7 @@ namespace mltune::storage {
 
 absl::StatusOr<bool> SqliteStore::PutKernelGraph(const KernelGraphRecord& record,
                                                  const GraphCheck& is_current) {
-  const std::string what = absl::StrCat("PutKernelGraph(", record.kernel_key, ")");
-  if (record.kernel_key.empty()) {
-    return absl::InvalidArgumentError("PutKernelGraph: kernel_key is empty");
-  }
-  if (record.graph.empty()) return absl::InvalidArgumentError(what + ": graph is empty");
-  if (record.target.empty()) return absl::InvalidArgumentError(what + ": target is empty");
+  if (absl::Status s = ValidateKernelGraph(record); !s.ok()) return s;
   bool inserted = false;
   absl::Status status = Write([&](Database& db) -> absl::Status {
     absl::StatusOr<Statement> insert = db.Prepare(

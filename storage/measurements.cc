@@ -13,17 +13,6 @@
 namespace mltune::storage {
 namespace {
 
-absl::Status ValidateMeasurement(const MeasurementRecord& m, size_t index) {
-  const std::string what = absl::StrCat("AppendMeasurements: record ", index);
-  if (m.graph_key.empty()) return absl::InvalidArgumentError(what + ": graph_key is empty");
-  if (m.task.empty()) return absl::InvalidArgumentError(what + ": task is empty");
-  if (m.target.empty()) return absl::InvalidArgumentError(what + ": target is empty");
-  if (m.time_ms < 0) {
-    return absl::InvalidArgumentError(absl::StrCat(what, ": time_ms is ", m.time_ms, " (< 0)"));
-  }
-  return RequireFinite(m.value, what, "value");
-}
-
 // " WHERE ..." for the set fields of `filter` (parameters ?1..?4 and ?6; ?5 is the limit), or "".
 std::string WhereClause(const MeasurementFilter& filter) {
   std::vector<std::string> conditions;

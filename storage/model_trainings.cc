@@ -9,31 +9,9 @@
 #include "storage/store.h"
 
 namespace mltune::storage {
-namespace {
-
-bool KnownOutcome(const std::string& outcome) {
-  for (const char* known : {"stored", "rejected", "failed", "preempted", "stopped"}) {
-    if (outcome == known) return true;
-  }
-  return false;
-}
-
-}  // namespace
 
 absl::Status SqliteStore::RecordModelTraining(const ModelTrainingRecord& record) {
-  const std::string what = absl::StrCat("RecordModelTraining(", record.name, ")");
-  if (record.name.empty()) {
-    return absl::InvalidArgumentError("RecordModelTraining: model name is empty");
-  }
-  if (!KnownOutcome(record.outcome)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(what, ": unknown outcome '", record.outcome,
-                     "' (expected stored, rejected, failed, preempted or stopped)"));
-  }
-  if (record.new_rows < 0) return absl::InvalidArgumentError(what + ": new_rows is negative");
-  if (record.ended_ms < record.started_ms) {
-    return absl::InvalidArgumentError(what + ": ended_ms is before started_ms");
-  }
+  if (absl::Status s = ValidateModelTraining(record); !s.ok()) return s;
   return Write([&](Database& db) -> absl::Status {
     absl::StatusOr<Statement> insert = db.Prepare(
         "INSERT INTO model_trainings (name, outcome, started_ms, ended_ms, new_rows, detail) "

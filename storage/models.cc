@@ -12,9 +12,8 @@ namespace mltune::storage {
 
 absl::Status SqliteStore::PutModel(const std::string& name, int64_t version, std::string_view data,
                                    const std::string& metadata_json) {
+  if (absl::Status s = ValidateModel(name, version); !s.ok()) return s;
   const std::string what = absl::StrCat("PutModel(", name, " v", version, ")");
-  if (name.empty()) return absl::InvalidArgumentError("PutModel: model name is empty");
-  if (version < 0) return absl::InvalidArgumentError(what + ": version must be >= 0");
   const std::string metadata = metadata_json.empty() ? "{}" : metadata_json;
   return Write([&](Database& db) -> absl::Status {
     {
