@@ -64,7 +64,8 @@ absl::Status ValidateConfig(const DaemonConfig& c) {
                              {"max-budget-steps", static_cast<double>(c.max_budget_steps)},
                              {"max-job-seconds", c.max_job_seconds},
                              {"default-budget-steps", static_cast<double>(c.default_budget_steps)},
-                             {"max-attempts", c.max_attempts}}) {
+                             {"max-attempts", c.max_attempts},
+                             {"lease-seconds", c.lease_seconds}}) {
     if (absl::Status s = positive(flag, value); !s.ok()) return s;
   }
   if (c.drain_seconds < 0) return absl::InvalidArgumentError("--drain-seconds must be >= 0");
@@ -93,7 +94,14 @@ std::optional<int> ParseDaemonFlags(int argc, char** argv, DaemonConfig* config,
   app.add_option("--metrics-listen", c.metrics_listen,
                  "Prometheus /metrics address HOST:PORT (\"\": not served)")
       ->capture_default_str();
-  app.add_option("--data-dir", c.data_dir, "Folder of the SQLite store (mltune.db)")
+  app.add_option("--data-dir", c.data_dir, "Folder of the SQLite store (mltune.db) and logs")
+      ->capture_default_str();
+  app.add_option("--store", c.store,
+                 "The store: a SQLite file, or a postgresql:// URL that several daemons share "
+                 "(default: DATA_DIR/mltune.db)");
+  app.add_option("--lease-seconds", c.lease_seconds,
+                 "A running job's lease: a daemon sharing the store takes over the jobs of one "
+                 "that stopped renewing after this long")
       ->capture_default_str();
   app.add_option("--specs-dir", c.specs_dir,
                  "Folder of extra target specs (*.json); a file named like a built-in replaces it");

@@ -17,7 +17,13 @@ inline constexpr char kDefaultMetricsListen[] = "127.0.0.1:9470";
 struct DaemonConfig {
   std::string listen = kDefaultListen;                 // gRPC; port 0 picks a free port
   std::string metrics_listen = kDefaultMetricsListen;  // Prometheus /metrics; "" = not served
-  std::string data_dir = "./var";                      // the store is DATA_DIR/mltune.db
+  std::string data_dir = "./var";  // the SQLite store DATA_DIR/mltune.db, the trainer's log
+  // The store: "" = DATA_DIR/mltune.db; a SQLite file; or a postgresql:// URL, which several
+  // daemons may share (jobs are then claimed under leases; docs/deployment.md).
+  std::string store;
+  // A running job's lease: after a daemon dies, another on the same store takes its jobs over
+  // this long after its last renewal.
+  double lease_seconds = 30;
   // More target specs (*.json, backends/spec format) on top of the built-in ones; "" = none.
   std::string specs_dir;
   // Pretrained checkpoints stored as version 0 of their models at start; "" = the installed or

@@ -49,7 +49,10 @@ std::unique_ptr<ModelRefresher> MakeRefresher(const DaemonConfig& config, storag
   options.gate = config.retrain_gate;
   options.trainer = config.trainer.empty() ? DefaultTrainerPath() : config.trainer;
   options.trainer_args = absl::StrSplit(config.trainer_args, ' ', absl::SkipWhitespace());
-  options.store_path = store.path();
+  // The full locator: path() hides a URL's password, which the trainer needs to connect.
+  options.store_path = config.store.empty()
+                           ? (std::filesystem::path(config.data_dir) / "mltune.db").string()
+                           : config.store;
   options.log_path = (std::filesystem::path(config.data_dir) / "trainer.log").string();
   options.targets = {"cpu"};
   for (const backends::TargetSpec* spec : backends::TargetRegistry::Global().OfKind("tpu")) {
@@ -117,8 +120,10 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(const DaemonConfig& config
   }
   absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> credentials = ServerCredentials(config);
   if (!credentials.ok()) return credentials.status();
-  const std::filesystem::path store_path = std::filesystem::path(config.data_dir) / "mltune.db";
-  absl::StatusOr<std::unique_ptr<storage::Store>> store = storage::Store::Open(store_path.string());
+  const std::string store_path =
+      config.store.empty() ? (std::filesystem::path(config.data_dir) / "mltune.db").string()
+                           : config.store;
+  absl::StatusOr<std::unique_ptr<storage::Store>> store = storage::Store::Open(store_path);
   if (!store.ok()) return store.status();
   impl->store = *std::move(store);
   const std::string pretrained =
@@ -142,6 +147,7 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(const DaemonConfig& config
   options.max_job_seconds = config.max_job_seconds;
   options.max_attempts = config.max_attempts;
   options.search_version = kSearchVersion;
+  options.lease_seconds = config.lease_seconds;
   Impl* raw = impl.get();
   impl->scheduler = std::make_unique<JobScheduler>(
       *impl->store, *impl->metrics, options,

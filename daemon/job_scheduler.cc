@@ -1,13 +1,18 @@
 #include "daemon/job_scheduler.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <iostream>
 #include <limits>
 #include <map>
+#include <random>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "backends/gpu/device.h"
 #include "costmodels/features/kernel_graph.h"
@@ -69,6 +74,7 @@ int64_t UnixMs() {
 }
 
 constexpr size_t kRecentJobs = 256;
+constexpr size_t kKnownSpecs = 1024;
 constexpr size_t kMeasurementBatch = 1000;
 
 std::string WorkerName(int index) { return absl::StrCat("inprocess-", index); }
@@ -99,17 +105,32 @@ struct JobScheduler::LiveJob {
   std::string id;
   std::shared_ptr<const JobSpec> spec;
   storage::JobRecord record;  // mirrors the store's row
-  std::string dedup_key;
   std::atomic<bool> cancel{false};
+  // Another daemon holds the job now (this one's lease expired): stop, and write nothing more.
+  std::atomic<bool> lost{false};
   int64_t steps_done = 0;
   int64_t version = 0;
   Clock::time_point started;  // of this attempt; deadlines use it (immune to wall-clock jumps)
 };
 
+namespace {
+
+std::string DefaultOwner() {
+  char host[256] = {};
+  if (gethostname(host, sizeof(host) - 1) != 0) std::snprintf(host, sizeof(host), "unknown");
+  std::random_device device;
+  return absl::StrFormat("%s:%d:%08x", host, static_cast<int>(getpid()), device());
+}
+
+}  // namespace
+
 JobScheduler::JobScheduler(storage::Store& store, Metrics& metrics, SchedulerOptions options,
                            Decoder decoder)
     : store_(store), metrics_(metrics), options_(std::move(options)), decoder_(std::move(decoder)) {
   options_.worker_threads = std::max(1, options_.worker_threads);
+  options_.lease_seconds = std::max(0.3, options_.lease_seconds);
+  options_.poll_seconds = std::clamp(options_.poll_seconds, 0.01, 60.0);
+  owner_ = options_.owner.empty() ? DefaultOwner() : options_.owner;
   for (int i = 0; i < options_.worker_threads; ++i)
     workers_.push_back(
         {.name = WorkerName(i), .job_id = "", .target = "", .candidates_evaluated = 0});
@@ -117,60 +138,44 @@ JobScheduler::JobScheduler(storage::Store& store, Metrics& metrics, SchedulerOpt
 
 JobScheduler::~JobScheduler() { Shutdown(0); }
 
+int64_t JobScheduler::lease_ms() const {
+  return static_cast<int64_t>(options_.lease_seconds * 1000);
+}
+
+std::chrono::milliseconds JobScheduler::poll_interval() const {
+  return std::chrono::milliseconds(static_cast<int64_t>(options_.poll_seconds * 1000));
+}
+
 absl::Status JobScheduler::Start() {
   if (started_) return absl::FailedPreconditionError("JobScheduler::Start called twice");
-  absl::StatusOr<storage::RecoveredJobs> recovered =
-      store_.RecoverAfterCrash(storage::RecoveryPolicy::kResume, options_.max_attempts);
-  if (!recovered.ok()) return recovered.status();
-  for (const std::string& id : recovered->failed) {
-    std::cerr << "mltuned: job " << id << " failed: it was running at " << options_.max_attempts
-              << " crashes\n";
-  }
-  absl::StatusOr<std::vector<storage::JobRecord>> queued =
-      store_.ListJobs(storage::JobState::kQueued);
-  if (!queued.ok()) return queued.status();
-  std::lock_guard<std::mutex> lock(mu_);
-  for (storage::JobRecord& record : *queued) {
-    absl::StatusOr<JobSpec> spec = decoder_(record);
-    if (!spec.ok()) {
-      // queued -> failed is not a legal transition: pass through running.
-      const std::string error = absl::StrCat("cannot resume: ", spec.status().message());
-      absl::Status s = store_.UpdateJobState(record.id, storage::JobState::kRunning, 0);
-      if (s.ok()) s = store_.UpdateJobState(record.id, storage::JobState::kFailed, 0, {}, error);
-      if (!s.ok()) LogError(absl::StrCat("failing job ", record.id), s);
-      continue;
+  // Alone on its store, a daemon knows that what was running belongs to its previous process; on
+  // a shared store it may be another daemon's, so only expired leases are taken over.
+  if (!store_.shared()) {
+    absl::StatusOr<storage::RecoveredJobs> recovered =
+        store_.RecoverAfterCrash(storage::RecoveryPolicy::kResume, options_.max_attempts);
+    if (!recovered.ok()) return recovered.status();
+    for (const std::string& id : recovered->failed) {
+      std::cerr << "mltuned: job " << id << " failed: it was running at " << options_.max_attempts
+                << " crashes\n";
     }
-    auto job = std::make_shared<LiveJob>();
-    job->id = record.id;
-    job->spec = std::make_shared<const JobSpec>(*std::move(spec));
-    job->dedup_key = job->spec->DedupKey();
-    job->record = std::move(record);
-    in_flight_.emplace(job->dedup_key, job->id);
-    live_[job->id] = job;
-    queue_.push_back(job);
   }
-  if (!queue_.empty()) std::cerr << "mltuned: resuming " << queue_.size() << " queued job(s)\n";
+  absl::StatusOr<std::map<std::string, int64_t>> counts = store_.CountJobsByState();
+  if (!counts.ok()) return counts.status();
+  std::lock_guard<std::mutex> lock(mu_);
+  queued_gauge_ = (*counts)["queued"];
+  if (queued_gauge_ > 0) std::cerr << "mltuned: " << queued_gauge_ << " queued job(s) to run\n";
   for (int i = 0; i < options_.worker_threads; ++i) {
     threads_.emplace_back([this, i] { WorkerLoop(i); });
   }
+  lease_thread_ = std::thread([this] { LeaseLoop(); });
   started_ = true;
   UpdateGauges();
   return absl::OkStatus();
 }
 
 absl::StatusOr<JobScheduler::Submitted> JobScheduler::Submit(std::shared_ptr<const JobSpec> spec) {
-  std::lock_guard<std::mutex> lock(mu_);
   if (shutting_down_) {
     return absl::UnavailableError("mltuned is shutting down; submit again after it restarts");
-  }
-  std::string dedup_key = spec->DedupKey();
-  if (auto it = in_flight_.find(dedup_key); it != in_flight_.end()) {
-    return Submitted{it->second, true};
-  }
-  if (static_cast<int64_t>(queue_.size()) >= options_.queue_size) {
-    return absl::ResourceExhaustedError(absl::StrCat("the job queue is full (", queue_.size(),
-                                                     " jobs queued, --queue-size ",
-                                                     options_.queue_size, "); retry later"));
   }
   storage::JobRecord record;
   record.state = storage::JobState::kQueued;
@@ -178,52 +183,40 @@ absl::StatusOr<JobScheduler::Submitted> JobScheduler::Submit(std::shared_ptr<con
   record.budget_steps = spec->budget_steps;
   record.strategy = spec->strategy;
   record.request = spec->request;
-  absl::StatusOr<std::string> id = store_.CreateJob(record);
-  if (!id.ok()) return id.status();
-  record.id = *id;
-  record.created_ms = record.updated_ms = UnixMs();
-
-  auto job = std::make_shared<LiveJob>();
-  job->id = *id;
-  job->spec = std::move(spec);
-  job->record = std::move(record);
-  job->dedup_key = std::move(dedup_key);
-  in_flight_.emplace(job->dedup_key, job->id);
-  live_[job->id] = job;
-  queue_.push_back(job);
-  work_cv_.notify_one();
-  UpdateGauges();
-  return Submitted{*id, false};
+  record.dedup_key = spec->DedupKey();
+  absl::StatusOr<storage::SubmittedJob> submitted =
+      store_.SubmitJob(record, std::max(1, options_.queue_size));
+  if (!submitted.ok()) return submitted.status();
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!submitted->attached) {
+    RememberSpecLocked(submitted->id, std::move(spec));
+    ++submissions_;
+    ++queued_gauge_;
+    work_cv_.notify_one();
+    UpdateGauges();
+  }
+  return Submitted{submitted->id, submitted->attached};
 }
 
 absl::StatusOr<JobView> JobScheduler::Cancel(const std::string& job_id) {
   {
-    std::unique_lock<std::mutex> lock(mu_);
+    std::lock_guard<std::mutex> lock(mu_);
     auto it = live_.find(job_id);
     if (it != live_.end()) {
-      std::shared_ptr<LiveJob> job = it->second;
-      if (job->record.state == storage::JobState::kQueued) {
-        queue_.erase(std::remove(queue_.begin(), queue_.end(), job), queue_.end());
-        lock.unlock();
-        Finish(job, storage::JobState::kCancelled, "");
-        return Get(job_id);
-      }
-      // Running: the search sees the flag at its next step; the worker finishes the job.
-      job->cancel = true;
-      Touch(*job);
-      return ViewLocked(*job);
+      // Running here: the search sees the flag at its next step; the worker finishes the job.
+      LiveJob& job = *it->second;
+      job.cancel = true;
+      Touch(job);
+      return ViewLocked(job);
     }
   }
-  absl::StatusOr<storage::JobRecord> record = store_.GetJob(job_id);
+  // Queued (cancelled at once) or running on another daemon (which stops it at its next renewal).
+  absl::StatusOr<storage::JobRecord> record = store_.RequestCancel(job_id);
   if (!record.ok()) return record.status();
-  if (record->state != storage::JobState::kQueued && record->state != storage::JobState::kRunning) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("job ", job_id, " already finished (",
-                     std::string(storage::JobStateName(record->state)), ")"));
+  if (record->state == storage::JobState::kCancelled) {
+    std::lock_guard<std::mutex> lock(mu_);
+    change_cv_.notify_all();
   }
-  // In the store but not here (it could not be resumed): cancel it there.
-  absl::Status s = store_.UpdateJobState(job_id, storage::JobState::kCancelled, record->progress);
-  if (!s.ok()) return s;
   return Get(job_id);
 }
 
@@ -243,6 +236,11 @@ absl::StatusOr<JobView> JobScheduler::Get(const std::string& job_id) {
   if (!record.ok()) return record.status();
   JobView view;
   view.record = *std::move(record);
+  view.live = view.record.state == storage::JobState::kQueued ||
+              view.record.state == storage::JobState::kRunning;
+  view.version = view.record.updated_ms;
+  std::lock_guard<std::mutex> lock(mu_);
+  view.spec = KnownSpecLocked(job_id);
   return view;
 }
 
@@ -250,7 +248,12 @@ void JobScheduler::WaitForChange(const std::string& job_id, int64_t seen_version
                                  std::chrono::milliseconds timeout) {
   std::unique_lock<std::mutex> lock(mu_);
   auto it = live_.find(job_id);
-  if (it == live_.end()) return;
+  if (it == live_.end()) {
+    // Queued, or running elsewhere: wake when this daemon claims it, else read the store again.
+    change_cv_.wait_for(lock, std::min(timeout, poll_interval()),
+                        [&] { return joined_ || live_.contains(job_id); });
+    return;
+  }
   std::shared_ptr<LiveJob> job = it->second;
   change_cv_.wait_for(lock, timeout, [&] {
     return joined_ || job->version > seen_version || !live_.contains(job_id);
@@ -268,8 +271,11 @@ std::map<std::string, int64_t> JobScheduler::SimulatedCandidates() {
 }
 
 int64_t JobScheduler::queue_depth() {
+  absl::StatusOr<std::map<std::string, int64_t>> counts = store_.CountJobsByState();
   std::lock_guard<std::mutex> lock(mu_);
-  return static_cast<int64_t>(queue_.size());
+  if (counts.ok()) queued_gauge_ = (*counts)["queued"];
+  UpdateGauges();
+  return queued_gauge_;
 }
 
 int64_t JobScheduler::running() {
@@ -293,6 +299,13 @@ void JobScheduler::Shutdown(double drain_seconds) {
   }
   stop_running_ = true;  // what still runs checkpoints and goes back to queued
   for (std::thread& t : threads_) t.join();
+  // The leases are renewed until the last job is checkpointed, so none expires meanwhile.
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    lease_stop_ = true;
+    change_cv_.notify_all();
+  }
+  if (lease_thread_.joinable()) lease_thread_.join();
   std::lock_guard<std::mutex> lock(mu_);
   threads_.clear();
   joined_ = true;
@@ -301,18 +314,19 @@ void JobScheduler::Shutdown(double drain_seconds) {
 
 void JobScheduler::WorkerLoop(int index) {
   while (true) {
-    std::shared_ptr<LiveJob> job;
+    int64_t seen_submissions = 0;
     {
-      std::unique_lock<std::mutex> lock(mu_);
-      work_cv_.wait(lock, [&] { return shutting_down_ || !queue_.empty(); });
+      std::lock_guard<std::mutex> lock(mu_);
       // Queued jobs stay queued in the store when the daemon stops: the next start runs them.
       if (shutting_down_) return;
-      job = queue_.front();
-      queue_.pop_front();
-      ++running_;
-      workers_[index].job_id = job->id;
-      workers_[index].target = job->spec->target;
-      UpdateGauges();
+      seen_submissions = submissions_;
+    }
+    std::shared_ptr<LiveJob> job = Claim(index);
+    if (job == nullptr) {
+      std::unique_lock<std::mutex> lock(mu_);
+      work_cv_.wait_for(lock, poll_interval(),
+                        [&] { return shutting_down_ || submissions_ != seen_submissions; });
+      continue;
     }
     RunJob(index, job);
     {
@@ -326,21 +340,97 @@ void JobScheduler::WorkerLoop(int index) {
   }
 }
 
-void JobScheduler::RunJob(int worker, const std::shared_ptr<LiveJob>& job) {
-  if (absl::Status s = store_.UpdateJobState(job->id, storage::JobState::kRunning, 0); !s.ok()) {
-    LogError(absl::StrCat("starting job ", job->id), s);
-    Finish(job, storage::JobState::kFailed, absl::StrCat("store: ", s.message()));
-    return;
+std::shared_ptr<JobScheduler::LiveJob> JobScheduler::Claim(int worker) {
+  absl::StatusOr<std::optional<storage::JobRecord>> claimed =
+      store_.ClaimJob(owner_, lease_ms(), options_.max_attempts);
+  if (!claimed.ok()) {
+    LogError("claiming a job", claimed.status());
+    return nullptr;
   }
+  if (!claimed->has_value()) return nullptr;
+  storage::JobRecord record = **std::move(claimed);
+  std::shared_ptr<const JobSpec> spec;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    job->record.state = storage::JobState::kRunning;
-    job->record.attempts += 1;
-    job->record.started_ms = UnixMs();
-    job->started = Clock::now();
-    job->record.progress = 0;
-    Touch(*job);
+    spec = KnownSpecLocked(record.id);
   }
+  if (spec == nullptr) {
+    absl::StatusOr<JobSpec> decoded = decoder_(record);
+    if (!decoded.ok()) {
+      const std::string error = absl::StrCat("cannot resume: ", decoded.status().message());
+      absl::Status s = store_.UpdateJobState(record.id, storage::JobState::kFailed, record.progress,
+                                             {}, error, owner_);
+      if (!s.ok()) LogError(absl::StrCat("failing job ", record.id), s);
+      return nullptr;
+    }
+    spec = std::make_shared<const JobSpec>(*std::move(decoded));
+  }
+  auto job = std::make_shared<LiveJob>();
+  job->id = record.id;
+  job->spec = spec;
+  job->record = std::move(record);
+  job->record.progress = 0;
+  job->started = Clock::now();
+  if (job->record.attempts > 1) {
+    std::cerr << "mltuned: job " << job->id << " resumes (attempt " << job->record.attempts
+              << ")\n";
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  RememberSpecLocked(job->id, spec);
+  live_[job->id] = job;
+  ++running_;
+  queued_gauge_ = std::max<int64_t>(0, queued_gauge_ - 1);
+  workers_[worker].job_id = job->id;
+  workers_[worker].target = spec->target;
+  Touch(*job);
+  UpdateGauges();
+  return job;
+}
+
+void JobScheduler::LeaseLoop() {
+  // A third of the lease: two renewals can fail (a store hiccup) before the lease runs out.
+  const auto period = std::chrono::milliseconds(std::max<int64_t>(lease_ms() / 3, 10));
+  std::unique_lock<std::mutex> lock(mu_);
+  while (!lease_stop_) {
+    change_cv_.wait_for(lock, period, [&] { return lease_stop_; });
+    if (lease_stop_) return;
+    lock.unlock();
+    RenewLeases();
+    lock.lock();
+  }
+}
+
+void JobScheduler::RenewLeases() {
+  // Only jobs claimed before the renewal began can be judged by its answer.
+  std::vector<std::shared_ptr<LiveJob>> held;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (const auto& [id, job] : live_) held.push_back(job);
+  }
+  absl::StatusOr<std::map<std::string, bool>> renewed = store_.RenewLeases(owner_, lease_ms());
+  absl::StatusOr<std::map<std::string, int64_t>> counts = store_.CountJobsByState();
+  std::lock_guard<std::mutex> lock(mu_);
+  if (counts.ok()) queued_gauge_ = (*counts)["queued"];
+  UpdateGauges();
+  if (!renewed.ok()) {
+    LogError("renewing job leases", renewed.status());
+    return;
+  }
+  for (const std::shared_ptr<LiveJob>& job : held) {
+    if (!live_.contains(job->id)) continue;  // finished meanwhile
+    auto it = renewed->find(job->id);
+    if (it == renewed->end()) {
+      if (!job->lost.exchange(true)) {
+        std::cerr << "mltuned: job " << job->id
+                  << " was taken over by another daemon (its lease expired); stopping it here\n";
+      }
+    } else if (it->second && !job->cancel.exchange(true)) {
+      Touch(*job);
+    }
+  }
+}
+
+void JobScheduler::RunJob(int worker, const std::shared_ptr<LiveJob>& job) {
   storage::JobState final_state = storage::JobState::kDone;
   std::string error;
   for (size_t i = 0; i < job->spec->tasks.size(); ++i) {
@@ -363,7 +453,7 @@ std::optional<storage::JobState> JobScheduler::RunTask(int worker,
   const JobSpec& spec = *job->spec;
   const std::string& task_name = spec.tasks[task_index];
   if (job->cancel) return storage::JobState::kCancelled;
-  if (stop_running_) return storage::JobState::kQueued;
+  if (stop_running_ || job->lost) return storage::JobState::kQueued;
   const Task* task = TaskRegistry::Global().Find(task_name);
   if (task == nullptr) {
     *error = absl::StrCat("unknown task '", task_name, "'");
@@ -409,7 +499,9 @@ std::optional<storage::JobState> JobScheduler::RunTask(int worker,
   request.budget.max_steps = steps;
   request.budget.max_seconds =
       spec.budget_seconds > 0 ? std::min(spec.budget_seconds, remaining) : remaining;
-  request.budget.stop = [this, job] { return job->cancel.load() || stop_running_.load(); };
+  request.budget.stop = [this, job] {
+    return job->cancel.load() || stop_running_.load() || job->lost.load();
+  };
   // Measurements reach the store in batches while the search runs, so a long search neither
   // holds them all in memory nor loses them all to a crash.
   std::vector<storage::MeasurementRecord> batch;
@@ -464,7 +556,10 @@ std::optional<storage::JobState> JobScheduler::RunTask(int worker,
     if (std::chrono::duration<double>(now - last_write).count() >=
         options_.progress_write_seconds) {
       last_write = now;
-      absl::Status s = store_.UpdateJobState(job->id, storage::JobState::kRunning, progress, best);
+      absl::Status s =
+          store_.UpdateJobState(job->id, storage::JobState::kRunning, progress, best, "", owner_);
+      // Refused by the fence: another daemon took the job over.
+      if (absl::IsFailedPrecondition(s)) job->lost = true;
       if (!s.ok()) LogError(absl::StrCat("progress of job ", job->id), s);
     }
   };
@@ -513,7 +608,7 @@ std::optional<storage::JobState> JobScheduler::RunTask(int worker,
   }
   if (!outcome->complete) {
     if (job->cancel) return storage::JobState::kCancelled;
-    if (stop_running_) return storage::JobState::kQueued;
+    if (stop_running_ || job->lost) return storage::JobState::kQueued;
   }
   return std::nullopt;
 }
@@ -529,8 +624,11 @@ void JobScheduler::Finish(const std::shared_ptr<LiveJob>& job, storage::JobState
   }
   const std::string message =
       state == storage::JobState::kFailed && error.empty() ? "unknown error" : error;
-  absl::Status s = store_.UpdateJobState(job->id, state, progress, best, message);
-  if (!s.ok()) LogError(absl::StrCat("finishing job ", job->id), s);
+  // A lost job belongs to another daemon now: its row is that daemon's to write.
+  if (!job->lost) {
+    absl::Status s = store_.UpdateJobState(job->id, state, progress, best, message, owner_);
+    if (!s.ok()) LogError(absl::StrCat("finishing job ", job->id), s);
+  }
   std::lock_guard<std::mutex> lock(mu_);
   job->record.state = state;
   job->record.progress = progress;
@@ -545,10 +643,10 @@ void JobScheduler::Finish(const std::shared_ptr<LiveJob>& job, storage::JobState
     }
   }
   live_.erase(job->id);
-  recent_.push_back(job);
-  if (recent_.size() > kRecentJobs) recent_.pop_front();
-  if (auto it = in_flight_.find(job->dedup_key); it != in_flight_.end() && it->second == job->id) {
-    in_flight_.erase(it);
+  // A checkpointed or lost job is not finished: views must come from the store again.
+  if (state != storage::JobState::kQueued) {
+    recent_.push_back(job);
+    if (recent_.size() > kRecentJobs) recent_.pop_front();
   }
   Touch(*job);
   UpdateGauges();
@@ -565,8 +663,22 @@ JobView JobScheduler::ViewLocked(const LiveJob& job) const {
 }
 
 void JobScheduler::UpdateGauges() {
-  metrics_.SetQueueDepth(static_cast<int64_t>(queue_.size()));
+  metrics_.SetQueueDepth(queued_gauge_);
   metrics_.SetJobsRunning(running_);
+}
+
+std::shared_ptr<const JobSpec> JobScheduler::KnownSpecLocked(const std::string& job_id) const {
+  auto it = specs_.find(job_id);
+  return it != specs_.end() ? it->second : nullptr;
+}
+
+void JobScheduler::RememberSpecLocked(const std::string& job_id,
+                                      std::shared_ptr<const JobSpec> spec) {
+  if (specs_.insert_or_assign(job_id, std::move(spec)).second) spec_order_.push_back(job_id);
+  while (spec_order_.size() > kKnownSpecs) {
+    specs_.erase(spec_order_.front());
+    spec_order_.pop_front();
+  }
 }
 
 void JobScheduler::Touch(LiveJob& job) {

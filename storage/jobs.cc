@@ -1,10 +1,10 @@
 // The job table: the state machine, and recovery of jobs a killed daemon left running.
-#include <random>
+#include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_format.h"
 #include "storage/internal.h"
 #include "storage/sqlite.h"
 #include "storage/sqlite_store.h"
@@ -12,82 +12,12 @@
 
 namespace mltune::storage {
 
-std::string_view JobStateName(JobState state) {
-  switch (state) {
-    case JobState::kQueued:
-      return "queued";
-    case JobState::kRunning:
-      return "running";
-    case JobState::kDone:
-      return "done";
-    case JobState::kFailed:
-      return "failed";
-    case JobState::kCancelled:
-      return "cancelled";
-  }
-  return "?";
-}
-
-bool IsLegalTransition(JobState from, JobState to) {
-  switch (from) {
-    case JobState::kQueued:
-      return to == JobState::kRunning || to == JobState::kCancelled;
-    case JobState::kRunning:
-      // running -> running records progress; running -> queued resumes after a restart.
-      return true;
-    case JobState::kDone:
-    case JobState::kFailed:
-    case JobState::kCancelled:
-      return false;
-  }
-  return false;
-}
-
 namespace {
-
-std::optional<JobState> ParseJobState(const std::string& name) {
-  for (JobState s : {JobState::kQueued, JobState::kRunning, JobState::kDone, JobState::kFailed,
-                     JobState::kCancelled}) {
-    if (JobStateName(s) == name) return s;
-  }
-  return std::nullopt;
-}
-
-bool IsFinal(JobState state) {
-  return state == JobState::kDone || state == JobState::kFailed || state == JobState::kCancelled;
-}
-
-std::string NewJobId() {
-  std::random_device device;
-  uint64_t bits = (static_cast<uint64_t>(device()) << 32) ^ device();
-  return absl::StrFormat("%016x", bits);
-}
-
-absl::Status ValidateJobId(const std::string& id, std::string_view what) {
-  bool ok = !id.empty() && id.size() <= 64;
-  for (char c : id) {
-    ok = ok && ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-                c == '_' || c == '-');
-  }
-  if (ok) return absl::OkStatus();
-  return absl::InvalidArgumentError(absl::StrCat(std::string(what), ": job id '", id,
-                                                 "' is not 1-64 characters of [A-Za-z0-9_-]"));
-}
-
-absl::Status ValidateProgress(double progress, std::optional<double> best_score,
-                              std::string_view what) {
-  if (!(progress >= 0 && progress <= 1)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(std::string(what), ": progress is ", progress, ", not in [0, 1]"));
-  }
-  if (best_score.has_value()) return RequireFinite(*best_score, what, "best_score");
-  return absl::OkStatus();
-}
 
 constexpr char kSelectJob[] =
     "SELECT id, state, fingerprint, task, target, search_version, budget_steps, strategy, "
     "request, progress, best_score, error, attempts, created_ms, updated_ms, started_ms, "
-    "finished_ms FROM jobs ";
+    "finished_ms, dedup_key, owner, lease_expires_ms, cancel_requested FROM jobs ";
 
 absl::StatusOr<JobRecord> ReadJobRow(const Statement& stmt, const std::string& path) {
   JobRecord job;
@@ -111,6 +41,10 @@ absl::StatusOr<JobRecord> ReadJobRow(const Statement& stmt, const std::string& p
   job.updated_ms = stmt.ColumnInt(14);
   job.started_ms = stmt.ColumnInt(15);
   job.finished_ms = stmt.ColumnInt(16);
+  job.dedup_key = stmt.ColumnText(17);
+  job.owner = stmt.ColumnText(18);
+  job.lease_expires_ms = stmt.ColumnInt(19);
+  job.cancel_requested = stmt.ColumnInt(20) != 0;
   return job;
 }
 
@@ -123,85 +57,136 @@ absl::StatusOr<bool> JobExists(Database& db, const std::string& id) {
 
 }  // namespace
 
+namespace {
+
+// The queued or running job holding `dedup_key`, if any.
+absl::StatusOr<std::optional<std::string>> InFlightJob(Database& db, const std::string& dedup_key) {
+  absl::StatusOr<Statement> stmt = db.Prepare(
+      "SELECT id FROM jobs WHERE dedup_key = ?1 AND state IN ('queued', 'running') LIMIT 1");
+  if (!stmt.ok()) return stmt.status();
+  stmt->BindText(1, dedup_key);
+  absl::StatusOr<bool> row = stmt->Step();
+  if (!row.ok()) return row.status();
+  if (!*row) return std::optional<std::string>();
+  return std::optional<std::string>(stmt->ColumnText(0));
+}
+
+// Inserts `job` as queued, under a generated id when it has none; returns the id.
+absl::StatusOr<std::string> InsertJob(Database& db, const JobRecord& job, const std::string& what) {
+  std::string id = job.id;
+  for (int tries = 0;; ++tries) {
+    if (job.id.empty()) id = NewJobId();
+    absl::StatusOr<bool> exists = JobExists(db, id);
+    if (!exists.ok()) return exists.status();
+    if (!*exists) break;
+    if (!job.id.empty() || tries == 8) {
+      return absl::AlreadyExistsError(absl::StrCat(what, ": job ", id, " already exists"));
+    }
+  }
+  const int64_t now = NowMs();
+  absl::StatusOr<Statement> insert = db.Prepare(
+      "INSERT INTO jobs (id, state, fingerprint, task, target, search_version, budget_steps, "
+      "strategy, request, progress, best_score, error, created_ms, updated_ms, dedup_key) "
+      "VALUES (?1, 'queued', ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?12, ?13)");
+  if (!insert.ok()) return insert.status();
+  absl::Status s = insert->BindText(1, id)
+                       .BindText(2, job.key.fingerprint)
+                       .BindText(3, job.key.task)
+                       .BindText(4, job.key.target)
+                       .BindText(5, job.key.search_version)
+                       .BindInt(6, job.budget_steps)
+                       .BindText(7, job.strategy)
+                       .BindBlob(8, job.request)
+                       .BindDouble(9, job.progress)
+                       .BindOptionalDouble(10, job.best_score)
+                       .BindText(11, job.error)
+                       .BindInt(12, now)
+                       .BindText(13, job.dedup_key)
+                       .Run();
+  if (!s.ok()) return s;
+  return id;
+}
+
+absl::StatusOr<JobRecord> ReadJob(Database& db, const std::string& id, const std::string& path,
+                                  std::string_view what) {
+  absl::StatusOr<Statement> stmt = db.Prepare(absl::StrCat(kSelectJob, "WHERE id = ?1"));
+  if (!stmt.ok()) return stmt.status();
+  stmt->BindText(1, id);
+  absl::StatusOr<bool> row = stmt->Step();
+  if (!row.ok()) return row.status();
+  if (!*row) return absl::NotFoundError(absl::StrCat(std::string(what), ": no job ", id));
+  return ReadJobRow(*stmt, path);
+}
+
+}  // namespace
+
 absl::StatusOr<std::string> SqliteStore::CreateJob(const JobRecord& job) {
   const std::string what = "CreateJob";
-  if (!job.id.empty()) {
-    if (absl::Status s = ValidateJobId(job.id, what); !s.ok()) return s;
-  }
-  if (job.state != JobState::kQueued) {
-    return absl::InvalidArgumentError(absl::StrCat(what, ": a new job must be queued, not ",
-                                                   std::string(JobStateName(job.state))));
-  }
-  if (absl::Status s = ValidateKey(job.key, what); !s.ok()) return s;
-  if (job.budget_steps < 0) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(what, ": budget_steps is ", job.budget_steps, ", must be >= 0"));
-  }
-  if (absl::Status s = ValidateProgress(job.progress, job.best_score, what); !s.ok()) return s;
-
-  std::string id = job.id;
+  if (absl::Status s = ValidateNewJob(job, what); !s.ok()) return s;
+  std::string id;
   absl::Status status = Write([&](Database& db) -> absl::Status {
-    for (int tries = 0;; ++tries) {
-      if (job.id.empty()) id = NewJobId();
-      absl::StatusOr<bool> exists = JobExists(db, id);
-      if (!exists.ok()) return exists.status();
-      if (!*exists) break;
-      if (!job.id.empty() || tries == 8) {
-        return absl::AlreadyExistsError(absl::StrCat(what, ": job ", id, " already exists"));
+    if (!job.dedup_key.empty()) {
+      absl::StatusOr<std::optional<std::string>> existing = InFlightJob(db, job.dedup_key);
+      if (!existing.ok()) return existing.status();
+      if (existing->has_value()) {
+        return absl::AlreadyExistsError(absl::StrCat(
+            what, ": job ", **existing, " is already in flight with the same dedup key"));
       }
     }
-    const int64_t now = NowMs();
-    absl::StatusOr<Statement> insert = db.Prepare(
-        "INSERT INTO jobs (id, state, fingerprint, task, target, search_version, budget_steps, "
-        "strategy, request, progress, best_score, error, created_ms, updated_ms) "
-        "VALUES (?1, 'queued', ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?12)");
-    if (!insert.ok()) return insert.status();
-    return insert->BindText(1, id)
-        .BindText(2, job.key.fingerprint)
-        .BindText(3, job.key.task)
-        .BindText(4, job.key.target)
-        .BindText(5, job.key.search_version)
-        .BindInt(6, job.budget_steps)
-        .BindText(7, job.strategy)
-        .BindBlob(8, job.request)
-        .BindDouble(9, job.progress)
-        .BindOptionalDouble(10, job.best_score)
-        .BindText(11, job.error)
-        .BindInt(12, now)
-        .Run();
+    absl::StatusOr<std::string> inserted = InsertJob(db, job, what);
+    if (!inserted.ok()) return inserted.status();
+    id = *inserted;
+    return absl::OkStatus();
   });
   if (!status.ok()) return status;
   return id;
 }
 
+absl::StatusOr<SubmittedJob> SqliteStore::SubmitJob(const JobRecord& job, int64_t max_queued) {
+  const std::string what = "SubmitJob";
+  if (absl::Status s = ValidateNewJob(job, what); !s.ok()) return s;
+  SubmittedJob submitted;
+  absl::Status status = Write([&](Database& db) -> absl::Status {
+    if (!job.dedup_key.empty()) {
+      absl::StatusOr<std::optional<std::string>> existing = InFlightJob(db, job.dedup_key);
+      if (!existing.ok()) return existing.status();
+      if (existing->has_value()) {
+        submitted = {**existing, true};
+        return absl::OkStatus();
+      }
+    }
+    if (max_queued > 0) {
+      absl::StatusOr<Statement> count =
+          db.Prepare("SELECT count(*) FROM jobs WHERE state = 'queued'");
+      if (!count.ok()) return count.status();
+      absl::StatusOr<bool> row = count->Step();
+      if (!row.ok()) return row.status();
+      if (absl::Status s = QueueFull(count->ColumnInt(0), max_queued); !s.ok()) return s;
+    }
+    absl::StatusOr<std::string> inserted = InsertJob(db, job, what);
+    if (!inserted.ok()) return inserted.status();
+    submitted = {*inserted, false};
+    return absl::OkStatus();
+  });
+  if (!status.ok()) return status;
+  return submitted;
+}
+
 absl::Status SqliteStore::UpdateJobState(const std::string& id, JobState state, double progress,
-                                         std::optional<double> best_score,
-                                         const std::string& error) {
+                                         std::optional<double> best_score, const std::string& error,
+                                         const std::string& owner) {
   const std::string what = absl::StrCat("UpdateJobState(", id, ")");
-  if (absl::Status s = ValidateJobId(id, what); !s.ok()) return s;
-  if (absl::Status s = ValidateProgress(progress, best_score, what); !s.ok()) return s;
-  if (state == JobState::kFailed && error.empty()) {
-    return absl::InvalidArgumentError(what + ": a failed job needs an error message");
+  if (absl::Status s = ValidateJobUpdate(id, state, progress, best_score, error, what); !s.ok()) {
+    return s;
   }
   return Write([&](Database& db) -> absl::Status {
-    JobState from = JobState::kQueued;
-    int64_t attempts = 0, started_ms = 0, finished_ms = 0;
-    {
-      absl::StatusOr<Statement> stmt =
-          db.Prepare("SELECT state, attempts, started_ms, finished_ms FROM jobs WHERE id = ?1");
-      if (!stmt.ok()) return stmt.status();
-      stmt->BindText(1, id);
-      absl::StatusOr<bool> row = stmt->Step();
-      if (!row.ok()) return row.status();
-      if (!*row) return absl::NotFoundError(absl::StrCat(what, ": no such job"));
-      std::optional<JobState> parsed = ParseJobState(stmt->ColumnText(0));
-      if (!parsed.has_value()) {
-        return absl::DataLossError(absl::StrCat(path_, ": job ", id, " has an unknown state"));
-      }
-      from = *parsed;
-      attempts = stmt->ColumnInt(1);
-      started_ms = stmt->ColumnInt(2);
-      finished_ms = stmt->ColumnInt(3);
+    absl::StatusOr<JobRecord> job = ReadJob(db, id, path_, what);
+    if (!job.ok()) return job.status();
+    const JobState from = job->state;
+    if (!owner.empty() && (from != JobState::kRunning || job->owner != owner)) {
+      return absl::FailedPreconditionError(
+          absl::StrCat(what, ": lease lost: the job is ", std::string(JobStateName(from)),
+                       job->owner.empty() ? "" : absl::StrCat(" under ", job->owner)));
     }
     if (!IsLegalTransition(from, state)) {
       return absl::FailedPreconditionError(absl::StrCat(what, ": illegal transition ",
@@ -209,15 +194,26 @@ absl::Status SqliteStore::UpdateJobState(const std::string& id, JobState state, 
                                                         std::string(JobStateName(state))));
     }
     const int64_t now = NowMs();
+    int64_t attempts = job->attempts, started_ms = job->started_ms;
+    int64_t finished_ms = job->finished_ms;
+    std::string new_owner = job->owner;
+    int64_t lease = job->lease_expires_ms;
+    bool cancel_requested = job->cancel_requested;
     if (state == JobState::kRunning && from != JobState::kRunning) {
       ++attempts;
       started_ms = now;
+      new_owner = owner;
+    }
+    if (state != JobState::kRunning) {
+      new_owner.clear();
+      lease = 0;
+      cancel_requested = false;
     }
     if (IsFinal(state)) finished_ms = now;
     absl::StatusOr<Statement> update = db.Prepare(
         "UPDATE jobs SET state = ?2, progress = ?3, best_score = coalesce(?4, best_score), "
-        "error = ?5, attempts = ?6, started_ms = ?7, finished_ms = ?8, updated_ms = ?9 "
-        "WHERE id = ?1");
+        "error = ?5, attempts = ?6, started_ms = ?7, finished_ms = ?8, updated_ms = ?9, "
+        "owner = ?10, lease_expires_ms = ?11, cancel_requested = ?12 WHERE id = ?1");
     if (!update.ok()) return update.status();
     return update->BindText(1, id)
         .BindText(2, JobStateName(state))
@@ -228,21 +224,123 @@ absl::Status SqliteStore::UpdateJobState(const std::string& id, JobState state, 
         .BindInt(7, started_ms)
         .BindInt(8, finished_ms)
         .BindInt(9, now)
+        .BindText(10, new_owner)
+        .BindInt(11, lease)
+        .BindInt(12, cancel_requested ? 1 : 0)
         .Run();
   });
+}
+
+absl::StatusOr<std::optional<JobRecord>> SqliteStore::ClaimJob(const std::string& owner,
+                                                               int64_t lease_ms, int max_attempts) {
+  const std::string what = "ClaimJob";
+  if (absl::Status s = ValidateLease(owner, lease_ms, what); !s.ok()) return s;
+  if (max_attempts < 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(what, ": max_attempts is ", max_attempts, ", must be >= 1"));
+  }
+  std::optional<JobRecord> claimed;
+  absl::Status status = Write([&](Database& db) -> absl::Status {
+    claimed.reset();
+    const int64_t now = NowMs();
+    while (true) {
+      std::string id;
+      JobState state = JobState::kQueued;
+      int64_t attempts = 0;
+      {
+        absl::StatusOr<Statement> next = db.Prepare(
+            "SELECT id, state, attempts FROM jobs WHERE state = 'queued' OR (state = 'running' "
+            "AND owner <> '' AND lease_expires_ms < ?1) ORDER BY created_ms, rowid LIMIT 1");
+        if (!next.ok()) return next.status();
+        next->BindInt(1, now);
+        absl::StatusOr<bool> row = next->Step();
+        if (!row.ok()) return row.status();
+        if (!*row) return absl::OkStatus();
+        id = next->ColumnText(0);
+        state = next->ColumnText(1) == "running" ? JobState::kRunning : JobState::kQueued;
+        attempts = next->ColumnInt(2);
+      }
+      if (state == JobState::kRunning && attempts >= max_attempts) {
+        absl::StatusOr<Statement> fail = db.Prepare(
+            "UPDATE jobs SET state = 'failed', error = ?2, owner = '', lease_expires_ms = 0, "
+            "cancel_requested = 0, updated_ms = ?3, finished_ms = ?3 WHERE id = ?1");
+        if (!fail.ok()) return fail.status();
+        absl::Status s =
+            fail->BindText(1, id).BindText(2, LeaseExpiredError(attempts)).BindInt(3, now).Run();
+        if (!s.ok()) return s;
+        continue;
+      }
+      absl::StatusOr<Statement> take = db.Prepare(
+          "UPDATE jobs SET state = 'running', owner = ?2, lease_expires_ms = ?3, "
+          "attempts = attempts + 1, started_ms = ?4, updated_ms = ?4, error = '' WHERE id = ?1");
+      if (!take.ok()) return take.status();
+      absl::Status s =
+          take->BindText(1, id).BindText(2, owner).BindInt(3, now + lease_ms).BindInt(4, now).Run();
+      if (!s.ok()) return s;
+      absl::StatusOr<JobRecord> job = ReadJob(db, id, path_, what);
+      if (!job.ok()) return job.status();
+      claimed = *std::move(job);
+      return absl::OkStatus();
+    }
+  });
+  if (!status.ok()) return status;
+  return claimed;
+}
+
+absl::StatusOr<std::map<std::string, bool>> SqliteStore::RenewLeases(const std::string& owner,
+                                                                     int64_t lease_ms) {
+  if (absl::Status s = ValidateLease(owner, lease_ms, "RenewLeases"); !s.ok()) return s;
+  std::map<std::string, bool> held;
+  absl::Status status = Write([&](Database& db) -> absl::Status {
+    held.clear();
+    absl::StatusOr<Statement> renew = db.Prepare(
+        "UPDATE jobs SET lease_expires_ms = ?2 WHERE owner = ?1 AND state = 'running' "
+        "RETURNING id, cancel_requested");
+    if (!renew.ok()) return renew.status();
+    renew->BindText(1, owner).BindInt(2, NowMs() + lease_ms);
+    while (true) {
+      absl::StatusOr<bool> row = renew->Step();
+      if (!row.ok()) return row.status();
+      if (!*row) return absl::OkStatus();
+      held[renew->ColumnText(0)] = renew->ColumnInt(1) != 0;
+    }
+  });
+  if (!status.ok()) return status;
+  return held;
+}
+
+absl::StatusOr<JobRecord> SqliteStore::RequestCancel(const std::string& id) {
+  const std::string what = absl::StrCat("RequestCancel(", id, ")");
+  if (absl::Status s = ValidateJobId(id, what); !s.ok()) return s;
+  std::optional<JobRecord> result;
+  absl::Status status = Write([&](Database& db) -> absl::Status {
+    absl::StatusOr<JobRecord> job = ReadJob(db, id, path_, what);
+    if (!job.ok()) return job.status();
+    if (IsFinal(job->state)) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "job ", id, " already finished (", std::string(JobStateName(job->state)), ")"));
+    }
+    const int64_t now = NowMs();
+    absl::StatusOr<Statement> update = db.Prepare(
+        job->state == JobState::kQueued
+            ? "UPDATE jobs SET state = 'cancelled', updated_ms = ?2, finished_ms = ?2 WHERE id = ?1"
+            : "UPDATE jobs SET cancel_requested = 1, updated_ms = ?2 WHERE id = ?1");
+    if (!update.ok()) return update.status();
+    if (absl::Status s = update->BindText(1, id).BindInt(2, now).Run(); !s.ok()) return s;
+    absl::StatusOr<JobRecord> after = ReadJob(db, id, path_, what);
+    if (!after.ok()) return after.status();
+    result = *std::move(after);
+    return absl::OkStatus();
+  });
+  if (!status.ok()) return status;
+  return *std::move(result);
 }
 
 absl::StatusOr<JobRecord> SqliteStore::GetJob(const std::string& id) {
   if (absl::Status s = ValidateJobId(id, "GetJob"); !s.ok()) return s;
   std::optional<JobRecord> job;
   absl::Status status = Read([&](Database& db) -> absl::Status {
-    absl::StatusOr<Statement> stmt = db.Prepare(absl::StrCat(kSelectJob, "WHERE id = ?1"));
-    if (!stmt.ok()) return stmt.status();
-    stmt->BindText(1, id);
-    absl::StatusOr<bool> row = stmt->Step();
-    if (!row.ok()) return row.status();
-    if (!*row) return absl::NotFoundError(absl::StrCat("GetJob: no job ", id));
-    absl::StatusOr<JobRecord> record = ReadJobRow(*stmt, path_);
+    absl::StatusOr<JobRecord> record = ReadJob(db, id, path_, "GetJob");
     if (!record.ok()) return record.status();
     job = *std::move(record);
     return absl::OkStatus();
@@ -310,12 +408,13 @@ absl::StatusOr<RecoveredJobs> SqliteStore::RecoverAfterCrash(RecoveryPolicy poli
       }
     }
     const int64_t now = NowMs();
-    absl::StatusOr<Statement> requeue =
-        db.Prepare("UPDATE jobs SET state = 'queued', error = '', updated_ms = ?2 WHERE id = ?1");
+    absl::StatusOr<Statement> requeue = db.Prepare(
+        "UPDATE jobs SET state = 'queued', error = '', owner = '', lease_expires_ms = 0, "
+        "updated_ms = ?2 WHERE id = ?1");
     if (!requeue.ok()) return requeue.status();
     absl::StatusOr<Statement> fail = db.Prepare(
-        "UPDATE jobs SET state = 'failed', error = ?2, updated_ms = ?3, finished_ms = ?3 "
-        "WHERE id = ?1");
+        "UPDATE jobs SET state = 'failed', error = ?2, owner = '', lease_expires_ms = 0, "
+        "updated_ms = ?3, finished_ms = ?3 WHERE id = ?1");
     if (!fail.ok()) return fail.status();
     for (const auto& [id, attempts] : running) {
       if (policy == RecoveryPolicy::kResume && attempts < max_attempts) {

@@ -122,6 +122,19 @@ CREATE TABLE model_trainings (
 ) STRICT;
 CREATE INDEX model_trainings_by_name ON model_trainings (name, ended_ms);
 )sql"},
+    // Several daemons on one store: identical in-flight requests share a job (the unique index),
+    // and a running job is leased to the daemon that claimed it.
+    {5, "job dedup keys and leases", R"sql(
+ALTER TABLE jobs ADD COLUMN dedup_key TEXT NOT NULL DEFAULT '';
+ALTER TABLE jobs ADD COLUMN owner TEXT NOT NULL DEFAULT '';
+ALTER TABLE jobs ADD COLUMN lease_expires_ms INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE jobs ADD COLUMN cancel_requested INTEGER NOT NULL DEFAULT 0
+  CHECK (cancel_requested IN (0, 1));
+CREATE UNIQUE INDEX jobs_in_flight ON jobs (dedup_key)
+  WHERE dedup_key <> '' AND state IN ('queued', 'running');
+CREATE INDEX jobs_by_owner ON jobs (owner) WHERE owner <> '';
+CREATE INDEX jobs_claimable ON jobs (created_ms) WHERE state IN ('queued', 'running');
+)sql"},
 };
 
 absl::StatusOr<int> UserVersion(Database& db) {

@@ -27,7 +27,10 @@ absl::Status PgStatus(std::string_view sqlstate, std::string_view what, std::str
   if (cls == "23") return absl::FailedPreconditionError(text);
   if (cls == "22") return absl::InvalidArgumentError(text);
   if (sqlstate == "40001" || sqlstate == "40P01") return absl::AbortedError(text);
-  if (cls == "08" || sqlstate.substr(0, 4) == "57P0") return absl::UnavailableError(text);
+  // 55P03: lock_timeout expired, the counterpart of SQLite's busy timeout.
+  if (cls == "08" || sqlstate.substr(0, 4) == "57P0" || sqlstate == "55P03") {
+    return absl::UnavailableError(text);
+  }
   return absl::InternalError(text);
 }
 

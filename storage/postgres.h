@@ -13,6 +13,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/str_format.h"
 
 struct pg_conn;
 struct pg_result;
@@ -25,6 +26,11 @@ struct PgParam {
   bool binary = false;
   static PgParam Text(std::string_view v) { return {std::string(v), false}; }
   static PgParam Int(int64_t v) { return {std::to_string(v), false}; }
+  // %.17g: the text PostgreSQL parses back to the same double.
+  static PgParam Double(double v) { return {absl::StrFormat("%.17g", v), false}; }
+  static PgParam OptionalDouble(std::optional<double> v) {
+    return v.has_value() ? Double(*v) : Null();
+  }
   static PgParam Bytes(std::string_view v) { return {std::string(v), true}; }
   static PgParam Null() { return {std::nullopt, false}; }
 };
@@ -76,7 +82,7 @@ class PgConnection {
 };
 
 // The absl::Status for a SQLSTATE: 23505 (unique violation) AlreadyExists, 23xxx other integrity
-// errors FailedPrecondition, 22xxx InvalidArgument, 40001/40P01 Aborted, 08xxx and 57P0x
+// errors FailedPrecondition, 22xxx InvalidArgument, 40001/40P01 Aborted, 08xxx, 57P0x and 55P03
 // Unavailable, anything else Internal; `message` follows "what: ".
 absl::Status PgStatus(std::string_view sqlstate, std::string_view what, std::string_view message);
 

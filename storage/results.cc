@@ -81,28 +81,6 @@ absl::Status WriteArtifacts(Database& db, int64_t result_id,
   return absl::OkStatus();
 }
 
-absl::Status ValidateResult(const ResultRecord& record) {
-  const std::string what = "PutResult";
-  if (absl::Status s = ValidateKey(record.key, what); !s.ok()) return s;
-  if (absl::Status s = RequireFinite(record.baseline_score, what, "baseline_score"); !s.ok()) {
-    return s;
-  }
-  if (absl::Status s = RequireFinite(record.tuned_score, what, "tuned_score"); !s.ok()) return s;
-  if (record.original_score.has_value()) {
-    if (absl::Status s = RequireFinite(*record.original_score, what, "original_score"); !s.ok()) {
-      return s;
-    }
-  }
-  if (record.budget_steps < 0) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(what, ": budget_steps is ", record.budget_steps, ", must be >= 0"));
-  }
-  for (const auto& [name, data] : record.artifacts) {
-    if (name.empty()) return absl::InvalidArgumentError(what + ": an artifact name is empty");
-  }
-  return absl::OkStatus();
-}
-
 }  // namespace
 
 absl::StatusOr<PutOutcome> SqliteStore::PutResult(const ResultRecord& record) {

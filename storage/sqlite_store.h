@@ -21,6 +21,7 @@ class SqliteStore final : public Store {
   ~SqliteStore() override;
 
   const std::string& path() const override { return path_; }
+  bool shared() const override { return false; }
   absl::StatusOr<int> SchemaVersion() override;
   absl::Status CheckIntegrity() override;
   absl::StatusOr<PutOutcome> PutResult(const ResultRecord& record) override;
@@ -39,8 +40,15 @@ class SqliteStore final : public Store {
       const std::string& kernel_key) override;
   absl::StatusOr<int64_t> CountKernelGraphs() override;
   absl::StatusOr<std::string> CreateJob(const JobRecord& job) override;
+  absl::StatusOr<SubmittedJob> SubmitJob(const JobRecord& job, int64_t max_queued) override;
   absl::Status UpdateJobState(const std::string& id, JobState state, double progress,
-                              std::optional<double> best_score, const std::string& error) override;
+                              std::optional<double> best_score, const std::string& error,
+                              const std::string& owner) override;
+  absl::StatusOr<std::optional<JobRecord>> ClaimJob(const std::string& owner, int64_t lease_ms,
+                                                    int max_attempts) override;
+  absl::StatusOr<std::map<std::string, bool>> RenewLeases(const std::string& owner,
+                                                          int64_t lease_ms) override;
+  absl::StatusOr<JobRecord> RequestCancel(const std::string& id) override;
   absl::StatusOr<JobRecord> GetJob(const std::string& id) override;
   absl::StatusOr<std::vector<JobRecord>> ListJobs(std::optional<JobState> state) override;
   absl::StatusOr<std::map<std::string, int64_t>> CountJobsByState() override;

@@ -17,33 +17,6 @@
 
 namespace mltune::storage {
 
-int64_t NowMs() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
-
-absl::Status ValidateKey(const CacheKey& key, std::string_view what) {
-  const std::pair<const char*, const std::string*> fields[] = {
-      {"fingerprint", &key.fingerprint},
-      {"task", &key.task},
-      {"target", &key.target},
-      {"search_version", &key.search_version}};
-  for (const auto& [name, value] : fields) {
-    if (value->empty()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(std::string(what), ": cache key ", name, " is empty"));
-    }
-  }
-  return absl::OkStatus();
-}
-
-absl::Status RequireFinite(double value, std::string_view what, std::string_view field) {
-  if (std::isfinite(value)) return absl::OkStatus();
-  return absl::InvalidArgumentError(absl::StrCat(std::string(what), ": ", std::string(field),
-                                                 " is ", value, ", not a finite number"));
-}
-
 namespace {
 
 absl::Status WithContext(const absl::Status& status, std::string_view context) {
@@ -61,10 +34,6 @@ SqliteStore::SqliteStore(std::string path, StoreOptions options, std::unique_ptr
       writer_(std::move(writer)) {}
 
 SqliteStore::~SqliteStore() = default;
-
-absl::StatusOr<std::unique_ptr<Store>> Store::Open(const std::string& path, StoreOptions options) {
-  return SqliteStore::Open(path, options);
-}
 
 absl::StatusOr<std::unique_ptr<Store>> SqliteStore::Open(const std::string& path,
                                                          StoreOptions options) {

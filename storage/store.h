@@ -1,7 +1,8 @@
-// The daemon's persistent store: one SQLite file in WAL mode holding the results cache (cache key
-// -> best artifact), the measurement log (the cost models' training data), the job table and the
-// checkpoints of learned models. docs/storage.md describes the schema, the budget rule, the
-// concurrency model and crash recovery. sqlite3.h stays inside storage/*.cc.
+// The daemon's persistent store: the results cache (cache key -> best artifact), the measurement
+// log (the cost models' training data), the job table and the checkpoints of learned models, in
+// one SQLite file in WAL mode (the embedded default) or in a PostgreSQL database that several
+// daemons share. docs/storage.md describes the schema, the budget rule, the concurrency model,
+// job leases and crash recovery. sqlite3.h and libpq-fe.h stay inside storage/*.cc.
 #pragma once
 
 #include <cstdint>
@@ -139,6 +140,19 @@ struct JobRecord {
   int64_t updated_ms = 0;   // set by the store
   int64_t started_ms = 0;   // last entry into running; 0 = never
   int64_t finished_ms = 0;  // entry into done/failed/cancelled; 0 = not finished
+  // Identical requests share one job: at most one queued or running job has a given non-empty
+  // dedup key (see SubmitJob).
+  std::string dedup_key;
+  // Set by ClaimJob: the daemon running the job and when its lease ends (unix ms, the store's
+  // clock). Cleared when the job leaves running.
+  std::string owner;
+  int64_t lease_expires_ms = 0;
+  bool cancel_requested = false;  // RequestCancel asked the owner to stop it
+};
+
+struct SubmittedJob {
+  std::string id;
+  bool attached = false;  // an identical job (same dedup key) was already queued or running
 };
 
 enum class RecoveryPolicy {
@@ -179,20 +193,28 @@ struct ModelTrainingRecord {
 // corrupt file) and never leaves a partial write behind: each call is one transaction.
 class Store {
  public:
-  // The schema version this code writes (PRAGMA user_version).
-  static constexpr int kSchemaVersion = 4;
+  // The schema version this code writes (SQLite's PRAGMA user_version; PostgreSQL's
+  // mltune_schema table).
+  static constexpr int kSchemaVersion = 5;
 
   // Opens or creates the store at `path` (its parent folders are created), or an in-memory store
   // for ":memory:" (one connection: reads wait for writes there). With options.must_exist, a
-  // missing file is NotFound and nothing is created.
+  // missing file is NotFound and nothing is created. A "postgresql://" or "postgres://" URL opens
+  // the PostgreSQL store there instead (migrating its schema), Unimplemented in a build without
+  // libpq.
   static absl::StatusOr<std::unique_ptr<Store>> Open(const std::string& path,
                                                      StoreOptions options = {});
+  // Whether `path` names a PostgreSQL database rather than a SQLite file.
+  static bool IsPostgresUrl(std::string_view path);
   virtual ~Store() = default;
   Store(const Store&) = delete;
   Store& operator=(const Store&) = delete;
 
-  // Where the store is: its file (or ":memory:").
+  // Where the store is: its file (or ":memory:"), or its URL without the password.
   virtual const std::string& path() const = 0;
+  // Whether other processes may run jobs from this store at the same time (PostgreSQL): then the
+  // scheduler claims jobs under leases and never runs RecoverAfterCrash.
+  virtual bool shared() const = 0;
   virtual absl::StatusOr<int> SchemaVersion() = 0;
   // PRAGMA quick_check: OK, or DataLoss naming the file and the first problems found.
   virtual absl::Status CheckIntegrity() = 0;
@@ -239,26 +261,54 @@ class Store {
   // --- Jobs.
   // `job.state` must be queued; returns the id (job.id, or a generated one when empty).
   // AlreadyExists for a taken id.
+  // AlreadyExists also when job.dedup_key names a queued or running job.
   virtual absl::StatusOr<std::string> CreateJob(const JobRecord& job) = 0;
+  // CreateJob, or the id of the queued or running job with the same non-empty dedup key
+  // (attached): atomic, so identical requests to several daemons on one store make one job.
+  // ResourceExhausted, creating nothing, when `max_queued` jobs are queued already (0: no limit).
+  virtual absl::StatusOr<SubmittedJob> SubmitJob(const JobRecord& job, int64_t max_queued) = 0;
   // Moves a job to `state`, validating the transition (FailedPrecondition otherwise). `progress`
   // in [0, 1]; `best_score` replaces the stored one when set; `error` replaces the stored one
-  // and is required (non-empty) for failed.
+  // and is required (non-empty) for failed. A non-empty `owner` fences the write: the job must be
+  // running under that owner's lease (FailedPrecondition "lease lost" otherwise), so a daemon
+  // that lost a job to another cannot overwrite it.
   virtual absl::Status UpdateJobState(const std::string& id, JobState state, double progress,
-                                      std::optional<double> best_score,
-                                      const std::string& error) = 0;
+                                      std::optional<double> best_score, const std::string& error,
+                                      const std::string& owner) = 0;
+  absl::Status UpdateJobState(const std::string& id, JobState state, double progress,
+                              std::optional<double> best_score, const std::string& error) {
+    return UpdateJobState(id, state, progress, best_score, error, "");
+  }
   absl::Status UpdateJobState(const std::string& id, JobState state, double progress,
                               std::optional<double> best_score = std::nullopt) {
-    return UpdateJobState(id, state, progress, best_score, "");
+    return UpdateJobState(id, state, progress, best_score, "", "");
   }
+  // Leases let several daemons share one job table: a running job belongs to the owner that
+  // claimed it until its lease expires; a live owner renews its leases, and an expired lease
+  // (its daemon died) lets another daemon take the job over.
+  //
+  // Claims the oldest queued job, or else the oldest running job whose lease expired: it becomes
+  // running under `owner` until now + lease_ms, with one more attempt. An expired job that already
+  // used max_attempts fails instead (a job that kills its daemons cannot loop). nullopt: no job.
+  virtual absl::StatusOr<std::optional<JobRecord>> ClaimJob(const std::string& owner,
+                                                            int64_t lease_ms, int max_attempts) = 0;
+  // Extends the leases of the jobs running under `owner` to now + lease_ms. Returns them, each
+  // with whether a cancel was requested; a job missing from the answer was lost to another owner.
+  virtual absl::StatusOr<std::map<std::string, bool>> RenewLeases(const std::string& owner,
+                                                                  int64_t lease_ms) = 0;
+  // Cancels a queued job at once; asks a running job's owner to stop it (cancel_requested, seen
+  // at its next renewal). Returns the job as stored. FailedPrecondition for a finished job.
+  virtual absl::StatusOr<JobRecord> RequestCancel(const std::string& id) = 0;
   virtual absl::StatusOr<JobRecord> GetJob(const std::string& id) = 0;
   // Oldest first; every job when `state` is unset.
   virtual absl::StatusOr<std::vector<JobRecord>> ListJobs(std::optional<JobState> state) = 0;
   absl::StatusOr<std::vector<JobRecord>> ListJobs() { return ListJobs(std::nullopt); }
   // Jobs per state name ("queued", "running", ...); states without jobs are absent.
   virtual absl::StatusOr<std::map<std::string, int64_t>> CountJobsByState() = 0;
-  // For the daemon at startup, before it runs jobs: jobs left running by a previous process are
-  // queued again (kResume; a job that already entered running `max_attempts` times fails
-  // instead, so a job that kills the daemon cannot loop) or failed with kDaemonStoppedError.
+  // For a daemon that owns its store alone, at startup, before it runs jobs (daemons sharing a
+  // store rely on leases instead): jobs left running by a previous process are queued again
+  // (kResume; a job that already entered running `max_attempts` times fails instead, so a job that
+  // kills the daemon cannot loop) or failed with kDaemonStoppedError.
   virtual absl::StatusOr<RecoveredJobs> RecoverAfterCrash(RecoveryPolicy policy,
                                                           int max_attempts) = 0;
   absl::StatusOr<RecoveredJobs> RecoverAfterCrash(RecoveryPolicy policy) {

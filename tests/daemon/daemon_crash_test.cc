@@ -2,7 +2,6 @@
 // directory: the store opens and passes its integrity check, no row is corrupt, and the job is
 // resumed (or failed once it has used up --max-attempts); a cost model trainer it started dies with
 // it. The daemon runs as a real child process.
-#include <fcntl.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -20,6 +19,7 @@
 #include "gtest/gtest.h"
 #include "storage/store.h"
 #include "tests/daemon/daemon_test_util.h"
+#include "tests/support/daemon_child.h"
 
 namespace mltune::daemon {
 namespace {
@@ -32,76 +32,12 @@ using testing::ReadFile;
 using testing::SlowHlo;
 using testing::TempDir;
 
-class Child {
- public:
-  // Starts mltuned on ephemeral ports with `data_dir`; waits for its ready file.
-  static std::unique_ptr<Child> Start(const fs::path& data_dir,
-                                      std::vector<std::string> extra = {}) {
-    auto child = std::unique_ptr<Child>(new Child);
-    const fs::path ready = data_dir / "ready";
-    fs::remove(ready);
-    child->log_ = (data_dir / "mltuned.log").string();
-    std::vector<std::string> args = {MLTUNE_DAEMON_PATH,
-                                     "--listen",
-                                     "127.0.0.1:0",
-                                     "--metrics-listen",
-                                     "",
-                                     "--data-dir",
-                                     data_dir.string(),
-                                     "--ready-file",
-                                     ready.string(),
-                                     "--max-budget-steps",
-                                     "100000000",
-                                     "--worker-threads",
-                                     "1"};
-    args.insert(args.end(), extra.begin(), extra.end());
-    child->pid_ = fork();
-    if (child->pid_ == 0) {
-      const int fd = open(child->log_.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
-      dup2(fd, 1);
-      dup2(fd, 2);
-      std::vector<char*> argv;
-      for (std::string& a : args) argv.push_back(a.data());
-      argv.push_back(nullptr);
-      execv(argv[0], argv.data());
-      _exit(127);
-    }
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
-    while (!fs::exists(ready) && std::chrono::steady_clock::now() < deadline) {
-      int status = 0;
-      if (waitpid(child->pid_, &status, WNOHANG) == child->pid_) {
-        ADD_FAILURE() << "mltuned exited early:\n" << ReadFile(child->log_);
-        child->pid_ = -1;
-        return nullptr;
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    }
-    for (absl::string_view line : absl::StrSplit(ReadFile(ready), '\n')) {
-      if (absl::ConsumePrefix(&line, "listen=")) child->address_ = std::string(line);
-    }
-    EXPECT_FALSE(child->address_.empty()) << ReadFile(child->log_);
-    return child;
-  }
-  ~Child() {
-    if (pid_ > 0) Signal(SIGKILL);
-  }
-  const std::string& address() const { return address_; }
-  const std::string& log() const { return log_; }
-  // Sends `signal` and reaps the child; returns its wait status.
-  int Signal(int signal) {
-    kill(pid_, signal);
-    int status = 0;
-    waitpid(pid_, &status, 0);
-    pid_ = -1;
-    return status;
-  }
-
- private:
-  Child() = default;
-  pid_t pid_ = -1;
-  std::string address_;
-  std::string log_;
-};
+// mltuned as a child process of this test.
+std::unique_ptr<mltune::testing::DaemonChild> StartChild(const fs::path& data_dir,
+                                                         std::vector<std::string> extra = {}) {
+  return mltune::testing::DaemonChild::Start(MLTUNE_DAEMON_PATH, data_dir, std::move(extra));
+}
+using Child = mltune::testing::DaemonChild;
 
 client::SubmitRequest SlowRequest() {
   client::SubmitRequest request;
@@ -128,7 +64,7 @@ void WaitUntilRunning(Client& client, const std::string& id, int64_t attempts) {
 
 // Submits the slow job, waits until it searches, and kills the daemon with SIGKILL.
 std::string SubmitAndKill(const fs::path& data_dir) {
-  std::unique_ptr<Child> daemon = Child::Start(data_dir);
+  std::unique_ptr<Child> daemon = StartChild(data_dir);
   if (daemon == nullptr) return "";
   std::unique_ptr<Client> client = Client::Connect(daemon->address());
   absl::StatusOr<client::SubmitResponse> submitted = client->Submit(SlowRequest());
@@ -167,7 +103,7 @@ TEST(DaemonCrashTest, AJobRunningAtSigkillIsResumedOnRestart) {
   ASSERT_FALSE(id.empty());
   ExpectIntactStoreWithRunningJob(dir.path(), id);
 
-  std::unique_ptr<Child> daemon = Child::Start(dir.path());
+  std::unique_ptr<Child> daemon = StartChild(dir.path());
   ASSERT_NE(daemon, nullptr);
   std::unique_ptr<Client> client = Client::Connect(daemon->address());
   WaitUntilRunning(*client, id, 2);
@@ -188,7 +124,7 @@ TEST(DaemonCrashTest, AJobThatKeepsCrashingTheDaemonFailsAfterMaxAttempts) {
   ASSERT_FALSE(id.empty());
   ExpectIntactStoreWithRunningJob(dir.path(), id);
 
-  std::unique_ptr<Child> daemon = Child::Start(dir.path(), {"--max-attempts", "1"});
+  std::unique_ptr<Child> daemon = StartChild(dir.path(), {"--max-attempts", "1"});
   ASSERT_NE(daemon, nullptr);
   std::unique_ptr<Client> client = Client::Connect(daemon->address());
   absl::StatusOr<JobInfo> job = client->GetJob(id);
@@ -233,9 +169,9 @@ TEST(DaemonCrashTest, ACostModelTrainerDiesWithAKilledDaemon) {
   TempDir dir;
   // A long training: it is still running when the daemon is killed.
   std::unique_ptr<Child> daemon =
-      Child::Start(dir.path(), {"--retrain-rows", "1", "--retrain-idle-seconds", "0.2", "--trainer",
-                                MLTUNE_CLI_PATH, "--trainer-args",
-                                "--epochs 1000000 --ensemble 1 --hidden 16 --layers 1"});
+      StartChild(dir.path(), {"--retrain-rows", "1", "--retrain-idle-seconds", "0.2", "--trainer",
+                              MLTUNE_CLI_PATH, "--trainer-args",
+                              "--epochs 1000000 --ensemble 1 --hidden 16 --layers 1"});
   ASSERT_NE(daemon, nullptr);
   std::unique_ptr<Client> client = Client::Connect(daemon->address());
   client::SubmitRequest request;

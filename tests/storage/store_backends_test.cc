@@ -3,6 +3,8 @@
 // replace rule, hits), the measurement log, kernel graphs, model versions and trainings behave
 // the same on both; the PostgreSQL-only tests cover what sharing a database adds: two "daemons"
 // writing one key at once, reopening, a newer schema refused, and the password kept out of path().
+#include "tests/storage/store_backends.h"
+
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -20,7 +22,6 @@
 #include <vector>
 
 #include "storage/store.h"
-#include "tests/support/postgres_server.h"
 #ifdef MLTUNE_HAVE_POSTGRES
 #include "storage/postgres.h"
 #endif
@@ -29,74 +30,6 @@ namespace mltune::storage {
 namespace {
 
 namespace fs = std::filesystem;
-
-constexpr char kSqlite[] = "sqlite";
-constexpr char kPostgres[] = "postgresql";
-
-// The parameter names the backend. Each test gets a fresh store: a new SQLite file, or a new
-// database on the suite's PostgreSQL server (started by the first test that needs it).
-class StoreBackendsTest : public ::testing::TestWithParam<std::string> {
- protected:
-  static void TearDownTestSuite() {
-    server_.reset();
-    server_status_ = absl::OkStatus();
-  }
-
-  void SetUp() override {
-    if (GetParam() == kSqlite) {
-      dir_ = fs::path(::testing::TempDir()) /
-             ("mltune_backends_" + std::to_string(getpid()) + "_" + std::to_string(++counter_));
-      fs::remove_all(dir_);
-      url_ = (dir_ / "store.db").string();
-      return;
-    }
-#ifndef MLTUNE_HAVE_POSTGRES
-    GTEST_SKIP() << "this build has no libpq, so no PostgreSQL store";
-#else
-    if (server_ == nullptr && server_status_.ok()) {
-      absl::StatusOr<std::unique_ptr<testing::PostgresServer>> server =
-          testing::PostgresServer::Start();
-      if (server.ok()) {
-        server_ = *std::move(server);
-      } else {
-        server_status_ = server.status();
-      }
-    }
-    if (absl::IsUnavailable(server_status_)) GTEST_SKIP() << server_status_.message();
-    ASSERT_TRUE(server_status_.ok()) << server_status_;
-    const std::string db = "t_" + std::to_string(++counter_);
-    absl::StatusOr<std::unique_ptr<PgConnection>> admin = PgConnection::Connect(server_->url());
-    ASSERT_TRUE(admin.ok()) << admin.status();
-    ASSERT_TRUE((*admin)->Exec("CREATE DATABASE " + db).ok());
-    url_ = DatabaseUrl(db);
-#endif
-  }
-
-  void TearDown() override {
-    if (!dir_.empty()) fs::remove_all(dir_);
-  }
-
-  bool postgres() const { return GetParam() == kPostgres; }
-
-  // server->url() is postgresql:///postgres?host=DIR&...: the same server, database `db`, with
-  // `userinfo` ("user:password@") before the (empty) host when given.
-  static std::string DatabaseUrl(const std::string& db, const std::string& userinfo = "") {
-    const std::string& url = server_->url();
-    return "postgresql://" + userinfo + "/" + db + url.substr(url.find('?'));
-  }
-
-  std::unique_ptr<Store> MustOpen() {
-    absl::StatusOr<std::unique_ptr<Store>> store = Store::Open(url_);
-    EXPECT_TRUE(store.ok()) << store.status();
-    return store.ok() ? *std::move(store) : nullptr;
-  }
-
-  static inline std::unique_ptr<testing::PostgresServer> server_;
-  static inline absl::Status server_status_;
-  static inline int counter_ = 0;
-  fs::path dir_;
-  std::string url_;
-};
 
 // The same tests on PostgreSQL only.
 class PostgresStoreTest : public StoreBackendsTest {};
@@ -665,7 +598,7 @@ TEST_P(StoreBackendsTest, ReopeningKeepsTheData) {
   EXPECT_EQ(store->LatestModel("m").value()->data, "bytes");
 }
 
-INSTANTIATE_TEST_SUITE_P(Backends, StoreBackendsTest, ::testing::Values(kSqlite, kPostgres),
+INSTANTIATE_TEST_SUITE_P(Backends, StoreBackendsTest, kStoreBackends,
                          [](const ::testing::TestParamInfo<std::string>& info) {
                            return info.param;
                          });
@@ -767,7 +700,7 @@ TEST_P(PostgresStoreTest, PathHidesThePassword) {
   EXPECT_EQ(*(*store)->CountResults(), 1);
 }
 
-INSTANTIATE_TEST_SUITE_P(Backends, PostgresStoreTest, ::testing::Values(kPostgres),
+INSTANTIATE_TEST_SUITE_P(Backends, PostgresStoreTest, ::testing::Values(kPostgresBackend),
                          [](const ::testing::TestParamInfo<std::string>& info) {
                            return info.param;
                          });

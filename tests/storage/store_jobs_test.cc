@@ -1,4 +1,4 @@
-// Store jobs: creation, the state machine, listing, and recovery after a crash.
+// Store jobs on both backends: creation, the state machine, listing, and recovery after a crash.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -8,26 +8,25 @@
 #include <vector>
 
 #include "storage/store.h"
+#include "tests/storage/store_backends.h"
 
 namespace mltune::storage {
 namespace {
 
 namespace fs = std::filesystem;
 
-class JobsTest : public ::testing::Test {
+// Each test on both backends (tests/storage/store_backends.h).
+class JobsTest : public StoreBackendsTest {
  protected:
   void SetUp() override {
-    const ::testing::TestInfo* info = ::testing::UnitTest::GetInstance()->current_test_info();
-    dir_ = fs::path(::testing::TempDir()) /
-           (std::string("mltune_jobs_") + info->name() + "_" + std::to_string(getpid()));
-    fs::remove_all(dir_);
-    absl::StatusOr<std::unique_ptr<Store>> store = Store::Open((dir_ / "store.db").string());
-    ASSERT_TRUE(store.ok()) << store.status();
-    store_ = *std::move(store);
+    StoreBackendsTest::SetUp();
+    if (IsSkipped() || HasFatalFailure()) return;
+    store_ = MustOpen();
+    ASSERT_NE(store_, nullptr);
   }
   void TearDown() override {
     store_.reset();
-    fs::remove_all(dir_);
+    StoreBackendsTest::TearDown();
   }
 
   std::string MustCreate(const std::string& id = "") {
@@ -48,11 +47,10 @@ class JobsTest : public ::testing::Test {
     return job.ok() ? *job : JobRecord{};
   }
 
-  fs::path dir_;
   std::unique_ptr<Store> store_;
 };
 
-TEST_F(JobsTest, CreateGeneratesAnIdAndStoresTheRequest) {
+TEST_P(JobsTest, CreateGeneratesAnIdAndStoresTheRequest) {
   const std::string id = MustCreate();
   ASSERT_EQ(id.size(), 16u);
   EXPECT_EQ(id.find_first_not_of("0123456789abcdef"), std::string::npos);
@@ -72,7 +70,7 @@ TEST_F(JobsTest, CreateGeneratesAnIdAndStoresTheRequest) {
   EXPECT_EQ(job.finished_ms, 0);
 }
 
-TEST_F(JobsTest, CreateValidatesItsInput) {
+TEST_P(JobsTest, CreateValidatesItsInput) {
   EXPECT_EQ(MustCreate("job-1_A"), "job-1_A");
   JobRecord job;
   job.key = {"fp", "pass-order", "cpu", "1"};
@@ -98,7 +96,7 @@ TEST_F(JobsTest, CreateValidatesItsInput) {
   EXPECT_EQ(store_->ListJobs()->size(), 1u);
 }
 
-TEST_F(JobsTest, LifecycleRecordsAttemptsProgressAndTimes) {
+TEST_P(JobsTest, LifecycleRecordsAttemptsProgressAndTimes) {
   const std::string id = MustCreate();
   ASSERT_TRUE(store_->UpdateJobState(id, JobState::kRunning, 0).ok());
   JobRecord job = MustGet(id);
@@ -134,7 +132,7 @@ TEST(JobStateTest, TransitionTable) {
   EXPECT_EQ(JobStateName(S::kCancelled), "cancelled");
 }
 
-TEST_F(JobsTest, IllegalTransitionsAreRefusedWithFailedPrecondition) {
+TEST_P(JobsTest, IllegalTransitionsAreRefusedWithFailedPrecondition) {
   const std::string queued = MustCreate();
   for (JobState to : {JobState::kDone, JobState::kFailed, JobState::kQueued}) {
     absl::Status s = store_->UpdateJobState(queued, to, 0, std::nullopt, "why");
@@ -156,7 +154,7 @@ TEST_F(JobsTest, IllegalTransitionsAreRefusedWithFailedPrecondition) {
   EXPECT_EQ(MustGet(cancelled).state, JobState::kCancelled);
 }
 
-TEST_F(JobsTest, BadUpdatesAreClearErrors) {
+TEST_P(JobsTest, BadUpdatesAreClearErrors) {
   const std::string id = MustCreate();
   ASSERT_TRUE(store_->UpdateJobState(id, JobState::kRunning, 0).ok());
   absl::Status no_error = store_->UpdateJobState(id, JobState::kFailed, 0.5);
@@ -175,7 +173,7 @@ TEST_F(JobsTest, BadUpdatesAreClearErrors) {
   EXPECT_EQ(MustGet(id).error, "worker lost");
 }
 
-TEST_F(JobsTest, ListJobsFiltersByStateOldestFirst) {
+TEST_P(JobsTest, ListJobsFiltersByStateOldestFirst) {
   std::vector<std::string> ids;
   for (int i = 0; i < 5; ++i) ids.push_back(MustCreate("job" + std::to_string(i)));
   ASSERT_TRUE(store_->UpdateJobState(ids[1], JobState::kRunning, 0).ok());
@@ -194,11 +192,11 @@ TEST_F(JobsTest, ListJobsFiltersByStateOldestFirst) {
   EXPECT_TRUE(store_->ListJobs(JobState::kDone)->empty());
   absl::StatusOr<std::map<std::string, int64_t>> counts = store_->CountJobsByState();
   ASSERT_TRUE(counts.ok()) << counts.status();
-  EXPECT_EQ(*counts, (std::map<std::string, int64_t>{{"cancelled", 1}, {"queued", 2},
-                                                     {"running", 2}}));
+  EXPECT_EQ(*counts,
+            (std::map<std::string, int64_t>{{"cancelled", 1}, {"queued", 2}, {"running", 2}}));
 }
 
-TEST_F(JobsTest, CountsAreEmptyOnAFreshStore) {
+TEST_P(JobsTest, CountsAreEmptyOnAFreshStore) {
   EXPECT_TRUE(store_->CountJobsByState()->empty());
   EXPECT_EQ(*store_->CountResults(), 0);
   storage::ResultRecord r;
@@ -210,7 +208,7 @@ TEST_F(JobsTest, CountsAreEmptyOnAFreshStore) {
   EXPECT_EQ(*store_->CountResults(), 2);
 }
 
-TEST_F(JobsTest, RecoverAfterCrashResumesRunningJobsUntilTheyUseUpTheirAttempts) {
+TEST_P(JobsTest, RecoverAfterCrashResumesRunningJobsUntilTheyUseUpTheirAttempts) {
   const std::string queued = MustCreate("queued");
   const std::string running = MustCreate("running");
   const std::string done = MustCreate("done");
@@ -251,7 +249,7 @@ TEST_F(JobsTest, RecoverAfterCrashResumesRunningJobsUntilTheyUseUpTheirAttempts)
             absl::StatusCode::kInvalidArgument);
 }
 
-TEST_F(JobsTest, RecoverAfterCrashCanFailRunningJobs) {
+TEST_P(JobsTest, RecoverAfterCrashCanFailRunningJobs) {
   const std::string a = MustCreate("a");
   const std::string b = MustCreate("b");
   const std::string c = MustCreate("c");
@@ -268,6 +266,11 @@ TEST_F(JobsTest, RecoverAfterCrashCanFailRunningJobs) {
   }
   EXPECT_EQ(MustGet(b).state, JobState::kQueued);
 }
+
+INSTANTIATE_TEST_SUITE_P(Backends, JobsTest, kStoreBackends,
+                         [](const ::testing::TestParamInfo<std::string>& info) {
+                           return info.param;
+                         });
 
 }  // namespace
 }  // namespace mltune::storage
