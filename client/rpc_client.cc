@@ -9,6 +9,7 @@
 #include <sstream>
 #include <utility>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "ir/onnx/onnx_import.h"
@@ -97,7 +98,8 @@ WorkerInfo FromProto(const pb::WorkerInfo& w) {
                     w.state(),
                     w.job_id(),
                     w.candidates_evaluated(),
-                    w.device()};
+                    w.device(),
+                    w.host()};
 }
 
 ServerStats FromProto(const pb::GetStatsResponse& s) {
@@ -260,6 +262,8 @@ std::string ReadCredential(const char* what, const std::string& path, std::strin
 }  // namespace
 
 std::unique_ptr<Client> Client::Connect(const std::string& address, ClientOptions options) {
+  // A token read from a file usually ends in a newline, which gRPC refuses in a header value.
+  options.token = std::string(absl::StripAsciiWhitespace(options.token));
   grpc::ChannelArguments args;
   args.SetMaxSendMessageSize(options.max_message_bytes);
   args.SetMaxReceiveMessageSize(options.max_message_bytes);

@@ -139,6 +139,7 @@ struct WorkerInfo {
   std::string job_id;
   int64_t candidates_evaluated = 0;
   std::string device;  // a hardware worker's device descriptor, or why none is attached
+  std::string host;    // a remote worker's host; "" for the daemon's own
 };
 
 struct CostModelInfo {

@@ -513,16 +513,18 @@ int RunWorkers(const ServerCommand& cmd, std::ostream& out, std::ostream& err) {
                       {"state", w.state},
                       {"job_id", w.job_id},
                       {"candidates_evaluated", w.candidates_evaluated},
-                      {"device", w.device}});
+                      {"device", w.device},
+                      {"host", w.host}});
     }
     PrintJson(Json{{"workers", list}}, out);
     return kExitOk;
   }
   std::vector<std::vector<std::string>> rows = {
-      {"NAME", "KIND", "TARGETS", "SCORER", "STATE", "JOB", "CANDIDATES"}};
+      {"NAME", "KIND", "HOST", "TARGETS", "SCORER", "STATE", "JOB", "CANDIDATES"}};
   for (const WorkerInfo& w : *workers) {
-    rows.push_back({w.name, w.kind, absl::StrJoin(w.targets, ","), w.scorer, w.state,
-                    w.job_id.empty() ? "-" : w.job_id, absl::StrCat(w.candidates_evaluated)});
+    rows.push_back({w.name, w.kind, w.host.empty() ? "-" : w.host, absl::StrJoin(w.targets, ","),
+                    w.scorer, w.state, w.job_id.empty() ? "-" : w.job_id,
+                    absl::StrCat(w.candidates_evaluated)});
   }
   PrintTable(rows, out);
   for (const WorkerInfo& w : *workers) {

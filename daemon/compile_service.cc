@@ -13,6 +13,7 @@
 #include "backends/gpu/device.h"
 #include "daemon/graph_input.h"
 #include "daemon/pretrained_models.h"
+#include "daemon/rpc_scope.h"
 #include "daemon/sim_workers.h"
 #include "daemon/task.h"
 #include "daemon/version.h"
@@ -24,29 +25,6 @@ namespace {
 
 namespace v1 = ::mltune::v1;
 using Clock = std::chrono::steady_clock;
-
-grpc::Status ToGrpc(const absl::Status& status) {
-  if (status.ok()) return grpc::Status::OK;
-  // absl::StatusCode mirrors grpc::StatusCode value for value.
-  return grpc::Status(static_cast<grpc::StatusCode>(status.code()), std::string(status.message()));
-}
-
-// Counts and times one RPC for the metrics, with the code it ends with.
-class RpcScope {
- public:
-  RpcScope(Metrics& metrics, const char* method)
-      : metrics_(metrics), method_(method), start_(Clock::now()) {}
-  grpc::Status Done(const absl::Status& status) {
-    metrics_.ObserveRequest(method_, absl::StatusCodeToString(status.code()),
-                            std::chrono::duration<double>(Clock::now() - start_).count());
-    return ToGrpc(status);
-  }
-
- private:
-  Metrics& metrics_;
-  const char* method_;
-  Clock::time_point start_;
-};
 
 v1::JobState ToWire(storage::JobState state) {
   switch (state) {
@@ -83,7 +61,7 @@ absl::Status CheckJobId(const std::string& id) {
 CompileServiceImpl::CompileServiceImpl(const DaemonConfig& config, storage::Store& store,
                                        Metrics& metrics, JobScheduler& scheduler,
                                        const ModelRefresher& refresher, std::string metrics_address,
-                                       const AccessPolicy& access)
+                                       const AccessPolicy& access, RemoteWorkerPool& remote_workers)
     : config_(config),
       store_(store),
       metrics_(metrics),
@@ -91,7 +69,8 @@ CompileServiceImpl::CompileServiceImpl(const DaemonConfig& config, storage::Stor
       refresher_(refresher),
       metrics_address_(std::move(metrics_address)),
       start_(Clock::now()),
-      access_(access) {}
+      access_(access),
+      remote_workers_(remote_workers) {}
 
 absl::Status CompileServiceImpl::LoadModule(const v1::Graph& graph, JobSpec* spec) const {
   GraphLimits limits;
@@ -582,6 +561,18 @@ grpc::Status CompileServiceImpl::DoListWorkers(v1::ListWorkersResponse* response
     info->set_scorer("measured seconds of generated CUDA (mltune run --target gpu); no tasks yet");
     info->set_state(gpu->ok() ? "idle" : "absent");
     info->set_device(gpu->ok() ? (*gpu)->Key() : std::string(gpu->status().message()));
+  }
+  // Remote measurement workers, live and lost, with their hosts.
+  for (const RemoteWorkerView& remote : remote_workers_.Workers()) {
+    v1::WorkerInfo* info = response->add_workers();
+    info->set_name(remote.id);
+    info->set_kind("remote");
+    info->add_targets(remote.target);
+    info->set_scorer("measured seconds of generated code, on the worker's host");
+    info->set_state(remote.state);
+    info->set_candidates_evaluated(remote.measured);
+    info->set_device(remote.device);
+    info->set_host(remote.host);
   }
   // The simulators score the candidates of jobs on their targets, whichever thread runs them.
   const std::map<std::string, int64_t> simulated = scheduler_.SimulatedCandidates();

@@ -17,6 +17,7 @@
 #include "daemon/job_scheduler.h"
 #include "daemon/metrics/metrics.h"
 #include "daemon/model_refresher.h"
+#include "daemon/remote/remote_workers.h"
 #include "mltune/v1/compile_service.grpc.pb.h"
 #include "storage/store.h"
 
@@ -40,7 +41,8 @@ class CompileServiceImpl final : public CompileServiceBase {
   // Every call is first let through, or answered, by `access`.
   CompileServiceImpl(const DaemonConfig& config, storage::Store& store, Metrics& metrics,
                      JobScheduler& scheduler, const ModelRefresher& refresher,
-                     std::string metrics_address, const AccessPolicy& access);
+                     std::string metrics_address, const AccessPolicy& access,
+                     RemoteWorkerPool& remote_workers);
 
   grpc::Status SubmitCompile(grpc::ServerContext* context,
                              const mltune::v1::SubmitCompileRequest* request,
@@ -117,6 +119,7 @@ class CompileServiceImpl final : public CompileServiceBase {
   std::atomic<int64_t> cache_hits_{0};
   std::atomic<int64_t> cache_misses_{0};
   const AccessPolicy& access_;
+  RemoteWorkerPool& remote_workers_;
   // Per token name: the jobs it submitted that may still be queued or running, and submissions
   // under way (in memory: after a restart a token's resumed jobs no longer count against it).
   struct Owned {

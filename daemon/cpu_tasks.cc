@@ -98,8 +98,9 @@ class KernelLog {
     return features->key;
   }
 
+  // `measured_by`: the remote worker that timed it, "" for this daemon's own runner.
   void Record(std::string_view task, const std::string& key, const cpu::Kernel& kernel,
-              const cpu::KernelConfig& config, double seconds) {
+              const cpu::KernelConfig& config, double seconds, const std::string& measured_by) {
     if (!recording()) return;
     storage::MeasurementRecord m;
     m.graph_key = key;
@@ -107,7 +108,7 @@ class KernelLog {
     m.target = "cpu";
     m.configuration = opt::tiling::CpuConfigText(kernel, config);
     m.value = seconds;
-    m.worker = request_.worker;
+    m.worker = measured_by.empty() ? request_.worker : measured_by;
     request_.record_measurement(std::move(m));
   }
 
@@ -146,8 +147,8 @@ absl::StatusOr<TaskOutcome> SearchCpuTiles(const TaskRequest& request,
         cpu::MeasureKernel(*lowered, k, config, compiler, measure, options.seed);
     if (!t.ok()) return t.status();
     if (log.recording() && !kernel_key(k).empty()) {
-      log.Record(task, kernel_key(k), lowered->kernels[static_cast<size_t>(k)], config,
-                 t->median_s);
+      log.Record(task, kernel_key(k), lowered->kernels[static_cast<size_t>(k)], config, t->median_s,
+                 t->measured_by);
     }
     return t->median_s;
   };
@@ -259,7 +260,7 @@ absl::StatusOr<TaskOutcome> SearchCpuFusion(const TaskRequest& request,
             const std::string key = log.Key(lowered, k.id);
             if (key.empty() || ++rows_of[key] > kRowsPerKernel) continue;
             log.Record(opt::fusion::kFusionKernelInModuleTask, key, k,
-                       compiled->configs[static_cast<size_t>(k.id)], seconds);
+                       compiled->configs[static_cast<size_t>(k.id)], seconds, t->measured_by);
           }
         }
         return opt::fusion::PlanTiming{t->median_s, t->kernel_s};

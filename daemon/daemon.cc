@@ -8,6 +8,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "backends/cpu/runner.h"
 #include "backends/spec/target_spec.h"
 #include "daemon/access/access_policy.h"
 #include "daemon/compile_service.h"
@@ -15,7 +16,9 @@
 #include "daemon/metrics/metrics.h"
 #include "daemon/model_refresher.h"
 #include "daemon/pretrained_models.h"
+#include "daemon/remote/remote_workers.h"
 #include "daemon/version.h"
+#include "daemon/worker_service.h"
 #include "grpcpp/ext/proto_server_reflection_plugin.h"
 #include "grpcpp/grpcpp.h"
 #include "grpcpp/health_check_service_interface.h"
@@ -31,6 +34,9 @@ struct Daemon::Impl {
   std::unique_ptr<JobScheduler> scheduler;
   std::unique_ptr<ModelRefresher> refresher;  // after the scheduler: it asks it whether it is busy
   std::unique_ptr<CompileServiceImpl> service;
+  // Remote measurement workers: the CPU backend's Measure goes to them while any is connected.
+  std::unique_ptr<RemoteWorkerPool> remote_workers;
+  std::unique_ptr<WorkerServiceImpl> worker_service;
   std::unique_ptr<grpc::Server> server;
   std::string address;
   int port = 0;
@@ -153,9 +159,12 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(const DaemonConfig& config
       *impl->store, *impl->metrics, options,
       [raw](const storage::JobRecord& record) { return raw->service->DecodeStoredJob(record); });
   impl->refresher = MakeRefresher(impl->config, *impl->store, *impl->metrics, *impl->scheduler);
-  impl->service = std::make_unique<CompileServiceImpl>(impl->config, *impl->store, *impl->metrics,
-                                                       *impl->scheduler, *impl->refresher,
-                                                       impl->metrics->address(), *impl->access);
+  impl->remote_workers = std::make_unique<RemoteWorkerPool>();
+  impl->service = std::make_unique<CompileServiceImpl>(
+      impl->config, *impl->store, *impl->metrics, *impl->scheduler, *impl->refresher,
+      impl->metrics->address(), *impl->access, *impl->remote_workers);
+  impl->worker_service =
+      std::make_unique<WorkerServiceImpl>(*impl->remote_workers, *impl->metrics, *impl->access);
 
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
@@ -164,6 +173,7 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(const DaemonConfig& config
   builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
   builder.AddListeningPort(config.listen, *credentials, &impl->port);
   builder.RegisterService(impl->service.get());
+  builder.RegisterService(impl->worker_service.get());
   // Room for the largest graph plus the request's other fields.
   const int max_message = static_cast<int>(config.max_graph_bytes + (1 << 20));
   builder.SetMaxReceiveMessageSize(max_message);
@@ -177,8 +187,14 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(const DaemonConfig& config
                                                " (in use, or not an address of this host?)"));
   }
   impl->address = absl::StrCat(config.listen.substr(0, config.listen.rfind(':')), ":", impl->port);
+  RemoteWorkerPool* pool = impl->remote_workers.get();
+  backends::cpu::SetMeasureDelegate([pool](const backends::cpu::Program& program, uint64_t seed,
+                                           const backends::cpu::MeasureOptions& options) {
+    return pool->Measure("cpu", program, seed, options);
+  });
   // Jobs start only once the server answers, so a resumed job can be watched at once.
   if (absl::Status s = impl->scheduler->Start(); !s.ok()) {
+    backends::cpu::SetMeasureDelegate(nullptr);
     impl->server->Shutdown();
     return s;
   }
@@ -223,6 +239,9 @@ void Daemon::Shutdown() {
   if (impl_->refresher != nullptr) impl_->refresher->Shutdown();
   // Jobs next: watchers keep streaming while running jobs drain, and see the final states.
   impl_->scheduler->Shutdown(impl_->config.drain_seconds);
+  // Then the workers' long-polls, which would hold the server's shutdown up.
+  backends::cpu::SetMeasureDelegate(nullptr);
+  impl_->remote_workers->Shutdown();
   impl_->server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
   impl_->server->Wait();
   impl_->scheduler.reset();

@@ -8,6 +8,9 @@
 #include <fstream>
 #include <iterator>
 #include <limits>
+#include <memory>
+#include <mutex>
+#include <optional>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -126,8 +129,30 @@ std::string RunnerPath() {
   return MLTUNE_CPU_RUNNER_BUILD_PATH;
 }
 
+namespace {
+
+std::mutex delegate_mu;
+std::shared_ptr<const MeasureDelegate> measure_delegate;
+
+}  // namespace
+
+void SetMeasureDelegate(MeasureDelegate delegate) {
+  std::lock_guard<std::mutex> lock(delegate_mu);
+  measure_delegate =
+      delegate ? std::make_shared<const MeasureDelegate>(std::move(delegate)) : nullptr;
+}
+
 absl::StatusOr<Timing> Measure(const CompiledObject& object, const Program& program, uint64_t seed,
                                const MeasureOptions& options) {
+  std::shared_ptr<const MeasureDelegate> delegate;
+  {
+    std::lock_guard<std::mutex> lock(delegate_mu);
+    delegate = measure_delegate;
+  }
+  if (delegate != nullptr) {
+    std::optional<absl::StatusOr<Timing>> remote = (*delegate)(program, seed, options);
+    if (remote.has_value()) return *std::move(remote);
+  }
   if (absl::Status fits = CheckBuffersFit(program, options); !fits.ok()) return fits;
   std::vector<std::string> argv = BaseArgs(object, program, options);
   argv.insert(argv.end(), {"--seed", absl::StrCat(seed)});

@@ -5,6 +5,8 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -36,7 +38,17 @@ struct Timing {
   // With MeasureOptions::kernel_times, a module's kernels (LoweredModule::kernels' order): each
   // one's median seconds inside the whole module's run. Empty otherwise, and for a lone kernel.
   std::vector<double> kernel_s;
+  // Who measured it when not this process's runner: a remote worker's name and device.
+  std::string measured_by;
 };
+
+// Where Measure times programs: a daemon with remote measurement workers installs a delegate
+// (daemon/remote) that sends each program to a worker on the machine that holds the hardware. A
+// delegate answering nullopt (no worker is connected) leaves the program to this host's runner.
+// Process-wide, since measurements are made deep inside searches; nullptr removes it.
+using MeasureDelegate = std::function<std::optional<absl::StatusOr<Timing>>(
+    const Program& program, uint64_t seed, const MeasureOptions& options)>;
+void SetMeasureDelegate(MeasureDelegate delegate);
 
 // The runner executable: $MLTUNE_CPU_RUNNER, else next to the running program, else the build
 // tree's.

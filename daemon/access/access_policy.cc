@@ -43,6 +43,8 @@ std::string_view RoleName(Role role) {
       return "read";
     case Role::kAdmin:
       return "admin";
+    case Role::kWorker:
+      return "worker";
   }
   return "?";
 }
@@ -125,8 +127,11 @@ absl::StatusOr<std::unique_ptr<AccessPolicy>> AccessPolicy::Parse(std::string_vi
       } else if (role == "admin") {
         g.roles |= static_cast<uint8_t>(Role::kAdmin) | static_cast<uint8_t>(Role::kSubmit) |
                    static_cast<uint8_t>(Role::kRead);
+      } else if (role == "worker") {
+        g.roles |= static_cast<uint8_t>(Role::kWorker);
       } else {
-        return error(column, absl::StrCat("unknown role '", role, "' (submit, read, admin)"));
+        return error(column,
+                     absl::StrCat("unknown role '", role, "' (submit, read, admin, worker)"));
       }
       column += role.size() + 1;
     }

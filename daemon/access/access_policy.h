@@ -19,7 +19,8 @@
 
 namespace mltune::daemon {
 
-enum class Role : uint8_t { kSubmit = 1, kRead = 2, kAdmin = 4 };
+// kWorker: a remote measurement worker (mltune-worker); no other role includes it.
+enum class Role : uint8_t { kSubmit = 1, kRead = 2, kAdmin = 4, kWorker = 8 };
 std::string_view RoleName(Role role);
 
 struct TokenGrant {

@@ -13,6 +13,7 @@ constexpr char kTokens[] = R"(# name  token                  roles
 ci      ci-token-0123456789abcdef   submit,read   max_queued=2 rate=3
 dash    dash-token-0123456789abcd   read          # a dashboard
 ops     ops-token-0123456789abcde   admin
+gpubox  gpu-token-0123456789abcde   worker
 )";
 
 std::unique_ptr<AccessPolicy> Policy() {
@@ -24,7 +25,7 @@ std::unique_ptr<AccessPolicy> Policy() {
 TEST(AccessPolicyTest, ParsesNamesRolesAndLimits) {
   std::unique_ptr<AccessPolicy> p = Policy();
   ASSERT_TRUE(p->enabled());
-  EXPECT_EQ(p->size(), 3u);
+  EXPECT_EQ(p->size(), 4u);
   absl::StatusOr<const TokenGrant*> ci =
       p->Authorize("Bearer ci-token-0123456789abcdef", Role::kSubmit, "SubmitCompile");
   ASSERT_TRUE(ci.ok()) << ci.status();
@@ -35,6 +36,12 @@ TEST(AccessPolicyTest, ParsesNamesRolesAndLimits) {
   for (Role r : {Role::kSubmit, Role::kRead, Role::kAdmin}) {
     EXPECT_TRUE(p->Authorize("Bearer ops-token-0123456789abcde", r, "M").ok()) << RoleName(r);
   }
+  // ... but not worker, which only a measurement worker's token has (and nothing else).
+  EXPECT_TRUE(absl::IsPermissionDenied(
+      p->Authorize("Bearer ops-token-0123456789abcde", Role::kWorker, "TakeBatch").status()));
+  EXPECT_TRUE(p->Authorize("Bearer gpu-token-0123456789abcde", Role::kWorker, "TakeBatch").ok());
+  EXPECT_TRUE(absl::IsPermissionDenied(
+      p->Authorize("Bearer gpu-token-0123456789abcde", Role::kRead, "GetJob").status()));
 }
 
 TEST(AccessPolicyTest, RefusesMissingUnknownAndUnderprivilegedTokens) {

@@ -1,0 +1,115 @@
+// The daemon's remote measurement workers (mltune-worker, on the machines that hold the
+// hardware): who is registered and alive, and the queue of programs waiting to be measured. A
+// search thread's Measure puts a program in its target's queue and waits; a worker's long-poll
+// takes queued programs as a batch and returns their timings. A worker that stops heartbeating is
+// marked lost and its batch goes back to the queue for another worker, or, when none is left, to
+// the daemon's own runner. No gRPC types here: the daemon's WorkerService translates.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "backends/cpu/codegen.h"
+#include "backends/cpu/runner.h"
+
+namespace mltune::daemon {
+
+struct RemoteWorkerOptions {
+  // How often workers must heartbeat; one silent for three periods is lost.
+  double heartbeat_seconds = 1;
+  int max_batch = 8;  // programs handed out in one batch
+  // How long a lost worker stays in the listing.
+  double forget_lost_seconds = 600;
+};
+
+struct RemoteWorkerView {
+  std::string id;
+  std::string host;
+  std::string target;
+  std::string device;
+  std::string version;
+  std::string state;  // "idle", "busy" (measuring a batch) or "lost"
+  std::string batch_id;
+  int64_t measured = 0;  // programs measured since it registered
+  int64_t registered_ms = 0;
+  int64_t last_seen_ms = 0;
+};
+
+struct MeasureCandidate {
+  uint64_t id = 0;
+  backends::cpu::Program program;
+  uint64_t seed = 0;
+  backends::cpu::MeasureOptions options;
+};
+
+struct MeasureBatch {
+  std::string id;  // "" when the wait ended without work
+  std::vector<MeasureCandidate> candidates;
+};
+
+class RemoteWorkerPool {
+ public:
+  explicit RemoteWorkerPool(RemoteWorkerOptions options = {});
+  ~RemoteWorkerPool();
+  RemoteWorkerPool(const RemoteWorkerPool&) = delete;
+  RemoteWorkerPool& operator=(const RemoteWorkerPool&) = delete;
+
+  // --- The workers' side (WorkerService). NotFound for an unknown or lost worker: it must
+  // register again.
+  RemoteWorkerView Register(const std::string& host, const std::string& target,
+                            const std::string& device, const std::string& version);
+  absl::Status Heartbeat(const std::string& worker_id);
+  // Waits up to `wait` for programs of the worker's target; an empty batch when none came.
+  absl::StatusOr<MeasureBatch> Take(const std::string& worker_id, std::chrono::milliseconds wait);
+  // The batch's measurements, by candidate id. FailedPrecondition for a batch that is no longer
+  // the worker's (it was handed to another after the worker was lost).
+  absl::Status Return(
+      const std::string& worker_id, const std::string& batch_id,
+      std::vector<std::pair<uint64_t, absl::StatusOr<backends::cpu::Timing>>> measurements);
+
+  // --- The daemon's side. Measures `program` on a live worker of `target` and returns its
+  // timing (measured_by names the worker), or nullopt when no live worker of `target` is there
+  // to take it (the caller measures locally).
+  std::optional<absl::StatusOr<backends::cpu::Timing>> Measure(
+      const std::string& target, const backends::cpu::Program& program, uint64_t seed,
+      const backends::cpu::MeasureOptions& options);
+  bool HasLiveWorker(const std::string& target);
+  std::vector<RemoteWorkerView> Workers();
+  double heartbeat_seconds() const { return options_.heartbeat_seconds; }
+
+  // Wakes every waiter and refuses further work; Measure calls return nullopt.
+  void Shutdown();
+
+ private:
+  struct Pending;
+  struct Worker;
+  void ReapLoop();
+  // Marks workers silent for three heartbeat periods lost and requeues their batches; under mu_.
+  void ReapLocked(int64_t now_ms);
+  bool HasLiveWorkerLocked(const std::string& target) const;
+
+  RemoteWorkerOptions options_;
+  std::mutex mu_;
+  std::condition_variable work_cv_;  // workers wait for programs
+  std::condition_variable done_cv_;  // Measure waits for its result
+  std::map<std::string, std::unique_ptr<Worker>> workers_;
+  std::map<std::string, std::deque<std::shared_ptr<Pending>>> queued_;  // by target
+  uint64_t next_candidate_ = 1;
+  uint64_t next_worker_ = 1;
+  uint64_t next_batch_ = 1;
+  bool stopping_ = false;
+  std::thread reaper_;
+};
+
+}  // namespace mltune::daemon

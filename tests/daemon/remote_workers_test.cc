@@ -1,0 +1,175 @@
+// RemoteWorkerPool, the daemon's queue of programs for remote measurement workers: a program is
+// measured by a live worker of its target (and the timing names the worker), batches hold what is
+// queued, a worker that stops heartbeating is lost and its batch goes to another worker, and with
+// no live worker left the caller measures locally (nullopt). The workers here are threads of the
+// test calling the pool directly; mltune-worker itself is tested in tests/worker.
+#include "daemon/remote/remote_workers.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <future>
+#include <thread>
+
+namespace mltune::daemon {
+namespace {
+
+using backends::cpu::Timing;
+using std::chrono::milliseconds;
+
+backends::cpu::Program ProgramNamed(const std::string& source) {
+  backends::cpu::Program p;
+  p.source = source;
+  return p;
+}
+
+RemoteWorkerOptions FastOptions() {
+  RemoteWorkerOptions options;
+  options.heartbeat_seconds = 0.1;
+  return options;
+}
+
+// Takes one batch and answers each program with a timing of its source's length.
+void Serve(RemoteWorkerPool& pool, const std::string& worker) {
+  absl::StatusOr<MeasureBatch> batch = pool.Take(worker, milliseconds(2000));
+  ASSERT_TRUE(batch.ok()) << batch.status();
+  ASSERT_FALSE(batch->id.empty());
+  std::vector<std::pair<uint64_t, absl::StatusOr<Timing>>> results;
+  for (const MeasureCandidate& c : batch->candidates) {
+    Timing t;
+    t.median_s = static_cast<double>(c.program.source.size());
+    results.emplace_back(c.id, t);
+  }
+  ASSERT_TRUE(pool.Return(worker, batch->id, std::move(results)).ok());
+}
+
+TEST(RemoteWorkerPoolTest, WithoutWorkersTheCallerMeasuresLocally) {
+  RemoteWorkerPool pool(FastOptions());
+  EXPECT_FALSE(pool.Measure("cpu", ProgramNamed("x"), 0, {}).has_value());
+  pool.Register("gpu-box", "gpu", "H100", "0.1");
+  EXPECT_FALSE(pool.Measure("cpu", ProgramNamed("x"), 0, {}).has_value());
+}
+
+TEST(RemoteWorkerPoolTest, ALiveWorkerMeasuresAndIsNamed) {
+  RemoteWorkerPool pool(FastOptions());
+  const RemoteWorkerView w = pool.Register("cpu-box", "cpu", "Xeon, 8 cores", "0.1");
+  EXPECT_EQ(w.state, "idle");
+  std::thread worker([&] { Serve(pool, w.id); });
+  std::optional<absl::StatusOr<Timing>> t = pool.Measure("cpu", ProgramNamed("abcd"), 7, {});
+  worker.join();
+  ASSERT_TRUE(t.has_value());
+  ASSERT_TRUE(t->ok()) << t->status();
+  EXPECT_EQ((*t)->median_s, 4);
+  EXPECT_NE((*t)->measured_by.find("cpu-box"), std::string::npos) << (*t)->measured_by;
+  EXPECT_NE((*t)->measured_by.find("Xeon"), std::string::npos);
+  std::vector<RemoteWorkerView> views = pool.Workers();
+  ASSERT_EQ(views.size(), 1u);
+  EXPECT_EQ(views[0].measured, 1);
+  EXPECT_EQ(views[0].state, "idle");
+}
+
+TEST(RemoteWorkerPoolTest, AFailedMeasurementComesBackAsItsError) {
+  RemoteWorkerPool pool(FastOptions());
+  const RemoteWorkerView w = pool.Register("cpu-box", "cpu", "", "0.1");
+  std::thread worker([&] {
+    absl::StatusOr<MeasureBatch> batch = pool.Take(w.id, milliseconds(2000));
+    ASSERT_TRUE(batch.ok() && batch->candidates.size() == 1);
+    std::vector<std::pair<uint64_t, absl::StatusOr<Timing>>> results;
+    results.emplace_back(batch->candidates[0].id, absl::InvalidArgumentError("does not compile"));
+    ASSERT_TRUE(pool.Return(w.id, batch->id, std::move(results)).ok());
+  });
+  std::optional<absl::StatusOr<Timing>> t = pool.Measure("cpu", ProgramNamed("bad"), 0, {});
+  worker.join();
+  ASSERT_TRUE(t.has_value());
+  EXPECT_TRUE(absl::IsInvalidArgument(t->status())) << t->status();
+}
+
+TEST(RemoteWorkerPoolTest, ALostWorkersBatchGoesToAnotherWorker) {
+  RemoteWorkerPool pool(FastOptions());
+  const RemoteWorkerView dead = pool.Register("dies", "cpu", "", "0.1");
+  auto measured = std::async(std::launch::async,
+                             [&] { return pool.Measure("cpu", ProgramNamed("abc"), 0, {}); });
+  // The first worker takes the batch and then goes silent.
+  absl::StatusOr<MeasureBatch> taken = pool.Take(dead.id, milliseconds(2000));
+  ASSERT_TRUE(taken.ok() && taken->candidates.size() == 1);
+  const RemoteWorkerView alive = pool.Register("lives", "cpu", "", "0.1");
+  std::atomic<bool> stop{false};
+  std::thread heartbeats([&] {
+    while (!stop) {
+      pool.Heartbeat(alive.id).IgnoreError();
+      std::this_thread::sleep_for(milliseconds(20));
+    }
+  });
+  Serve(pool, alive.id);
+  std::optional<absl::StatusOr<Timing>> t = measured.get();
+  stop = true;
+  heartbeats.join();
+  ASSERT_TRUE(t.has_value() && t->ok());
+  EXPECT_NE((*t)->measured_by.find("lives"), std::string::npos) << (*t)->measured_by;
+  // The lost worker must register again; its late answer is refused.
+  EXPECT_TRUE(absl::IsNotFound(pool.Heartbeat(dead.id)));
+  EXPECT_TRUE(absl::IsNotFound(pool.Return(dead.id, taken->id, {})));
+  bool listed_lost = false;
+  for (const RemoteWorkerView& v : pool.Workers())
+    listed_lost |= v.id == dead.id && v.state == "lost";
+  EXPECT_TRUE(listed_lost);
+}
+
+TEST(RemoteWorkerPoolTest, WhenTheOnlyWorkerIsLostTheCallerMeasuresLocally) {
+  RemoteWorkerPool pool(FastOptions());
+  const RemoteWorkerView w = pool.Register("dies", "cpu", "", "0.1");
+  auto measured = std::async(std::launch::async,
+                             [&] { return pool.Measure("cpu", ProgramNamed("abc"), 0, {}); });
+  ASSERT_TRUE(pool.Take(w.id, milliseconds(2000)).ok());
+  // No heartbeat: after three periods the worker is lost, the program requeued, nobody left.
+  const auto start = std::chrono::steady_clock::now();
+  std::optional<absl::StatusOr<Timing>> t = measured.get();
+  EXPECT_FALSE(t.has_value());
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(5));
+}
+
+TEST(RemoteWorkerPoolTest, ABatchHoldsWhatIsQueued) {
+  RemoteWorkerOptions options = FastOptions();
+  options.max_batch = 3;
+  RemoteWorkerPool pool(options);
+  const RemoteWorkerView w = pool.Register("box", "cpu", "", "0.1");
+  std::vector<std::future<std::optional<absl::StatusOr<Timing>>>> calls;
+  for (int i = 0; i < 5; ++i) {
+    calls.push_back(std::async(std::launch::async, [&pool, i] {
+      return pool.Measure("cpu", ProgramNamed(std::string(static_cast<size_t>(i + 1), 'x')), 0, {});
+    }));
+  }
+  // Let all five queue up before the worker asks.
+  std::this_thread::sleep_for(milliseconds(100));
+  absl::StatusOr<MeasureBatch> first = pool.Take(w.id, milliseconds(100));
+  ASSERT_TRUE(first.ok());
+  EXPECT_EQ(first->candidates.size(), 3u);
+  std::vector<std::pair<uint64_t, absl::StatusOr<Timing>>> results;
+  for (const MeasureCandidate& c : first->candidates) {
+    Timing t;
+    t.median_s = static_cast<double>(c.program.source.size());
+    results.emplace_back(c.id, t);
+  }
+  ASSERT_TRUE(pool.Return(w.id, first->id, std::move(results)).ok());
+  Serve(pool, w.id);
+  for (size_t i = 0; i < calls.size(); ++i) {
+    std::optional<absl::StatusOr<Timing>> t = calls[i].get();
+    ASSERT_TRUE(t.has_value() && t->ok());
+    EXPECT_EQ((*t)->median_s, static_cast<double>(i + 1));
+  }
+}
+
+TEST(RemoteWorkerPoolTest, UnknownWorkersMustRegister) {
+  RemoteWorkerPool pool(FastOptions());
+  EXPECT_TRUE(absl::IsNotFound(pool.Heartbeat("remote-9-x")));
+  EXPECT_TRUE(absl::IsNotFound(pool.Take("remote-9-x", milliseconds(1)).status()));
+  const RemoteWorkerView w = pool.Register("box", "cpu", "", "0.1");
+  absl::StatusOr<MeasureBatch> empty = pool.Take(w.id, milliseconds(10));
+  ASSERT_TRUE(empty.ok());
+  EXPECT_TRUE(empty->id.empty());
+  EXPECT_TRUE(absl::IsFailedPrecondition(pool.Return(w.id, "batch-77", {})));
+}
+
+}  // namespace
+}  // namespace mltune::daemon
