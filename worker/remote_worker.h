@@ -1,0 +1,83 @@
+// mltune-worker as a library: a remote measurement worker that connects out to mltuned's
+// mltune.v1.WorkerService, registers this machine's device, long-polls for batches of generated
+// programs, compiles and times them here, returns the timings and heartbeats meanwhile.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+
+namespace mltune::worker {
+
+struct WorkerOptions {
+  std::string server;          // mltuned's HOST:PORT
+  std::string target = "cpu";  // what this worker measures on: "cpu" (CheckTarget)
+  // TLS as the client library sets it up (client/rpc_client.h): with ca_file or cert_file the
+  // channel is TLS; cert_file and key_file together add mutual TLS.
+  std::string ca_file, cert_file, key_file;
+  // Bearer token (a token with the "worker" role where mltuned runs with --tokens). Whitespace
+  // around it (a token file's newline) is dropped.
+  std::string token;
+  std::string host;    // the name registered; "" = gethostname()
+  int wait_ms = 1000;  // how long one TakeBatch waits for work, and so how soon a stop is noticed
+  // After a failure to reach the daemon, the first wait before trying again; it doubles per
+  // failure up to max_reconnect_seconds.
+  double reconnect_seconds = 1;
+  double max_reconnect_seconds = 30;
+  double call_timeout_seconds = 30;  // deadline of each call, on top of TakeBatch's wait_ms
+  // A progress line (batches and candidates measured) after the first batch, then at most this
+  // often.
+  double progress_seconds = 60;
+  // One line per event (registrations, progress, connection trouble); unset: silent.
+  std::function<void(std::string_view)> log;
+};
+
+// Counters since the worker started, for its log.
+struct WorkerStats {
+  int64_t registrations = 0;
+  int64_t batches = 0;            // batches measured and returned
+  int64_t candidates = 0;         // candidates measured (failed ones included)
+  int64_t failed_candidates = 0;  // that came back with an error
+  int64_t heartbeats = 0;         // answered heartbeats
+};
+
+// OK when this build can measure `target` remotely: the one place that decides it.
+absl::Status CheckTarget(const std::string& target);
+
+// This machine's host name ("localhost" where gethostname fails).
+std::string HostName();
+
+class RemoteWorker {
+ public:
+  // Checks the target and the options, reads the credential files and describes the device
+  // (which needs the host's C++ compiler); errors name the flag at fault.
+  static absl::StatusOr<std::unique_ptr<RemoteWorker>> Create(WorkerOptions options);
+  ~RemoteWorker();
+  RemoteWorker(const RemoteWorker&) = delete;
+  RemoteWorker& operator=(const RemoteWorker&) = delete;
+
+  const std::string& host() const;
+  // What it registers as its device: "CPU MODEL, N cores, COMPILER VERSION MACHINE".
+  const std::string& device() const;
+
+  // Serves until `stop` becomes true, then finishes (and returns) the batch in hand and returns
+  // OK. Reconnects with backoff while the daemon is unreachable and registers again when the
+  // daemon no longer knows it; returns the error where retrying cannot help (UNAUTHENTICATED,
+  // PERMISSION_DENIED, a daemon without WorkerService, a registration refused as invalid).
+  absl::Status Run(const std::atomic<bool>& stop);
+
+  WorkerStats stats() const;
+
+ private:
+  struct Impl;
+  explicit RemoteWorker(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace mltune::worker
