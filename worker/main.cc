@@ -9,8 +9,11 @@
 #include <string>
 #include <string_view>
 #include <thread>
+#include <vector>
 
 #include "CLI/CLI.hpp"
+#include "absl/strings/ascii.h"
+#include "absl/strings/str_split.h"
 #include "daemon/version.h"
 #include "worker/remote_worker.h"
 
@@ -40,7 +43,9 @@ int main(int argc, char** argv) {
       "once.",
       "mltune-worker"};
   app.set_version_flag("--version", std::string(mltune::daemon::kMltuneVersion));
-  app.add_option("--server", o.server, "mltuned's address HOST:PORT")
+  app.add_option("--server", o.server,
+                 "mltuned's address HOST:PORT; several, comma-separated, to serve every replica "
+                 "sharing a store (one timing at a time on this machine)")
       ->envname("MLTUNE_SERVER")
       ->required();
   app.add_option("--target", o.target, "What this worker measures on: cpu (gpu: not yet)")
@@ -77,17 +82,27 @@ int main(int argc, char** argv) {
   }
 
   o.log = [](std::string_view line) { std::cout << "mltune-worker: " << line << std::endl; };
-  absl::StatusOr<std::unique_ptr<mltune::worker::RemoteWorker>> worker =
-      mltune::worker::RemoteWorker::Create(o);
-  if (!worker.ok()) {
-    std::cerr << "mltune-worker: error: " << worker.status().message() << "\n";
-    const absl::StatusCode code = worker.status().code();
-    return code == absl::StatusCode::kInvalidArgument || code == absl::StatusCode::kUnimplemented
-               ? 2
-               : 1;
+  std::vector<std::unique_ptr<mltune::worker::RemoteWorker>> workers;
+  for (absl::string_view server : absl::StrSplit(o.server, ',', absl::SkipWhitespace())) {
+    mltune::worker::WorkerOptions one = o;
+    one.server = std::string(absl::StripAsciiWhitespace(server));
+    absl::StatusOr<std::unique_ptr<mltune::worker::RemoteWorker>> worker =
+        mltune::worker::RemoteWorker::Create(one);
+    if (!worker.ok()) {
+      std::cerr << "mltune-worker: error: " << worker.status().message() << "\n";
+      const absl::StatusCode code = worker.status().code();
+      return code == absl::StatusCode::kInvalidArgument || code == absl::StatusCode::kUnimplemented
+                 ? 2
+                 : 1;
+    }
+    std::cout << "mltune-worker: serving " << (*worker)->host() << " (" << (*worker)->device()
+              << ") to " << one.server << std::endl;
+    workers.push_back(*std::move(worker));
   }
-  std::cout << "mltune-worker: serving " << (*worker)->host() << " (" << (*worker)->device()
-            << ") to " << o.server << std::endl;
+  if (workers.empty()) {
+    std::cerr << "mltune-worker: error: --server names no address\n";
+    return 2;
+  }
 
   std::thread signals([stop_signals] {
     int signal_number = 0;
@@ -101,13 +116,26 @@ int main(int argc, char** argv) {
   });
   signals.detach();
 
-  const absl::Status status = (*worker)->Run(g_stop);
-  const mltune::worker::WorkerStats stats = (*worker)->stats();
-  std::cout << "mltune-worker: " << stats.batches << " batches, " << stats.candidates
-            << " candidates (" << stats.failed_candidates << " failed) measured" << std::endl;
-  if (!status.ok()) {
-    std::cerr << "mltune-worker: error: " << status.message() << "\n";
-    return 1;
+  // One loop per daemon; the first to fail for good stops the others.
+  std::vector<absl::Status> statuses(workers.size());
+  std::vector<std::thread> loops;
+  for (size_t i = 0; i < workers.size(); ++i) {
+    loops.emplace_back([&, i] {
+      statuses[i] = workers[i]->Run(g_stop);
+      if (!statuses[i].ok()) g_stop = true;
+    });
   }
-  return 0;
+  for (std::thread& t : loops) t.join();
+  int exit_code = 0;
+  for (size_t i = 0; i < workers.size(); ++i) {
+    const mltune::worker::WorkerStats stats = workers[i]->stats();
+    std::cout << "mltune-worker: " << stats.batches << " batches, " << stats.candidates
+              << " candidates (" << stats.failed_candidates << " failed) measured for "
+              << workers[i]->server() << std::endl;
+    if (!statuses[i].ok()) {
+      std::cerr << "mltune-worker: error: " << statuses[i].message() << "\n";
+      exit_code = 1;
+    }
+  }
+  return exit_code;
 }

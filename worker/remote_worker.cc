@@ -116,6 +116,10 @@ absl::StatusOr<cpu::Timing> MeasureCandidate(const v1::Candidate& candidate) {
   if (!program.ok()) return program.status();
   absl::StatusOr<cpu::CompiledObject> compiled = cpu::CompileProgram(*program);
   if (!compiled.ok()) return compiled.status();
+  // One timing at a time on this machine, whichever daemon asked: two at once would each slow the
+  // other and both timings would be wrong.
+  static std::mutex timing_mu;
+  std::lock_guard<std::mutex> lock(timing_mu);
   return cpu::Measure(*compiled, *program, candidate.seed(), MeasureOptionsOf(candidate));
 }
 
@@ -483,6 +487,7 @@ RemoteWorker::RemoteWorker(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) 
 RemoteWorker::~RemoteWorker() = default;
 
 const std::string& RemoteWorker::host() const { return impl_->options.host; }
+const std::string& RemoteWorker::server() const { return impl_->options.server; }
 const std::string& RemoteWorker::device() const { return impl_->device; }
 
 absl::Status RemoteWorker::Run(const std::atomic<bool>& stop) {

@@ -63,6 +63,7 @@ class RemoteWorker {
   RemoteWorker& operator=(const RemoteWorker&) = delete;
 
   const std::string& host() const;
+  const std::string& server() const;  // the daemon it serves
   // What it registers as its device: "CPU MODEL, N cores, COMPILER VERSION MACHINE".
   const std::string& device() const;
 

@@ -1,9 +1,11 @@
 #include "daemon/remote/remote_workers.h"
 
 #include <algorithm>
+#include <random>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 
 namespace mltune::daemon {
 namespace {
@@ -29,7 +31,8 @@ struct RemoteWorkerPool::Worker {
   std::vector<std::shared_ptr<Pending>> batch;  // the batch it measures now
 };
 
-RemoteWorkerPool::RemoteWorkerPool(RemoteWorkerOptions options) : options_(options) {
+RemoteWorkerPool::RemoteWorkerPool(RemoteWorkerOptions options)
+    : options_(options), epoch_(absl::StrFormat("%06x", std::random_device()() & 0xffffff)) {
   options_.heartbeat_seconds = std::max(0.05, options_.heartbeat_seconds);
   options_.max_batch = std::max(1, options_.max_batch);
   reaper_ = std::thread([this] { ReapLoop(); });
@@ -52,7 +55,7 @@ RemoteWorkerView RemoteWorkerPool::Register(const std::string& host, const std::
   std::lock_guard<std::mutex> lock(mu_);
   auto worker = std::make_unique<Worker>();
   RemoteWorkerView& v = worker->view;
-  v.id = absl::StrCat("remote-", next_worker_++, "-", host);
+  v.id = absl::StrCat("remote-", epoch_, "-", next_worker_++, "-", host);
   v.host = host;
   v.target = target;
   v.device = device;

@@ -100,6 +100,8 @@ class RemoteWorkerPool {
   bool HasLiveWorkerLocked(const std::string& target) const;
 
   RemoteWorkerOptions options_;
+  // Part of every worker id, so that an id handed out before a restart names no worker after it.
+  const std::string epoch_;
   std::mutex mu_;
   std::condition_variable work_cv_;  // workers wait for programs
   std::condition_variable done_cv_;  // Measure waits for its result
