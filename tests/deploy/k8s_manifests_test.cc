@@ -26,6 +26,8 @@ const fs::path kSchemaDir =
     fs::path(MLTUNE_SOURCE_DIR) / "tests" / "deploy" / "schemas" / "v1.29.0-local-strict";
 // Left out of kustomization.yaml on purpose: it holds placeholders (secret.yaml says why).
 constexpr char kSecretFile[] = "secret.yaml";
+// Also left out: its workers wait for remote GPU measurement (the file says why).
+constexpr char kGpuWorkerFile[] = "worker-gpu-daemonset.yaml";
 
 // One object of deploy/k8s and the file it came from.
 struct Manifest {
@@ -312,26 +314,31 @@ void CheckDaemon(const Manifest& m, std::vector<std::string>* errors) {
   }
 }
 
-// A GPU worker asks for exactly one whole GPU, runs only where GPUs are, and dials a Service that
-// exists.
-void CheckGpuWorker(const std::vector<Manifest>& all, const Manifest& m,
-                    std::vector<std::string>* errors) {
+// A GPU worker asks for exactly one whole GPU and runs only where GPUs are.
+void CheckGpuResources(const Manifest& m, const json& c, std::vector<std::string>* errors) {
+  const json gpu = c.value("/resources/limits/nvidia.com~1gpu"_json_pointer, json());
+  if (gpu != 1 && gpu != "1") errors->push_back(m.Where() + ": limits nvidia.com/gpu is not 1");
+  const json request = c.value("/resources/requests/nvidia.com~1gpu"_json_pointer, gpu);
+  if (request != gpu) errors->push_back(m.Where() + ": requests and limits of GPUs differ");
+  if (PodSpec(m).value("nodeSelector", json::object()).empty() &&
+      !PodSpec(m).contains("affinity")) {
+    errors->push_back(m.Where() + ": no nodeSelector or affinity for GPU nodes");
+  }
+  bool tolerated = false;
+  for (const json& t : PodSpec(m).value("tolerations", json::array())) {
+    tolerated |= t.value("key", "") == "nvidia.com/gpu";
+  }
+  if (!tolerated) errors->push_back(m.Where() + ": no toleration of nvidia.com/gpu");
+}
+
+// Every worker dials a Service that exists; a GPU worker also asks for exactly one whole GPU and
+// runs only where GPUs are.
+void CheckWorker(const std::vector<Manifest>& all, const Manifest& m,
+                 std::vector<std::string>* errors) {
   for (const json& c : Containers(m)) {
     const std::vector<std::string> argv = Argv(c);
-    if (Program(c) != "mltune-worker" || Flag(argv, "--target") != "gpu") continue;
-    const json gpu = c.value("/resources/limits/nvidia.com~1gpu"_json_pointer, json());
-    if (gpu != 1 && gpu != "1") errors->push_back(m.Where() + ": limits nvidia.com/gpu is not 1");
-    const json request = c.value("/resources/requests/nvidia.com~1gpu"_json_pointer, gpu);
-    if (request != gpu) errors->push_back(m.Where() + ": requests and limits of GPUs differ");
-    if (PodSpec(m).value("nodeSelector", json::object()).empty() &&
-        !PodSpec(m).contains("affinity")) {
-      errors->push_back(m.Where() + ": no nodeSelector or affinity for GPU nodes");
-    }
-    bool tolerated = false;
-    for (const json& t : PodSpec(m).value("tolerations", json::array())) {
-      tolerated |= t.value("key", "") == "nvidia.com/gpu";
-    }
-    if (!tolerated) errors->push_back(m.Where() + ": no toleration of nvidia.com/gpu");
+    if (Program(c) != "mltune-worker") continue;
+    if (Flag(argv, "--target") == "gpu") CheckGpuResources(m, c, errors);
     // The Service's DNS name, NAME.NAMESPACE.svc:PORT.
     static const std::regex kServiceAddress(
         R"(([a-z0-9-]+)\.([a-z0-9-]+)\.svc(\.cluster\.local)?:(\d+))");
@@ -420,7 +427,7 @@ std::vector<std::string> CheckSemantics(const std::vector<Manifest>& all, const 
       CheckPaths(m, &errors);
       CheckSecretKeys(all, m, &errors);
       CheckDaemon(m, &errors);
-      CheckGpuWorker(all, m, &errors);
+      CheckWorker(all, m, &errors);
       if (!Selects(m.object.value("/spec/selector/matchLabels"_json_pointer, json()),
                    m.object.value("/spec/template/metadata/labels"_json_pointer, json()))) {
         errors.push_back(m.Where() + ": spec.selector does not select its own pod template");
@@ -429,10 +436,12 @@ std::vector<std::string> CheckSemantics(const std::vector<Manifest>& all, const 
     if (m.kind() == "Service") CheckService(all, m, &errors);
     if (m.kind() == "Secret") CheckSecretPlaceholders(m, &errors);
   }
-  // kustomization.yaml lists every manifest but itself and the placeholder Secret.
+  // kustomization.yaml lists every manifest but itself, the placeholder Secret and the GPU worker.
   std::vector<std::string> expected;
   for (const std::string& f : files) {
-    if (f != "kustomization.yaml" && f != kSecretFile) expected.push_back(f);
+    if (f != "kustomization.yaml" && f != kSecretFile && f != kGpuWorkerFile) {
+      expected.push_back(f);
+    }
   }
   std::vector<std::string> listed;
   for (const json& r : kustomization.value("resources", json::array())) {
@@ -482,8 +491,9 @@ TEST_F(K8sManifestsTest, EveryManifestConformsToItsKubernetesSchema) {
     const std::vector<std::string> errors = Schemas().Validate(m.object);
     EXPECT_TRUE(errors.empty()) << m.Where() << ":" << Lines(errors);
   }
-  EXPECT_EQ(kinds, (std::multiset<std::string>{"DaemonSet", "Deployment", "Namespace", "Secret",
-                                               "Service"}));
+  // Two DaemonSets: the CPU and the GPU worker.
+  EXPECT_EQ(kinds, (std::multiset<std::string>{"DaemonSet", "DaemonSet", "Deployment", "Namespace",
+                                               "Secret", "Service"}));
 }
 
 TEST_F(K8sManifestsTest, KustomizationIsAKustomization) {
