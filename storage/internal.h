@@ -48,6 +48,12 @@ absl::Status ValidateNewJob(const JobRecord& job, std::string_view what);
 absl::Status ValidateJobUpdate(const std::string& id, JobState state, double progress,
                                std::optional<double> best_score, const std::string& error,
                                std::string_view what);
+// What UpdateJobState writes: `job` (as stored) moved to `state` at `now`, with the transition and
+// the fence checked (FailedPrecondition "illegal transition" or "lease lost"). Entering running
+// counts an attempt and takes `owner`; leaving it clears the lease; a final state sets finished_ms.
+absl::StatusOr<JobRecord> ApplyTransition(const JobRecord& job, JobState state,
+                                          const std::string& owner, int64_t now,
+                                          std::string_view what);
 // ClaimJob's and RenewLeases' checks: a non-empty owner, a positive lease, max_attempts >= 1.
 absl::Status ValidateLease(const std::string& owner, int64_t lease_ms, std::string_view what);
 // ResourceExhausted when `queued` jobs fill a queue of `max_queued`.

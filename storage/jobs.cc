@@ -121,25 +121,13 @@ absl::StatusOr<JobRecord> ReadJob(Database& db, const std::string& id, const std
 }  // namespace
 
 absl::StatusOr<std::string> SqliteStore::CreateJob(const JobRecord& job) {
-  const std::string what = "CreateJob";
-  if (absl::Status s = ValidateNewJob(job, what); !s.ok()) return s;
-  std::string id;
-  absl::Status status = Write([&](Database& db) -> absl::Status {
-    if (!job.dedup_key.empty()) {
-      absl::StatusOr<std::optional<std::string>> existing = InFlightJob(db, job.dedup_key);
-      if (!existing.ok()) return existing.status();
-      if (existing->has_value()) {
-        return absl::AlreadyExistsError(absl::StrCat(
-            what, ": job ", **existing, " is already in flight with the same dedup key"));
-      }
-    }
-    absl::StatusOr<std::string> inserted = InsertJob(db, job, what);
-    if (!inserted.ok()) return inserted.status();
-    id = *inserted;
-    return absl::OkStatus();
-  });
-  if (!status.ok()) return status;
-  return id;
+  absl::StatusOr<SubmittedJob> submitted = SubmitJob(job, 0);
+  if (!submitted.ok()) return submitted.status();
+  if (submitted->attached) {
+    return absl::AlreadyExistsError(absl::StrCat("CreateJob: job ", submitted->id,
+                                                 " is already in flight with the same dedup key"));
+  }
+  return submitted->id;
 }
 
 absl::StatusOr<SubmittedJob> SqliteStore::SubmitJob(const JobRecord& job, int64_t max_queued) {
@@ -182,34 +170,9 @@ absl::Status SqliteStore::UpdateJobState(const std::string& id, JobState state, 
   return Write([&](Database& db) -> absl::Status {
     absl::StatusOr<JobRecord> job = ReadJob(db, id, path_, what);
     if (!job.ok()) return job.status();
-    const JobState from = job->state;
-    if (!owner.empty() && (from != JobState::kRunning || job->owner != owner)) {
-      return absl::FailedPreconditionError(
-          absl::StrCat(what, ": lease lost: the job is ", std::string(JobStateName(from)),
-                       job->owner.empty() ? "" : absl::StrCat(" under ", job->owner)));
-    }
-    if (!IsLegalTransition(from, state)) {
-      return absl::FailedPreconditionError(absl::StrCat(what, ": illegal transition ",
-                                                        std::string(JobStateName(from)), " -> ",
-                                                        std::string(JobStateName(state))));
-    }
     const int64_t now = NowMs();
-    int64_t attempts = job->attempts, started_ms = job->started_ms;
-    int64_t finished_ms = job->finished_ms;
-    std::string new_owner = job->owner;
-    int64_t lease = job->lease_expires_ms;
-    bool cancel_requested = job->cancel_requested;
-    if (state == JobState::kRunning && from != JobState::kRunning) {
-      ++attempts;
-      started_ms = now;
-      new_owner = owner;
-    }
-    if (state != JobState::kRunning) {
-      new_owner.clear();
-      lease = 0;
-      cancel_requested = false;
-    }
-    if (IsFinal(state)) finished_ms = now;
+    absl::StatusOr<JobRecord> next = ApplyTransition(*job, state, owner, now, what);
+    if (!next.ok()) return next.status();
     absl::StatusOr<Statement> update = db.Prepare(
         "UPDATE jobs SET state = ?2, progress = ?3, best_score = coalesce(?4, best_score), "
         "error = ?5, attempts = ?6, started_ms = ?7, finished_ms = ?8, updated_ms = ?9, "
@@ -220,13 +183,13 @@ absl::Status SqliteStore::UpdateJobState(const std::string& id, JobState state, 
         .BindDouble(3, progress)
         .BindOptionalDouble(4, best_score)
         .BindText(5, error)
-        .BindInt(6, attempts)
-        .BindInt(7, started_ms)
-        .BindInt(8, finished_ms)
-        .BindInt(9, now)
-        .BindText(10, new_owner)
-        .BindInt(11, lease)
-        .BindInt(12, cancel_requested ? 1 : 0)
+        .BindInt(6, next->attempts)
+        .BindInt(7, next->started_ms)
+        .BindInt(8, next->finished_ms)
+        .BindInt(9, next->updated_ms)
+        .BindText(10, next->owner)
+        .BindInt(11, next->lease_expires_ms)
+        .BindInt(12, next->cancel_requested ? 1 : 0)
         .Run();
   });
 }

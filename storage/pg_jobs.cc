@@ -130,25 +130,13 @@ absl::StatusOr<std::string> InsertJob(PgConnection& conn, const JobRecord& job,
 }  // namespace
 
 absl::StatusOr<std::string> PgStore::CreateJob(const JobRecord& job) {
-  const std::string what = "CreateJob";
-  if (absl::Status s = ValidateNewJob(job, what); !s.ok()) return s;
-  std::string id;
-  absl::Status status = Transaction([&](PgConnection& conn) -> absl::Status {
-    if (!job.dedup_key.empty()) {
-      absl::StatusOr<std::optional<std::string>> existing = InFlightJob(conn, job.dedup_key);
-      if (!existing.ok()) return existing.status();
-      if (existing->has_value()) {
-        return absl::AlreadyExistsError(absl::StrCat(
-            what, ": job ", **existing, " is already in flight with the same dedup key"));
-      }
-    }
-    absl::StatusOr<std::string> inserted = InsertJob(conn, job, what);
-    if (!inserted.ok()) return inserted.status();
-    id = *inserted;
-    return absl::OkStatus();
-  });
-  if (!status.ok()) return status;
-  return id;
+  absl::StatusOr<SubmittedJob> submitted = SubmitJob(job, 0);
+  if (!submitted.ok()) return submitted.status();
+  if (submitted->attached) {
+    return absl::AlreadyExistsError(absl::StrCat("CreateJob: job ", submitted->id,
+                                                 " is already in flight with the same dedup key"));
+  }
+  return submitted->id;
 }
 
 absl::StatusOr<SubmittedJob> PgStore::SubmitJob(const JobRecord& job, int64_t max_queued) {
@@ -191,44 +179,20 @@ absl::Status PgStore::UpdateJobState(const std::string& id, JobState state, doub
   return Transaction([&](PgConnection& conn) -> absl::Status {
     absl::StatusOr<JobRecord> job = LockJob(conn, id, display_url_, what);
     if (!job.ok()) return job.status();
-    const JobState from = job->state;
-    if (!owner.empty() && (from != JobState::kRunning || job->owner != owner)) {
-      return absl::FailedPreconditionError(
-          absl::StrCat(what, ": lease lost: the job is ", std::string(JobStateName(from)),
-                       job->owner.empty() ? "" : absl::StrCat(" under ", job->owner)));
-    }
-    if (!IsLegalTransition(from, state)) {
-      return absl::FailedPreconditionError(absl::StrCat(what, ": illegal transition ",
-                                                        std::string(JobStateName(from)), " -> ",
-                                                        std::string(JobStateName(state))));
-    }
     const int64_t now = NowMs();
-    int64_t attempts = job->attempts, started_ms = job->started_ms;
-    int64_t finished_ms = job->finished_ms;
-    std::string new_owner = job->owner;
-    int64_t lease = job->lease_expires_ms;
-    bool cancel_requested = job->cancel_requested;
-    if (state == JobState::kRunning && from != JobState::kRunning) {
-      ++attempts;
-      started_ms = now;
-      new_owner = owner;
-    }
-    if (state != JobState::kRunning) {
-      new_owner.clear();
-      lease = 0;
-      cancel_requested = false;
-    }
-    if (IsFinal(state)) finished_ms = now;
+    absl::StatusOr<JobRecord> next = ApplyTransition(*job, state, owner, now, what);
+    if (!next.ok()) return next.status();
     return conn
         .Query(
             "UPDATE jobs SET state = $2, progress = $3, best_score = coalesce($4, best_score), "
             "error = $5, attempts = $6, started_ms = $7, finished_ms = $8, updated_ms = $9, "
             "owner = $10, lease_expires_ms = $11, cancel_requested = $12 WHERE id = $1",
             {PgParam::Text(id), PgParam::Text(JobStateName(state)), PgParam::Double(progress),
-             PgParam::OptionalDouble(best_score), PgParam::Text(error), PgParam::Int(attempts),
-             PgParam::Int(started_ms), PgParam::Int(finished_ms), PgParam::Int(now),
-             PgParam::Text(new_owner), PgParam::Int(lease),
-             PgParam::Text(cancel_requested ? "true" : "false")})
+             PgParam::OptionalDouble(best_score), PgParam::Text(error),
+             PgParam::Int(next->attempts), PgParam::Int(next->started_ms),
+             PgParam::Int(next->finished_ms), PgParam::Int(next->updated_ms),
+             PgParam::Text(next->owner), PgParam::Int(next->lease_expires_ms),
+             PgParam::Text(next->cancel_requested ? "true" : "false")})
         .status();
   });
 }

@@ -76,17 +76,7 @@ absl::StatusOr<std::optional<KernelGraphRecord>> PgStore::GetKernelGraph(
 }
 
 absl::StatusOr<int64_t> PgStore::CountKernelGraphs() {
-  int64_t count = 0;
-  absl::Status status = WithConnection([&](PgConnection& conn) -> absl::Status {
-    absl::StatusOr<PgResult> rows = conn.Query("SELECT count(*) FROM kernel_graphs");
-    if (!rows.ok()) return rows.status();
-    absl::StatusOr<int64_t> n = rows->Int(0, 0);
-    if (!n.ok()) return n.status();
-    count = *n;
-    return absl::OkStatus();
-  });
-  if (!status.ok()) return status;
-  return count;
+  return QueryCount("SELECT count(*) FROM kernel_graphs", {});
 }
 
 }  // namespace mltune::storage

@@ -160,17 +160,7 @@ absl::StatusOr<int64_t> PgStore::CountMeasurements(const MeasurementFilter& filt
   std::vector<PgParam> params;
   const std::string sql =
       absl::StrCat("SELECT count(*) FROM measurements", WhereClause(filter, params));
-  int64_t count = 0;
-  absl::Status status = WithConnection([&](PgConnection& conn) -> absl::Status {
-    absl::StatusOr<PgResult> rows = conn.Query(sql, params);
-    if (!rows.ok()) return rows.status();
-    absl::StatusOr<int64_t> n = rows->Int(0, 0);
-    if (!n.ok()) return n.status();
-    count = *n;
-    return absl::OkStatus();
-  });
-  if (!status.ok()) return status;
-  return count;
+  return QueryCount(sql, params);
 }
 
 }  // namespace mltune::storage

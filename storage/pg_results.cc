@@ -219,17 +219,7 @@ absl::StatusOr<std::vector<ResultRecord>> PgStore::LookupResultsByFingerprint(
 }
 
 absl::StatusOr<int64_t> PgStore::CountResults() {
-  int64_t count = 0;
-  absl::Status status = WithConnection([&](PgConnection& conn) -> absl::Status {
-    absl::StatusOr<PgResult> rows = conn.Query("SELECT count(*) FROM results");
-    if (!rows.ok()) return rows.status();
-    absl::StatusOr<int64_t> n = rows->Int(0, 0);
-    if (!n.ok()) return n.status();
-    count = *n;
-    return absl::OkStatus();
-  });
-  if (!status.ok()) return status;
-  return count;
+  return QueryCount("SELECT count(*) FROM results", {});
 }
 
 absl::StatusOr<int64_t> PgStore::RecordHit(const CacheKey& key) {

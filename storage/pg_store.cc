@@ -105,6 +105,21 @@ absl::Status PgStore::Transaction(const std::function<absl::Status(PgConnection&
       [&](PgConnection& conn) { return conn.Transaction([&] { return fn(conn); }); });
 }
 
+absl::StatusOr<int64_t> PgStore::QueryCount(const std::string& sql,
+                                            const std::vector<PgParam>& params) {
+  int64_t count = 0;
+  absl::Status status = WithConnection([&](PgConnection& conn) -> absl::Status {
+    absl::StatusOr<PgResult> rows = conn.Query(sql, params);
+    if (!rows.ok()) return rows.status();
+    absl::StatusOr<int64_t> n = rows->Int(0, 0);
+    if (!n.ok()) return n.status();
+    count = *n;
+    return absl::OkStatus();
+  });
+  if (!status.ok()) return status;
+  return count;
+}
+
 absl::StatusOr<int> PgStore::SchemaVersion() {
   int version = 0;
   absl::Status s = WithConnection([&](PgConnection& conn) -> absl::Status {

@@ -72,6 +72,8 @@ class PgStore final : public Store {
   absl::Status Transaction(const std::function<absl::Status(PgConnection&)>& fn);
   // Runs `fn` on a pooled connection outside an explicit transaction: one statement is atomic.
   absl::Status WithConnection(const std::function<absl::Status(PgConnection&)>& fn);
+  // The single integer a count(*) query answers.
+  absl::StatusOr<int64_t> QueryCount(const std::string& sql, const std::vector<PgParam>& params);
   absl::StatusOr<std::unique_ptr<PgConnection>> Acquire();
   void Release(std::unique_ptr<PgConnection> conn);
 

@@ -209,6 +209,37 @@ absl::Status ValidateJobUpdate(const std::string& id, JobState state, double pro
   return absl::OkStatus();
 }
 
+absl::StatusOr<JobRecord> ApplyTransition(const JobRecord& job, JobState state,
+                                          const std::string& owner, int64_t now,
+                                          std::string_view what) {
+  const JobState from = job.state;
+  if (!owner.empty() && (from != JobState::kRunning || job.owner != owner)) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        std::string(what), ": lease lost: the job is ", std::string(JobStateName(from)),
+        job.owner.empty() ? "" : absl::StrCat(" under ", job.owner)));
+  }
+  if (!IsLegalTransition(from, state)) {
+    return absl::FailedPreconditionError(absl::StrCat(std::string(what), ": illegal transition ",
+                                                      std::string(JobStateName(from)), " -> ",
+                                                      std::string(JobStateName(state))));
+  }
+  JobRecord next = job;
+  next.state = state;
+  if (state == JobState::kRunning && from != JobState::kRunning) {
+    ++next.attempts;
+    next.started_ms = now;
+    next.owner = owner;
+  }
+  if (state != JobState::kRunning) {
+    next.owner.clear();
+    next.lease_expires_ms = 0;
+    next.cancel_requested = false;
+  }
+  if (IsFinal(state)) next.finished_ms = now;
+  next.updated_ms = now;
+  return next;
+}
+
 absl::Status ValidateLease(const std::string& owner, int64_t lease_ms, std::string_view what) {
   if (owner.empty()) {
     return absl::InvalidArgumentError(absl::StrCat(std::string(what), ": owner is empty"));
