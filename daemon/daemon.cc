@@ -9,6 +9,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "backends/cpu/runner.h"
+#include "backends/gpu/device.h"
+#include "backends/gpu/gpu_program.h"
 #include "backends/spec/target_spec.h"
 #include "daemon/access/access_policy.h"
 #include "daemon/compile_service.h"
@@ -73,6 +75,27 @@ std::unique_ptr<ModelRefresher> MakeRefresher(const DaemonConfig& config, storag
       store, metrics,
       [&scheduler] { return scheduler.running() > 0 || scheduler.queue_depth() > 0; },
       std::move(options));
+}
+
+// Routes the backends' measurements to `pool`'s remote workers while any is connected (nullptr:
+// back to this machine's runners): CPU programs, and GPU programs where this machine has no GPU,
+// compiled for the remote GPU's architecture.
+void InstallRemoteWorkers(RemoteWorkerPool* pool) {
+  if (pool == nullptr) {
+    backends::cpu::SetMeasureDelegate(nullptr);
+    backends::gpu::SetGpuMeasureDelegate(nullptr);
+    backends::gpu::SetRemoteDeviceProvider(nullptr);
+    return;
+  }
+  backends::cpu::SetMeasureDelegate([pool](const backends::cpu::Program& program, uint64_t seed,
+                                           const backends::cpu::MeasureOptions& options) {
+    return pool->Measure("cpu", program, seed, options);
+  });
+  backends::gpu::SetGpuMeasureDelegate([pool](const backends::gpu::GpuPlanBundle& bundle,
+                                              const backends::gpu::GpuMeasureOptions& options) {
+    return pool->MeasureGpu(bundle, options);
+  });
+  backends::gpu::SetRemoteDeviceProvider([pool] { return pool->GpuDevice(); });
 }
 
 absl::StatusOr<std::string> ReadPem(const std::string& flag, const std::string& path) {
@@ -187,14 +210,10 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(const DaemonConfig& config
                                                " (in use, or not an address of this host?)"));
   }
   impl->address = absl::StrCat(config.listen.substr(0, config.listen.rfind(':')), ":", impl->port);
-  RemoteWorkerPool* pool = impl->remote_workers.get();
-  backends::cpu::SetMeasureDelegate([pool](const backends::cpu::Program& program, uint64_t seed,
-                                           const backends::cpu::MeasureOptions& options) {
-    return pool->Measure("cpu", program, seed, options);
-  });
+  InstallRemoteWorkers(impl->remote_workers.get());
   // Jobs start only once the server answers, so a resumed job can be watched at once.
   if (absl::Status s = impl->scheduler->Start(); !s.ok()) {
-    backends::cpu::SetMeasureDelegate(nullptr);
+    InstallRemoteWorkers(nullptr);
     impl->server->Shutdown();
     return s;
   }
@@ -240,7 +259,7 @@ void Daemon::Shutdown() {
   // Jobs next: watchers keep streaming while running jobs drain, and see the final states.
   impl_->scheduler->Shutdown(impl_->config.drain_seconds);
   // Then the workers' long-polls, which would hold the server's shutdown up.
-  backends::cpu::SetMeasureDelegate(nullptr);
+  InstallRemoteWorkers(nullptr);
   impl_->remote_workers->Shutdown();
   impl_->server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
   impl_->server->Wait();

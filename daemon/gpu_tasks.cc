@@ -37,10 +37,11 @@ absl::StatusOr<TaskOutcome> SearchGpuTiles(const TaskRequest& request,
   if (options.noise != 0) {
     return absl::InvalidArgumentError("option noise applies to tpu-sim only; gpu is measured");
   }
-  const absl::StatusOr<gpu::DeviceDescriptor>& device = gpu::AttachedDevice();
+  // This machine's GPU, or a remote GPU worker's (whose architecture the kernels compile for).
+  const absl::StatusOr<gpu::DeviceDescriptor> device = gpu::MeasuringDevice();
   if (!device.ok()) {
     return absl::FailedPreconditionError(
-        absl::StrCat("no GPU on this daemon's machine: ", device.status().message()));
+        absl::StrCat("no GPU to measure on: ", device.status().message()));
   }
   absl::StatusOr<std::unique_ptr<ir::Module>> module = cpu::RunCpuPipeline(*request.module);
   if (!module.ok()) return absl::FailedPreconditionError(module.status().message());
@@ -69,7 +70,7 @@ absl::StatusOr<TaskOutcome> SearchGpuTiles(const TaskRequest& request,
             storage::MeasurementRecord m;
             m.graph_key = features->key;
             m.task = "tile-kernel";
-            m.target = gpu::GpuCacheTarget();
+            m.target = gpu::GpuCacheTarget(*device);
             m.configuration = ConfigText(space.kernels[static_cast<size_t>(k)], config);
             m.value = *s;
             m.worker = worker;
@@ -129,10 +130,11 @@ absl::StatusOr<TaskOutcome> SearchGpuFusion(const TaskRequest& request,
   if (options.noise != 0) {
     return absl::InvalidArgumentError("option noise applies to tpu-sim only; gpu is measured");
   }
-  const absl::StatusOr<gpu::DeviceDescriptor>& device = gpu::AttachedDevice();
+  // This machine's GPU, or a remote GPU worker's (whose architecture the kernels compile for).
+  const absl::StatusOr<gpu::DeviceDescriptor> device = gpu::MeasuringDevice();
   if (!device.ok()) {
     return absl::FailedPreconditionError(
-        absl::StrCat("no GPU on this daemon's machine: ", device.status().message()));
+        absl::StrCat("no GPU to measure on: ", device.status().message()));
   }
   absl::StatusOr<std::unique_ptr<ir::Module>> module = cpu::RunCpuPipeline(*request.module);
   if (!module.ok()) return absl::FailedPreconditionError(module.status().message());

@@ -42,15 +42,13 @@ grpc::Status WorkerServiceImpl::RegisterWorker(grpc::ServerContext* context,
   if (request->host().empty()) {
     return scope.Done(absl::InvalidArgumentError("RegisterWorker: host is empty"));
   }
-  // The daemon hands out CPU programs only; a GPU worker would take programs nobody queues.
-  if (request->target() != "cpu") {
-    return scope.Done(absl::InvalidArgumentError(
-        absl::StrCat("RegisterWorker: target '", request->target(),
-                     "' is not measured remotely; this daemon sends remote workers cpu programs")));
-  }
-  const RemoteWorkerView view =
+  const absl::StatusOr<RemoteWorkerView> view =
       pool_.Register(request->host(), request->target(), request->device(), request->version());
-  response->set_worker_id(view.id);
+  if (!view.ok()) {
+    return scope.Done(absl::Status(view.status().code(),
+                                   absl::StrCat("RegisterWorker: ", view.status().message())));
+  }
+  response->set_worker_id(view->id);
   response->set_heartbeat_seconds(pool_.heartbeat_seconds());
   return scope.Done(absl::OkStatus());
 }
@@ -68,6 +66,10 @@ grpc::Status WorkerServiceImpl::TakeBatch(grpc::ServerContext* context,
   for (const MeasureCandidate& c : batch->candidates) {
     v1::Candidate* out = response->add_candidates();
     out->set_id(c.id);
+    if (c.gpu_plan.has_value()) {
+      remote::ToProto(*c.gpu_plan, c.gpu_timeout_seconds, out->mutable_gpu_plan());
+      continue;
+    }
     remote::ToProto(c.program, out->mutable_program());
     out->set_seed(c.seed);
     remote::ToProto(c.options, out->mutable_options());
@@ -80,9 +82,16 @@ grpc::Status WorkerServiceImpl::ReturnBatch(grpc::ServerContext* context,
                                             v1::ReturnBatchResponse*) {
   RpcScope scope(metrics_, "ReturnBatch");
   if (absl::Status s = Authorize(*context, "ReturnBatch"); !s.ok()) return scope.Done(s);
-  std::vector<std::pair<uint64_t, absl::StatusOr<backends::cpu::Timing>>> measurements;
+  std::vector<std::pair<uint64_t, MeasureOutcome>> measurements;
   for (const v1::Measurement& m : request->measurements()) {
-    measurements.emplace_back(m.id(), remote::FromProto(m));
+    MeasureOutcome outcome;
+    absl::StatusOr<backends::cpu::Timing> timing = remote::FromProto(m);
+    outcome.status = timing.status();
+    if (timing.ok()) {
+      outcome.cpu = *std::move(timing);
+      outcome.gpu = remote::FromProto(m.gpu_timing());
+    }
+    measurements.emplace_back(m.id(), std::move(outcome));
   }
   return scope.Done(
       pool_.Return(request->worker_id(), request->batch_id(), std::move(measurements)));

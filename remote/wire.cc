@@ -105,6 +105,63 @@ absl::StatusOr<cpu::Timing> FromProto(const v1::Measurement& measurement) {
   return absl::Status(code, measurement.error());
 }
 
+namespace gpu = backends::gpu;
+
+void ToProto(const gpu::GpuPlanBundle& bundle, double timeout_seconds, v1::GpuPlan* out) {
+  out->set_plan_json(bundle.plan_json);
+  for (const auto& [name, bytes] : bundle.files) (*out->mutable_files())[name] = bytes;
+  out->set_timeout_seconds(timeout_seconds);
+}
+
+gpu::GpuPlanBundle FromProto(const v1::GpuPlan& plan) {
+  gpu::GpuPlanBundle bundle;
+  bundle.plan_json = plan.plan_json();
+  for (const auto& [name, bytes] : plan.files()) bundle.files[name] = bytes;
+  return bundle;
+}
+
+void ToProto(const gpu::GpuTiming& timing, v1::GpuTiming* out) {
+  out->set_median_s(timing.median_s);
+  out->set_min_s(timing.min_s);
+  out->set_p25_s(timing.p25_s);
+  out->set_p75_s(timing.p75_s);
+  out->set_spread(timing.spread);
+  out->set_samples(timing.samples);
+  out->set_device(timing.device);
+  out->set_graph(timing.graph);
+  for (double s : timing.launch_s) out->add_launch_s(s);
+}
+
+gpu::GpuTiming FromProto(const v1::GpuTiming& timing) {
+  gpu::GpuTiming out;
+  out.median_s = timing.median_s();
+  out.min_s = timing.min_s();
+  out.p25_s = timing.p25_s();
+  out.p75_s = timing.p75_s();
+  out.spread = timing.spread();
+  out.samples = timing.samples();
+  out.device = timing.device();
+  out.graph = timing.graph();
+  out.launch_s.assign(timing.launch_s().begin(), timing.launch_s().end());
+  return out;
+}
+
+void ToProto(const absl::StatusOr<gpu::GpuTiming>& outcome, v1::Measurement* out) {
+  if (outcome.ok()) {
+    ToProto(*outcome, out->mutable_gpu_timing());
+    return;
+  }
+  out->set_error(std::string(outcome.status().message()));
+  out->set_error_code(static_cast<int>(outcome.status().code()));
+}
+
+absl::StatusOr<gpu::GpuTiming> GpuTimingFromProto(const v1::Measurement& measurement) {
+  if (measurement.error().empty()) return FromProto(measurement.gpu_timing());
+  absl::StatusCode code = static_cast<absl::StatusCode>(measurement.error_code());
+  if (code == absl::StatusCode::kOk) code = absl::StatusCode::kUnknown;
+  return absl::Status(code, measurement.error());
+}
+
 std::string CpuDescriptor() {
   std::ifstream in("/proc/cpuinfo");
   std::string line, model = "unknown CPU";

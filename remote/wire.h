@@ -1,7 +1,7 @@
 // The measurement wire format of mltune.v1.WorkerService (proto/mltune/v1/worker_service.proto):
-// CPU programs, timing options and timings to and from their messages, for the daemon's remote
-// worker pool and for mltune-worker. Only .cc files include this header (it pulls in generated
-// protobuf code).
+// CPU programs, GPU timing runs, timing options and timings to and from their messages, for the
+// daemon's remote worker pool and for mltune-worker. Only .cc files include this header (it pulls
+// in generated protobuf code).
 #pragma once
 
 #include <string>
@@ -10,6 +10,7 @@
 #include "absl/status/statusor.h"
 #include "backends/cpu/codegen.h"
 #include "backends/cpu/runner.h"
+#include "backends/gpu/gpu_program.h"
 #include "mltune/v1/worker_service.pb.h"
 
 namespace mltune::remote {
@@ -27,6 +28,16 @@ backends::cpu::Timing FromProto(const v1::Timing& timing);
 // A measurement's outcome: its timing, or its error as an absl status.
 void ToProto(const absl::StatusOr<backends::cpu::Timing>& outcome, v1::Measurement* out);
 absl::StatusOr<backends::cpu::Timing> FromProto(const v1::Measurement& measurement);
+
+void ToProto(const backends::gpu::GpuPlanBundle& bundle, double timeout_seconds, v1::GpuPlan* out);
+backends::gpu::GpuPlanBundle FromProto(const v1::GpuPlan& plan);
+
+void ToProto(const backends::gpu::GpuTiming& timing, v1::GpuTiming* out);
+backends::gpu::GpuTiming FromProto(const v1::GpuTiming& timing);
+
+// A GPU measurement's outcome: its timing, or its error as an absl status.
+void ToProto(const absl::StatusOr<backends::gpu::GpuTiming>& outcome, v1::Measurement* out);
+absl::StatusOr<backends::gpu::GpuTiming> GpuTimingFromProto(const v1::Measurement& measurement);
 
 // This host's CPU for a worker's device descriptor: "MODEL, N cores" from /proc/cpuinfo.
 std::string CpuDescriptor();

@@ -48,8 +48,14 @@ int main(int argc, char** argv) {
                  "sharing a store (one timing at a time on this machine)")
       ->envname("MLTUNE_SERVER")
       ->required();
-  app.add_option("--target", o.target, "What this worker measures on: cpu (gpu: not yet)")
+  app.add_option("--target", o.target, "What this worker measures on: cpu, or gpu (device 0)")
       ->capture_default_str();
+  app.add_option("--gpu-runner", o.gpu_runner,
+                 "gpu: the program that times GPU runs (default mltune-gpu-runner; "
+                 "mltune-gpu-emulator runs them on the CPU, for tests)");
+  app.add_option("--gpu-arch", o.gpu_arch,
+                 "gpu: claim this architecture (sm_90) instead of probing device 0 (for tests, "
+                 "with --gpu-runner mltune-gpu-emulator)");
   app.add_option("--ca", o.ca_file, "TLS: the CA (PEM) that signed mltuned's certificate")
       ->envname("MLTUNE_CA");
   app.add_option("--cert", o.cert_file, "Mutual TLS: this worker's certificate (PEM)")

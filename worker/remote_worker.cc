@@ -19,6 +19,8 @@
 #include "absl/strings/strip.h"
 #include "backends/cpu/compiler.h"
 #include "backends/cpu/runner.h"
+#include "backends/gpu/device.h"
+#include "backends/gpu/gpu_program.h"
 #include "daemon/version.h"
 #include "mltune/v1/worker_service.grpc.pb.h"
 #include "mltune/v1/worker_service.pb.h"
@@ -125,14 +127,21 @@ absl::StatusOr<cpu::Timing> MeasureCandidate(const v1::Candidate& candidate) {
 
 }  // namespace
 
-absl::Status CheckTarget(const std::string& target) {
-  if (target == "cpu") return absl::OkStatus();
-  // The protocol carries CPU programs only (worker_service.proto CpuProgram), and the daemon
-  // hands out no GPU work yet.
-  if (target == "gpu") {
-    return absl::UnimplementedError(
-        "--target gpu: remote GPU measurement is not supported yet (only --target cpu)");
+// A GPU timing run, on this machine's GPU (or the runner the options name: the emulator, in tests).
+absl::StatusOr<backends::gpu::GpuTiming> MeasureGpuCandidate(const v1::Candidate& candidate,
+                                                             const WorkerOptions& options) {
+  backends::gpu::GpuMeasureOptions o;
+  if (candidate.gpu_plan().timeout_seconds() > 0) {
+    o.timeout_seconds = candidate.gpu_plan().timeout_seconds();
   }
+  o.runner = options.gpu_runner;
+  static std::mutex timing_mu;  // one timing at a time on this GPU, whichever daemon asked
+  std::lock_guard<std::mutex> lock(timing_mu);
+  return backends::gpu::MeasureGpuBundle(remote::FromProto(candidate.gpu_plan()), o);
+}
+
+absl::Status CheckTarget(const std::string& target) {
+  if (target == "cpu" || target == "gpu") return absl::OkStatus();
   return absl::InvalidArgumentError(absl::StrCat("--target '", target, "': expected cpu or gpu"));
 }
 
@@ -287,10 +296,18 @@ struct RemoteWorker::Impl {
                          " candidates: ", news.message()));
         return news;
       }
-      const absl::StatusOr<cpu::Timing> outcome = MeasureCandidate(candidate);
       v1::Measurement* m = request.add_measurements();
       m->set_id(candidate.id());
-      remote::ToProto(outcome, m);
+      absl::Status outcome;
+      if (candidate.has_gpu_plan()) {
+        absl::StatusOr<backends::gpu::GpuTiming> t = MeasureGpuCandidate(candidate, options);
+        outcome = t.status();
+        remote::ToProto(t, m);
+      } else {
+        absl::StatusOr<cpu::Timing> t = MeasureCandidate(candidate);
+        outcome = t.status();
+        remote::ToProto(t, m);
+      }
       ++candidates;
       if (!outcome.ok()) {
         ++failed;
@@ -409,6 +426,28 @@ struct RemoteWorker::Impl {
   }
 };
 
+namespace {
+
+// A CPU worker's device: "CPU MODEL, N cores, COMPILER VERSION MACHINE".
+absl::StatusOr<std::string> CpuDeviceDescription() {
+  absl::StatusOr<std::string> compiler = cpu::CompilerIdentity({});
+  if (!compiler.ok()) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("this machine's C++ compiler, which compiles the candidates ($MLTUNE_CXX, "
+                     "else g++): ",
+                     compiler.status().message()));
+  }
+  // The identity ends with the CPU model (a kernel cache key), which the descriptor has already.
+  const std::string cpu_descriptor = remote::CpuDescriptor();
+  std::string identity = *compiler;
+  const std::string model = cpu_descriptor.substr(0, cpu_descriptor.rfind(", "));
+  if (absl::EndsWith(identity, model)) identity.resize(identity.size() - model.size());
+  return absl::StrCat(cpu_descriptor, ", ",
+                      std::string(absl::StripTrailingAsciiWhitespace(identity)));
+}
+
+}  // namespace
+
 absl::StatusOr<std::unique_ptr<RemoteWorker>> RemoteWorker::Create(WorkerOptions options) {
   if (absl::Status s = CheckTarget(options.target); !s.ok()) return s;
   if (options.server.empty()) {
@@ -451,20 +490,21 @@ absl::StatusOr<std::unique_ptr<RemoteWorker>> RemoteWorker::Create(WorkerOptions
     credentials = grpc::SslCredentials(ssl);
   }
 
-  absl::StatusOr<std::string> compiler = cpu::CompilerIdentity({});
-  if (!compiler.ok()) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("this machine's C++ compiler, which compiles the candidates ($MLTUNE_CXX, "
-                     "else g++): ",
-                     compiler.status().message()));
+  if (options.target == "gpu") {
+    // The daemon compiles for this device and caches results under its key.
+    absl::StatusOr<backends::gpu::DeviceDescriptor> gpu =
+        options.gpu_arch.empty() ? backends::gpu::ProbeDevice(0)
+                                 : backends::gpu::DescriptorForArch(options.gpu_arch);
+    if (!gpu.ok()) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("--target gpu: no GPU here: ", gpu.status().message()));
+    }
+    impl->device = gpu->Key();
+  } else {
+    absl::StatusOr<std::string> cpu_device = CpuDeviceDescription();
+    if (!cpu_device.ok()) return cpu_device.status();
+    impl->device = *std::move(cpu_device);
   }
-  // The identity ends with the CPU model (a kernel cache key), which the descriptor has already.
-  const std::string cpu_descriptor = remote::CpuDescriptor();
-  std::string identity = *compiler;
-  const std::string model = cpu_descriptor.substr(0, cpu_descriptor.rfind(", "));
-  if (absl::EndsWith(identity, model)) identity.resize(identity.size() - model.size());
-  impl->device =
-      absl::StrCat(cpu_descriptor, ", ", std::string(absl::StripTrailingAsciiWhitespace(identity)));
 
   grpc::ChannelArguments args;
   args.SetMaxSendMessageSize(kMaxMessageBytes);

@@ -17,7 +17,12 @@ namespace mltune::worker {
 
 struct WorkerOptions {
   std::string server;          // mltuned's HOST:PORT
-  std::string target = "cpu";  // what this worker measures on: "cpu" (CheckTarget)
+  std::string target = "cpu";  // what this worker measures on: "cpu" or "gpu" (CheckTarget)
+  // For "gpu": the runner that times GPU programs ("" = mltune-gpu-runner) and the architecture
+  // to claim instead of probing device 0 (""): with mltune-gpu-emulator, a GPU worker on a
+  // machine without one, for tests.
+  std::string gpu_runner;
+  std::string gpu_arch;
   // TLS as the client library sets it up (client/rpc_client.h): with ca_file or cert_file the
   // channel is TLS; cert_file and key_file together add mutual TLS.
   std::string ca_file, cert_file, key_file;

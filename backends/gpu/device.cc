@@ -4,6 +4,8 @@
 #include <openssl/evp.h>
 
 #include <cstddef>
+#include <map>
+#include <mutex>
 #include <type_traits>
 
 #include "absl/status/status.h"
@@ -12,6 +14,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_replace.h"
+#include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 
 namespace mltune::backends::gpu {
@@ -207,16 +210,98 @@ const absl::StatusOr<DeviceDescriptor>& AttachedDevice() {
   return *device;
 }
 
-std::string GpuCacheTarget() {
-  const absl::StatusOr<DeviceDescriptor>& device = AttachedDevice();
-  if (!device.ok()) return "gpu@none";
-  const std::string key = device->Key();
+namespace {
+
+std::mutex remote_mu;
+RemoteDeviceProvider* remote_provider = nullptr;  // leaked on purpose, like AttachedDevice's
+
+}  // namespace
+
+void SetRemoteDeviceProvider(RemoteDeviceProvider provider) {
+  std::lock_guard<std::mutex> lock(remote_mu);
+  delete remote_provider;
+  remote_provider = provider ? new RemoteDeviceProvider(std::move(provider)) : nullptr;
+}
+
+absl::StatusOr<DeviceDescriptor> MeasuringDevice() {
+  const absl::StatusOr<DeviceDescriptor>& attached = AttachedDevice();
+  if (attached.ok()) return *attached;
+  std::lock_guard<std::mutex> lock(remote_mu);
+  if (remote_provider != nullptr) {
+    if (std::optional<DeviceDescriptor> remote = (*remote_provider)(); remote.has_value()) {
+      return *remote;
+    }
+  }
+  return absl::UnavailableError(
+      absl::StrCat(attached.status().message(), "; and no remote GPU worker is connected"));
+}
+
+std::string GpuCacheTarget(const DeviceDescriptor& device) {
+  const std::string key = device.Key();
   unsigned char digest[EVP_MAX_MD_SIZE];
   unsigned int len = 0;
   EVP_Digest(key.data(), key.size(), digest, &len, EVP_sha256(), nullptr);
   std::string hex = "gpu@";
   for (unsigned int i = 0; i < 8 && i < len; ++i) absl::StrAppendFormat(&hex, "%02x", digest[i]);
   return hex;
+}
+
+std::string GpuCacheTarget() {
+  const absl::StatusOr<DeviceDescriptor> device = MeasuringDevice();
+  return device.ok() ? GpuCacheTarget(*device) : "gpu@none";
+}
+
+absl::StatusOr<DeviceDescriptor> DeviceDescriptor::FromKey(std::string_view key) {
+  std::map<std::string, std::string> fields;
+  for (absl::string_view part : absl::StrSplit(absl::string_view(key.data(), key.size()), ';')) {
+    const size_t eq = part.find('=');
+    if (eq == absl::string_view::npos) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("device key: '", std::string(part), "' is not name=value"));
+    }
+    fields[std::string(part.substr(0, eq))] = std::string(part.substr(eq + 1));
+  }
+  DeviceDescriptor d;
+  auto text = [&](const char* name) -> absl::StatusOr<std::string> {
+    auto it = fields.find(name);
+    if (it == fields.end()) {
+      return absl::InvalidArgumentError(absl::StrCat("device key: no field '", name, "'"));
+    }
+    return it->second;
+  };
+  absl::StatusOr<std::string> name = text("name");
+  if (!name.ok()) return name.status();
+  d.name = *name;
+  absl::StatusOr<std::string> arch = text("arch");
+  if (!arch.ok()) return arch.status();
+  absl::StatusOr<DeviceDescriptor> cc = DescriptorForArch(*arch);
+  if (!cc.ok()) return cc.status();
+  d.cc_major = cc->cc_major;
+  d.cc_minor = cc->cc_minor;
+  const std::pair<const char*, int*> ints[] = {{"sms", &d.sm_count},
+                                               {"clock_khz", &d.clock_khz},
+                                               {"mem_clock_khz", &d.memory_clock_khz},
+                                               {"bus_bits", &d.memory_bus_bits},
+                                               {"driver", &d.driver_version}};
+  for (const auto& [field, out] : ints) {
+    absl::StatusOr<std::string> v = text(field);
+    if (!v.ok()) return v.status();
+    if (!absl::SimpleAtoi(*v, out)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("device key: ", field, "='", *v, "' is not an integer"));
+    }
+  }
+  const std::pair<const char*, int64_t*> longs[] = {{"l2_bytes", &d.l2_bytes},
+                                                    {"mem_bytes", &d.memory_bytes}};
+  for (const auto& [field, out] : longs) {
+    absl::StatusOr<std::string> v = text(field);
+    if (!v.ok()) return v.status();
+    if (!absl::SimpleAtoi(*v, out)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("device key: ", field, "='", *v, "' is not an integer"));
+    }
+  }
+  return d;
 }
 
 }  // namespace mltune::backends::gpu

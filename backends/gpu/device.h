@@ -3,6 +3,8 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -28,6 +30,9 @@ struct DeviceDescriptor {
   double MemoryBandwidthGBs() const;
   // Every field on one stable line ("name=...;arch=sm_90;sms=132;..."), never with a newline.
   std::string Key() const;
+  // The descriptor a Key() describes (a remote worker's device): InvalidArgument naming the field
+  // that is missing or malformed.
+  static absl::StatusOr<DeviceDescriptor> FromKey(std::string_view key);
 };
 
 // Describes device `ordinal` through the CUDA driver, loaded at run time (dlopen libcuda.so.1), so
@@ -46,9 +51,20 @@ std::string GpuAbsentReason();
 // does not change under it).
 const absl::StatusOr<DeviceDescriptor>& AttachedDevice();
 
+// A device on another machine that GPU work is measured on when this one has none: a daemon's
+// remote GPU workers (daemon/remote) install a provider; nullopt from it, or no provider, means
+// none. Process-wide, like AttachedDevice.
+using RemoteDeviceProvider = std::function<std::optional<DeviceDescriptor>()>;
+void SetRemoteDeviceProvider(RemoteDeviceProvider provider);
+
+// The device GPU work is measured on: the attached one, else a remote worker's, else the reason
+// there is none (AttachedDevice's).
+absl::StatusOr<DeviceDescriptor> MeasuringDevice();
+
 // The target name GPU results are cached under: "gpu@" and 16 hex digits of the SHA-256 of the
-// attached device's Key(), or "gpu@none" without one; results from other cards never answer.
+// measuring device's Key(), or "gpu@none" without one; results from other cards never answer.
 std::string GpuCacheTarget();
+std::string GpuCacheTarget(const DeviceDescriptor& device);
 
 // A descriptor for compile-only work where no device is present: the compute capability of
 // `arch` ("sm_80", "sm_90", "sm_100"), named "(none: compile only)", every other field zero.

@@ -3,15 +3,16 @@
 // where no GPU is attached (CI, most sessions). The kernels' CUDA sources are compiled as C++ with
 // a shim for CUDA's built-ins; a kernel that synchronizes (__syncthreads, warp shuffles) runs a
 // host thread per GPU thread of each block, one block at a time, the others run their threads in
-// turn; cuBLASLt GEMMs and cuDNN convolutions are plain loops. It runs programs, it does not
-// time them.
+// turn; cuBLASLt GEMMs and cuDNN convolutions are plain loops. A timing plan gets the host's wall
+// time, which says nothing about a GPU but lets a remote GPU worker be tested without one.
 //
-//   mltune-gpu-emulator PLAN.json   (with "inputs" and "outputs"; prints {"ok":...} like the
-//   runner)
+//   mltune-gpu-emulator PLAN.json   (with "inputs" and "outputs", or a timing plan; prints
+//   {"ok":...} like the runner)
 #include <dlfcn.h>
 
 #include <algorithm>
 #include <barrier>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -23,6 +24,7 @@
 #include <thread>
 #include <vector>
 
+#include "backends/gpu/random_fill.h"
 #include "nlohmann/json.hpp"
 
 namespace {
@@ -374,9 +376,11 @@ std::string RunLaunch(const json& l, void* lib, const std::vector<std::string>& 
 
 int Run(const std::string& plan_path) {
   const json plan = json::parse(ReadFile(plan_path));
-  if (plan.value("max_reps", 0) > 0)
-    return Fail("the emulator runs programs; it does not time them");
-  if (!plan.contains("inputs") || !plan.contains("outputs")) {
+  // A timing plan (max_reps) has seeded parameters and no files: the emulator reports the host's
+  // wall time of the launches, which lets a GPU worker be tested where there is no GPU; the
+  // figure says nothing about a GPU's speed.
+  const bool timing = plan.value("max_reps", 0) > 0;
+  if (!timing && (!plan.contains("inputs") || !plan.contains("outputs"))) {
     return Fail("the emulator needs the plan's inputs and outputs files");
   }
   if (!plan.contains("sources")) return Fail("the plan has no kernel sources");
@@ -396,10 +400,18 @@ int Run(const std::string& plan_path) {
   for (const json& b : plan.at("buffers")) {
     buffers.emplace_back((b.get<size_t>() + sizeof(long double) - 1) / sizeof(long double));
   }
-  std::ifstream inputs(plan.at("inputs").get<std::string>(), std::ios::binary);
+  std::ifstream inputs;
+  if (!timing) inputs.open(plan.at("inputs").get<std::string>(), std::ios::binary);
+  uint64_t state = plan.value("seed", uint64_t{0});
   for (const json& p : plan.at("params")) {
     auto& b = buffers.at(p.at("buffer").get<size_t>());
     const size_t bytes = plan.at("buffers").at(p.at("buffer").get<size_t>()).get<size_t>();
+    if (timing) {
+      mltune::backends::gpu::FillRandom(p.at("type").get<std::string>(),
+                                        p.at("elements").get<int64_t>(),
+                                        reinterpret_cast<char*>(b.data()), &state);
+      continue;
+    }
     inputs.read(reinterpret_cast<char*>(b.data()), static_cast<std::streamsize>(bytes));
     if (inputs.gcount() != static_cast<std::streamsize>(bytes)) return Fail("input file too short");
   }
@@ -422,6 +434,28 @@ int Run(const std::string& plan_path) {
     }
     return std::string();
   };
+  if (timing) {
+    // min_reps runs, fewer when max_seconds runs out first; the median of their wall times.
+    std::vector<double> samples;
+    const int reps = std::max(1, plan.value("min_reps", 1));
+    const double budget = plan.value("max_seconds", 0.3);
+    double spent = 0;
+    while (static_cast<int>(samples.size()) < reps && (samples.empty() || spent < budget)) {
+      const auto start = std::chrono::steady_clock::now();
+      if (std::string e = run(launches); !e.empty()) return Fail(e);
+      samples.push_back(
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+      spent += samples.back();
+    }
+    std::sort(samples.begin(), samples.end());
+    const double median = samples[samples.size() / 2];
+    std::printf(
+        "{\"ok\":true,\"device\":\"host emulator\",\"median_s\":%.9g,\"min_s\":%.9g,"
+        "\"p25_s\":%.9g,\"p75_s\":%.9g,\"spread\":0,\"samples\":%zu,\"graph\":\"off\"}\n",
+        median, samples.front(), samples[samples.size() / 4], samples[samples.size() * 3 / 4],
+        samples.size());
+    return 0;
+  }
   if (std::string e = run(launches); !e.empty()) return Fail(e);
   std::ofstream out(plan.at("outputs").get<std::string>(), std::ios::binary);
   for (const json& r : plan.at("results")) {

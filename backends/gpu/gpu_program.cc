@@ -7,12 +7,16 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <memory>
+#include <mutex>
+#include <optional>
 #include <unordered_map>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "backends/cpu/check.h"
 #include "backends/cpu/subprocess.h"
+#include "backends/gpu/device.h"
 #include "backends/gpu/gpu_codegen.h"
 #include "ir/evaluator/evaluator.h"
 #include "nlohmann/json.hpp"
@@ -120,10 +124,10 @@ json LaunchesJson(const std::vector<GpuModuleProgram::Launch>& list) {
   return launches;
 }
 
-// Writes the PTX files and the plan; returns the plan's path.
-absl::StatusOr<std::string> WritePlan(const GpuModuleProgram& program,
-                                      const GpuMeasureOptions& options, TempFiles* files,
-                                      json extra) {
+// The plan names its files relative to its folder; WriteBundle makes them absolute.
+GpuPlanBundle MakeBundle(const GpuModuleProgram& program, const GpuMeasureOptions& options,
+                         json extra) {
+  GpuPlanBundle bundle;
   json plan = std::move(extra);
   plan["device"] = options.device;
   plan["min_reps"] = options.min_reps;
@@ -137,20 +141,16 @@ absl::StatusOr<std::string> WritePlan(const GpuModuleProgram& program,
   plan["cpu_seconds"] = static_cast<int64_t>(options.timeout_seconds) + 5;
   json modules = json::array();
   for (size_t i = 0; i < program.ptx.size(); ++i) {
-    const std::string path = files->Add(absl::StrCat("k", i, ".ptx"));
-    std::ofstream out(path, std::ios::binary);
-    out << program.ptx[i];
-    if (!out) return absl::InternalError(absl::StrCat("cannot write ", path));
-    modules.push_back(path);
+    const std::string name = absl::StrCat("k", i, ".ptx");
+    bundle.files[name] = program.ptx[i];
+    modules.push_back(name);
   }
   plan["modules"] = modules;
   json sources = json::array();
   for (size_t i = 0; i < program.sources.size(); ++i) {
-    const std::string path = files->Add(absl::StrCat("k", i, ".cu"));
-    std::ofstream out(path, std::ios::binary);
-    out << program.sources[i];
-    if (!out) return absl::InternalError(absl::StrCat("cannot write ", path));
-    sources.push_back(path);
+    const std::string name = absl::StrCat("k", i, ".cu");
+    bundle.files[name] = program.sources[i];
+    sources.push_back(name);
   }
   plan["sources"] = sources;
   plan["buffers"] = program.buffer_bytes;
@@ -166,26 +166,62 @@ absl::StatusOr<std::string> WritePlan(const GpuModuleProgram& program,
     if (r.buffer >= 0) results.push_back({{"buffer", r.buffer}, {"bytes", r.shape.ByteSize()}});
   }
   plan["results"] = results;
-  json launches = LaunchesJson(program.launches);
   if (!program.constants.empty()) {
     // The constants' bytes, one after another in one file.
-    const std::string path = files->Add("constants.bin");
-    std::ofstream out(path, std::ios::binary);
+    std::string& bytes = bundle.files["constants.bin"];
     json constants = json::array();
     for (const GpuModuleProgram::Constant& c : program.constants) {
-      out.write(c.bytes.data(), static_cast<std::streamsize>(c.bytes.size()));
+      bytes += c.bytes;
       constants.push_back({{"buffer", c.buffer}, {"bytes", c.bytes.size()}});
     }
-    if (!out) return absl::InternalError(absl::StrCat("cannot write ", path));
-    plan["constants_file"] = path;
+    plan["constants_file"] = "constants.bin";
     plan["constants"] = constants;
   }
-  plan["launches"] = launches;
+  plan["launches"] = LaunchesJson(program.launches);
+  bundle.plan_json = plan.dump();
+  return bundle;
+}
+
+// Writes the bundle's files and its plan, with the file names made absolute; returns the plan's
+// path. InvalidArgument for a plan naming a file the bundle does not hold (a remote one).
+absl::StatusOr<std::string> WriteBundle(const GpuPlanBundle& bundle, TempFiles* files) {
+  json plan = json::parse(bundle.plan_json, nullptr, false);
+  if (!plan.is_object()) return absl::InvalidArgumentError("GPU plan: not a JSON object");
+  auto place = [&](json& name) -> absl::Status {
+    if (!name.is_string()) return absl::InvalidArgumentError("GPU plan: a file name is no string");
+    auto it = bundle.files.find(name.get<std::string>());
+    if (it == bundle.files.end()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("GPU plan: file '", name.get<std::string>(), "' is not in the bundle"));
+    }
+    const std::string path = files->Add(it->first);
+    std::ofstream out(path, std::ios::binary);
+    out << it->second;
+    if (!out) return absl::InternalError(absl::StrCat("cannot write ", path));
+    name = path;
+    return absl::OkStatus();
+  };
+  for (const char* list : {"modules", "sources"}) {
+    if (!plan.contains(list) || !plan[list].is_array()) continue;
+    for (json& name : plan[list]) {
+      if (absl::Status s = place(name); !s.ok()) return s;
+    }
+  }
+  if (plan.contains("constants_file")) {
+    if (absl::Status s = place(plan["constants_file"]); !s.ok()) return s;
+  }
   const std::string path = files->Add("plan.json");
   std::ofstream out(path);
   out << plan.dump();
   if (!out) return absl::InternalError(absl::StrCat("cannot write ", path));
   return path;
+}
+
+// Writes the PTX files and the plan; returns the plan's path.
+absl::StatusOr<std::string> WritePlan(const GpuModuleProgram& program,
+                                      const GpuMeasureOptions& options, TempFiles* files,
+                                      json extra) {
+  return WriteBundle(MakeBundle(program, options, std::move(extra)), files);
 }
 
 absl::StatusOr<json> RunRunner(const std::string& plan, const GpuMeasureOptions& options) {
@@ -242,14 +278,48 @@ std::string GpuEmulatorPath() {
   return ChildPath("MLTUNE_GPU_EMULATOR", "mltune-gpu-emulator", MLTUNE_GPU_EMULATOR_BUILD_PATH);
 }
 
-absl::StatusOr<GpuTiming> MeasureGpu(const GpuModuleProgram& program, uint64_t seed,
-                                     const GpuMeasureOptions& options) {
+namespace {
+
+std::mutex delegate_mu;
+std::shared_ptr<const GpuMeasureDelegate> measure_delegate;
+
+}  // namespace
+
+void SetGpuMeasureDelegate(GpuMeasureDelegate delegate) {
+  std::lock_guard<std::mutex> lock(delegate_mu);
+  measure_delegate =
+      delegate ? std::make_shared<const GpuMeasureDelegate>(std::move(delegate)) : nullptr;
+}
+
+GpuPlanBundle BundleForMeasure(const GpuModuleProgram& program, uint64_t seed,
+                               const GpuMeasureOptions& options) {
+  return MakeBundle(program, options, {{"seed", seed}});
+}
+
+absl::StatusOr<GpuTiming> MeasureGpuBundle(const GpuPlanBundle& bundle,
+                                           const GpuMeasureOptions& options) {
   TempFiles files;
-  absl::StatusOr<std::string> plan = WritePlan(program, options, &files, {{"seed", seed}});
+  absl::StatusOr<std::string> plan = WriteBundle(bundle, &files);
   if (!plan.ok()) return plan.status();
   absl::StatusOr<json> j = RunRunner(*plan, options);
   if (!j.ok()) return j.status();
   return TimingOf(*j);
+}
+
+absl::StatusOr<GpuTiming> MeasureGpu(const GpuModuleProgram& program, uint64_t seed,
+                                     const GpuMeasureOptions& options) {
+  const GpuPlanBundle bundle = BundleForMeasure(program, seed, options);
+  std::shared_ptr<const GpuMeasureDelegate> delegate;
+  {
+    std::lock_guard<std::mutex> lock(delegate_mu);
+    delegate = measure_delegate;
+  }
+  // A runner named in the options (the emulator, in tests) always runs here.
+  if (delegate != nullptr && options.runner.empty() && !AttachedDevice().ok()) {
+    std::optional<absl::StatusOr<GpuTiming>> remote = (*delegate)(bundle, options);
+    if (remote.has_value()) return *std::move(remote);
+  }
+  return MeasureGpuBundle(bundle, options);
 }
 
 absl::StatusOr<std::vector<ir::Literal>> ExecuteGpu(const GpuModuleProgram& program,

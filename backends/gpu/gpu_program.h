@@ -6,6 +6,8 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -110,9 +112,30 @@ std::string GpuRunnerPath();
 // tree's; "" where this build has none.
 std::string GpuEmulatorPath();
 
-// Times the program on seeded random inputs.
+// Times the program on seeded random inputs: on this machine's GPU, or, where it has none, through
+// the measure delegate (a remote GPU worker) when one is installed.
 absl::StatusOr<GpuTiming> MeasureGpu(const GpuModuleProgram& program, uint64_t seed,
                                      const GpuMeasureOptions& options = {});
+
+// A timing run as the runner reads it: its plan (JSON, naming its files relative to its folder)
+// and those files (PTX, CUDA sources, constants). What a remote GPU worker gets to time.
+struct GpuPlanBundle {
+  std::string plan_json;
+  std::map<std::string, std::string> files;  // name -> bytes
+};
+GpuPlanBundle BundleForMeasure(const GpuModuleProgram& program, uint64_t seed,
+                               const GpuMeasureOptions& options);
+// Writes the bundle to temporary files and times it with the runner (options.runner, else
+// GpuRunnerPath()). InvalidArgument for a plan naming a file the bundle lacks.
+absl::StatusOr<GpuTiming> MeasureGpuBundle(const GpuPlanBundle& bundle,
+                                           const GpuMeasureOptions& options);
+
+// Where MeasureGpu times programs when this machine has no GPU: a daemon with remote GPU workers
+// installs a delegate (daemon/remote); nullopt from it leaves the program to the local runner
+// (which then says there is no GPU). Process-wide; nullptr removes it.
+using GpuMeasureDelegate = std::function<std::optional<absl::StatusOr<GpuTiming>>(
+    const GpuPlanBundle& bundle, const GpuMeasureOptions& options)>;
+void SetGpuMeasureDelegate(GpuMeasureDelegate delegate);
 
 // Runs the program once on `args` (the entry's parameter leaves) and returns its result leaves;
 // with `timing`, also times it on those inputs.

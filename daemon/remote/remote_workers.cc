@@ -20,14 +20,15 @@ int64_t NowMs() {
 
 struct RemoteWorkerPool::Pending {
   MeasureCandidate candidate;
-  std::string target;
+  std::string queue;
   bool done = false;
-  absl::StatusOr<backends::cpu::Timing> result = absl::UnknownError("not measured");
+  MeasureOutcome result;
 };
 
 struct RemoteWorkerPool::Worker {
   RemoteWorkerView view;
-  int polling = 0;  // Take calls waiting now: the worker is evidently alive
+  std::string queue;  // "cpu", or its GPU model's GpuCacheTarget
+  int polling = 0;    // Take calls waiting now: the worker is evidently alive
   std::vector<std::shared_ptr<Pending>> batch;  // the batch it measures now
 };
 
@@ -50,10 +51,26 @@ void RemoteWorkerPool::Shutdown() {
   done_cv_.notify_all();
 }
 
-RemoteWorkerView RemoteWorkerPool::Register(const std::string& host, const std::string& target,
-                                            const std::string& device, const std::string& version) {
+absl::StatusOr<RemoteWorkerView> RemoteWorkerPool::Register(const std::string& host,
+                                                            const std::string& target,
+                                                            const std::string& device,
+                                                            const std::string& version) {
+  std::string queue = target;
+  if (target == "gpu") {
+    absl::StatusOr<backends::gpu::DeviceDescriptor> d =
+        backends::gpu::DeviceDescriptor::FromKey(device);
+    if (!d.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "a gpu worker's device must be its DeviceDescriptor key: ", d.status().message()));
+    }
+    queue = backends::gpu::GpuCacheTarget(*d);
+  } else if (target != "cpu") {
+    return absl::InvalidArgumentError(
+        absl::StrCat("target '", target, "' is not measured remotely (cpu, gpu)"));
+  }
   std::lock_guard<std::mutex> lock(mu_);
   auto worker = std::make_unique<Worker>();
+  worker->queue = queue;
   RemoteWorkerView& v = worker->view;
   v.id = absl::StrCat("remote-", epoch_, "-", next_worker_++, "-", host);
   v.host = host;
@@ -92,16 +109,19 @@ absl::StatusOr<MeasureBatch> RemoteWorkerPool::Take(const std::string& worker_id
         absl::StrCat("worker ", worker_id, " is not registered here; register again"));
   }
   worker->view.last_seen_ms = NowMs();
-  const std::string target = worker->view.target;
-  work_cv_.wait_for(lock, wait,
-                    [&] { return stopping_ || live() == nullptr || !queued_[target].empty(); });
+  const std::string queue_name = worker->queue;
+  ++worker->polling;
+  work_cv_.wait_for(lock, wait, [&] {
+    return stopping_ || live() == nullptr || !queued_[queue_name].empty();
+  });
+  if (auto it = workers_.find(worker_id); it != workers_.end()) --it->second->polling;
   worker = live();
   if (worker == nullptr) {
     return absl::NotFoundError(absl::StrCat("worker ", worker_id, " was dropped; register again"));
   }
   worker->view.last_seen_ms = NowMs();
   MeasureBatch batch;
-  std::deque<std::shared_ptr<Pending>>& queue = queued_[target];
+  std::deque<std::shared_ptr<Pending>>& queue = queued_[queue_name];
   if (stopping_ || queue.empty()) return batch;
   batch.id = absl::StrCat("batch-", next_batch_++);
   while (!queue.empty() && static_cast<int>(batch.candidates.size()) < options_.max_batch) {
@@ -116,7 +136,7 @@ absl::StatusOr<MeasureBatch> RemoteWorkerPool::Take(const std::string& worker_id
 
 absl::Status RemoteWorkerPool::Return(
     const std::string& worker_id, const std::string& batch_id,
-    std::vector<std::pair<uint64_t, absl::StatusOr<backends::cpu::Timing>>> measurements) {
+    std::vector<std::pair<uint64_t, MeasureOutcome>> measurements) {
   std::lock_guard<std::mutex> lock(mu_);
   auto it = workers_.find(worker_id);
   if (it == workers_.end() || it->second->view.state == "lost") {
@@ -135,14 +155,14 @@ absl::Status RemoteWorkerPool::Return(
     for (const std::shared_ptr<Pending>& p : worker.batch) {
       if (p->candidate.id != id || p->done) continue;
       p->result = std::move(outcome);
-      if (p->result.ok()) p->result->measured_by = by;
+      p->result.cpu.measured_by = by;
       p->done = true;
       ++worker.view.measured;
     }
   }
   // What the worker did not answer is measured again elsewhere.
   for (const std::shared_ptr<Pending>& p : worker.batch) {
-    if (!p->done) queued_[p->target].push_front(p);
+    if (!p->done) queued_[p->queue].push_front(p);
   }
   worker.batch.clear();
   worker.view.batch_id.clear();
@@ -152,39 +172,81 @@ absl::Status RemoteWorkerPool::Return(
   return absl::OkStatus();
 }
 
-std::optional<absl::StatusOr<backends::cpu::Timing>> RemoteWorkerPool::Measure(
-    const std::string& target, const backends::cpu::Program& program, uint64_t seed,
-    const backends::cpu::MeasureOptions& options) {
+std::optional<MeasureOutcome> RemoteWorkerPool::Run(const std::string& queue,
+                                                    MeasureCandidate candidate) {
   std::unique_lock<std::mutex> lock(mu_);
-  if (stopping_ || !HasLiveWorkerLocked(target)) return std::nullopt;
+  if (stopping_ || !HasLiveWorkerLocked(queue)) return std::nullopt;
   auto pending = std::make_shared<Pending>();
-  pending->candidate = {next_candidate_++, program, seed, options};
-  pending->target = target;
-  queued_[target].push_back(pending);
+  pending->candidate = std::move(candidate);
+  pending->candidate.id = next_candidate_++;
+  pending->queue = queue;
+  queued_[queue].push_back(pending);
   work_cv_.notify_all();
   while (!pending->done) {
     done_cv_.wait_for(
         lock, std::chrono::milliseconds(static_cast<int64_t>(options_.heartbeat_seconds * 1000)));
     if (pending->done) break;
     // Still queued, and nobody left to take it: measure here instead.
-    std::deque<std::shared_ptr<Pending>>& queue = queued_[target];
-    auto queued = std::find(queue.begin(), queue.end(), pending);
-    if (queued != queue.end() && (stopping_ || !HasLiveWorkerLocked(target))) {
-      queue.erase(queued);
+    std::deque<std::shared_ptr<Pending>>& waiting = queued_[queue];
+    auto queued = std::find(waiting.begin(), waiting.end(), pending);
+    if (queued != waiting.end() && (stopping_ || !HasLiveWorkerLocked(queue))) {
+      waiting.erase(queued);
       return std::nullopt;
     }
   }
   return std::move(pending->result);
 }
 
-bool RemoteWorkerPool::HasLiveWorker(const std::string& target) {
-  std::lock_guard<std::mutex> lock(mu_);
-  return HasLiveWorkerLocked(target);
+std::optional<absl::StatusOr<backends::cpu::Timing>> RemoteWorkerPool::Measure(
+    const std::string& target, const backends::cpu::Program& program, uint64_t seed,
+    const backends::cpu::MeasureOptions& options) {
+  MeasureCandidate candidate;
+  candidate.program = program;
+  candidate.seed = seed;
+  candidate.options = options;
+  std::optional<MeasureOutcome> outcome = Run(target, std::move(candidate));
+  if (!outcome.has_value()) return std::nullopt;
+  if (!outcome->status.ok()) return absl::StatusOr<backends::cpu::Timing>(outcome->status);
+  return absl::StatusOr<backends::cpu::Timing>(std::move(outcome->cpu));
 }
 
-bool RemoteWorkerPool::HasLiveWorkerLocked(const std::string& target) const {
+std::optional<absl::StatusOr<backends::gpu::GpuTiming>> RemoteWorkerPool::MeasureGpu(
+    const backends::gpu::GpuPlanBundle& bundle, const backends::gpu::GpuMeasureOptions& options) {
+  std::optional<backends::gpu::DeviceDescriptor> device = GpuDevice();
+  if (!device.has_value()) return std::nullopt;
+  MeasureCandidate candidate;
+  candidate.gpu_plan = bundle;
+  candidate.gpu_timeout_seconds = options.timeout_seconds;
+  std::optional<MeasureOutcome> outcome =
+      Run(backends::gpu::GpuCacheTarget(*device), std::move(candidate));
+  if (!outcome.has_value()) return std::nullopt;
+  if (!outcome->status.ok()) return absl::StatusOr<backends::gpu::GpuTiming>(outcome->status);
+  return absl::StatusOr<backends::gpu::GpuTiming>(std::move(outcome->gpu));
+}
+
+std::optional<backends::gpu::DeviceDescriptor> RemoteWorkerPool::GpuDevice() {
+  std::string key;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (const auto& [id, w] : workers_) {
+      if (w->view.target != "gpu" || w->view.state == "lost") continue;
+      if (key.empty() || w->view.device < key) key = w->view.device;
+    }
+  }
+  if (key.empty()) return std::nullopt;
+  absl::StatusOr<backends::gpu::DeviceDescriptor> d = backends::gpu::DeviceDescriptor::FromKey(key);
+  if (!d.ok()) return std::nullopt;
+  return *d;
+}
+
+bool RemoteWorkerPool::HasLiveWorker(const std::string& queue) {
+  std::lock_guard<std::mutex> lock(mu_);
+  return HasLiveWorkerLocked(queue);
+}
+
+bool RemoteWorkerPool::HasLiveWorkerLocked(const std::string& queue) const {
   for (const auto& [id, w] : workers_) {
-    if (w->view.target == target && w->view.state != "lost") return true;
+    if (w->queue == queue && w->view.state != "lost") return true;
   }
   return false;
 }
@@ -220,7 +282,7 @@ void RemoteWorkerPool::ReapLocked(int64_t now_ms) {
     if (w.polling == 0 && now_ms - w.view.last_seen_ms > silent_ms) {
       w.view.state = "lost";
       for (const std::shared_ptr<Pending>& p : w.batch) {
-        if (!p->done) queued_[p->target].push_front(p);
+        if (!p->done) queued_[p->queue].push_front(p);
       }
       w.batch.clear();
       w.view.batch_id.clear();

@@ -24,10 +24,21 @@ backends::cpu::Program ProgramNamed(const std::string& source) {
   return p;
 }
 
+// A GPU worker's device: a compile-only sm_90 descriptor's key.
+std::string GpuKey() { return backends::gpu::DescriptorForArch("sm_90").value().Key(); }
+
 RemoteWorkerOptions FastOptions() {
   RemoteWorkerOptions options;
   options.heartbeat_seconds = 0.1;
   return options;
+}
+
+// A measurement of `seconds`, CPU and GPU alike.
+MeasureOutcome Measured(size_t seconds) {
+  MeasureOutcome o;
+  o.status = absl::OkStatus();
+  o.cpu.median_s = o.gpu.median_s = static_cast<double>(seconds);
+  return o;
 }
 
 // Takes one batch and answers each program with a timing of its source's length.
@@ -35,11 +46,9 @@ void Serve(RemoteWorkerPool& pool, const std::string& worker) {
   absl::StatusOr<MeasureBatch> batch = pool.Take(worker, milliseconds(2000));
   ASSERT_TRUE(batch.ok()) << batch.status();
   ASSERT_FALSE(batch->id.empty());
-  std::vector<std::pair<uint64_t, absl::StatusOr<Timing>>> results;
+  std::vector<std::pair<uint64_t, MeasureOutcome>> results;
   for (const MeasureCandidate& c : batch->candidates) {
-    Timing t;
-    t.median_s = static_cast<double>(c.program.source.size());
-    results.emplace_back(c.id, t);
+    results.emplace_back(c.id, Measured(c.program.source.size()));
   }
   ASSERT_TRUE(pool.Return(worker, batch->id, std::move(results)).ok());
 }
@@ -47,13 +56,13 @@ void Serve(RemoteWorkerPool& pool, const std::string& worker) {
 TEST(RemoteWorkerPoolTest, WithoutWorkersTheCallerMeasuresLocally) {
   RemoteWorkerPool pool(FastOptions());
   EXPECT_FALSE(pool.Measure("cpu", ProgramNamed("x"), 0, {}).has_value());
-  pool.Register("gpu-box", "gpu", "H100", "0.1");
+  pool.Register("gpu-box", "gpu", GpuKey(), "0.1").value();
   EXPECT_FALSE(pool.Measure("cpu", ProgramNamed("x"), 0, {}).has_value());
 }
 
 TEST(RemoteWorkerPoolTest, ALiveWorkerMeasuresAndIsNamed) {
   RemoteWorkerPool pool(FastOptions());
-  const RemoteWorkerView w = pool.Register("cpu-box", "cpu", "Xeon, 8 cores", "0.1");
+  const RemoteWorkerView w = pool.Register("cpu-box", "cpu", "Xeon, 8 cores", "0.1").value();
   EXPECT_EQ(w.state, "idle");
   std::thread worker([&] { Serve(pool, w.id); });
   std::optional<absl::StatusOr<Timing>> t = pool.Measure("cpu", ProgramNamed("abcd"), 7, {});
@@ -71,12 +80,14 @@ TEST(RemoteWorkerPoolTest, ALiveWorkerMeasuresAndIsNamed) {
 
 TEST(RemoteWorkerPoolTest, AFailedMeasurementComesBackAsItsError) {
   RemoteWorkerPool pool(FastOptions());
-  const RemoteWorkerView w = pool.Register("cpu-box", "cpu", "", "0.1");
+  const RemoteWorkerView w = pool.Register("cpu-box", "cpu", "", "0.1").value();
   std::thread worker([&] {
     absl::StatusOr<MeasureBatch> batch = pool.Take(w.id, milliseconds(2000));
     ASSERT_TRUE(batch.ok() && batch->candidates.size() == 1);
-    std::vector<std::pair<uint64_t, absl::StatusOr<Timing>>> results;
-    results.emplace_back(batch->candidates[0].id, absl::InvalidArgumentError("does not compile"));
+    std::vector<std::pair<uint64_t, MeasureOutcome>> results;
+    MeasureOutcome failed;
+    failed.status = absl::InvalidArgumentError("does not compile");
+    results.emplace_back(batch->candidates[0].id, failed);
     ASSERT_TRUE(pool.Return(w.id, batch->id, std::move(results)).ok());
   });
   std::optional<absl::StatusOr<Timing>> t = pool.Measure("cpu", ProgramNamed("bad"), 0, {});
@@ -87,13 +98,13 @@ TEST(RemoteWorkerPoolTest, AFailedMeasurementComesBackAsItsError) {
 
 TEST(RemoteWorkerPoolTest, ALostWorkersBatchGoesToAnotherWorker) {
   RemoteWorkerPool pool(FastOptions());
-  const RemoteWorkerView dead = pool.Register("dies", "cpu", "", "0.1");
+  const RemoteWorkerView dead = pool.Register("dies", "cpu", "", "0.1").value();
   auto measured = std::async(std::launch::async,
                              [&] { return pool.Measure("cpu", ProgramNamed("abc"), 0, {}); });
   // The first worker takes the batch and then goes silent.
   absl::StatusOr<MeasureBatch> taken = pool.Take(dead.id, milliseconds(2000));
   ASSERT_TRUE(taken.ok() && taken->candidates.size() == 1);
-  const RemoteWorkerView alive = pool.Register("lives", "cpu", "", "0.1");
+  const RemoteWorkerView alive = pool.Register("lives", "cpu", "", "0.1").value();
   std::atomic<bool> stop{false};
   std::thread heartbeats([&] {
     while (!stop) {
@@ -118,7 +129,7 @@ TEST(RemoteWorkerPoolTest, ALostWorkersBatchGoesToAnotherWorker) {
 
 TEST(RemoteWorkerPoolTest, WhenTheOnlyWorkerIsLostTheCallerMeasuresLocally) {
   RemoteWorkerPool pool(FastOptions());
-  const RemoteWorkerView w = pool.Register("dies", "cpu", "", "0.1");
+  const RemoteWorkerView w = pool.Register("dies", "cpu", "", "0.1").value();
   auto measured = std::async(std::launch::async,
                              [&] { return pool.Measure("cpu", ProgramNamed("abc"), 0, {}); });
   ASSERT_TRUE(pool.Take(w.id, milliseconds(2000)).ok());
@@ -133,7 +144,7 @@ TEST(RemoteWorkerPoolTest, ABatchHoldsWhatIsQueued) {
   RemoteWorkerOptions options = FastOptions();
   options.max_batch = 3;
   RemoteWorkerPool pool(options);
-  const RemoteWorkerView w = pool.Register("box", "cpu", "", "0.1");
+  const RemoteWorkerView w = pool.Register("box", "cpu", "", "0.1").value();
   std::vector<std::future<std::optional<absl::StatusOr<Timing>>>> calls;
   for (int i = 0; i < 5; ++i) {
     calls.push_back(std::async(std::launch::async, [&pool, i] {
@@ -145,11 +156,9 @@ TEST(RemoteWorkerPoolTest, ABatchHoldsWhatIsQueued) {
   absl::StatusOr<MeasureBatch> first = pool.Take(w.id, milliseconds(100));
   ASSERT_TRUE(first.ok());
   EXPECT_EQ(first->candidates.size(), 3u);
-  std::vector<std::pair<uint64_t, absl::StatusOr<Timing>>> results;
+  std::vector<std::pair<uint64_t, MeasureOutcome>> results;
   for (const MeasureCandidate& c : first->candidates) {
-    Timing t;
-    t.median_s = static_cast<double>(c.program.source.size());
-    results.emplace_back(c.id, t);
+    results.emplace_back(c.id, Measured(c.program.source.size()));
   }
   ASSERT_TRUE(pool.Return(w.id, first->id, std::move(results)).ok());
   Serve(pool, w.id);
@@ -160,11 +169,48 @@ TEST(RemoteWorkerPoolTest, ABatchHoldsWhatIsQueued) {
   }
 }
 
+TEST(RemoteWorkerPoolTest, GpuProgramsGoToAWorkerOfTheirGpu) {
+  RemoteWorkerPool pool(FastOptions());
+  EXPECT_FALSE(pool.GpuDevice().has_value());
+  EXPECT_FALSE(pool.MeasureGpu({}, {}).has_value());
+  const RemoteWorkerView cpu = pool.Register("cpu-box", "cpu", "", "0.1").value();
+  const RemoteWorkerView gpu = pool.Register("gpu-box", "gpu", GpuKey(), "0.1").value();
+  ASSERT_TRUE(pool.GpuDevice().has_value());
+  EXPECT_EQ(pool.GpuDevice()->Key(), GpuKey());
+  backends::gpu::GpuPlanBundle bundle;
+  bundle.plan_json = "{}";
+  bundle.files["k0.ptx"] = "ptx";
+  auto measured = std::async(std::launch::async, [&] { return pool.MeasureGpu(bundle, {}); });
+  // The CPU worker never sees it; the GPU worker gets the bundle.
+  absl::StatusOr<MeasureBatch> none = pool.Take(cpu.id, milliseconds(100));
+  ASSERT_TRUE(none.ok());
+  EXPECT_TRUE(none->id.empty());
+  absl::StatusOr<MeasureBatch> batch = pool.Take(gpu.id, milliseconds(2000));
+  ASSERT_TRUE(batch.ok() && batch->candidates.size() == 1);
+  ASSERT_TRUE(batch->candidates[0].gpu_plan.has_value());
+  EXPECT_EQ(batch->candidates[0].gpu_plan->files.at("k0.ptx"), "ptx");
+  std::vector<std::pair<uint64_t, MeasureOutcome>> results;
+  results.emplace_back(batch->candidates[0].id, Measured(3));
+  ASSERT_TRUE(pool.Return(gpu.id, batch->id, std::move(results)).ok());
+  std::optional<absl::StatusOr<backends::gpu::GpuTiming>> t = measured.get();
+  ASSERT_TRUE(t.has_value() && t->ok());
+  EXPECT_EQ((*t)->median_s, 3);
+}
+
+TEST(RemoteWorkerPoolTest, BadRegistrationsAreRefused) {
+  RemoteWorkerPool pool(FastOptions());
+  absl::StatusOr<RemoteWorkerView> bad_gpu = pool.Register("box", "gpu", "H100", "0.1");
+  EXPECT_TRUE(absl::IsInvalidArgument(bad_gpu.status())) << bad_gpu.status();
+  EXPECT_NE(bad_gpu.status().message().find("DeviceDescriptor key"), std::string::npos);
+  EXPECT_TRUE(absl::IsInvalidArgument(pool.Register("box", "tpu", "", "0.1").status()));
+  EXPECT_TRUE(pool.Workers().empty());
+}
+
 TEST(RemoteWorkerPoolTest, UnknownWorkersMustRegister) {
   RemoteWorkerPool pool(FastOptions());
   EXPECT_TRUE(absl::IsNotFound(pool.Heartbeat("remote-9-x")));
   EXPECT_TRUE(absl::IsNotFound(pool.Take("remote-9-x", milliseconds(1)).status()));
-  const RemoteWorkerView w = pool.Register("box", "cpu", "", "0.1");
+  const RemoteWorkerView w = pool.Register("box", "cpu", "", "0.1").value();
   absl::StatusOr<MeasureBatch> empty = pool.Take(w.id, milliseconds(10));
   ASSERT_TRUE(empty.ok());
   EXPECT_TRUE(empty->id.empty());

@@ -26,8 +26,6 @@ const fs::path kSchemaDir =
     fs::path(MLTUNE_SOURCE_DIR) / "tests" / "deploy" / "schemas" / "v1.29.0-local-strict";
 // Left out of kustomization.yaml on purpose: it holds placeholders (secret.yaml says why).
 constexpr char kSecretFile[] = "secret.yaml";
-// Also left out: its workers wait for remote GPU measurement (the file says why).
-constexpr char kGpuWorkerFile[] = "worker-gpu-daemonset.yaml";
 
 // One object of deploy/k8s and the file it came from.
 struct Manifest {
@@ -436,12 +434,10 @@ std::vector<std::string> CheckSemantics(const std::vector<Manifest>& all, const 
     if (m.kind() == "Service") CheckService(all, m, &errors);
     if (m.kind() == "Secret") CheckSecretPlaceholders(m, &errors);
   }
-  // kustomization.yaml lists every manifest but itself, the placeholder Secret and the GPU worker.
+  // kustomization.yaml lists every manifest but itself and the placeholder Secret.
   std::vector<std::string> expected;
   for (const std::string& f : files) {
-    if (f != "kustomization.yaml" && f != kSecretFile && f != kGpuWorkerFile) {
-      expected.push_back(f);
-    }
+    if (f != "kustomization.yaml" && f != kSecretFile) expected.push_back(f);
   }
   std::vector<std::string> listed;
   for (const json& r : kustomization.value("resources", json::array())) {

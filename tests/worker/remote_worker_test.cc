@@ -24,6 +24,7 @@
 #include "absl/strings/str_cat.h"
 #include "backends/cpu/codegen.h"
 #include "backends/cpu/lowering.h"
+#include "backends/gpu/device.h"
 #include "gtest/gtest.h"
 #include "ir/hlo_parser.h"
 #include "mltune/v1/worker_service.grpc.pb.h"
@@ -437,14 +438,25 @@ TEST_F(RemoteWorkerTest, SpeaksMutualTls) {
   std::filesystem::remove_all(dir);
 }
 
-TEST_F(RemoteWorkerTest, OnlyTheCpuTargetIsServed) {
+TEST_F(RemoteWorkerTest, TargetsAreTheCpuAndAGpuThatIsThere) {
   EXPECT_TRUE(CheckTarget("cpu").ok());
+  EXPECT_TRUE(CheckTarget("gpu").ok());
   WorkerOptions o = FastOptions("127.0.0.1:1");
   o.target = "gpu";
-  const absl::Status gpu = RemoteWorker::Create(o).status();
-  EXPECT_EQ(gpu.code(), absl::StatusCode::kUnimplemented);
-  EXPECT_NE(gpu.message().find("remote GPU measurement is not supported yet"), std::string::npos)
-      << gpu;
+  // Without a GPU (this machine's case in CI) a gpu worker says so; with one it serves it.
+  absl::StatusOr<std::unique_ptr<RemoteWorker>> probed = RemoteWorker::Create(o);
+  if (backends::gpu::AttachedDevice().ok()) {
+    ASSERT_TRUE(probed.ok()) << probed.status();
+    EXPECT_EQ((*probed)->device(), backends::gpu::AttachedDevice()->Key());
+  } else {
+    EXPECT_EQ(probed.status().code(), absl::StatusCode::kFailedPrecondition);
+    EXPECT_NE(probed.status().message().find("no GPU here"), std::string::npos) << probed.status();
+  }
+  // A claimed architecture (tests, with the emulator as the runner) registers as that device.
+  o.gpu_arch = "sm_90";
+  absl::StatusOr<std::unique_ptr<RemoteWorker>> claimed = RemoteWorker::Create(o);
+  ASSERT_TRUE(claimed.ok()) << claimed.status();
+  EXPECT_EQ((*claimed)->device(), backends::gpu::DescriptorForArch("sm_90")->Key());
   o.target = "tpu";
   EXPECT_EQ(RemoteWorker::Create(o).status().code(), absl::StatusCode::kInvalidArgument);
 }

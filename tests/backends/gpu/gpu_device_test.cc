@@ -148,6 +148,34 @@ TEST(GpuDeviceTest, KeyNamesEveryFieldOnOneLine) {
   EXPECT_NE(changed([](DeviceDescriptor& e) { e.driver_version = 1; }), key);
 }
 
+TEST(GpuDeviceTest, FromKeyReadsBackEveryField) {
+  DeviceDescriptor d;
+  d.name = "NVIDIA H200";
+  d.cc_major = 9;
+  d.cc_minor = 0;
+  d.sm_count = 132;
+  d.clock_khz = 1980000;
+  d.memory_clock_khz = 3201000;
+  d.memory_bus_bits = 6144;
+  d.l2_bytes = int64_t{60} << 20;
+  d.memory_bytes = int64_t{141} << 30;
+  d.driver_version = 13000;
+  absl::StatusOr<DeviceDescriptor> back = DeviceDescriptor::FromKey(d.Key());
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(back->Key(), d.Key());
+  EXPECT_EQ(back->Arch(), "sm_90");
+  EXPECT_EQ(back->memory_bytes, d.memory_bytes);
+  // What a worker could send wrong is named.
+  EXPECT_THAT(std::string(DeviceDescriptor::FromKey("H100").status().message()),
+              HasSubstr("not name=value"));
+  EXPECT_THAT(std::string(DeviceDescriptor::FromKey("name=x;arch=sm_90").status().message()),
+              HasSubstr("no field 'sms'"));
+  std::string bad = d.Key();
+  bad.replace(bad.find("sms=132"), 7, "sms=lots");
+  EXPECT_THAT(std::string(DeviceDescriptor::FromKey(bad).status().message()),
+              HasSubstr("sms='lots' is not an integer"));
+}
+
 TEST(GpuDeviceTest, DescriptorForArch) {
   struct Case {
     const char* arch;
