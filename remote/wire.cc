@@ -89,20 +89,34 @@ cpu::Timing FromProto(const v1::Timing& timing) {
   return out;
 }
 
-void ToProto(const absl::StatusOr<cpu::Timing>& outcome, v1::Measurement* out) {
-  if (outcome.ok()) {
-    ToProto(*outcome, out->mutable_timing());
-    return;
-  }
-  out->set_error(std::string(outcome.status().message()));
-  out->set_error_code(static_cast<int>(outcome.status().code()));
+namespace {
+
+// A failed measurement's status in its message, and back.
+void SetError(const absl::Status& status, v1::Measurement* out) {
+  out->set_error(std::string(status.message()));
+  out->set_error_code(static_cast<int>(status.code()));
 }
 
-absl::StatusOr<cpu::Timing> FromProto(const v1::Measurement& measurement) {
-  if (measurement.error().empty()) return FromProto(measurement.timing());
+absl::Status ErrorOf(const v1::Measurement& measurement) {
+  if (measurement.error().empty()) return absl::OkStatus();
   absl::StatusCode code = static_cast<absl::StatusCode>(measurement.error_code());
   if (code == absl::StatusCode::kOk) code = absl::StatusCode::kUnknown;
   return absl::Status(code, measurement.error());
+}
+
+}  // namespace
+
+void ToProto(const absl::StatusOr<cpu::Timing>& outcome, v1::Measurement* out) {
+  if (outcome.ok()) {
+    ToProto(*outcome, out->mutable_timing());
+  } else {
+    SetError(outcome.status(), out);
+  }
+}
+
+absl::StatusOr<cpu::Timing> FromProto(const v1::Measurement& measurement) {
+  if (absl::Status s = ErrorOf(measurement); !s.ok()) return s;
+  return FromProto(measurement.timing());
 }
 
 namespace gpu = backends::gpu;
@@ -149,17 +163,14 @@ gpu::GpuTiming FromProto(const v1::GpuTiming& timing) {
 void ToProto(const absl::StatusOr<gpu::GpuTiming>& outcome, v1::Measurement* out) {
   if (outcome.ok()) {
     ToProto(*outcome, out->mutable_gpu_timing());
-    return;
+  } else {
+    SetError(outcome.status(), out);
   }
-  out->set_error(std::string(outcome.status().message()));
-  out->set_error_code(static_cast<int>(outcome.status().code()));
 }
 
 absl::StatusOr<gpu::GpuTiming> GpuTimingFromProto(const v1::Measurement& measurement) {
-  if (measurement.error().empty()) return FromProto(measurement.gpu_timing());
-  absl::StatusCode code = static_cast<absl::StatusCode>(measurement.error_code());
-  if (code == absl::StatusCode::kOk) code = absl::StatusCode::kUnknown;
-  return absl::Status(code, measurement.error());
+  if (absl::Status s = ErrorOf(measurement); !s.ok()) return s;
+  return FromProto(measurement.gpu_timing());
 }
 
 std::string CpuDescriptor() {
