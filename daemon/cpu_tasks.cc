@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <memory>
+#include <set>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -9,6 +10,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "backends/cpu/cpu_backend.h"
 #include "backends/cpu/cut_unsupported.h"
 #include "daemon/learned_cost_models.h"
@@ -118,6 +120,22 @@ class KernelLog {
   std::unordered_set<std::string> graphs_;
 };
 
+// The remote workers that timed a job's candidates, for its result's provenance ("measured
+// seconds on remote-...-HOST"): the measurement log names them row by row.
+class RemoteMeasurers {
+ public:
+  void Note(const cpu::Timing& t) {
+    if (!t.measured_by.empty()) ids_.insert(t.measured_by.substr(0, t.measured_by.find(" (")));
+  }
+  std::string Scorer() const {
+    if (ids_.empty()) return "measured seconds";
+    return absl::StrCat("measured seconds on ", absl::StrJoin(ids_, ", "));
+  }
+
+ private:
+  std::set<std::string> ids_;
+};
+
 }  // namespace
 
 absl::StatusOr<TaskOutcome> SearchCpuTiles(const TaskRequest& request,
@@ -139,6 +157,7 @@ absl::StatusOr<TaskOutcome> SearchCpuTiles(const TaskRequest& request,
     keyed[i] = true;
     return kernel_keys[i];
   };
+  RemoteMeasurers remote;
   // `task` "tile-kernel" rows are the training data; the confirmation's re-measurements are kept
   // apart ("tile-kernel-confirm"), as a second row of one configuration would pair it with itself.
   auto measure_kernel = [&](std::string_view task, int32_t k,
@@ -146,6 +165,7 @@ absl::StatusOr<TaskOutcome> SearchCpuTiles(const TaskRequest& request,
     absl::StatusOr<cpu::Timing> t =
         cpu::MeasureKernel(*lowered, k, config, compiler, measure, options.seed);
     if (!t.ok()) return t.status();
+    remote.Note(*t);
     if (log.recording() && !kernel_key(k).empty()) {
       log.Record(task, kernel_key(k), lowered->kernels[static_cast<size_t>(k)], config, t->median_s,
                  t->measured_by);
@@ -170,6 +190,7 @@ absl::StatusOr<TaskOutcome> SearchCpuTiles(const TaskRequest& request,
   absl::StatusOr<ConfigSearchRun> run = RunConfigSearch(request, "tile", problem, options.seed,
                                                         baseline, baseline, "measured seconds");
   if (!run.ok()) return run.status();
+  run->outcome.scorer = remote.Scorer();
   const std::vector<cpu::KernelConfig> defaults = problem.Decode(problem.DefaultCandidate());
   // Winners that do not hold up when measured again go back to their defaults.
   const opt::tiling::ConfirmedWinners confirmed = opt::tiling::ConfirmWinners(
@@ -240,6 +261,7 @@ absl::StatusOr<TaskOutcome> SearchCpuFusion(const TaskRequest& request,
   cpu::MeasureOptions plan_timing = opt::tiling::ModuleTuningMeasureOptions();
   plan_timing.kernel_times = true;
   KernelLog log(request, **module);
+  RemoteMeasurers remote;
   // Plans of one search share most of their kernels: each is logged a few times per job, not once
   // per plan that holds it.
   constexpr int kRowsPerKernel = 3;
@@ -252,6 +274,7 @@ absl::StatusOr<TaskOutcome> SearchCpuFusion(const TaskRequest& request,
         absl::StatusOr<cpu::Timing> t =
             cpu::Measure(compiled->object, compiled->program, options.seed, plan_timing);
         if (!t.ok()) return t.status();
+        remote.Note(*t);
         const cpu::LoweredModule& lowered = compiled->lowered;
         if (log.recording() && t->kernel_s.size() == lowered.kernels.size()) {
           for (const cpu::Kernel& k : lowered.kernels) {
@@ -283,6 +306,7 @@ absl::StatusOr<TaskOutcome> SearchCpuFusion(const TaskRequest& request,
       request, "fusion", problem, options.seed, original.ok() ? *original : baseline, baseline,
       "measured seconds", opt::FusionModelTopKParams());
   if (!run.ok()) return run.status();
+  run->outcome.scorer = remote.Scorer();
   const costmodels::FusionPlan plan = problem.Plan(run->best);
   json kernels = json::array();
   for (const std::vector<int32_t>& members : plan.kernels) {

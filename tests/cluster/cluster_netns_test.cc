@@ -171,6 +171,11 @@ TEST_F(ClusterTest, JobsSurviveADaemonAndAWorkerKilledMidRun) {
     EXPECT_EQ(job->state, JobState::kDone) << id << ": " << job->error;
     EXPECT_LE(job->attempts, 2) << id;
     if (job->tasks == std::vector<std::string>{"pass-order"}) Collect(*job, &shared);
+    // The measured job's result says which workers timed it.
+    if (id == measured->job_id && !job->results.empty()) {
+      EXPECT_NE(job->results[0].provenance.worker.find("on remote-"), std::string::npos)
+          << job->results[0].provenance.worker;
+    }
   }
 
   // Each job once in the store, and the measured job's rows came from the workers.
