@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_replace.h"
 #include "storage/pg_migrations.h"
 
 namespace mltune::storage {
@@ -71,9 +72,9 @@ absl::StatusOr<std::unique_ptr<PgConnection>> PgStore::Acquire() {
   }
   absl::StatusOr<std::unique_ptr<PgConnection>> conn = PgConnection::Connect(url_);
   if (!conn.ok()) {
-    // libpq's message repeats the URL, password included: say where without it.
+    // The message repeats the URL, password included: it says where with the password hidden.
     return absl::Status(conn.status().code(),
-                        absl::StrCat("cannot connect to PostgreSQL at ", display_url_));
+                        absl::StrReplaceAll(conn.status().message(), {{url_, display_url_}}));
   }
   // extra_float_digits = 3: doubles come back exactly, whatever the server's default. A write
   // that waits on a lock longer than the busy timeout fails (Unavailable) rather than hanging, as

@@ -698,6 +698,13 @@ TEST_P(PostgresStoreTest, PathHidesThePassword) {
   EXPECT_NE((*store)->path().find(db), std::string::npos) << (*store)->path();
   ASSERT_TRUE((*store)->PutResult(Result(1, 1)).ok());
   EXPECT_EQ(*(*store)->CountResults(), 1);
+  // A server that is not there: Unavailable, naming where, the password still hidden.
+  absl::StatusOr<std::unique_ptr<Store>> absent =
+      Store::Open("postgresql://postgres:s3cret@127.0.0.1:1/none");
+  EXPECT_TRUE(absl::IsUnavailable(absent.status())) << absent.status();
+  EXPECT_EQ(absent.status().message().find("s3cret"), std::string::npos) << absent.status();
+  EXPECT_NE(absent.status().message().find("postgres:***@127.0.0.1:1"), std::string::npos)
+      << absent.status();
 }
 
 INSTANTIATE_TEST_SUITE_P(Backends, PostgresStoreTest, ::testing::Values(kPostgresBackend),
