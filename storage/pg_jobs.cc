@@ -24,6 +24,9 @@ std::string SelectJobs(std::string_view rest) {
   return absl::StrCat("SELECT ", kJobColumns, " FROM jobs ", std::string(rest));
 }
 
+// Held by a bounded submission until its transaction ends (any constant; the same in every mltune).
+constexpr char kSubmitLock[] = "SELECT pg_advisory_xact_lock(7086117002)";
+
 // The database's clock in unix ms: the one every lease is measured by.
 constexpr char kDbNowMs[] = "(extract(epoch from clock_timestamp()) * 1000)::bigint";
 
@@ -153,6 +156,9 @@ absl::StatusOr<SubmittedJob> PgStore::SubmitJob(const JobRecord& job, int64_t ma
       }
     }
     if (max_queued > 0) {
+      // Submitters take turns from the count to the commit, so daemons racing cannot together
+      // queue past the bound (each would count the same free places).
+      if (absl::Status s = conn.Query(kSubmitLock).status(); !s.ok()) return s;
       absl::StatusOr<PgResult> count =
           conn.Query("SELECT count(*) FROM jobs WHERE state = 'queued'");
       if (!count.ok()) return count.status();

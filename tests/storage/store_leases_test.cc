@@ -116,6 +116,30 @@ TEST_P(LeasesTest, AFullQueueRefusesNewJobsButStillAttaches) {
   EXPECT_EQ(store_->ListJobs().value().size(), 2u);
 }
 
+TEST_P(LeasesTest, RacingSubmittersNeverQueuePastTheBound) {
+  std::vector<std::unique_ptr<Store>> daemons;
+  for (int i = 0; i < 4; ++i) daemons.push_back(MustOpen());
+  std::atomic<int> created{0}, refused{0};
+  std::vector<std::thread> threads;
+  for (int i = 0; i < 4; ++i) {
+    threads.emplace_back([&, i] {
+      for (int n = 0; n < 5; ++n) {
+        absl::StatusOr<SubmittedJob> s = daemons[i]->SubmitJob(Job(), 6);
+        if (s.ok()) {
+          ++created;
+        } else {
+          EXPECT_TRUE(absl::IsResourceExhausted(s.status())) << s.status();
+          ++refused;
+        }
+      }
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  EXPECT_EQ(created.load(), 6);
+  EXPECT_EQ(refused.load(), 14);
+  EXPECT_EQ(store_->ListJobs(JobState::kQueued).value().size(), 6u);
+}
+
 TEST_P(LeasesTest, ClaimsTakeTheOldestQueuedJobUnderALease) {
   const std::string first = MustSubmit();
   std::this_thread::sleep_for(std::chrono::milliseconds(2));
