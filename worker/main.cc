@@ -64,6 +64,14 @@ int main(int argc, char** argv) {
       ->envname("MLTUNE_KEY");
   app.add_option("--token", o.token, "Bearer token for mltuned's --tokens (role \"worker\")")
       ->envname("MLTUNE_TOKEN");
+  bool resolve_all = false;
+  double resolve_seconds = 30;
+  app.add_flag("--resolve-all", resolve_all,
+               "Serve every address each --server HOST resolves to (the replicas behind a "
+               "headless Service), checking their certificate against HOST; looked up again every "
+               "--resolve-seconds");
+  app.add_option("--resolve-seconds", resolve_seconds, "How often --resolve-all looks up again")
+      ->capture_default_str();
   app.add_option("--host", o.host, "The name this worker registers under (default: host name)");
   app.add_option("--wait-ms", o.wait_ms,
                  "How long one request waits for work (and so how soon a stop is noticed)")
@@ -88,26 +96,27 @@ int main(int argc, char** argv) {
   }
 
   o.log = [](std::string_view line) { std::cout << "mltune-worker: " << line << std::endl; };
-  std::vector<std::unique_ptr<mltune::worker::RemoteWorker>> workers;
+  std::vector<std::string> servers;
   for (absl::string_view server : absl::StrSplit(o.server, ',', absl::SkipWhitespace())) {
-    mltune::worker::WorkerOptions one = o;
-    one.server = std::string(absl::StripAsciiWhitespace(server));
-    absl::StatusOr<std::unique_ptr<mltune::worker::RemoteWorker>> worker =
-        mltune::worker::RemoteWorker::Create(one);
-    if (!worker.ok()) {
-      std::cerr << "mltune-worker: error: " << worker.status().message() << "\n";
-      const absl::StatusCode code = worker.status().code();
+    servers.push_back(std::string(absl::StripAsciiWhitespace(server)));
+  }
+  if (servers.empty()) {
+    std::cerr << "mltune-worker: error: --server names no address\n";
+    return 2;
+  }
+  // The options are checked once, before anything connects: a bad flag is exit 2.
+  {
+    mltune::worker::WorkerOptions first = o;
+    first.server = servers.front();
+    absl::StatusOr<std::unique_ptr<mltune::worker::RemoteWorker>> checked =
+        mltune::worker::RemoteWorker::Create(first);
+    if (!checked.ok()) {
+      std::cerr << "mltune-worker: error: " << checked.status().message() << "\n";
+      const absl::StatusCode code = checked.status().code();
       return code == absl::StatusCode::kInvalidArgument || code == absl::StatusCode::kUnimplemented
                  ? 2
                  : 1;
     }
-    std::cout << "mltune-worker: serving " << (*worker)->host() << " (" << (*worker)->device()
-              << ") to " << one.server << std::endl;
-    workers.push_back(*std::move(worker));
-  }
-  if (workers.empty()) {
-    std::cerr << "mltune-worker: error: --server names no address\n";
-    return 2;
   }
 
   std::thread signals([stop_signals] {
@@ -122,26 +131,11 @@ int main(int argc, char** argv) {
   });
   signals.detach();
 
-  // One loop per daemon; the first to fail for good stops the others.
-  std::vector<absl::Status> statuses(workers.size());
-  std::vector<std::thread> loops;
-  for (size_t i = 0; i < workers.size(); ++i) {
-    loops.emplace_back([&, i] {
-      statuses[i] = workers[i]->Run(g_stop);
-      if (!statuses[i].ok()) g_stop = true;
-    });
+  const absl::Status status =
+      mltune::worker::ServeAll(o, servers, resolve_all, resolve_seconds, g_stop, o.log);
+  if (!status.ok()) {
+    std::cerr << "mltune-worker: error: " << status.message() << "\n";
+    return 1;
   }
-  for (std::thread& t : loops) t.join();
-  int exit_code = 0;
-  for (size_t i = 0; i < workers.size(); ++i) {
-    const mltune::worker::WorkerStats stats = workers[i]->stats();
-    std::cout << "mltune-worker: " << stats.batches << " batches, " << stats.candidates
-              << " candidates (" << stats.failed_candidates << " failed) measured for "
-              << workers[i]->server() << std::endl;
-    if (!statuses[i].ok()) {
-      std::cerr << "mltune-worker: error: " << statuses[i].message() << "\n";
-      exit_code = 1;
-    }
-  }
-  return exit_code;
+  return 0;
 }

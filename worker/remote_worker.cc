@@ -2,15 +2,21 @@
 // batches measured with the CPU backend, returns, and a heartbeat thread).
 #include "worker/remote_worker.h"
 
+#include <arpa/inet.h>
 #include <grpcpp/grpcpp.h>
+#include <netdb.h>
+#include <netinet/in.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
 #include <condition_variable>
 #include <fstream>
+#include <map>
 #include <mutex>
+#include <set>
 #include <sstream>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -143,6 +149,34 @@ absl::StatusOr<backends::gpu::GpuTiming> MeasureGpuCandidate(const v1::Candidate
 absl::Status CheckTarget(const std::string& target) {
   if (target == "cpu" || target == "gpu") return absl::OkStatus();
   return absl::InvalidArgumentError(absl::StrCat("--target '", target, "': expected cpu or gpu"));
+}
+
+absl::StatusOr<std::vector<std::string>> ResolveAll(const std::string& server) {
+  const size_t colon = server.rfind(':');
+  if (colon == std::string::npos || colon == 0) {
+    return absl::InvalidArgumentError(absl::StrCat("--server '", server, "': expected HOST:PORT"));
+  }
+  const std::string host = server.substr(0, colon), port = server.substr(colon + 1);
+  addrinfo hints{};
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* found = nullptr;
+  if (int rc = getaddrinfo(host.c_str(), port.c_str(), &hints, &found); rc != 0) {
+    return absl::UnavailableError(absl::StrCat("cannot resolve ", host, ": ", gai_strerror(rc)));
+  }
+  std::set<std::string> addresses;
+  for (addrinfo* a = found; a != nullptr; a = a->ai_next) {
+    char text[INET6_ADDRSTRLEN] = {};
+    if (a->ai_family == AF_INET) {
+      inet_ntop(AF_INET, &reinterpret_cast<sockaddr_in*>(a->ai_addr)->sin_addr, text, sizeof(text));
+      addresses.insert(absl::StrCat(text, ":", port));
+    } else if (a->ai_family == AF_INET6) {
+      inet_ntop(AF_INET6, &reinterpret_cast<sockaddr_in6*>(a->ai_addr)->sin6_addr, text,
+                sizeof(text));
+      addresses.insert(absl::StrCat("[", text, "]:", port));
+    }
+  }
+  freeaddrinfo(found);
+  return std::vector<std::string>(addresses.begin(), addresses.end());
 }
 
 std::string HostName() {
@@ -517,6 +551,7 @@ absl::StatusOr<std::unique_ptr<RemoteWorker>> RemoteWorker::Create(WorkerOptions
               static_cast<int>(options.reconnect_seconds * 1000));
   args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS,
               static_cast<int>(options.max_reconnect_seconds * 1000));
+  if (!options.tls_name.empty()) args.SetSslTargetNameOverride(options.tls_name);
   impl->channel = grpc::CreateCustomChannel(options.server, credentials, args);
   impl->stub = v1::WorkerService::NewStub(impl->channel);
   impl->options = std::move(options);
@@ -559,6 +594,100 @@ WorkerStats RemoteWorker::stats() const {
   s.failed_candidates = impl_->failed_candidates.load();
   s.heartbeats = impl_->heartbeats.load();
   return s;
+}
+
+namespace {
+
+// One daemon's loop inside ServeAll.
+struct Loop {
+  std::unique_ptr<RemoteWorker> worker;
+  std::atomic<bool> stop{false};
+  std::atomic<bool> finished{false};
+  absl::Status status;
+  std::thread thread;
+};
+
+}  // namespace
+
+absl::Status ServeAll(const WorkerOptions& base, const std::vector<std::string>& servers,
+                      bool resolve_all, double resolve_seconds, const std::atomic<bool>& stop,
+                      const std::function<void(std::string_view)>& announce) {
+  std::map<std::string, std::unique_ptr<Loop>> loops;  // by address
+  absl::Status fatal;
+  auto end = [&](const std::string& address, Loop& loop) {
+    loop.stop = true;
+    if (loop.thread.joinable()) loop.thread.join();
+    const WorkerStats stats = loop.worker->stats();
+    announce(absl::StrCat(stats.batches, " batches, ", stats.candidates, " candidates (",
+                          stats.failed_candidates, " failed) measured for ", address));
+    if (!loop.status.ok() && fatal.ok()) fatal = loop.status;
+  };
+  auto next_lookup = std::chrono::steady_clock::now();
+  while (!stop && fatal.ok()) {
+    if (std::chrono::steady_clock::now() >= next_lookup) {
+      next_lookup = std::chrono::steady_clock::now() +
+                    std::chrono::milliseconds(static_cast<int64_t>(resolve_seconds * 1000));
+      // address -> the name its certificate must carry ("" = its own host).
+      std::map<std::string, std::string> wanted;
+      for (const std::string& server : servers) {
+        if (!resolve_all) {
+          wanted[server] = "";
+          continue;
+        }
+        absl::StatusOr<std::vector<std::string>> addresses = ResolveAll(server);
+        // A name that does not resolve now (no replica up yet) is looked up again later.
+        if (!addresses.ok()) {
+          announce(std::string(addresses.status().message()));
+          continue;
+        }
+        for (const std::string& a : *addresses) wanted[a] = server.substr(0, server.rfind(':'));
+      }
+      for (auto it = loops.begin(); it != loops.end();) {
+        if (wanted.contains(it->first)) {
+          ++it;
+          continue;
+        }
+        announce(absl::StrCat(it->first, " is gone: no longer serving it"));
+        end(it->first, *it->second);
+        it = loops.erase(it);
+      }
+      for (const auto& [address, tls_name] : wanted) {
+        if (loops.contains(address)) continue;
+        WorkerOptions one = base;
+        one.server = address;
+        one.tls_name = tls_name;
+        absl::StatusOr<std::unique_ptr<RemoteWorker>> worker = RemoteWorker::Create(one);
+        if (!worker.ok()) {
+          fatal = worker.status();
+          break;
+        }
+        announce(absl::StrCat("serving ", (*worker)->host(), " (", (*worker)->device(), ") to ",
+                              address, tls_name.empty() ? "" : absl::StrCat(" (", tls_name, ")")));
+        auto loop = std::make_unique<Loop>();
+        loop->worker = *std::move(worker);
+        Loop* raw = loop.get();
+        loop->thread = std::thread([raw] {
+          raw->status = raw->worker->Run(raw->stop);
+          raw->finished = true;
+        });
+        loops[address] = std::move(loop);
+      }
+    }
+    for (auto& [address, loop] : loops) {
+      if (loop->finished && !loop->status.ok() && fatal.ok()) fatal = loop->status;
+    }
+    if (!fatal.ok()) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    // The caller's stop reaches every loop.
+    if (stop) {
+      for (auto& [address, loop] : loops) loop->stop = true;
+    }
+  }
+  for (auto& [address, loop] : loops) end(address, *loop);
+  if (loops.empty() && fatal.ok() && !resolve_all && servers.empty()) {
+    return absl::InvalidArgumentError("--server names no address");
+  }
+  return fatal;
 }
 
 }  // namespace mltune::worker

@@ -9,6 +9,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -26,6 +27,9 @@ struct WorkerOptions {
   // TLS as the client library sets it up (client/rpc_client.h): with ca_file or cert_file the
   // channel is TLS; cert_file and key_file together add mutual TLS.
   std::string ca_file, cert_file, key_file;
+  // The name the daemon's certificate must carry when `server` is an address, not that name (a
+  // replica reached by its IP, the name being its Service's): "" = the host of `server`.
+  std::string tls_name;
   // Bearer token (a token with the "worker" role where mltuned runs with --tokens). Whitespace
   // around it (a token file's newline) is dropped.
   std::string token;
@@ -58,6 +62,10 @@ absl::Status CheckTarget(const std::string& target);
 // This machine's host name ("localhost" where gethostname fails).
 std::string HostName();
 
+// Every address HOST of "HOST:PORT" resolves to, as "ADDRESS:PORT" (IPv6 in brackets), sorted:
+// the replicas behind a headless Service. Unavailable when HOST does not resolve.
+absl::StatusOr<std::vector<std::string>> ResolveAll(const std::string& server);
+
 class RemoteWorker {
  public:
   // Checks the target and the options, reads the credential files and describes the device
@@ -85,5 +93,14 @@ class RemoteWorker {
   explicit RemoteWorker(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;
 };
+
+// Serves every daemon of `servers` ("HOST:PORT" each), one RemoteWorker loop per daemon, until
+// `stop`. With `resolve_all`, a server stands for every address its HOST resolves to (the replicas
+// behind a headless Service), looked up again every `resolve_seconds` as replicas come and go;
+// each such loop checks the daemon's certificate against HOST. `announce` hears of each loop
+// started or stopped. Returns the first error retrying cannot help, which stops the other loops.
+absl::Status ServeAll(const WorkerOptions& base, const std::vector<std::string>& servers,
+                      bool resolve_all, double resolve_seconds, const std::atomic<bool>& stop,
+                      const std::function<void(std::string_view)>& announce);
 
 }  // namespace mltune::worker

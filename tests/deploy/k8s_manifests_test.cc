@@ -487,9 +487,9 @@ TEST_F(K8sManifestsTest, EveryManifestConformsToItsKubernetesSchema) {
     const std::vector<std::string> errors = Schemas().Validate(m.object);
     EXPECT_TRUE(errors.empty()) << m.Where() << ":" << Lines(errors);
   }
-  // Two DaemonSets: the CPU and the GPU worker.
+  // Two DaemonSets (the CPU and the GPU worker), two Services (one address, and every replica).
   EXPECT_EQ(kinds, (std::multiset<std::string>{"DaemonSet", "DaemonSet", "Deployment", "Namespace",
-                                               "Secret", "Service"}));
+                                               "Secret", "Service", "Service"}));
 }
 
 TEST_F(K8sManifestsTest, KustomizationIsAKustomization) {

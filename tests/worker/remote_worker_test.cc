@@ -7,6 +7,7 @@
 #include <grpcpp/grpcpp.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <condition_variable>
 #include <cstdlib>
@@ -436,6 +437,61 @@ TEST_F(RemoteWorkerTest, SpeaksMutualTls) {
   EXPECT_EQ(missing.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_NE(missing.message().find("--key"), std::string::npos) << missing;
   std::filesystem::remove_all(dir);
+}
+
+TEST_F(RemoteWorkerTest, ResolveAllListsEveryAddressOfAName) {
+  absl::StatusOr<std::vector<std::string>> local = ResolveAll("localhost:8470");
+  ASSERT_TRUE(local.ok()) << local.status();
+  EXPECT_NE(std::find(local->begin(), local->end(), "127.0.0.1:8470"), local->end());
+  EXPECT_TRUE(absl::IsUnavailable(ResolveAll("no-such-host.invalid:1").status()));
+  EXPECT_TRUE(absl::IsInvalidArgument(ResolveAll("no-port").status()));
+}
+
+// A worker given two daemons serves both; given a name to resolve, every address of it, each loop
+// to check the daemon's certificate against the name.
+TEST_F(RemoteWorkerTest, ServeAllServesEveryDaemonAndEveryAddressOfAName) {
+  FakeWorkerService a, b;
+  FakeServer server_a(&a), server_b(&b);
+  ASSERT_TRUE(server_a.ok() && server_b.ok());
+  auto stop = std::make_shared<std::atomic<bool>>(false);
+  std::vector<std::string> lines;
+  std::mutex mu;
+  auto announce = [&](std::string_view line) {
+    std::lock_guard<std::mutex> lock(mu);
+    lines.emplace_back(line);
+  };
+  std::future<absl::Status> served = std::async(std::launch::async, [&] {
+    return ServeAll(FastOptions(""), {server_a.address(), server_b.address()}, false, 0.2, *stop,
+                    announce);
+  });
+  EXPECT_TRUE(WaitUntil([&] {
+    return !a.seen().take_batch_ids.empty() && !b.seen().take_batch_ids.empty();
+  })) << "not both daemons served";
+  *stop = true;
+  ASSERT_EQ(served.wait_for(std::chrono::seconds(20)), std::future_status::ready);
+  EXPECT_TRUE(served.get().ok());
+
+  // localhost:PORT resolves to 127.0.0.1 (and perhaps ::1, where nothing listens: retried).
+  FakeWorkerService c;
+  FakeServer server_c(&c);
+  ASSERT_TRUE(server_c.ok());
+  *stop = false;
+  served = std::async(std::launch::async, [&] {
+    return ServeAll(FastOptions(""), {absl::StrCat("localhost:", server_c.port())}, true, 0.2,
+                    *stop, announce);
+  });
+  EXPECT_TRUE(WaitUntil([&] { return !c.seen().take_batch_ids.empty(); }))
+      << "the resolved address was not served";
+  *stop = true;
+  ASSERT_EQ(served.wait_for(std::chrono::seconds(20)), std::future_status::ready);
+  EXPECT_TRUE(served.get().ok());
+  std::lock_guard<std::mutex> lock(mu);
+  bool named = false;
+  for (const std::string& line : lines) {
+    named |=
+        line.find(absl::StrCat("127.0.0.1:", server_c.port(), " (localhost)")) != std::string::npos;
+  }
+  EXPECT_TRUE(named) << "no loop for 127.0.0.1 checking the name localhost";
 }
 
 TEST_F(RemoteWorkerTest, TargetsAreTheCpuAndAGpuThatIsThere) {
