@@ -42,7 +42,7 @@ std::string NewJobId();
 absl::Status ValidateJobId(const std::string& id, std::string_view what);
 absl::Status ValidateProgress(double progress, std::optional<double> best_score,
                               std::string_view what);
-// CreateJob's checks: a valid id when given, queued, a complete key, budget >= 0, progress.
+// SubmitJob's checks: a valid id when given, queued, a complete key, budget >= 0, progress.
 absl::Status ValidateNewJob(const JobRecord& job, std::string_view what);
 // UpdateJobState's checks (the transition itself is checked against the stored state).
 absl::Status ValidateJobUpdate(const std::string& id, JobState state, double progress,

@@ -120,16 +120,6 @@ absl::StatusOr<JobRecord> ReadJob(Database& db, const std::string& id, const std
 
 }  // namespace
 
-absl::StatusOr<std::string> SqliteStore::CreateJob(const JobRecord& job) {
-  absl::StatusOr<SubmittedJob> submitted = SubmitJob(job, 0);
-  if (!submitted.ok()) return submitted.status();
-  if (submitted->attached) {
-    return absl::AlreadyExistsError(absl::StrCat("CreateJob: job ", submitted->id,
-                                                 " is already in flight with the same dedup key"));
-  }
-  return submitted->id;
-}
-
 absl::StatusOr<SubmittedJob> SqliteStore::SubmitJob(const JobRecord& job, int64_t max_queued) {
   const std::string what = "SubmitJob";
   if (absl::Status s = ValidateNewJob(job, what); !s.ok()) return s;

@@ -132,16 +132,6 @@ absl::StatusOr<std::string> InsertJob(PgConnection& conn, const JobRecord& job,
 
 }  // namespace
 
-absl::StatusOr<std::string> PgStore::CreateJob(const JobRecord& job) {
-  absl::StatusOr<SubmittedJob> submitted = SubmitJob(job, 0);
-  if (!submitted.ok()) return submitted.status();
-  if (submitted->attached) {
-    return absl::AlreadyExistsError(absl::StrCat("CreateJob: job ", submitted->id,
-                                                 " is already in flight with the same dedup key"));
-  }
-  return submitted->id;
-}
-
 absl::StatusOr<SubmittedJob> PgStore::SubmitJob(const JobRecord& job, int64_t max_queued) {
   const std::string what = "SubmitJob";
   if (absl::Status s = ValidateNewJob(job, what); !s.ok()) return s;

@@ -41,7 +41,6 @@ class PgStore final : public Store {
   absl::StatusOr<std::optional<KernelGraphRecord>> GetKernelGraph(
       const std::string& kernel_key) override;
   absl::StatusOr<int64_t> CountKernelGraphs() override;
-  absl::StatusOr<std::string> CreateJob(const JobRecord& job) override;
   absl::StatusOr<SubmittedJob> SubmitJob(const JobRecord& job, int64_t max_queued) override;
   absl::Status UpdateJobState(const std::string& id, JobState state, double progress,
                               std::optional<double> best_score, const std::string& error,

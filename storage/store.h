@@ -261,8 +261,9 @@ class Store {
   // --- Jobs.
   // `job.state` must be queued; returns the id (job.id, or a generated one when empty).
   // AlreadyExists for a taken id.
-  // AlreadyExists also when job.dedup_key names a queued or running job.
-  virtual absl::StatusOr<std::string> CreateJob(const JobRecord& job) = 0;
+  // AlreadyExists also when job.dedup_key names a queued or running job. (SubmitJob that
+  // refuses to attach.)
+  absl::StatusOr<std::string> CreateJob(const JobRecord& job);
   // CreateJob, or the id of the queued or running job with the same non-empty dedup key
   // (attached): atomic, so identical requests to several daemons on one store make one job.
   // ResourceExhausted, creating nothing, when `max_queued` jobs are queued already (0: no limit).

@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "storage/store.h"
+#include "tests/storage/store_records.h"
 #ifdef MLTUNE_HAVE_POSTGRES
 #include "storage/postgres.h"
 #endif
@@ -33,32 +34,6 @@ namespace fs = std::filesystem;
 
 // The same tests on PostgreSQL only.
 class PostgresStoreTest : public StoreBackendsTest {};
-
-CacheKey Key(const std::string& fingerprint = "fp1", const std::string& task = "pass-order",
-             const std::string& target = "cpu", const std::string& version = "1") {
-  return {fingerprint, task, target, version};
-}
-
-ResultRecord Result(double tuned, int64_t budget, const std::string& strategy = "beam",
-                    const CacheKey& key = Key()) {
-  ResultRecord r;
-  r.key = key;
-  r.baseline_score = 100;
-  r.tuned_score = tuned;
-  r.budget_steps = budget;
-  r.strategy = strategy;
-  r.artifacts = {{"pass_sequence", strategy + ":" + std::to_string(tuned)}};
-  r.provenance.worker = "w1";
-  r.provenance.mltune_version = "0.1.0";
-  return r;
-}
-
-ResultRecord MustLookup(Store& store, const CacheKey& key) {
-  absl::StatusOr<std::optional<ResultRecord>> r = store.LookupResult(key);
-  EXPECT_TRUE(r.ok()) << r.status();
-  EXPECT_TRUE(r.ok() && r->has_value()) << key.ToString();
-  return r.ok() && r->has_value() ? **r : ResultRecord{};
-}
 
 MeasurementRecord M(const std::string& graph, const std::string& task, const std::string& worker,
                     double value, int64_t time_ms = 1000) {
