@@ -72,9 +72,7 @@ std::unique_ptr<ModelRefresher> MakeRefresher(const DaemonConfig& config, storag
     options.min_new_rows = 0;
   }
   return std::make_unique<ModelRefresher>(
-      store, metrics,
-      [&scheduler] { return scheduler.running() > 0 || scheduler.queue_depth() > 0; },
-      std::move(options));
+      store, metrics, [&scheduler] { return scheduler.busy(); }, std::move(options));
 }
 
 // Routes the backends' measurements to `pool`'s remote workers while any is connected (nullptr:

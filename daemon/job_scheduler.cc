@@ -215,6 +215,8 @@ absl::StatusOr<JobView> JobScheduler::Cancel(const std::string& job_id) {
   if (!record.ok()) return record.status();
   if (record->state == storage::JobState::kCancelled) {
     std::lock_guard<std::mutex> lock(mu_);
+    queued_gauge_ = std::max<int64_t>(0, queued_gauge_ - 1);
+    UpdateGauges();
     change_cv_.notify_all();
   }
   return Get(job_id);
@@ -276,6 +278,11 @@ int64_t JobScheduler::queue_depth() {
   if (counts.ok()) queued_gauge_ = (*counts)["queued"];
   UpdateGauges();
   return queued_gauge_;
+}
+
+bool JobScheduler::busy() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return running_ > 0 || queued_gauge_ > 0;
 }
 
 int64_t JobScheduler::running() {
@@ -352,6 +359,7 @@ std::shared_ptr<JobScheduler::LiveJob> JobScheduler::Claim(int worker) {
   std::shared_ptr<const JobSpec> spec;
   {
     std::lock_guard<std::mutex> lock(mu_);
+    queued_gauge_ = std::max<int64_t>(0, queued_gauge_ - 1);
     spec = KnownSpecLocked(record.id);
   }
   if (spec == nullptr) {
@@ -379,7 +387,6 @@ std::shared_ptr<JobScheduler::LiveJob> JobScheduler::Claim(int worker) {
   RememberSpecLocked(job->id, spec);
   live_[job->id] = job;
   ++running_;
-  queued_gauge_ = std::max<int64_t>(0, queued_gauge_ - 1);
   workers_[worker].job_id = job->id;
   workers_[worker].target = spec->target;
   Touch(*job);

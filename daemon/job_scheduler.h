@@ -123,8 +123,12 @@ class JobScheduler {
   std::vector<WorkerView> Workers();
   // Candidates scored per simulated worker (tpu-sim, ...) since start-up.
   std::map<std::string, int64_t> SimulatedCandidates();
-  int64_t queue_depth();  // queued jobs in the store (every daemon's)
-  int64_t running();      // jobs running here
+  int64_t queue_depth();  // queued jobs in the store (every daemon's); one store query
+  // A job runs here, or one was queued at the last look: the store's count at the last lease
+  // renewal, kept current by this daemon's own submits, claims and cancels. No store query, for
+  // the model refresher's poll every 0.1 s.
+  bool busy();
+  int64_t running();  // jobs running here
   const std::string& owner() const { return owner_; }
   int worker_threads() const { return options_.worker_threads; }
   int queue_capacity() const { return options_.queue_size; }
