@@ -277,44 +277,6 @@ TEST(DecideTest, SameOrSmallerBudgetHitsLargerContinuesNothingMisses) {
   EXPECT_EQ(CacheDecisionName(CacheDecision::kContinueFromBest), "continue-from-best");
 }
 
-TEST_F(StoreTest, ModelTrainingsKeepEachModelsLatestRunAcrossReopening) {
-  auto run = [](const std::string& name, const std::string& outcome, int64_t start, int64_t end) {
-    return ModelTrainingRecord{name, outcome, start, end, 120, "detail of " + outcome};
-  };
-  {
-    std::unique_ptr<Store> store = MustOpen(StorePath());
-    ASSERT_NE(store, nullptr);
-    EXPECT_TRUE(store->LatestModelTrainings()->empty());
-    ASSERT_TRUE(store->RecordModelTraining(run("cost-model/tile-cpu", "stored", 100, 200)).ok());
-    ASSERT_TRUE(store->RecordModelTraining(run("cost-model/tile-cpu", "rejected", 300, 450)).ok());
-    ASSERT_TRUE(store->RecordModelTraining(run("cost-model/fusion-cpu", "failed", 50, 60)).ok());
-    // Recorded out of order: the latest end wins, not the latest insert.
-    ASSERT_TRUE(store->RecordModelTraining(run("cost-model/fusion-cpu", "stored", 10, 20)).ok());
-
-    for (const auto& [bad, why] : std::vector<std::pair<ModelTrainingRecord, std::string>>{
-             {run("", "stored", 1, 2), "name is empty"},
-             {run("m", "won", 1, 2), "unknown outcome 'won'"},
-             {run("m", "stored", 5, 4), "ended_ms is before started_ms"},
-             {ModelTrainingRecord{"m", "stored", 1, 2, -1, ""}, "new_rows is negative"}}) {
-      absl::Status s = store->RecordModelTraining(bad);
-      EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << why;
-      EXPECT_NE(s.message().find(why), std::string::npos) << s;
-    }
-  }
-  std::unique_ptr<Store> store = MustOpen(StorePath());
-  absl::StatusOr<std::vector<ModelTrainingRecord>> latest = store->LatestModelTrainings();
-  ASSERT_TRUE(latest.ok()) << latest.status();
-  ASSERT_EQ(latest->size(), 2u);
-  EXPECT_EQ((*latest)[0].name, "cost-model/fusion-cpu");
-  EXPECT_EQ((*latest)[0].outcome, "failed");
-  EXPECT_EQ((*latest)[0].ended_ms, 60);
-  EXPECT_EQ((*latest)[1].name, "cost-model/tile-cpu");
-  EXPECT_EQ((*latest)[1].outcome, "rejected");
-  EXPECT_EQ((*latest)[1].started_ms, 300);
-  EXPECT_EQ((*latest)[1].new_rows, 120);
-  EXPECT_EQ((*latest)[1].detail, "detail of rejected");
-}
-
 // --- Kernel graphs.
 
 KernelGraphRecord Graph(const std::string& key, const std::string& bytes) {
