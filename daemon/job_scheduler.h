@@ -129,7 +129,6 @@ class JobScheduler {
   // the model refresher's poll every 0.1 s.
   bool busy();
   int64_t running();  // jobs running here
-  const std::string& owner() const { return owner_; }
   int worker_threads() const { return options_.worker_threads; }
   int queue_capacity() const { return options_.queue_size; }
   bool shutting_down() const { return shutting_down_.load(); }

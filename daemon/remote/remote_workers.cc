@@ -239,11 +239,6 @@ std::optional<backends::gpu::DeviceDescriptor> RemoteWorkerPool::GpuDevice() {
   return *d;
 }
 
-bool RemoteWorkerPool::HasLiveWorker(const std::string& queue) {
-  std::lock_guard<std::mutex> lock(mu_);
-  return HasLiveWorkerLocked(queue);
-}
-
 bool RemoteWorkerPool::HasLiveWorkerLocked(const std::string& queue) const {
   for (const auto& [id, w] : workers_) {
     if (w->queue == queue && w->view.state != "lost") return true;

@@ -103,8 +103,6 @@ class RemoteWorkerPool {
       const backends::gpu::GpuPlanBundle& bundle, const backends::gpu::GpuMeasureOptions& options);
   // The device of the live GPU workers (the first by key, where models differ); nullopt: none.
   std::optional<backends::gpu::DeviceDescriptor> GpuDevice();
-  // `queue`: "cpu", or a GPU model's GpuCacheTarget.
-  bool HasLiveWorker(const std::string& queue);
   std::vector<RemoteWorkerView> Workers();
   double heartbeat_seconds() const { return options_.heartbeat_seconds; }
 
@@ -117,6 +115,7 @@ class RemoteWorkerPool {
   void ReapLoop();
   // Marks workers silent for three heartbeat periods lost and requeues their batches; under mu_.
   void ReapLocked(int64_t now_ms);
+  // `queue`: "cpu", or a GPU model's GpuCacheTarget.
   bool HasLiveWorkerLocked(const std::string& queue) const;
   // Queues `candidate` and waits for its outcome; nullopt when no live worker serves `queue`.
   std::optional<MeasureOutcome> Run(const std::string& queue, MeasureCandidate candidate);
