@@ -258,6 +258,10 @@ int RunRun(const RunCommand& cmd, std::ostream& out, std::ostream& err) {
   j["module"] = module->name();
   j["ops"] = compiled->lowered.graph.size();
   j["kernels"] = compiled->lowered.kernels.size();
+  j["compile_s"] = compiled->object.compile_seconds;
+  j["compile_cache_hit"] = compiled->object.cache_hit;
+  j["constants_bytes"] =
+      compiled->program.constants != nullptr ? compiled->program.constants->size() : 0;
   out << "module " << module->name() << ": " << compiled->lowered.graph.size()
       << " ops after the cpu pipeline, " << compiled->lowered.kernels.size() << " kernels ("
       << KernelCounts(compiled->lowered) << ")\n";
@@ -273,6 +277,19 @@ int RunRun(const RunCommand& cmd, std::ostream& out, std::ostream& err) {
       return 1;
     }
     out << "source: " << cmd.emit_source << "\n";
+    if (compiled->program.constants != nullptr) {
+      // The source names its large constants by offset into this segment (mltune-cpu-runner
+      // --constants).
+      const std::string segment = cmd.emit_source + ".constants";
+      std::ofstream bytes(segment, std::ios::binary);
+      bytes.write(compiled->program.constants->data(),
+                  static_cast<std::streamsize>(compiled->program.constants->size()));
+      if (!bytes.good()) {
+        err << "error: cannot write " << segment << "\n";
+        return 1;
+      }
+      out << "constants: " << segment << " (" << compiled->program.constants->size() << " bytes)\n";
+    }
   }
   const cpu::MeasureOptions timing_options = TimingOptions(cmd.repeat, cmd.threads);
   int exit_code = 0;

@@ -18,6 +18,7 @@ void ToProto(const cpu::Program& program, v1::CpuProgram* out) {
   for (const ir::Shape& s : program.results) out->add_results(s.ToString());
   out->set_scratch_bytes(program.scratch_bytes);
   out->set_uses_onednn(program.uses_onednn);
+  if (program.constants != nullptr) out->set_constants(*program.constants);
 }
 
 absl::StatusOr<cpu::Program> FromProto(const v1::CpuProgram& program) {
@@ -25,6 +26,9 @@ absl::StatusOr<cpu::Program> FromProto(const v1::CpuProgram& program) {
   out.source = program.source();
   out.scratch_bytes = program.scratch_bytes();
   out.uses_onednn = program.uses_onednn();
+  if (!program.constants().empty()) {
+    out.constants = std::make_shared<const std::string>(program.constants());
+  }
   for (const auto& [texts, shapes, what] :
        {std::tuple(&program.params(), &out.params, "parameter"),
         std::tuple(&program.results(), &out.results, "result")}) {

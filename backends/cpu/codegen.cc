@@ -154,8 +154,10 @@ class KernelEmitter : public ElementEmitter {
   std::vector<std::vector<const Instruction*>> RowCachePlan(
       const std::vector<const Instruction*>& reduces, const std::vector<int64_t>& outer) const;
   absl::Status EmitMatmul();
-  // The convolution `mm` on oneDNN's primitive (impl 2 and 3), then the epilogue.
+  // The convolution `mm` on oneDNN's primitive (impl 2 and 3), then the epilogue;
+  // `weights_constant`: reordered once (a program constant), not on every call.
   absl::Status EmitConvPrimitive(const std::string& src, const std::string& weights,
+                                 bool weights_constant,
                                  const std::vector<const Instruction*>& others);
   // GEMM over packed A [batch][m][k], B [batch][k][n] into C [batch][m][n].
   // `a_trans`: A is stored [batch][k][m]; `b_trans`: B is stored [batch][n][k].
@@ -1351,7 +1353,9 @@ absl::Status KernelEmitter::EmitMatmul() {
       };
       const std::string src = operand(lhs);
       const std::string weights = operand(rhs);
-      return EmitConvPrimitive(src, weights, others);
+      const bool weights_constant =
+          !k_.Contains(rhs) && BaseValue(rhs)->opcode() == Opcode::kConstant;
+      return EmitConvPrimitive(src, weights, weights_constant, others);
     }
     // Feature groups split the input features, batch groups (a depthwise convolution's weight
     // gradient) the input batch; each group is one product of the batch, on its block of output
@@ -1450,6 +1454,7 @@ absl::Status KernelEmitter::EmitMatmul() {
 }
 
 absl::Status KernelEmitter::EmitConvPrimitive(const std::string& src, const std::string& weights,
+                                              bool weights_constant,
                                               const std::vector<const Instruction*>& others) {
   const Instruction* mm = k_.root;
   const std::vector<int64_t>& od = mm->shape().dimensions();
@@ -1484,7 +1489,8 @@ absl::Status KernelEmitter::EmitConvPrimitive(const std::string& src, const std:
                     ");"));
   indent_.resize(indent_.size() - 2);
   Line("}();");
-  Line(absl::StrCat("mt_conv_run(", state, ", ", src, ", ", weights, ", ", dst, ");"));
+  Line(absl::StrCat("mt_conv_run(", state, ", ", src, ", ", weights, ", ", dst, ", ",
+                    weights_constant ? "true" : "false", ");"));
   if (!others.empty()) {
     heavy_buffer_ = dst;
     heavy_index_ = [od](const Idx& idx) { return Linear(od, idx); };
@@ -1582,6 +1588,11 @@ absl::StatusOr<Emitted> EmitKernel(const Kernel& kernel, const KernelConfig& con
                  emitter.uses_onednn_conv()};
 }
 
+std::shared_ptr<const std::string> TakeSegment(ConstantPool* pool) {
+  if (pool->segment().empty()) return nullptr;
+  return std::make_shared<const std::string>(pool->TakeSegment());
+}
+
 // `onednn_conv`: the program calls oneDNN's convolution primitive, whose C API comes from its
 // header (installed with the library as Debian's libdnnl-dev), included before the prelude.
 // `profiled`, when not empty, is the body of mltune_entry_profiled: the entry with each kernel
@@ -1589,11 +1600,20 @@ absl::StatusOr<Emitted> EmitKernel(const Kernel& kernel, const KernelConfig& con
 std::string Assemble(const ConstantPool& pool, const std::string& kernels, const std::string& entry,
                      int64_t scratch, bool onednn_conv, const std::string& profiled = "",
                      int32_t kernel_count = 0) {
+  // The segment's base: constants in it are `#define`d views at fixed offsets from it.
+  const std::string segment =
+      pool.segment().empty()
+          ? ""
+          : absl::StrCat("static const char* mt_constants = nullptr;\n",
+                         "extern \"C\" int64_t mltune_constants_bytes() { return ",
+                         pool.segment().size(), "; }\n",
+                         "extern \"C\" void mltune_bind_constants(const void* segment) {\n",
+                         "  mt_constants = static_cast<const char*>(segment);\n}\n");
   std::string out =
       absl::StrCat(onednn_conv ? "#include <oneapi/dnnl/dnnl.h>\n" : "", Prelude(),
-                   onednn_conv ? OneDnnConvPrelude() : "", "\nnamespace {\n", pool.decls(), kernels,
-                   "}  // namespace\n\n", "extern \"C\" int64_t mltune_scratch_bytes() { return ",
-                   scratch, "; }\n",
+                   onednn_conv ? OneDnnConvPrelude() : "", segment, "\nnamespace {\n", pool.decls(),
+                   kernels, "}  // namespace\n\n",
+                   "extern \"C\" int64_t mltune_scratch_bytes() { return ", scratch, "; }\n",
                    "extern \"C\" void mltune_entry(void* const* args, void* const* results, "
                    "char* scratch) {\n  (void)args; (void)results; (void)scratch;\n",
                    "  const mt_float_env float_env;\n", entry, "}\n");
@@ -1737,7 +1757,7 @@ absl::StatusOr<Program> GenerateKernel(const LoweredModule& module, int32_t kern
     return absl::InvalidArgumentError(absl::StrCat("no kernel ", kernel));
   }
   const Kernel& k = module.kernels[static_cast<size_t>(kernel)];
-  ConstantPool pool;
+  ConstantPool pool(CppDialect(), /*in_segment=*/true);
   absl::StatusOr<Emitted> e = EmitKernel(k, config, &pool, absl::StrCat("k", k.id));
   if (!e.ok()) return e.status();
   Program p;
@@ -1755,12 +1775,13 @@ absl::StatusOr<Program> GenerateKernel(const LoweredModule& module, int32_t kern
   p.scratch_bytes = AlignUp(e->workspace, kAlign);
   p.uses_onednn = e->onednn;
   p.source = Assemble(pool, e->text, entry, p.scratch_bytes, e->onednn_conv);
+  p.constants = TakeSegment(&pool);
   return p;
 }
 
 absl::StatusOr<Program> GenerateModule(const LoweredModule& module,
                                        const std::vector<KernelConfig>& configs) {
-  ConstantPool pool;
+  ConstantPool pool(CppDialect(), /*in_segment=*/true);
   Program p;
   for (const Instruction* param : module.parameters) p.params.push_back(param->shape());
   for (const Instruction* r : module.results) p.results.push_back(r->shape());
@@ -1771,6 +1792,7 @@ absl::StatusOr<Program> GenerateModule(const LoweredModule& module,
   const int32_t nk = static_cast<int32_t>(module.kernels.size());
   p.source = Assemble(pool, text->kernels, text->entry, p.scratch_bytes, text->onednn_conv,
                       nk > 0 ? text->profiled : "", nk);
+  p.constants = TakeSegment(&pool);
   return p;
 }
 

@@ -1,12 +1,14 @@
 // C++ source generation for lowered kernels. A Program is one translation unit exporting
 //   extern "C" void mltune_entry(void* const* args, void* const* results, char* scratch);
 //   extern "C" int64_t mltune_scratch_bytes();
+//   extern "C" void mltune_bind_constants(const void* segment);  // where `constants` is set
 // over logical row-major buffers: the whole module (its kernels in order, temporaries placed in
 // `scratch` with reuse), or one kernel alone (its inputs as args, its outputs as results), which
 // is what the tile search measures.
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -22,6 +24,10 @@ struct Program {
   std::vector<ir::Shape> results;  // array shapes of results
   int64_t scratch_bytes = 0;
   bool uses_onednn = false;
+  // The constants segment: the bytes of the constants the source names by offset rather than
+  // spells out (ConstantPool), bound once before the first call; null when there are none.
+  // Shared, since a model's weights can be hundreds of MB and programs are copied freely.
+  std::shared_ptr<const std::string> constants;
 };
 
 // The source every program starts with (prelude.cc).

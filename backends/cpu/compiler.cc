@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -66,6 +67,26 @@ std::vector<std::string> Flags() {
   return flags;
 }
 
+// Writes `data` to `path` unless a file is there already, through a unique temporary name and a
+// rename, so concurrent writers and a crash never leave a truncated file under the name.
+absl::Status StoreOnce(const std::string& path, const std::string& data) {
+  if (access(path.c_str(), R_OK) == 0) return absl::OkStatus();
+  static std::atomic<int64_t> counter{0};
+  const std::string tmp = absl::StrCat(path, ".", getpid(), ".", counter.fetch_add(1));
+  {
+    std::ofstream out(tmp, std::ios::binary);
+    out.write(data.data(), static_cast<std::streamsize>(data.size()));
+    if (!out) return absl::InternalError(absl::StrCat("cannot write ", tmp));
+  }
+  std::error_code ec;
+  fs::rename(tmp, path, ec);
+  if (ec) {
+    fs::remove(tmp, ec);
+    return absl::InternalError(absl::StrCat("cannot store ", path));
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 std::string DefaultKernelCacheDir() {
@@ -122,6 +143,11 @@ absl::StatusOr<CompiledObject> CompileProgram(const Program& program,
     return absl::FailedPreconditionError(absl::StrCat("kernel cache '", dir, "': ", ec.message()));
   }
   obj.path = absl::StrCat(dir, "/", obj.key, ".so");
+  if (program.constants != nullptr && !program.constants->empty()) {
+    fs::create_directories(absl::StrCat(dir, "/constants"), ec);
+    obj.constants_path = absl::StrCat(dir, "/constants/", Sha256Hex(*program.constants), ".bin");
+    if (absl::Status s = StoreOnce(obj.constants_path, *program.constants); !s.ok()) return s;
+  }
   if (access(obj.path.c_str(), R_OK) == 0) {
     obj.cache_hit = true;
     return obj;

@@ -1,7 +1,7 @@
 // Compiles generated programs with the system C++ compiler (-O3 -march=native) into shared
 // objects, kept in a disk cache keyed by the SHA-256 of the source, the flags and the compiler's
 // identity (version, target, this CPU's model), so an unchanged kernel is compiled once per
-// machine and compiler.
+// machine and compiler. Constants segments are kept beside them, keyed by their content.
 #pragma once
 
 #include <string>
@@ -20,6 +20,9 @@ struct CompilerOptions {
 struct CompiledObject {
   std::string path;  // the shared object
   std::string key;   // its cache key (hex)
+  // The program's constants segment, stored once per content under the cache's constants/
+  // folder (the object names constants by offset, so one object serves any values); "" if none.
+  std::string constants_path;
   bool cache_hit = false;
   double compile_seconds = 0;  // 0 on a hit
 };

@@ -295,6 +295,20 @@ std::string ConstantPool::Name(const Instruction* c) {
   if (it != names_.end()) return it->second;
   const std::string name = absl::StrCat("cst_", names_.size());
   const ir::Literal& lit = *c->literal;
+  names_[c] = name;
+  if (in_segment_ && lit.size_bytes() > kInlineConstantBytes) {
+    // Stored as the literal stores it (bf16 and f16 as their 16 bits, pred as bytes), which is
+    // what StorageType reads.
+    const int64_t offset =
+        (static_cast<int64_t>(segment_.size()) + kSegmentAlign - 1) / kSegmentAlign * kSegmentAlign;
+    segment_.resize(static_cast<size_t>(offset), '\0');
+    segment_.append(reinterpret_cast<const char*>(lit.untyped_data()),
+                    static_cast<size_t>(lit.size_bytes()));
+    absl::StrAppend(&decls_, "#define ", name, " ((const ", StorageType(lit.element_type()),
+                    "*)__builtin_assume_aligned(mt_constants + ", offset, ", ", kSegmentAlign,
+                    "))\n");
+    return name;
+  }
   std::string text =
       absl::StrCat(dialect_.constant_qualifier, " ", StorageType(lit.element_type()), " ", name,
                    "[", std::max<int64_t>(1, lit.element_count()), "] = {");
@@ -311,7 +325,6 @@ std::string ConstantPool::Name(const Instruction* c) {
   }
   absl::StrAppend(&text, "};\n");
   decls_ += text;
-  names_[c] = name;
   return name;
 }
 

@@ -53,18 +53,32 @@ std::string ElementwiseExpr(const ir::Instruction& instr, const std::vector<std:
 std::string ScalarFunction(const ir::Computation& comp, const std::string& name,
                            const TextDialect& dialect);
 
-// File-scope arrays for a program's non-scalar constants, each emitted once.
+// A program's non-scalar constants, each emitted once: as file-scope arrays of literals, or, in a
+// pool made with `in_segment`, those over kInlineConstantBytes as views of the program's constants
+// segment (`segment()`, bound at load time by `mltune_bind_constants`). Weights written as C++
+// literals made g++ take minutes and over 14 GB for a model's 346 MB; small tables stay literals,
+// which the compiler can fold.
 class ConstantPool {
  public:
-  explicit ConstantPool(TextDialect dialect = CppDialect()) : dialect_(std::move(dialect)) {}
+  static constexpr int64_t kInlineConstantBytes = 256;
+  // Each constant's offset in the segment is a multiple of this (the vector loads' alignment).
+  static constexpr int64_t kSegmentAlign = 64;
+
+  explicit ConstantPool(TextDialect dialect = CppDialect(), bool in_segment = false)
+      : dialect_(std::move(dialect)), in_segment_(in_segment) {}
   // The array holding constant `c`'s elements as stored (StorageType), declared on first use.
   std::string Name(const ir::Instruction* c);
   const std::string& decls() const { return decls_; }
+  // The bytes of the constants kept out of the source; empty when none are.
+  const std::string& segment() const { return segment_; }
+  std::string TakeSegment() { return std::move(segment_); }
 
  private:
   TextDialect dialect_;
+  bool in_segment_;
   std::unordered_map<const ir::Instruction*, std::string> names_;
   std::string decls_;
+  std::string segment_;
 };
 
 // Builds a kernel body's text: lines, scoped names, and the memoized value of a member at

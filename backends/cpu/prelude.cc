@@ -473,6 +473,8 @@ struct mt_conv {
   // writes (inner: the same memory, or oneDNN's layout with a reorder from or to the user's).
   dnnl_memory_t user[3] = {}, inner[3] = {};
   dnnl_primitive_t reorder[3] = {};
+  // Constant weights already reordered into inner[1] (their address never changes).
+  const float* packed_weights = nullptr;
 };
 
 // Dimensions and strides (elements) in oneDNN's order: source {N, C, spatial...}, weights
@@ -551,11 +553,16 @@ inline void mt_reorder(dnnl_primitive_t reorder, dnnl_memory_t from, dnnl_memory
   MT_DNNL(dnnl_primitive_execute(reorder, mt_dnnl_stream(), 2, args));
 }
 
-inline void mt_conv_run(mt_conv* c, const float* src, const float* weights, float* dst) {
+// `weights_constant`: the weights are a program constant, reordered on the first call only (as
+// onnxruntime and PyTorch's frozen graphs prepack them); parameters are reordered on every call.
+inline void mt_conv_run(mt_conv* c, const float* src, const float* weights, float* dst,
+                        bool weights_constant) {
   void* handles[3] = {(void*)src, (void*)weights, dst};
   for (int i = 0; i < 3; ++i) MT_DNNL(dnnl_memory_set_data_handle(c->user[i], handles[i]));
-  for (int i = 0; i < 2; ++i) {
-    if (c->reorder[i] != nullptr) mt_reorder(c->reorder[i], c->user[i], c->inner[i]);
+  if (c->reorder[0] != nullptr) mt_reorder(c->reorder[0], c->user[0], c->inner[0]);
+  if (c->reorder[1] != nullptr && !(weights_constant && c->packed_weights == weights)) {
+    mt_reorder(c->reorder[1], c->user[1], c->inner[1]);
+    c->packed_weights = weights_constant ? weights : nullptr;
   }
   const dnnl_exec_arg_t args[3] = {
       {DNNL_ARG_SRC, c->inner[0]}, {DNNL_ARG_WEIGHTS, c->inner[1]}, {DNNL_ARG_DST, c->inner[2]}};

@@ -38,6 +38,8 @@ std::vector<std::string> BaseArgs(const CompiledObject& object, const Program& p
                "--mem-mb", absl::StrCat(options.memory_limit_mb), "--cpu-seconds",
                absl::StrCat(static_cast<int64_t>(options.timeout_seconds * options.threads) + 5)});
   if (options.kernel_times) argv.insert(argv.end(), {"--kernel-times", "1"});
+  if (!object.constants_path.empty())
+    argv.insert(argv.end(), {"--constants", object.constants_path});
   return argv;
 }
 
@@ -60,6 +62,14 @@ absl::Status CheckBuffersFit(const Program& program, const MeasureOptions& optio
   };
   for (size_t i = 0; i < program.params.size(); ++i) add(program.params[i], "parameter", i);
   for (size_t i = 0; i < program.results.size(); ++i) add(program.results[i], "result", i);
+  if (program.constants != nullptr) {
+    const int64_t bytes = static_cast<int64_t>(program.constants->size());
+    total += bytes;
+    if (bytes > largest) {
+      largest = bytes;
+      largest_name = "the constants segment";
+    }
+  }
   if (total <= limit) return absl::OkStatus();
   return absl::ResourceExhaustedError(absl::StrCat(
       "the module's buffers need ", total, " bytes (largest: ", largest_name, ", ", largest,

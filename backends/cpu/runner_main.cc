@@ -5,12 +5,18 @@
 //
 //   mltune-cpu-runner --lib X.so --param f32:4,8 ... --result f32:4 ... [--seed S | --inputs F]
 //                     [--outputs F] [--reps MIN,MAX] [--max-seconds S] [--spread X]
-//                     [--mem-mb M] [--cpu-seconds C] [--kernel-times 1]
+//                     [--mem-mb M] [--cpu-seconds C] [--kernel-times 1] [--constants F]
 //
+// --constants F: the program's constants segment, mapped read-only and bound before the first
+// call (a program that names constants by offset exports mltune_bind_constants).
 // --kernel-times 1: after the timing, runs the module's profiled entry (each kernel call timed;
 // modules only) a few times more and adds "kernel_s", each kernel's median seconds, to the line.
 #include <dlfcn.h>
+#include <fcntl.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <bit>
@@ -147,10 +153,36 @@ std::string KernelSeconds(void* handle, const std::vector<void*>& args,
   return out + "]";
 }
 
+// Maps the constants segment `path` and binds it to the library; "" on success, else why not.
+std::string BindConstants(void* handle, const std::string& path) {
+  using Bytes = int64_t (*)();
+  using Bind = void (*)(const void*);
+  auto bytes = reinterpret_cast<Bytes>(dlsym(handle, "mltune_constants_bytes"));
+  auto bind = reinterpret_cast<Bind>(dlsym(handle, "mltune_bind_constants"));
+  if (bind == nullptr || bytes == nullptr) {
+    return path.empty() ? "" : "--constants given, but the library has no constants segment";
+  }
+  if (path.empty()) return "the library needs its constants segment (--constants)";
+  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return "cannot open " + path;
+  struct stat st {};
+  if (fstat(fd, &st) != 0 || st.st_size != bytes()) {
+    close(fd);
+    return path + " is not the library's constants segment (size differs)";
+  }
+  // MAP_POPULATE reads it in now, so page faults do not land in the first timed calls.
+  void* p =
+      mmap(nullptr, static_cast<size_t>(st.st_size), PROT_READ, MAP_PRIVATE | MAP_POPULATE, fd, 0);
+  close(fd);
+  if (p == MAP_FAILED) return "cannot map " + path;
+  bind(p);
+  return "";
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::string lib, inputs, outputs;
+  std::string lib, inputs, outputs, constants;
   std::vector<Buffer> params, results;
   uint64_t seed = 0;
   int min_reps = 5, max_reps = 500;
@@ -192,6 +224,8 @@ int main(int argc, char** argv) {
       cpu_seconds = std::strtoll(v, nullptr, 10);
     } else if (a == "--kernel-times") {
       kernel_times = std::strtol(v, nullptr, 10) != 0;
+    } else if (a == "--constants") {
+      constants = v;
     } else {
       std::fprintf(stderr, "mltune-cpu-runner: unknown argument %s\n", a.c_str());
       return 2;
@@ -213,6 +247,7 @@ int main(int argc, char** argv) {
   auto entry = reinterpret_cast<Entry>(dlsym(handle, "mltune_entry"));
   auto scratch_bytes = reinterpret_cast<Scratch>(dlsym(handle, "mltune_scratch_bytes"));
   if (entry == nullptr || scratch_bytes == nullptr) return Fail("missing mltune_entry symbols");
+  if (std::string error = BindConstants(handle, constants); !error.empty()) return Fail(error);
 
   std::vector<void*> args, outs;
   uint64_t state = seed;
