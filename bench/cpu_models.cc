@@ -216,6 +216,9 @@ int main(int argc, char** argv) {
                "instead of the corpus");
   app.add_option("--zoo-dir", zoo.zoo, "The zoo (manifest.json, hlo/)");
   app.add_option("--zoo-models", zoo.models, "Zoo models (default: all)")->delimiter(',');
+  app.add_option("--zoo-role", zoo.role,
+                 "Zoo: only the manifest's models of this role (fit: the defaults were fitted on "
+                 "them; report: held out)");
   app.add_option("--zoo-batches", zoo.batches, "Zoo batch sizes")->delimiter(',');
   app.add_option("--zoo-peers", zoo.peers, "Peers (default: all of models.py)")->delimiter(',');
   app.add_option("--peers-python", zoo.python, "The peers venv's interpreter");

@@ -152,7 +152,13 @@ int RunZooModels(const ZooBenchOptions& options) {
   }
   std::vector<std::string> models = options.models;
   if (models.empty()) {
-    for (const auto& [name, entry] : manifest["models"].items()) models.push_back(name);
+    for (const auto& [name, entry] : manifest["models"].items()) {
+      if (options.role.empty() || entry.value("role", "") == options.role) models.push_back(name);
+    }
+    if (models.empty()) {
+      std::cerr << "no model of role '" << options.role << "' in " << manifest_path << "\n";
+      return 1;
+    }
   }
   std::string peers_error;
   std::future<json> peers_future;

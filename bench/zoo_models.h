@@ -12,7 +12,10 @@ namespace mltune::bench {
 
 struct ZooBenchOptions {
   std::string zoo;                  // models/ (manifest.json, hlo/)
-  std::vector<std::string> models;  // empty: every model of the manifest
+  std::vector<std::string> models;  // empty: every model of the manifest (of `role`)
+  // Only the models of this role in the manifest: "fit" (the CPU backend's defaults were fitted
+  // on them) or "report" (held out, for figures); "" for every role.
+  std::string role;
   std::vector<int64_t> batches = {1, 8};
   int threads = 1;
   double seconds = 2;       // timed seconds per measurement (mltune and each peer)

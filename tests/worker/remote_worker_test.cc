@@ -183,20 +183,27 @@ class FakeServer {
   int port_ = 0;
 };
 
-// A real generated program: the CPU backend's code for a small element-wise module.
+// A real generated program: the CPU backend's code for a small element-wise module, with a
+// constant large enough to travel in the program's constants segment.
 cpu::Program AddProgram() {
-  absl::StatusOr<std::unique_ptr<ir::Module>> m = ir::ParseHloText(R"(
+  std::string values;
+  for (int i = 0; i < 256; ++i) absl::StrAppend(&values, i == 0 ? "" : ",", i % 7);
+  absl::StatusOr<std::unique_ptr<ir::Module>> m = ir::ParseHloText(absl::StrCat(R"(
 HloModule add
 ENTRY e {
   a = f32[256] parameter(0)
   b = f32[256] parameter(1)
-  ROOT s = f32[256] add(a, b)
-})");
+  c = f32[256] constant({)",
+                                                                                values, R"(})
+  s = f32[256] add(a, b)
+  ROOT r = f32[256] add(s, c)
+})"));
   EXPECT_TRUE(m.ok()) << m.status();
   absl::StatusOr<cpu::LoweredModule> lowered = cpu::Lower(**m);
   EXPECT_TRUE(lowered.ok()) << lowered.status();
   absl::StatusOr<cpu::Program> program = cpu::GenerateModule(*lowered);
   EXPECT_TRUE(program.ok()) << program.status();
+  EXPECT_NE(program->constants, nullptr);
   return *program;
 }
 
