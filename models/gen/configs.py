@@ -1,7 +1,11 @@
 """The zoo's model configurations: one entry per model, shared by the JAX/Flax definitions (the HLO
 files), the PyTorch definitions (the ONNX exports and the eager/compile/ORT/TVM peers) and the
 manifest. Sizes are the published architectures' where a step runs in seconds on 2 cores; where a
-size is reduced, `reduced` says what and why."""
+size is reduced, `reduced` says what and why.
+
+Every model has a `role`: "fit" for the twelve models the CPU backend's defaults (kernel and pass
+defaults, cost-model settings) were fitted on, "report" for the held-out models added after, which
+only report figures: nothing may be tuned or fitted on them (docs/zoo.md)."""
 
 SEED = 0
 
@@ -66,3 +70,76 @@ MODELS = {
         nodes=2708, edges=10556, features=1433, hidden=128, classes=7, train_batch=1,
         reduced=None),
 }
+
+# The held-out models ("report"): architectures the defaults never saw.
+REPORT_MODELS = {
+    "convnext": dict(
+        description="ConvNeXt-T: 4x4 patchify stem, stages of [3, 3, 9, 3] blocks at widths "
+                    "96-768 (depthwise 7x7, LayerNorm, 4x inverted MLP with GELU, layer scale), "
+                    "LayerNorm + 2x2 stride-2 downsampling between stages, 224x224",
+        image=224, classes=1000, depths=(3, 3, 9, 3), dims=(96, 192, 384, 768),
+        layer_scale=1e-6, train_batch=2, reduced=None),
+    "efficientnet": dict(
+        description="EfficientNet-B0: MBConv blocks (1x1 expansion, depthwise 3x3/5x5, "
+                    "squeeze-excitation, linear 1x1 projection), SiLU, batch norm, 224x224",
+        image=224, classes=1000, train_batch=2, reduced=None),
+    "regnet": dict(
+        description="RegNetY-400MF: stages of [1, 3, 6, 6] bottleneck blocks at widths "
+                    "[48, 104, 208, 440], grouped 3x3 convolutions (group width 8), "
+                    "squeeze-excitation (ratio 0.25), batch norm, 224x224",
+        image=224, classes=1000, depths=(1, 3, 6, 6), widths=(48, 104, 208, 440), group_width=8,
+        se_ratio=0.25, train_batch=2, reduced=None),
+    "swin": dict(
+        description="Swin-T: 4x4 patch embedding, stages of [2, 2, 6, 2] blocks (heads 3-24, "
+                    "d=96-768) of 7x7 window attention, shifted by 3 in every second block, with "
+                    "relative position bias, patch merging between stages, 224x224",
+        image=224, classes=1000, patch=4, embed=96, depths=(2, 2, 6, 2), heads=(3, 6, 12, 24),
+        window=7, mlp_ratio=4, train_batch=2, reduced=None),
+    "whisper": dict(
+        description="Whisper-tiny audio encoder: two conv1d (k=3, GELU; the second stride 2) on "
+                    "an 80-bin log-mel spectrogram, sinusoidal positions, 4 pre-LN encoder "
+                    "layers (d=384, 6 heads), then an audio-classification head (projection to "
+                    "256, mean over time, 35 classes)",
+        mels=80, frames=1000, d_model=384, layers=4, heads=6, d_ff=1536, proj=256, classes=35,
+        train_batch=2,
+        reduced="10 s of audio (1,000 frames, 500 positions; Whisper pads to 30 s: 3,000 "
+                "frames)"),
+    "unet": dict(
+        description="Diffusion UNet (DDPM, CIFAR-10 layout): sinusoidal timestep embedding and "
+                    "MLP, 4 resolutions (32-4) with channel multipliers [1, 2, 2, 2], 2 ResBlocks "
+                    "(GroupNorm 32 + SiLU) per resolution down and 3 up with skip "
+                    "concatenation, single-head self-attention at 16x16 and in the middle, "
+                    "stride-2 convolutions down and nearest-neighbour upsampling; predicts the "
+                    "noise (MSE loss)",
+        image=32, channels=64, mults=(1, 2, 2, 2), res_blocks=2, attn_res=(16,), groups=32,
+        timesteps=1000, train_batch=2, reduced="base width 64 (DDPM's CIFAR-10 model: 128)"),
+    "moe": dict(
+        description="Mixtral-style mixture-of-experts decoder: RMSNorm, RoPE, grouped-query "
+                    "attention (8 query, 2 key/value heads), and per layer 8 SwiGLU experts with "
+                    "a top-2 router (softmax over the top 2 logits); tokens are dispatched by "
+                    "sorting their expert ids (argsort, gather into per-expert slices of "
+                    "capacity 1.25 x tokens x 2 / 8, batched expert FFNs, weighted scatter-add "
+                    "back)",
+        vocab=32000, d_model=512, layers=4, heads=8, kv_heads=2, d_ff=1024, experts=8, top_k=2,
+        capacity_factor=1.25, seq=128, rope_theta=10000.0, train_batch=2,
+        reduced="d=512, 4 layers, expert width 1024 (Mixtral-8x7B: d=4096, 32 layers, 14336); "
+                "no load-balancing loss in the training step"),
+    "mamba": dict(
+        description="Mamba-style selective state-space LM: pre-RMSNorm residual blocks of "
+                    "in-projection to 2 x 1536 (x, gate z), causal depthwise conv1d (k=4) + SiLU, "
+                    "input-dependent delta (rank 48, softplus), B, C (state 16), a sequential "
+                    "scan over the sequence, D skip, SiLU(z) gating, out-projection; tied LM head",
+        vocab=50280, d_model=768, layers=4, d_state=16, d_conv=4, expand=2, dt_rank=48, seq=128,
+        train_batch=2,
+        reduced="4 layers (Mamba-130M: 24), 128 tokens"),
+    "lstm_lm": dict(
+        description="2-layer LSTM language model (Zaremba et al.'s medium PTB model): embedding "
+                    "650, two LSTM layers of 650, untied softmax over 10,000 words, 35 steps",
+        vocab=10000, embed=650, hidden=650, layers=2, seq=35, train_batch=20, reduced=None),
+}
+
+for _name, _cfg in MODELS.items():
+    _cfg["role"] = "fit"
+for _name, _cfg in REPORT_MODELS.items():
+    _cfg["role"] = "report"
+MODELS.update(REPORT_MODELS)

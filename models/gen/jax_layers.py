@@ -45,6 +45,7 @@ class MultiHeadAttention(nn.Module):
     kv_heads: int = 0
     use_bias: bool = True
     scale: bool = True
+    key_bias: bool = True  # Whisper's key projection has none
 
     @nn.compact
     def __call__(self, x, context=None, mask=None, bias=None, rope=None):
@@ -52,7 +53,7 @@ class MultiHeadAttention(nn.Module):
         kv_heads = self.kv_heads or self.heads
         b, t, s = x.shape[0], x.shape[1], context.shape[1]
         q = dense(self.heads * self.head_dim, self.use_bias, "query")(x)
-        k = dense(kv_heads * self.head_dim, self.use_bias, "key")(context)
+        k = dense(kv_heads * self.head_dim, self.use_bias and self.key_bias, "key")(context)
         v = dense(kv_heads * self.head_dim, self.use_bias, "value")(context)
         q = q.reshape(b, t, self.heads, self.head_dim)
         k = k.reshape(b, s, kv_heads, self.head_dim)

@@ -12,9 +12,10 @@ import optax
 
 from configs import MODELS, SEED
 from jax_layers import cross_entropy
-from jax_other import DLRM, GNMT, GraphSAGE, WaveNet
-from jax_transformers import BERT, GPT2, T5, Llama, ViT
-from jax_vision import InceptionV3, MobileNetV2, ResNet50
+from jax_other import DLRM, GNMT, GraphSAGE, LstmLM, Mamba, WaveNet
+from jax_transformers import BERT, GPT2, T5, Llama, MoE, ViT, Whisper
+from jax_vision import (ConvNeXt, EfficientNetB0, InceptionV3, MobileNetV2, RegNetY, ResNet50,
+                        Swin, UNet)
 
 # name -> (Flax module class, loss kind, uses batch norm)
 REGISTRY = {
@@ -30,6 +31,16 @@ REGISTRY = {
     "wavenet": (WaveNet, "lm", False),
     "dlrm": (DLRM, "bce", False),
     "graphsage": (GraphSAGE, "class", False),
+    # held out (configs.REPORT_MODELS)
+    "convnext": (ConvNeXt, "class", False),
+    "efficientnet": (EfficientNetB0, "class", True),
+    "regnet": (RegNetY, "class", True),
+    "swin": (Swin, "class", False),
+    "whisper": (Whisper, "class", False),
+    "unet": (UNet, "mse", False),
+    "moe": (MoE, "lm", False),
+    "mamba": (Mamba, "lm", False),
+    "lstm_lm": (LstmLM, "lm", False),
 }
 
 
@@ -58,7 +69,7 @@ def _data(name, cfg, batch, rng):
     """Seeded inputs and labels of `name` at `batch` (numpy arrays)."""
     ints = lambda high, *shape: rng.integers(0, high, size=shape, dtype=np.int32)
     floats = lambda *shape: rng.standard_normal(shape, dtype=np.float32)
-    if name in ("gpt2", "llama"):
+    if name in ("gpt2", "llama", "moe", "mamba", "lstm_lm"):
         return (ints(cfg["vocab"], batch, cfg["seq"]),), (ints(cfg["vocab"], batch, cfg["seq"]),)
     if name == "bert":
         t = cfg["seq"]
@@ -69,8 +80,16 @@ def _data(name, cfg, batch, rng):
         src, tgt = ints(cfg["vocab"], batch, cfg["src_seq"]), ints(cfg["vocab"], batch,
                                                                    cfg["tgt_seq"])
         return (src, tgt), (ints(cfg["vocab"], batch, cfg["tgt_seq"]),)
-    if name in ("vit", "resnet50", "inception_v3", "mobilenet_v2"):
+    if name in ("vit", "resnet50", "inception_v3", "mobilenet_v2", "convnext", "efficientnet",
+                "regnet", "swin"):
         return (floats(batch, cfg["image"], cfg["image"], 3),), (ints(cfg["classes"], batch),)
+    if name == "whisper":
+        return (floats(batch, cfg["mels"], cfg["frames"]),), (ints(cfg["classes"], batch),)
+    if name == "unet":
+        # A noised image and its timestep; the label is the noise.
+        image = (floats(batch, cfg["image"], cfg["image"], 3),)
+        return image + (ints(cfg["timesteps"], batch),), (floats(batch, cfg["image"],
+                                                                  cfg["image"], 3),)
     if name == "gnmt":
         src = ints(cfg["src_vocab"], batch, cfg["src_seq"])
         tgt = ints(cfg["tgt_vocab"], batch, cfg["tgt_seq"])
@@ -96,6 +115,8 @@ def _data(name, cfg, batch, rng):
 def _loss(kind, logits, labels):
     if kind == "bce":
         return jnp.mean(optax.sigmoid_binary_cross_entropy(logits, labels[0]))
+    if kind == "mse":
+        return jnp.mean(jnp.square(logits - labels[0]))
     if kind == "mlm":
         return cross_entropy(logits, labels[0], labels[1])
     return cross_entropy(logits, labels[0])

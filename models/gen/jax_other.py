@@ -1,11 +1,15 @@
 """Flax definitions of the zoo's non-transformer, non-CNN models: a GNMT-like LSTM translator, a
-WaveNet-like dilated convolution stack, DLRM and GraphSAGE. Each `__call__` returns logits."""
+WaveNet-like dilated convolution stack, DLRM, GraphSAGE, a Mamba-style selective state-space LM
+and a 2-layer LSTM LM. Each `__call__` returns logits."""
+
+import math
 
 import flax.linen as nn
 import jax
 import jax.numpy as jnp
 
-from jax_layers import INIT, dense
+from jax_layers import INIT, RMSNorm, dense
+
 
 
 def lstm(hidden, name, reverse=False):
@@ -111,3 +115,77 @@ class GraphSAGE(nn.Module):
             h = dense(width, True, f"self_{i}")(h) + dense(width, False, f"neigh_{i}")(neigh)
             h = nn.relu(h) if i == 0 else h
         return h
+
+
+def dt_bias_init(key, shape, dtype=jnp.float32, dt_min=1e-3, dt_max=0.1):
+    """Mamba's delta bias: softplus^-1 of steps drawn log-uniformly in [dt_min, dt_max]."""
+    u = jax.random.uniform(key, shape, dtype)
+    dt = jnp.exp(u * (math.log(dt_max) - math.log(dt_min)) + math.log(dt_min))
+    return dt + jnp.log(-jnp.expm1(-dt))
+
+
+class MambaBlock(nn.Module):
+    """Mamba's selective SSM mixer: in-projection to x and the gate z, causal depthwise conv1d +
+    SiLU on x, input-dependent delta (low-rank, softplus), B and C, the recurrence
+    h_t = exp(delta_t A) h_{t-1} + delta_t B_t x_t, y_t = C_t h_t + D x_t (a scan over the
+    sequence: a while loop in HLO), gating by SiLU(z), out-projection."""
+
+    cfg: dict
+
+    @nn.compact
+    def __call__(self, x):
+        c = self.cfg
+        inner, n, rank = c["expand"] * c["d_model"], c["d_state"], c["dt_rank"]
+        xs, z = jnp.split(dense(2 * inner, False, "in_proj")(x), 2, axis=-1)
+        xs = nn.Conv(inner, (c["d_conv"],), padding=[(c["d_conv"] - 1, 0)],
+                     feature_group_count=inner, name="conv")(xs)
+        xs = nn.silu(xs)
+        dt, bm, cm = jnp.split(dense(rank + 2 * n, False, "x_proj")(xs), [rank, rank + n], -1)
+        dt = jax.nn.softplus(nn.Dense(inner, kernel_init=INIT, bias_init=dt_bias_init,
+                                      name="dt_proj")(dt))                # [B, T, inner]
+        a_log = self.param("A_log", lambda _, s: jnp.log(jnp.broadcast_to(
+            jnp.arange(1, n + 1, dtype=jnp.float32), s)), (inner, n))
+        d_skip = self.param("D", nn.initializers.ones, (inner,))
+        decay = jnp.exp(dt[..., None] * -jnp.exp(a_log))                 # [B, T, inner, n]
+        drive = (dt * xs)[..., None] * bm[:, :, None, :]                 # [B, T, inner, n]
+
+        def step(h, inputs):
+            decay_t, drive_t, c_t = inputs
+            h = decay_t * h + drive_t
+            return h, jnp.einsum("bdn,bn->bd", h, c_t)
+
+        h0 = jnp.zeros((x.shape[0], inner, n), x.dtype)
+        _, ys = jax.lax.scan(step, h0, (jnp.swapaxes(decay, 0, 1), jnp.swapaxes(drive, 0, 1),
+                                        jnp.swapaxes(cm, 0, 1)))
+        y = jnp.swapaxes(ys, 0, 1) + xs * d_skip
+        return dense(c["d_model"], False, "out_proj")(y * nn.silu(z))
+
+
+class Mamba(nn.Module):
+    """Mamba LM: embedding, pre-RMSNorm residual Mamba blocks, final RMSNorm, LM head tied to
+    the embedding."""
+
+    cfg: dict
+
+    @nn.compact
+    def __call__(self, ids):
+        c = self.cfg
+        embed = nn.Embed(c["vocab"], c["d_model"], embedding_init=INIT, name="embed")
+        x = embed(ids)
+        for i in range(c["layers"]):
+            x = x + MambaBlock(c, name=f"mixer_{i}")(RMSNorm(1e-5, name=f"norm_{i}")(x))
+        return embed.attend(RMSNorm(1e-5, name="norm_f")(x))
+
+
+class LstmLM(nn.Module):
+    """LSTM language model: embedding, stacked LSTM layers (scans), untied softmax layer."""
+
+    cfg: dict
+
+    @nn.compact
+    def __call__(self, ids):
+        c = self.cfg
+        x = nn.Embed(c["vocab"], c["embed"], embedding_init=INIT, name="embed")(ids)
+        for i in range(c["layers"]):
+            x = lstm(c["hidden"], f"lstm_{i}")(x)
+        return dense(c["vocab"], True, "softmax")(x)

@@ -1,7 +1,11 @@
 """Flax definitions of the zoo's transformers: GPT-2, BERT (masked-LM head), a Llama-style decoder,
-T5 (encoder-decoder) and ViT. Each `__call__` returns logits."""
+T5 (encoder-decoder), ViT, a Whisper audio encoder and a Mixtral-style mixture-of-experts decoder.
+Each `__call__` returns logits (the UNet's: the predicted noise)."""
+
+import math
 
 import flax.linen as nn
+import jax
 import jax.numpy as jnp
 
 from jax_layers import INIT, MultiHeadAttention, RMSNorm, causal_mask, dense, relative_buckets
@@ -146,3 +150,108 @@ class ViT(nn.Module):
             x = x + dense(d, name=f"proj_{i}")(h)
         x = nn.LayerNorm(epsilon=1e-6, name="ln_f")(x)
         return dense(c["classes"], name="head")(x[:, 0])
+
+
+def sinusoids(length, channels):
+    """Whisper's fixed positions [length, channels]: sines then cosines of geometric frequencies
+    (built from iotas in the graph)."""
+    increment = math.log(10000.0) / (channels // 2 - 1)
+    inv = jnp.exp(-increment * jnp.arange(channels // 2, dtype=jnp.float32))
+    scaled = jnp.arange(length, dtype=jnp.float32)[:, None] * inv[None, :]
+    return jnp.concatenate([jnp.sin(scaled), jnp.cos(scaled)], axis=1)
+
+
+class Whisper(nn.Module):
+    """Whisper's audio encoder on a log-mel spectrogram [B, mels, frames]: conv1d k=3 + GELU,
+    conv1d k=3 stride 2 + GELU, sinusoidal positions, pre-LN layers (key projection without
+    bias, exact GELU), final LayerNorm; then WhisperForAudioClassification's head: linear
+    projection, mean over time, classifier."""
+
+    cfg: dict
+
+    @nn.compact
+    def __call__(self, mel):
+        c = self.cfg
+        d = c["d_model"]
+        x = jnp.transpose(mel, (0, 2, 1))                                # [B, frames, mels]
+        x = nn.gelu(nn.Conv(d, (3,), padding=[(1, 1)], name="conv1")(x), approximate=False)
+        x = nn.gelu(nn.Conv(d, (3,), (2,), padding=[(1, 1)], name="conv2")(x),
+                    approximate=False)
+        x = x + sinusoids(x.shape[1], d)[None]
+        for i in range(c["layers"]):
+            h = nn.LayerNorm(epsilon=1e-5, name=f"ln1_{i}")(x)
+            x = x + MultiHeadAttention(c["heads"], d // c["heads"], key_bias=False,
+                                       name=f"attn_{i}")(h)
+            h = nn.LayerNorm(epsilon=1e-5, name=f"ln2_{i}")(x)
+            h = nn.gelu(dense(c["d_ff"], name=f"fc1_{i}")(h), approximate=False)
+            x = x + dense(d, name=f"fc2_{i}")(h)
+        x = nn.LayerNorm(epsilon=1e-5, name="ln_post")(x)
+        x = jnp.mean(dense(c["proj"], name="projector")(x), axis=1)
+        return dense(c["classes"], name="classifier")(x)
+
+
+class MoEFeedForward(nn.Module):
+    """Top-k mixture of SwiGLU experts with sort-based dispatch. The router's top-k logits
+    (lax.top_k) give each token k experts and softmax gates; the N*k assignments are sorted by
+    expert id (stable argsort), so expert e's assignments are the run starting at the exclusive
+    cumulative count of the experts before it; expert e takes the first `capacity` of its run
+    (a gather of their tokens into [experts, capacity, d]; later ones are dropped), the experts
+    run as batched matmuls, and their outputs, weighted by the gates, are scatter-added back to
+    their tokens."""
+
+    experts: int
+    top_k: int
+    d_ff: int
+    capacity_factor: float
+
+    @nn.compact
+    def __call__(self, x):
+        b, t, d = x.shape
+        e, k = self.experts, self.top_k
+        tokens = x.reshape(b * t, d)
+        n = tokens.shape[0] * k
+        capacity = math.ceil(self.capacity_factor * n / e)
+        top_logits, chosen = jax.lax.top_k(dense(e, False, "router")(tokens), k)   # [N, k]
+        gates = jax.nn.softmax(top_logits, axis=-1).reshape(n)
+        expert_of = chosen.reshape(n)
+        token_of = jnp.arange(n, dtype=jnp.int32) // k
+        order = jnp.argsort(expert_of)                                   # stable
+        counts = jnp.sum(expert_of[:, None] == jnp.arange(e, dtype=jnp.int32)[None, :], axis=0,
+                         dtype=jnp.int32)
+        starts = jnp.cumsum(counts) - counts
+        position = jnp.arange(capacity, dtype=jnp.int32)[None, :]
+        valid = position < counts[:, None]                               # [E, C]
+        assignment = order[jnp.minimum(starts[:, None] + position, n - 1)]
+        token = token_of[assignment]
+        weight = jnp.where(valid, gates[assignment], 0.0)
+        xin = tokens[token]                                              # [E, C, d]
+        w_gate = self.param("w_gate", INIT, (e, d, self.d_ff))
+        w_up = self.param("w_up", INIT, (e, d, self.d_ff))
+        w_down = self.param("w_down", INIT, (e, self.d_ff, d))
+        h = nn.silu(jnp.einsum("ecd,edf->ecf", xin, w_gate)) * jnp.einsum("ecd,edf->ecf", xin,
+                                                                           w_up)
+        y = jnp.einsum("ecf,efd->ecd", h, w_down) * weight[..., None]
+        out = jnp.zeros_like(tokens).at[token.reshape(-1)].add(y.reshape(-1, d))
+        return out.reshape(b, t, d)
+
+
+class MoE(nn.Module):
+    """Mixtral-style decoder: RMSNorm, RoPE, grouped-query attention, a top-k mixture of SwiGLU
+    experts in place of the MLP, untied LM head."""
+
+    cfg: dict
+
+    @nn.compact
+    def __call__(self, ids):
+        c = self.cfg
+        d, t, hd = c["d_model"], ids.shape[1], c["d_model"] // c["heads"]
+        x = nn.Embed(c["vocab"], d, embedding_init=INIT, name="embed")(ids)
+        mask, rope = causal_mask(t), rope_tables(t, hd, c["rope_theta"])
+        for i in range(c["layers"]):
+            h = RMSNorm(1e-5, name=f"attn_norm_{i}")(x)
+            x = x + MultiHeadAttention(c["heads"], hd, c["kv_heads"], use_bias=False,
+                                       name=f"attn_{i}")(h, mask=mask, rope=rope)
+            h = RMSNorm(1e-5, name=f"moe_norm_{i}")(x)
+            x = x + MoEFeedForward(c["experts"], c["top_k"], c["d_ff"], c["capacity_factor"],
+                                   name=f"moe_{i}")(h)
+        return dense(c["vocab"], False, "lm_head")(RMSNorm(1e-5, name="norm")(x))

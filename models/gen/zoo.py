@@ -170,10 +170,13 @@ def main():
         cfg = MODELS[name]
         manifest["models"][name] = {
             "framework": "jax/flax", "command": f"scripts/zoo --models {name}",
-            "description": cfg["description"],
+            "description": cfg["description"], "role": cfg["role"],
             "reduced": cfg["reduced"], "config": {k: v for k, v in cfg.items()
-                                                  if k not in ("description", "reduced")},
+                                                  if k not in ("description", "reduced", "role")},
             "variants": {}}
+    for name, entry in manifest["models"].items():  # models not regenerated keep their files
+        if name in MODELS:
+            entry["role"] = MODELS[name]["role"]
     for name in names:
         record_onnx(manifest["models"][name], args.out, name)
     for name, variant, entry, parameters in results:

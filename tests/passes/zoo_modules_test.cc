@@ -1,12 +1,17 @@
 // The model zoo (models/, written by scripts/zoo): every module XLA received and every module XLA's
 // CPU pipeline produced must parse, verify (the optimized ones with layouts), round-trip through
 // the printer and go through mltune's XLA-order default pipeline; XLA's per-pass dumps must parse
-// and verify.
+// and verify. The held-out models (role "report" in models/manifest.json) are checked at
+// inference batch 1 only, so that adding them leaves the suite's time nearly flat (their
+// training steps alone would add as much again as the twelve "fit" models' files take).
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <filesystem>
+#include <fstream>
+#include <map>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
@@ -36,6 +41,36 @@ std::vector<std::string> ZooFiles(const std::string& folder) {
     }
   }
   std::sort(files.begin(), files.end());
+  return files;
+}
+
+// Model name -> role ("fit" or "report") from models/manifest.json; empty when it is absent.
+std::map<std::string, std::string> ZooRoles() {
+  std::map<std::string, std::string> roles;
+  std::ifstream in(testing::SourcePath("models/manifest.json"));
+  if (!in) return roles;
+  const nlohmann::json manifest = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
+  if (manifest.is_discarded() || !manifest.contains("models")) return roles;
+  for (const auto& [name, entry] : manifest["models"].items()) {
+    roles[name] = entry.value("role", std::string());
+  }
+  return roles;
+}
+
+// The hlo/ files the full check runs on: every file of a "fit" model (or of one the manifest does
+// not name), the infer.b1 files of a "report" model.
+std::vector<std::string> CheckedZooFiles() {
+  const std::map<std::string, std::string> roles = ZooRoles();
+  std::vector<std::string> files;
+  for (const std::string& path : ZooFiles("hlo")) {
+    const std::string file = fs::path(path).filename().string();
+    const auto role = roles.find(file.substr(0, file.find('.')));
+    if (role != roles.end() && role->second == "report" &&
+        file.find(".infer.b1.") == std::string::npos) {
+      continue;
+    }
+    files.push_back(path);
+  }
   return files;
 }
 
@@ -74,15 +109,17 @@ TEST_P(ZooModuleTest, ParsesVerifiesRoundTripsAndRunsTheDefaultPipeline) {
   EXPECT_TRUE(ir::VerifyModule(**optimized).ok()) << ir::VerifyModule(**optimized);
 }
 
-INSTANTIATE_TEST_SUITE_P(Zoo, ZooModuleTest, ::testing::ValuesIn(ZooFiles("hlo")), TestName);
+INSTANTIATE_TEST_SUITE_P(Zoo, ZooModuleTest, ::testing::ValuesIn(CheckedZooFiles()), TestName);
 GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(ZooModuleTest);
 
 TEST(ZooTest, EveryModelHasItsModules) {
   const std::vector<std::string> files = ZooFiles("hlo");
   ASSERT_FALSE(files.empty()) << "no zoo under " << testing::SourcePath("models/hlo")
                               << " (scripts/zoo writes it; it is committed)";
-  for (const char* model : {"gpt2", "bert", "llama", "t5", "vit", "resnet50", "inception_v3",
-                            "mobilenet_v2", "gnmt", "wavenet", "dlrm", "graphsage"}) {
+  for (const char* model :
+       {"gpt2", "bert", "llama", "t5", "vit", "resnet50", "inception_v3", "mobilenet_v2", "gnmt",
+        "wavenet", "dlrm", "graphsage", "convnext", "efficientnet", "regnet", "swin", "whisper",
+        "unet", "moe", "mamba", "lstm_lm"}) {
     for (const char* kind :
          {".infer.b1.before", ".infer.b1.after", ".infer.b8.before", ".train.b"}) {
       const std::string prefix = std::string(model) + kind;
@@ -93,6 +130,19 @@ TEST(ZooTest, EveryModelHasItsModules) {
           << "missing " << prefix;
     }
   }
+}
+
+// The manifest gives every model a role: the twelve the CPU backend's defaults were fitted on are
+// "fit", the rest "report" (docs/zoo.md).
+TEST(ZooTest, EveryModelHasARole) {
+  const std::map<std::string, std::string> roles = ZooRoles();
+  ASSERT_FALSE(roles.empty()) << "no models in " << testing::SourcePath("models/manifest.json");
+  int fit = 0;
+  for (const auto& [model, role] : roles) {
+    EXPECT_TRUE(role == "fit" || role == "report") << model << ": role " << role;
+    fit += role == "fit";
+  }
+  EXPECT_EQ(fit, 12);
 }
 
 // XLA's module after each of its passes parses and verifies, for the models the zoo dumps them.
