@@ -17,6 +17,7 @@
 #include "backends/cpu/gemm_shape.h"
 #include "backends/cpu/onednn_conv.h"
 #include "backends/cpu/row_fusion.h"
+#include "costmodels/analytical/kernels.h"
 #include "ir/evaluator/evaluator.h"
 #include "ir/float_types.h"
 
@@ -125,6 +126,9 @@ class KernelEmitter : public ElementEmitter {
   // update and the operand), the update's expression would run for every element of the whole
   // output: GNMT's loop bodies recomputed a step's LSTM cell for each of the 32 steps.
   void StoreDynamicUpdateSlice(const Instruction* dus, const LoopOptions& opts);
+  // Output `concat`, a concatenate of more than kMaxFusedConcatOperands operands, written
+  // operand by operand, so each element computes one operand rather than selecting among all.
+  void StoreConcatenate(const Instruction* concat, const LoopOptions& opts);
   std::string OutPtr(const Instruction* o) const { return out_ptr_.at(o); }
 
   absl::Status EmitLoop();
@@ -363,6 +367,11 @@ void KernelEmitter::StoreOutputs(const std::vector<const Instruction*>& outputs,
       StoreDynamicUpdateSlice(o, opts);
       continue;
     }
+    if (o->opcode() == Opcode::kConcatenate &&
+        o->operand_count() > costmodels::kMaxFusedConcatOperands) {
+      StoreConcatenate(o, opts);
+      continue;
+    }
     auto& g = groups[o->shape().dimensions()];
     if (g.empty()) order.push_back(o->shape().dimensions());
     g.push_back(o);
@@ -378,6 +387,27 @@ void KernelEmitter::StoreOutputs(const std::vector<const Instruction*>& outputs,
                           "] = ", StoreAs(o->shape().element_type(), v), ";"));
       }
     });
+  }
+}
+
+void KernelEmitter::StoreConcatenate(const Instruction* concat, const LoopOptions& opts) {
+  const std::vector<int64_t>& od = concat->shape().dimensions();
+  const size_t d = static_cast<size_t>(concat->dimensions[0]);
+  const PrimitiveType t = concat->shape().element_type();
+  LoopOptions hoisting = opts;
+  hoisting.hoist = true;
+  int64_t offset = 0;
+  for (const Instruction* operand : concat->operands()) {
+    const std::vector<int64_t>& dims = operand->shape().dimensions();
+    if (Product(dims) > 0) {
+      LoopNest(dims, hoisting, [&](const Idx& idx) {
+        Idx at = idx;
+        at[d] = absl::StrCat("(", idx[d], ") + ", offset);
+        Line(absl::StrCat(OutPtr(concat), "[", Linear(od, at),
+                          "] = ", StoreAs(t, Value(operand, idx)), ";"));
+      });
+    }
+    offset += dims[d];
   }
 }
 

@@ -25,6 +25,10 @@ bool IsHeavy(const OpNode& node) {
 // Reductions and gathers are kernel roots, as in XLA: fused into a consumer that broadcasts their
 // result they would be recomputed per element. A dot may carry its elementwise epilogue.
 bool IsFusible(const OpNode& node) {
+  if (node.opcode == "concatenate" &&
+      node.inputs.size() + node.weights.size() > static_cast<size_t>(kMaxFusedConcatOperands)) {
+    return false;
+  }
   return !node.opaque && !node.users.empty() && (node.matmul || !IsHeavy(node));
 }
 

@@ -19,9 +19,15 @@ struct FusionPlan {
   int32_t size() const { return static_cast<int32_t>(kernels.size()); }
 };
 
+// A concatenate of more distinct operands than this is not fused into its consumers: fused, each
+// element of the consumer selects among all operands and computes every one of them (a 128-step
+// scan's stacked outputs read by a reduction ran 30 s). Alone, the CPU backend writes it operand by
+// operand, as XLA's CPU backend copies each operand of a concatenate.
+inline constexpr int kMaxFusedConcatOperands = 8;
+
 // Nodes the planner may fuse into their consumers (ops with users that are not opaque, and not
-// reductions or gathers, which stay kernel roots), in topological order: the positions of the
-// fusion decision vector.
+// reductions, gathers or wide concatenates, which stay kernel roots), in topological order: the
+// positions of the fusion decision vector.
 std::vector<int32_t> FusibleProducers(const OpGraph& graph);
 
 // Greedy fusion in reverse topological order: a producer joins its consumers' kernel when every
