@@ -270,7 +270,9 @@ absl::Status CheckInstruction(const Instruction& instr, bool entry) {
       if (instr.shape().element_type() != PrimitiveType::kF32 ||
           instr.operand(0)->shape().element_type() != PrimitiveType::kF32 ||
           instr.operand(1)->shape().element_type() != PrimitiveType::kF32) {
-        return Unsupported(instr, "only f32 matrix ops are generated");
+        return Unsupported(instr,
+                           "only f32 convolutions are generated (bf16 and f16 ones run in f32 "
+                           "once RunCpuPasses upcasts them: UpcastLowPrecisionMatrixOps)");
       }
       if (op == Opcode::kConvolution) {
         const ir::ConvolutionDimensionNumbers& dn = *instr.conv_dnums;
