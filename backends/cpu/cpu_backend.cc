@@ -23,6 +23,7 @@ absl::StatusOr<std::unique_ptr<ir::Module>> RunCpuPasses(const ir::Module& modul
     return absl::InternalError(
         absl::StrCat("XLA's default cpu pipeline failed: ", changed.status().message()));
   }
+  DecomposeTopK(*copy);
   UpcastLowPrecisionMatrixOps(*copy);
   DuplicateSharedBroadcasts(*copy);
   NormalizeTupleUses(*copy);

@@ -12,4 +12,10 @@ namespace mltune::backends::cpu {
 // accumulated in f32, the result converted back to its type once. Returns how many were rewritten.
 int64_t UpcastLowPrecisionMatrixOps(ir::Module& module);
 
+// Every topk becomes a stable sort of (values, iota indices) along the last dimension, by
+// descending total order (ascending with largest=false), sliced to its first k, as XLA's
+// TopkDecomposer: ties keep the lower index first, +NaN sorts above +inf and -NaN below -inf.
+// Returns how many were rewritten.
+int64_t DecomposeTopK(ir::Module& module);
+
 }  // namespace mltune::backends::cpu

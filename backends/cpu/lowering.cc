@@ -191,6 +191,14 @@ absl::Status CheckInstruction(const Instruction& instr, bool entry) {
       case Opcode::kConditional:
       case Opcode::kSort:
         break;
+      case Opcode::kReduce:
+        return Unsupported(instr,
+                           "variadic reduce (several operands, as an argmax's values and "
+                           "indices) is not lowered");
+      case Opcode::kTopK:
+        return Unsupported(instr,
+                           "topk runs as a sort of (values, indices), which RunCpuPasses makes of "
+                           "it (DecomposeTopK)");
       case Opcode::kCustomCall:
         if (internal::FindLibraryCall(instr) == internal::LibraryCall::kNone) {
           return Unsupported(instr, absl::StrCat("custom-call target \"", instr.custom_call_target,
