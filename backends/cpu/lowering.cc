@@ -8,6 +8,7 @@
 #include "backends/cpu/onednn.h"
 #include "backends/cpu/onednn_conv.h"
 #include "backends/cpu/row_fusion.h"
+#include "ir/evaluator/rng_bits.h"
 
 namespace mltune::backends::cpu {
 namespace {
@@ -190,6 +191,7 @@ absl::Status CheckInstruction(const Instruction& instr, bool entry) {
       case Opcode::kWhile:
       case Opcode::kConditional:
       case Opcode::kSort:
+      case Opcode::kRngBitGenerator:
         break;
       case Opcode::kReduce:
         return Unsupported(instr,
@@ -255,6 +257,8 @@ absl::Status CheckInstruction(const Instruction& instr, bool entry) {
       return CheckConditional(instr);
     case Opcode::kSort:
       return CheckSort(instr);
+    case Opcode::kRngBitGenerator:
+      return ir::CheckRngBitGenerator(instr).status();
     case Opcode::kReduce:
       if (instr.operand_count() != 2) return Unsupported(instr, "variadic reduce is not lowered");
       return CheckScalarComputation(instr, *instr.to_apply());
@@ -377,6 +381,7 @@ KernelKind KindOf(const Instruction& heavy) {
     case Opcode::kSort:
       return KernelKind::kSort;
     case Opcode::kTriangularSolve:
+    case Opcode::kRngBitGenerator:
       return KernelKind::kLibrary;
     case Opcode::kCustomCall:
       return internal::FindLibraryCall(heavy) != internal::LibraryCall::kNone ? KernelKind::kLibrary

@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "ir/computation.h"
 #include "ir/evaluator/eval_internal.h"
+#include "ir/evaluator/rng_bits.h"
 #include "ir/evaluator/rounding_noise.h"
 #include "ir/module.h"
 
@@ -518,8 +519,10 @@ std::optional<std::string> UnsupportedReason(const Instruction& instr) {
       }
       return std::nullopt;
     case Opcode::kRngBitGenerator:
-      return "rng-bit-generator is not implemented (its bit streams are specific to XLA's "
-             "algorithms)";
+      if (absl::StatusOr<RngBitAlgorithm> a = CheckRngBitGenerator(instr); !a.ok()) {
+        return std::string(a.status().message());
+      }
+      return std::nullopt;
     case Opcode::kRngGetAndUpdateState:
       if (absl::StatusOr<int64_t> delta = RngStateDelta(instr); !delta.ok()) {
         return std::string(delta.status().message());
