@@ -229,7 +229,9 @@ absl::Status CheckInstruction(const Instruction& instr, bool entry) {
       return absl::OkStatus();
     case Opcode::kConstant:
       if (instr.literal_elided || !instr.literal.has_value()) {
-        return Unsupported(instr, "the constant's value is elided");
+        return Unsupported(instr,
+                           "the constant's value is elided (fill such constants with seeded "
+                           "values: mltune run --fill-elided SEED, or MLTUNE_FILL_ELIDED=SEED)");
       }
       return absl::OkStatus();
     case Opcode::kBitcast:

@@ -168,7 +168,8 @@ absl::StatusOr<Literal> Evaluator::RunFrame(const Computation& computation,
         return absl::UnimplementedError(
             absl::StrCat(instr.name(),
                          ": constant has an elided literal (printed as {...}); its value is "
-                         "unknown"));
+                         "unknown (fill such constants with seeded values: mltune run "
+                         "--fill-elided SEED, or MLTUNE_FILL_ELIDED=SEED)"));
       }
       v.ptr = &*instr.literal;  // constants are read in place, never copied
       continue;
@@ -509,7 +510,9 @@ std::optional<std::string> UnsupportedReason(const Instruction& instr) {
                           "evaluator does not have");
     case Opcode::kConstant:
       if (!instr.literal.has_value()) {
-        return "constant has an elided literal (printed as {...}); its value is unknown";
+        return "constant has an elided literal (printed as {...}); its value is unknown "
+               "(fill such constants with seeded values: mltune run --fill-elided SEED, or "
+               "MLTUNE_FILL_ELIDED=SEED)";
       }
       return std::nullopt;
     case Opcode::kCustomCall:
