@@ -97,6 +97,8 @@ struct RunCommand {
   // --target gpu: run the program on the host through mltune-gpu-emulator and check it (no GPU
   // needed, nothing timed).
   bool emulate = false;
+  // A seed to fill elided constants (constant({...})) with (ir::FillElidedConstants); "": none.
+  std::string fill_elided;
 };
 // `mltune run`: compiles the module for the CPU (generated kernels), runs it, optionally checks it
 // against the evaluator, and prints its latency (median and spread).

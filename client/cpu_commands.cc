@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
@@ -234,6 +235,15 @@ absl::StatusOr<TileOutcome> TuneTiles(const cpu::LoweredModule& lowered,
 }  // namespace
 
 int RunRun(const RunCommand& cmd, std::ostream& out, std::ostream& err) {
+  if (!cmd.fill_elided.empty()) {
+    uint64_t seed = 0;
+    if (!absl::SimpleAtoi(cmd.fill_elided, &seed)) {
+      err << "error: --fill-elided: expected a seed (an unsigned integer), got '" << cmd.fill_elided
+          << "'\n";
+      return 1;
+    }
+    SetFillElidedSeed(seed);
+  }
   if (cmd.target == "gpu") return RunGpuRun(cmd, out, err);
   std::unique_ptr<ir::Module> original;
   std::unique_ptr<ir::Module> module = LoadForCpu(cmd.file, cmd.target, &original, err);

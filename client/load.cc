@@ -8,6 +8,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "ir/evaluator/fill_elided.h"
 #include "ir/hlo_printer.h"
 #include "ir/onnx/onnx_import.h"
 
@@ -51,11 +52,45 @@ std::optional<std::vector<InputFile>> CollectHloFiles(const std::vector<std::str
   return *std::move(files);
 }
 
+namespace {
+
+std::optional<uint64_t>& FillElidedSeed() {
+  static std::optional<uint64_t> seed;
+  return seed;
+}
+
+}  // namespace
+
+void SetFillElidedSeed(uint64_t seed) { FillElidedSeed() = seed; }
+
 std::unique_ptr<ir::Module> LoadVerified(const std::string& file, std::ostream& err) {
   absl::StatusOr<std::unique_ptr<ir::Module>> module = LoadModelFile(file);
   if (!module.ok()) {
     err << "error: " << module.status().message() << "\n";
     return nullptr;
+  }
+  std::optional<uint64_t> seed = FillElidedSeed();
+  if (const char* env = std::getenv("MLTUNE_FILL_ELIDED"); !seed.has_value() && env != nullptr) {
+    uint64_t value = 0;
+    if (!absl::SimpleAtoi(env, &value)) {
+      err << "error: MLTUNE_FILL_ELIDED: expected a seed (an unsigned integer), got '" << env
+          << "'\n";
+      return nullptr;
+    }
+    seed = value;
+  }
+  if (seed.has_value()) {
+    absl::StatusOr<int64_t> filled = ir::FillElidedConstants(**module, *seed);
+    if (!filled.ok()) {
+      err << "error: " << file << ": " << filled.status().message() << "\n";
+      return nullptr;
+    }
+    // Said every time: the results are then not the model's.
+    if (*filled > 0) {
+      err << "warning: " << file << ": filled " << *filled
+          << " elided constant(s) with seeded random values (seed " << *seed
+          << "); results are not the model's\n";
+    }
   }
   return *std::move(module);
 }

@@ -1,6 +1,7 @@
 // Loading and writing a module for a CLI command, with the error printed for the user.
 #pragma once
 
+#include <cstdint>
 #include <iosfwd>
 #include <memory>
 #include <optional>
@@ -16,8 +17,12 @@ namespace mltune::client {
 absl::StatusOr<std::unique_ptr<ir::Module>> LoadModelFile(const std::string& file);
 
 // Parses and verifies `file` (HLO or ONNX); on failure writes "error: ..." to `err` and returns
-// nullptr.
+// nullptr. Where a fill seed is set (SetFillElidedSeed, else MLTUNE_FILL_ELIDED=SEED), its elided
+// constants get seeded values (ir::FillElidedConstants) and a warning on `err` says how many.
 std::unique_ptr<ir::Module> LoadVerified(const std::string& file, std::ostream& err);
+// The seed LoadVerified fills elided constants with (`mltune run --fill-elided SEED`); it takes
+// precedence over MLTUNE_FILL_ELIDED.
+void SetFillElidedSeed(uint64_t seed);
 
 // Writes `module` as HLO text to `path` and says so on `out`; on failure writes "error: ..." to
 // `err` and returns false.

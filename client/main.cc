@@ -154,6 +154,10 @@ int main(int argc, char** argv) {
   run_cmd->add_flag("--kernel-times", run.kernel_times,
                     "Also time each kernel inside the module's run and list them, slowest first, "
                     "with the GFLOP/s of dots and convolutions");
+  run_cmd->add_option("--fill-elided", run.fill_elided,
+                      "Give elided constants (constant({...})) seeded random values, so modules "
+                      "shipped without their weights run; a warning says how many (also "
+                      "MLTUNE_FILL_ELIDED=SEED)");
   run_cmd->add_option("--model-db", run.model_db,
                       "Store holding cost-model/fusion-cpu (mltune train-cost-model --task "
                       "fusion): also print its predicted time of the default fusion's kernels");

@@ -135,7 +135,12 @@ Instruction* ApplyInverseRearrange(Computation& c, const Instruction* rearrange,
                                    Instruction* operand) {
   const std::vector<int64_t>& dims = rearrange->operand(0)->shape().dimensions();
   if (IsRearrange(operand)) return operand->operand(0);  // an equivalent rearrange
-  if (operand->shape().dimensions() == dims) return operand;
+  // Only an identity rearrange leaves an operand as it is: a transpose of a square array keeps
+  // the dimensions but moves the elements (a broadcast along columns must then run along rows).
+  const bool identity = rearrange->opcode() == Opcode::kReshape
+                            ? rearrange->shape().SameDimensions(rearrange->operand(0)->shape())
+                            : IsIdentityPermutation(rearrange->dimensions);
+  if (identity) return operand;
   if (operand->opcode() == Opcode::kConstant) {
     ir::Literal literal;
     if (rearrange->opcode() == Opcode::kReshape) {

@@ -12,10 +12,12 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 #include "backends/cpu/custom_calls.h"
 #include "backends/cpu/element_expr.h"
 #include "backends/cpu/gemm_shape.h"
 #include "backends/cpu/onednn_conv.h"
+#include "backends/cpu/rng_bit_generator.h"
 #include "backends/cpu/row_fusion.h"
 #include "costmodels/analytical/kernels.h"
 #include "ir/evaluator/evaluator.h"
@@ -689,6 +691,15 @@ absl::Status KernelEmitter::EmitSort() {
 absl::Status KernelEmitter::EmitLibrary() {
   const Instruction* c = k_.root;
   if (c->opcode() == Opcode::kTriangularSolve) return EmitTriangularSolve();
+  if (c->opcode() == Opcode::kRngBitGenerator) {
+    absl::StatusOr<std::string> code = RngBitGeneratorCode(
+        *c, LeafArray(k_.operand_leaves[0]), OutPtr(k_.outputs[0]), OutPtr(k_.outputs[1]));
+    if (!code.ok()) return code.status();
+    for (absl::string_view line : absl::StrSplit(*code, '\n', absl::SkipEmpty())) {
+      Line(std::string(line));
+    }
+    return absl::OkStatus();
+  }
   switch (internal::FindLibraryCall(*c)) {
     case internal::LibraryCall::kThreefry2x32: {
       const int64_t n = k_.outputs[0]->shape().ElementCount();

@@ -1,6 +1,7 @@
 #include "backends/cpu/cpu_backend.h"
 
 #include "absl/strings/str_cat.h"
+#include "backends/cpu/hlo_rewrites.h"
 #include "ir/evaluator/evaluator.h"
 #include "passes/default_pipelines.h"
 #include "passes/registry.h"
@@ -22,6 +23,8 @@ absl::StatusOr<std::unique_ptr<ir::Module>> RunCpuPasses(const ir::Module& modul
     return absl::InternalError(
         absl::StrCat("XLA's default cpu pipeline failed: ", changed.status().message()));
   }
+  DecomposeTopK(*copy);
+  UpcastLowPrecisionMatrixOps(*copy);
   DuplicateSharedBroadcasts(*copy);
   NormalizeTupleUses(*copy);
   return copy;

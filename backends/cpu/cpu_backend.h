@@ -24,8 +24,9 @@ namespace mltune::backends::cpu {
 // only add a kernel and a pass over memory (and hide the row structure from row fusion). Errors:
 // Internal for a failing pass, Unimplemented (CheckSupported's) for an op the backend lacks.
 absl::StatusOr<std::unique_ptr<ir::Module>> RunCpuPipeline(const ir::Module& module);
-// The pipeline's passes alone (then NormalizeTupleUses), without CheckSupported (for
-// CutUnsupported).
+// The pipeline's passes alone (then the rewrites of hlo_rewrites.h: topk as a sort, bf16/f16
+// matrix ops in f32; then DuplicateSharedBroadcasts and NormalizeTupleUses), without
+// CheckSupported (for CutUnsupported).
 absl::StatusOr<std::unique_ptr<ir::Module>> RunCpuPasses(const ir::Module& module);
 
 struct CompiledModule {

@@ -1,6 +1,7 @@
 #include "backends/cpu/element_expr.h"
 
 #include <algorithm>
+#include <bit>
 #include <cctype>
 #include <cmath>
 #include <limits>
@@ -202,13 +203,22 @@ std::string LiteralText(const ir::Literal& lit, int64_t i, const TextDialect& di
   if (t == PrimitiveType::kPred) return lit.GetAsBool(i) ? "true" : "false";
   if (ir::IsFloatingPoint(t)) {
     const double v = lit.GetAsDouble(i);
-    if (std::isnan(v))
-      return absl::StrCat(absl::StrCat(dialect.std_ns, "numeric_limits<"), ct, ">::quiet_NaN()");
+    if (std::isnan(v)) {
+      // By its bits: the sign of a NaN orders it under compare's TOTALORDER (sort, topk).
+      if (t == PrimitiveType::kF64) {
+        return absl::StrCat(dialect.std_ns, "bit_cast<double>((uint64_t)",
+                            std::bit_cast<uint64_t>(v), "ULL)");
+      }
+      return absl::StrCat(dialect.std_ns, "bit_cast<float>((uint32_t)",
+                          std::bit_cast<uint32_t>(static_cast<float>(v)), "U)");
+    }
     if (std::isinf(v)) {
       return absl::StrCat(v < 0 ? "-" : "", absl::StrCat(dialect.std_ns, "numeric_limits<"), ct,
                           ">::infinity()");
     }
-    return absl::StrFormat(t == PrimitiveType::kF32 ? "(float)%.9g" : "(double)%.17g", v);
+    // In the value's C type: a bf16 or f16 literal is a float, as the values it meets are (a
+    // double there made mt_mul(const float&, double) ambiguous).
+    return absl::StrFormat(t == PrimitiveType::kF64 ? "(double)%.17g" : "(float)%.9g", v);
   }
   if (ir::IsSignedIntegral(t)) {
     const int64_t v = lit.GetAsInt64(i);

@@ -8,6 +8,7 @@
 #include "backends/cpu/onednn.h"
 #include "backends/cpu/onednn_conv.h"
 #include "backends/cpu/row_fusion.h"
+#include "ir/evaluator/rng_bits.h"
 
 namespace mltune::backends::cpu {
 namespace {
@@ -190,7 +191,16 @@ absl::Status CheckInstruction(const Instruction& instr, bool entry) {
       case Opcode::kWhile:
       case Opcode::kConditional:
       case Opcode::kSort:
+      case Opcode::kRngBitGenerator:
         break;
+      case Opcode::kReduce:
+        return Unsupported(instr,
+                           "variadic reduce (several operands, as an argmax's values and "
+                           "indices) is not lowered");
+      case Opcode::kTopK:
+        return Unsupported(instr,
+                           "topk runs as a sort of (values, indices), which RunCpuPasses makes of "
+                           "it (DecomposeTopK)");
       case Opcode::kCustomCall:
         if (internal::FindLibraryCall(instr) == internal::LibraryCall::kNone) {
           return Unsupported(instr, absl::StrCat("custom-call target \"", instr.custom_call_target,
@@ -219,7 +229,9 @@ absl::Status CheckInstruction(const Instruction& instr, bool entry) {
       return absl::OkStatus();
     case Opcode::kConstant:
       if (instr.literal_elided || !instr.literal.has_value()) {
-        return Unsupported(instr, "the constant's value is elided");
+        return Unsupported(instr,
+                           "the constant's value is elided (fill such constants with seeded "
+                           "values: mltune run --fill-elided SEED, or MLTUNE_FILL_ELIDED=SEED)");
       }
       return absl::OkStatus();
     case Opcode::kBitcast:
@@ -247,6 +259,8 @@ absl::Status CheckInstruction(const Instruction& instr, bool entry) {
       return CheckConditional(instr);
     case Opcode::kSort:
       return CheckSort(instr);
+    case Opcode::kRngBitGenerator:
+      return ir::CheckRngBitGenerator(instr).status();
     case Opcode::kReduce:
       if (instr.operand_count() != 2) return Unsupported(instr, "variadic reduce is not lowered");
       return CheckScalarComputation(instr, *instr.to_apply());
@@ -270,7 +284,9 @@ absl::Status CheckInstruction(const Instruction& instr, bool entry) {
       if (instr.shape().element_type() != PrimitiveType::kF32 ||
           instr.operand(0)->shape().element_type() != PrimitiveType::kF32 ||
           instr.operand(1)->shape().element_type() != PrimitiveType::kF32) {
-        return Unsupported(instr, "only f32 matrix ops are generated");
+        return Unsupported(instr,
+                           "only f32 convolutions are generated (bf16 and f16 ones run in f32 "
+                           "once RunCpuPasses upcasts them: UpcastLowPrecisionMatrixOps)");
       }
       if (op == Opcode::kConvolution) {
         const ir::ConvolutionDimensionNumbers& dn = *instr.conv_dnums;
@@ -367,6 +383,7 @@ KernelKind KindOf(const Instruction& heavy) {
     case Opcode::kSort:
       return KernelKind::kSort;
     case Opcode::kTriangularSolve:
+    case Opcode::kRngBitGenerator:
       return KernelKind::kLibrary;
     case Opcode::kCustomCall:
       return internal::FindLibraryCall(heavy) != internal::LibraryCall::kNone ? KernelKind::kLibrary

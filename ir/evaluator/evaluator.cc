@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "ir/computation.h"
 #include "ir/evaluator/eval_internal.h"
+#include "ir/evaluator/rng_bits.h"
 #include "ir/evaluator/rounding_noise.h"
 #include "ir/module.h"
 
@@ -167,7 +168,8 @@ absl::StatusOr<Literal> Evaluator::RunFrame(const Computation& computation,
         return absl::UnimplementedError(
             absl::StrCat(instr.name(),
                          ": constant has an elided literal (printed as {...}); its value is "
-                         "unknown"));
+                         "unknown (fill such constants with seeded values: mltune run "
+                         "--fill-elided SEED, or MLTUNE_FILL_ELIDED=SEED)"));
       }
       v.ptr = &*instr.literal;  // constants are read in place, never copied
       continue;
@@ -508,7 +510,9 @@ std::optional<std::string> UnsupportedReason(const Instruction& instr) {
                           "evaluator does not have");
     case Opcode::kConstant:
       if (!instr.literal.has_value()) {
-        return "constant has an elided literal (printed as {...}); its value is unknown";
+        return "constant has an elided literal (printed as {...}); its value is unknown "
+               "(fill such constants with seeded values: mltune run --fill-elided SEED, or "
+               "MLTUNE_FILL_ELIDED=SEED)";
       }
       return std::nullopt;
     case Opcode::kCustomCall:
@@ -518,8 +522,10 @@ std::optional<std::string> UnsupportedReason(const Instruction& instr) {
       }
       return std::nullopt;
     case Opcode::kRngBitGenerator:
-      return "rng-bit-generator is not implemented (its bit streams are specific to XLA's "
-             "algorithms)";
+      if (absl::StatusOr<RngBitAlgorithm> a = CheckRngBitGenerator(instr); !a.ok()) {
+        return std::string(a.status().message());
+      }
+      return std::nullopt;
     case Opcode::kRngGetAndUpdateState:
       if (absl::StatusOr<int64_t> delta = RngStateDelta(instr); !delta.ok()) {
         return std::string(delta.status().message());

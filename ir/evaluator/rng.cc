@@ -3,13 +3,14 @@
 // rng-get-and-update-state returns a 128-bit counter (u64[2], low word first) that starts at a
 // value derived from the seed and advances by the op's delta on every execution, as XLA's
 // backends keep one such state per module (rng-expander builds its Philox generator on it).
-// rng-bit-generator is rejected: its bit streams are XLA-algorithm specific.
+// rng-bit-generator computes XLA's Threefry and Philox bit streams exactly (rng_bits.h).
 #include <cmath>
 #include <numbers>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "ir/evaluator/eval_internal.h"
+#include "ir/evaluator/rng_bits.h"
 
 namespace mltune::ir::eval {
 namespace {
@@ -98,10 +99,31 @@ absl::StatusOr<Literal> HandleRng(Evaluator& ev, const Instruction& instr, Opera
   return Invalid(instr, "rng needs a float or integer type");
 }
 
-absl::StatusOr<Literal> HandleRngBitGenerator(Evaluator&, const Instruction&, Operands&) {
-  return absl::UnimplementedError(
-      "rng-bit-generator is not implemented (its bit streams are specific to XLA's "
-      "algorithms)");
+absl::StatusOr<Literal> HandleRngBitGenerator(Evaluator& ev, const Instruction& instr,
+                                              Operands& ops) {
+  absl::StatusOr<RngBitAlgorithm> algorithm = CheckRngBitGenerator(instr);
+  if (!algorithm.ok()) return algorithm.status();
+  const Literal& in = ops[0];
+  std::vector<uint64_t> state(static_cast<size_t>(in.element_count()));
+  for (size_t i = 0; i < state.size(); ++i) state[i] = in.Get<uint64_t>(static_cast<int64_t>(i));
+  const Shape& bits_shape = instr.shape().tuple_shapes(1);
+  const RngBits out = GenerateRngBits(*algorithm, state, bits_shape.dimensions(),
+                                      BitWidth(bits_shape.element_type()));
+  absl::StatusOr<Literal> new_state = ev.NewLiteral(instr.shape().tuple_shapes(0));
+  if (!new_state.ok()) return new_state.status();
+  for (size_t i = 0; i < state.size(); ++i) {
+    new_state->Set<uint64_t>(static_cast<int64_t>(i), out.state[i]);
+  }
+  absl::StatusOr<Literal> bits = ev.NewLiteral(bits_shape);
+  if (!bits.ok()) return bits.status();
+  // The bit pattern in the element's width (signed types wrap into it).
+  for (size_t i = 0; i < out.bits.size(); ++i) {
+    bits->SetFromInt64(static_cast<int64_t>(i), static_cast<int64_t>(out.bits[i]));
+  }
+  std::vector<Literal> parts;
+  parts.push_back(*std::move(new_state));
+  parts.push_back(*std::move(bits));
+  return Literal::MakeTuple(std::move(parts));
 }
 
 }  // namespace mltune::ir::eval

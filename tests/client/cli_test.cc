@@ -438,6 +438,38 @@ ENTRY loss {
   EXPECT_NE(run.err.find("1024,4096,32000"), std::string::npos) << run.err;
 }
 
+// A module whose weights are elided (constant({...})) runs with --fill-elided SEED or
+// MLTUNE_FILL_ELIDED=SEED, and says how many constants it filled; without, the error names both.
+TEST(CliTest, RunFillsElidedConstantsWhenAsked) {
+  const std::string path = WriteTemp("mltune_cli_elided.hlo", R"(HloModule elided
+
+ENTRY main {
+  x = f32[4,8] parameter(0)
+  w = f32[8,3] constant({...})
+  b = f32[3] constant({...})
+  d = f32[4,3] dot(x, w), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+  bb = f32[4,3] broadcast(b), dimensions={1}
+  ROOT y = f32[4,3] add(d, bb)
+}
+)");
+  Result refused = RunCli("run --repeat 1 " + path);
+  EXPECT_EQ(refused.exit_code, 1);
+  EXPECT_NE(refused.err.find("--fill-elided"), std::string::npos) << refused.err;
+  EXPECT_NE(refused.err.find("MLTUNE_FILL_ELIDED"), std::string::npos) << refused.err;
+  Result run = RunCli("run --check --repeat 1 --fill-elided 3 " + path);
+  EXPECT_EQ(run.exit_code, 0) << run.err;
+  EXPECT_NE(run.err.find("filled 2 elided constant"), std::string::npos) << run.err;
+  Result env = RunCli("eval " + path);
+  EXPECT_EQ(env.exit_code, 1);
+  Result filled =
+      testing::RunCommand("MLTUNE_FILL_ELIDED=3 " + std::string(MLTUNE_CLI_PATH) + " eval " + path);
+  EXPECT_EQ(filled.exit_code, 0) << filled.err;
+  EXPECT_NE(filled.err.find("filled 2 elided constant"), std::string::npos) << filled.err;
+  Result bad = RunCli("run --fill-elided seven " + path);
+  EXPECT_EQ(bad.exit_code, 1);
+  EXPECT_NE(bad.err.find("--fill-elided"), std::string::npos) << bad.err;
+}
+
 // `run --target gpu` compiles every kernel to PTX; without a GPU it then says why nothing ran
 // (exit 1), with one it runs and checks the module.
 TEST(CliTest, RunOnTheGpuCompilesAndSaysWhyItCannotRunWithoutOne) {

@@ -232,10 +232,11 @@ TEST(EvaluatorTest, RefusesUnknownCustomCallsAndTransfers) {
                 "infeed");
 }
 
-TEST(EvaluatorTest, RefusesDynamicShapesAndRngBitGenerator) {
+TEST(EvaluatorTest, RefusesDynamicShapesAndUndefinedRngBitGenerators) {
   ExpectRefused(ModuleText("ROOT p = f32[<=4] parameter(0)"), "dynamic shape");
-  ExpectRefused(ModuleText("s = u64[2] constant({1, 2})\n"
-                           " ROOT r = (u64[2], u32[4]) rng-bit-generator(s),"
+  // Threefry takes a u64[2] state (evaluator_rng_bits_test runs the defined ones).
+  ExpectRefused(ModuleText("s = u64[3] constant({1, 2, 3})\n"
+                           " ROOT r = (u64[3], u32[4]) rng-bit-generator(s),"
                            " algorithm=rng_three_fry"),
                 "rng-bit-generator");
 }

@@ -62,6 +62,26 @@ TEST(ReshapeMoverTest, SinksTransposesWithConstantsAndScalarBroadcasts) {
   EXPECT_EQ(m->operand(1)->shape().dimensions(), std::vector<int64_t>({2, 3}));
 }
 
+// A transpose of a square array keeps its dimensions: the broadcast and the constant beside it
+// must still be transposed (found by cpu_dtype_fuzz_test; the evaluation check proves values).
+TEST(ReshapeMoverTest, TransposesOperandsOfSquareTransposes) {
+  Rewrite r = RunOn("reshape-mover", R"(
+  a = f32[3,3] parameter(0)
+  v = f32[3] parameter(1)
+  ta = f32[3,3] transpose(a), dimensions={1,0}
+  b = f32[3,3] broadcast(v), dimensions={1}
+  c = f32[3,3] constant({{1, 2, 3}, {4, 5, 6}, {7, 8, 9}})
+  m = f32[3,3] multiply(ta, b)
+  ROOT x = f32[3,3] subtract(m, c))");
+  ASSERT_NE(r.after, nullptr);
+  EXPECT_TRUE(r.changed);
+  EXPECT_EQ(Root(r)->opcode(), Opcode::kTranspose);
+  const ir::Instruction* m = Root(r)->operand(0)->operand(0);
+  ASSERT_EQ(m->opcode(), Opcode::kMultiply);
+  ASSERT_EQ(m->operand(1)->opcode(), Opcode::kBroadcast);
+  EXPECT_EQ(m->operand(1)->dimensions, std::vector<int64_t>({0}));
+}
+
 TEST(ReshapeMoverTest, KeepsReshapesWithOtherUsersOrDifferentInputs) {
   Rewrite shared = RunOn("reshape-mover", R"(
   a = f32[2,3] parameter(0)

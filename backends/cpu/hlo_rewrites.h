@@ -1,0 +1,21 @@
+// Rewrites the CPU pipeline (RunCpuPasses) applies after XLA's passes, so ops the kernels do not
+// take directly run as ops they do, the way XLA's CPU compiler rewrites them.
+#pragma once
+
+#include "ir/module.h"
+
+namespace mltune::backends::cpu {
+
+// Dots and convolutions of bf16 or f16 (operands or result; every type among bf16, f16, f32)
+// compute in f32, as XLA's CPU backend runs them (its float normalization and ChangeOpDataType):
+// operands converted to f32 (the converts fuse into the GEMM's or im2col's packing), the product
+// accumulated in f32, the result converted back to its type once. Returns how many were rewritten.
+int64_t UpcastLowPrecisionMatrixOps(ir::Module& module);
+
+// Every topk becomes a stable sort of (values, iota indices) along the last dimension, by
+// descending total order (ascending with largest=false), sliced to its first k, as XLA's
+// TopkDecomposer: ties keep the lower index first, +NaN sorts above +inf and -NaN below -inf.
+// Returns how many were rewritten.
+int64_t DecomposeTopK(ir::Module& module);
+
+}  // namespace mltune::backends::cpu
