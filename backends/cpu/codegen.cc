@@ -6,6 +6,8 @@
 #include <functional>
 #include <limits>
 #include <map>
+#include <string>
+#include <string_view>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -1620,6 +1622,35 @@ struct Emitted {
   bool onednn_conv = false;
 };
 
+// Kernel text with its function's name `fn` (and the names made from it: called programs, their
+// kernels) replaced by "@" and the "// kernel" comment lines dropped: equal for two kernels
+// exactly when one function serves both.
+std::string CanonicalKernelText(const std::string& text, const std::string& fn) {
+  auto ident = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; };
+  std::string out;
+  size_t start = 0;
+  while (start < text.size()) {
+    size_t end = text.find('\n', start);
+    end = end == std::string::npos ? text.size() : end + 1;
+    const std::string_view line(text.data() + start, end - start);
+    start = end;
+    if (line.substr(0, 10) == "// kernel ") continue;
+    size_t at = 0;
+    for (size_t hit = line.find(fn); hit != std::string::npos; hit = line.find(fn, hit + 1)) {
+      const size_t after = hit + fn.size();
+      if ((hit > 0 && ident(line[hit - 1])) ||
+          (after < line.size() && std::isdigit(static_cast<unsigned char>(line[after])))) {
+        continue;
+      }
+      out.append(line.substr(at, hit - at));
+      out.push_back('@');
+      at = after;
+    }
+    out.append(line.substr(at));
+  }
+  return out;
+}
+
 absl::StatusOr<Emitted> EmitKernel(const Kernel& kernel, const KernelConfig& config,
                                    ConstantPool* pool, const std::string& fn) {
   KernelEmitter emitter(kernel, config, pool);
@@ -1705,6 +1736,7 @@ absl::StatusOr<ProgramText> EmitProgram(const LoweredModule& module,
   };
   std::vector<Live> live;
   int64_t temp_bytes = 0;
+  std::unordered_map<std::string, std::string> emitted_as;  // canonical text -> function
   // `profiled`: the entry again with each kernel call timed, so a measured plan also tells which
   // of its kernels took the time (Timing::kernel_s); the plain entry stays the one timed whole.
   std::string entry, profiled;
@@ -1731,10 +1763,18 @@ absl::StatusOr<ProgramText> EmitProgram(const LoweredModule& module,
     const KernelConfig empty;
     const KernelConfig& config =
         static_cast<size_t>(id) < configs.size() ? configs[static_cast<size_t>(id)] : empty;
-    const std::string fn = absl::StrCat(prefix, "k", k.id);
+    std::string fn = absl::StrCat(prefix, "k", k.id);
     absl::StatusOr<Emitted> e = EmitKernel(k, config, pool, fn);
     if (!e.ok()) return e.status();
-    p.kernels += e->text;
+    // A kernel that computes what an earlier one does on other buffers (the layers of a
+    // transformer, their gradients) calls the earlier function: a training step's source and
+    // compile time shrink by the number of layers.
+    auto [same, fresh] = emitted_as.try_emplace(CanonicalKernelText(e->text, fn), fn);
+    if (fresh) {
+      p.kernels += e->text;
+    } else {
+      fn = same->second;
+    }
     workspace = std::max(workspace, e->workspace);
     p.onednn |= e->onednn;
     p.onednn_conv |= e->onednn_conv;
