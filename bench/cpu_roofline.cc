@@ -51,11 +51,11 @@ int64_t Elements(const std::vector<int64_t>& dims) {
 }
 
 constexpr const char* kAdd =
-    "add_f32 {\n  p = f32[] parameter(0)\n  q = f32[] parameter(1)\n  ROOT s = f32[] add(p, "
-    "q)\n}\n";
+    "add_f32 {\n  add_p = f32[] parameter(0)\n  add_q = f32[] parameter(1)\n  ROOT add_s = f32[] "
+    "add(add_p, add_q)\n}\n";
 constexpr const char* kMax =
-    "max_f32 {\n  p = f32[] parameter(0)\n  q = f32[] parameter(1)\n  ROOT s = f32[] maximum(p, "
-    "q)\n}\n";
+    "max_f32 {\n  max_p = f32[] parameter(0)\n  max_q = f32[] parameter(1)\n  ROOT max_s = f32[] "
+    "maximum(max_p, max_q)\n}\n";
 
 struct Case {
   std::string name, kind, shape, hlo;
