@@ -7,7 +7,7 @@
 // once) and its percentage of the bandwidth at the level the working set fits in.
 //
 //   taskset -c 1 build/release/bench/cpu_roofline [--seconds 0.3] [--rounds 3] [--cases a,b]
-//                                                  [--check] [--json]
+//                                                  [--set KIND.PARAM=VALUE] [--check] [--json]
 //
 // The runner calls a module repeatedly on the same buffers, so a working set that fits a cache
 // level is read from it: the reference bandwidth is the smallest level holding the parameters and
@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "CLI/CLI.hpp"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
@@ -246,6 +247,10 @@ int main(int argc, char** argv) {
   app.add_option("--seconds", seconds, "timing cap per measurement (the runner's max_seconds)");
   app.add_option("--rounds", rounds, "timing rounds; each case keeps its best");
   app.add_option("--cases", cases_arg, "comma-separated case names or prefixes (default: all)");
+  std::vector<std::string> sets;
+  app.add_option("--set", sets,
+                 "KIND.PARAM=VALUE: that parameter value for every kernel of that kind offering "
+                 "it (e.g. reduce-window.order=1), to compare a choice with the default");
   app.add_flag("--check", check, "check every case against the reference evaluator too");
   app.add_flag("--json", as_json, "print JSON instead of markdown");
   CLI11_PARSE(app, argc, argv);
@@ -301,6 +306,28 @@ int main(int argc, char** argv) {
     absl::StatusOr<std::unique_ptr<ir::Module>> prepared = bench::PrepareForCpu(**parsed);
     absl::StatusOr<cpu::CompiledModule> compiled =
         prepared.ok() ? cpu::CompileModule(**prepared) : prepared.status();
+    if (compiled.ok() && !sets.empty()) {
+      std::vector<cpu::KernelConfig> configs = compiled->configs;
+      for (const std::string& set : sets) {
+        const std::vector<std::string> kv = absl::StrSplit(set, absl::MaxSplits('=', 1));
+        const std::vector<std::string> kp = absl::StrSplit(kv[0], absl::MaxSplits('.', 1));
+        int64_t value = 0;
+        if (kv.size() != 2 || kp.size() != 2 || !absl::SimpleAtoi(kv[1], &value)) {
+          std::cerr << "error: --set " << set << ": expected KIND.PARAM=VALUE\n";
+          return 1;
+        }
+        for (const cpu::Kernel& k : compiled->lowered.kernels) {
+          if (cpu::KernelKindName(k.kind) != kp[0]) continue;
+          for (size_t p = 0; p < k.params.size(); ++p) {
+            const std::vector<int64_t>& ch = k.params[p].choices;
+            if (k.params[p].name == kp[1] && std::find(ch.begin(), ch.end(), value) != ch.end()) {
+              configs[static_cast<size_t>(k.id)][p] = value;
+            }
+          }
+        }
+      }
+      compiled = cpu::CompileModule(**prepared, configs);
+    }
     if (!compiled.ok()) {
       row.error = bench::OneLine(std::string(compiled.status().message()));
     } else {

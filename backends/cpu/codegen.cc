@@ -821,8 +821,11 @@ absl::Status KernelEmitter::EmitReduce() {
     });
     return absl::OkStatus();
   }
-  // Reduced dimensions innermost, `lanes` partial accumulators on the last one.
-  const int64_t lanes = red_dims.empty() ? 1 : LanesFor(xd[red_dims.back()]);
+  // Reduced dimensions innermost, `lanes` partial accumulators on the last one, or on the flat
+  // run of the trailing ones (FlatReducedRun: its outer indices 0, the minor one walking it all).
+  int64_t run_length = 1;
+  const size_t merged = static_cast<size_t>(FlatReducedRun(k_, *r, &run_length));
+  const int64_t lanes = red_dims.empty() ? 1 : LanesFor(run_length);
   std::vector<int64_t> kept_sizes;
   for (size_t d : kept_dims) kept_sizes.push_back(xd[d]);
   LoopNest(kept_sizes, LoopOptions{.parallel = parallel}, [&](const Idx& ki) {
@@ -832,8 +835,9 @@ absl::Status KernelEmitter::EmitReduce() {
     int opened = 0;
     for (size_t j = 0; j + 1 < red_dims.size(); ++j) {
       const size_t d = red_dims[j];
-      idx[d] = xd[d] == 1 ? "0" : NewName("r");
-      if (xd[d] != 1) {
+      const bool loop = xd[d] != 1 && j + merged < red_dims.size();  // not in the flat run
+      idx[d] = loop ? NewName("r") : "0";
+      if (loop) {
         Open(absl::StrCat("for (int64_t ", idx[d], " = 0; ", idx[d], " < ", xd[d], "; ++", idx[d],
                           ") {"));
         ++opened;
@@ -841,7 +845,7 @@ absl::Status KernelEmitter::EmitReduce() {
     }
     if (!red_dims.empty()) {
       const size_t last = red_dims.back();
-      FoldLanes(NewName("j"), lanes, xd[last],
+      FoldLanes(NewName("j"), lanes, run_length,
                 [&](const std::string& col, const std::string& slot) {
                   PushScope();
                   idx[last] = col;

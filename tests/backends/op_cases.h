@@ -703,6 +703,43 @@ ENTRY e {
   d5 = f32[1,53] dot(c, wt), lhs_contracting_dims={0}, rhs_contracting_dims={0}
   ROOT t = (f32[2,37,53], f32[2,37,53], f32[1,53], f32[53,1], f32[1,53]) tuple(d1, d2, d3, d4, d5)
 })"},
+    // Trailing reduced dimensions folded as one flat run (FlatReducedRun): a global average pool
+    // over NCHW's 7x7 of a hard-swish (scalar broadcasts fuse), a maximum over three dimensions
+    // (594 elements: the long-row lanes), and a sum whose fused operand broadcasts along a
+    // reduced dimension, which keeps its loops.
+    {"reduce_flat_trailing_run", R"(
+HloModule m
+sum {
+  sa = f32[] parameter(0)
+  sb = f32[] parameter(1)
+  ROOT sc = f32[] add(sa, sb)
+}
+max {
+  ma = f32[] parameter(0)
+  mb = f32[] parameter(1)
+  ROOT mc = f32[] maximum(ma, mb)
+}
+ENTRY e {
+  x = f32[2,5,7,7] parameter(0)
+  c6 = f32[] constant(0.1666667)
+  b6 = f32[2,5,7,7] broadcast(c6), dimensions={}
+  h = f32[2,5,7,7] multiply(x, b6)
+  hs = f32[2,5,7,7] multiply(h, x)
+  zero = f32[] constant(0)
+  g = f32[2,5] reduce(hs, zero), dimensions={2,3}, to_apply=sum
+  n = f32[] constant(49)
+  nb = f32[2,5] broadcast(n), dimensions={}
+  gap = f32[2,5] divide(g, nb)
+  y = f32[1,6,9,11] parameter(1)
+  ninf = f32[] constant(-inf)
+  m = f32[1] reduce(y, ninf), dimensions={1,2,3}, to_apply=max
+  z = f32[3,4,5] parameter(2)
+  v = f32[5] parameter(3)
+  vb = f32[3,4,5] broadcast(v), dimensions={2}
+  zv = f32[3,4,5] multiply(z, vb)
+  s = f32[3] reduce(zv, zero), dimensions={1,2}, to_apply=sum
+  ROOT t = (f32[2,5], f32[1], f32[3]) tuple(gap, m, s)
+})"},
     // Matrix-vector products (generated GEMV; batch-1 dense layers): constant weights read in
     // place in both orientations ([n,k], ONNX Gemm transB=1, and [k,n]), a vector times a
     // matrix and a matrix times a vector, a batch of them, with a bias epilogue. Lengths leave
