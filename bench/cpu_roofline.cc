@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <fstream>
 #include <iostream>
 #include <map>
 #include <string>
@@ -231,9 +232,22 @@ struct Level {
   double read = 0, copy = 0, triad = 0;
 };
 
-int64_t CacheBytes(int name, int64_t fallback) {
-  const long v = sysconf(name);
-  return v > 0 ? v : fallback;
+// The size of cache level `level` of CPU 0 from sysfs ("1024K"), or `fallback`: sysconf's
+// _SC_LEVEL3_CACHE_SIZE reads 320 MB on this VM, whose sysfs and lscpu say 32 MB.
+int64_t CacheBytes(int level, int64_t fallback) {
+  for (int index = 0; index < 8; ++index) {
+    const std::string dir = absl::StrCat("/sys/devices/system/cpu/cpu0/cache/index", index, "/");
+    std::ifstream lv(dir + "level"), type(dir + "type"), size(dir + "size");
+    int l = 0;
+    std::string t, sz;
+    if (!(lv >> l) || !(type >> t) || !(size >> sz)) break;
+    if (l != level || t == "Instruction" || sz.empty()) continue;
+    int64_t n = 0;
+    const char unit = sz.back();
+    if (!absl::SimpleAtoi(sz.substr(0, sz.size() - 1), &n)) continue;
+    return unit == 'K' ? n << 10 : unit == 'M' ? n << 20 : n;
+  }
+  return fallback;
 }
 
 }  // namespace
@@ -270,17 +284,18 @@ int main(int argc, char** argv) {
   const bool pinned = sched_getaffinity(0, sizeof(set), &set) == 0 && CPU_COUNT(&set) == 1;
   if (!pinned) std::cerr << "warning: not pinned to one CPU (run under taskset -c N)\n";
 
-  const int64_t l2 = CacheBytes(_SC_LEVEL2_CACHE_SIZE, 1 << 20);
-  const int64_t l3 = CacheBytes(_SC_LEVEL3_CACHE_SIZE, 32 << 20);
+  const int64_t l2 = CacheBytes(2, 1 << 20);
+  const int64_t l3 = CacheBytes(3, 32 << 20);
   std::vector<Level> levels = {{"L1", 16 << 10},
-                               {"L2", l2 / 4},
-                               {"L3", std::min<int64_t>(l3 / 8, 8 << 20)},
-                               {"DRAM", std::max<int64_t>(4 * l3, 128 << 20)}};
+                               {"L2", l2 / 2},
+                               {"L3", l3 / 4},
+                               {"DRAM", std::max<int64_t>(8 * l3, 256 << 20)}};
   std::cerr << "measuring bandwidth...\n";
   for (Level& lv : levels) {
+    // `bytes` is the footprint: copy's two arrays and triad's three share it.
     lv.read = bench::StreamBandwidthGBs(StreamKind::kRead, lv.bytes, 0.3);
-    lv.copy = bench::StreamBandwidthGBs(StreamKind::kCopy, lv.bytes, 0.3);
-    lv.triad = bench::StreamBandwidthGBs(StreamKind::kTriad, lv.bytes, 0.3);
+    lv.copy = bench::StreamBandwidthGBs(StreamKind::kCopy, lv.bytes / 2, 0.3);
+    lv.triad = bench::StreamBandwidthGBs(StreamKind::kTriad, lv.bytes / 3, 0.3);
   }
   const double peak = bench::MeasurePeakGflops(0.5);
 
@@ -411,7 +426,7 @@ int main(int argc, char** argv) {
   std::cout << absl::StrFormat("Machine: %s, %s; FP32 FMA peak %.1f GFLOP/s (one thread)\n\n",
                                bench::CpuModel(), pinned ? "pinned to one CPU" : "NOT pinned",
                                peak);
-  std::cout << "| level | array size | read GB/s | copy GB/s | triad GB/s |\n"
+  std::cout << "| level | footprint | read GB/s | copy GB/s | triad GB/s |\n"
                "|---|---:|---:|---:|---:|\n";
   for (const Level& lv : levels) {
     std::cout << absl::StrFormat("| %s | %.0f KiB | %.1f | %.1f | %.1f |\n", lv.name,

@@ -962,7 +962,9 @@ absl::Status KernelEmitter::EmitReduceWindowRows(const std::vector<ir::WindowDim
   const std::vector<int64_t>& xd = x->shape().dimensions();
   const std::vector<int64_t>& od = r->shape().dimensions();
   const size_t last = od.size() - 1;
-  const std::string red = Reducer(*r->to_apply(), r->shape().element_type()).fn;
+  const ReducerFns fns = Reducer(*r->to_apply(), r->shape().element_type());
+  const std::string& red = fns.fn;
+  const std::string& fast = fns.fast;
   const std::string init = Value(r->operand(1), {});
   const std::string out = OutPtr(r);
   const std::vector<int64_t> outer(od.begin(), od.end() - 1);
@@ -977,23 +979,30 @@ absl::Status KernelEmitter::EmitReduceWindowRows(const std::vector<ir::WindowDim
     Idx xi(xd.size());
     std::string wv = "0";  // the window position on the dimension at hand
     int opened = 0;
+    // A small window on the minor dimension (pooling's 3x3 in NCHW) folds inside the row loop,
+    // unrolled, over the interior columns, whose windows lie inside the operand: one pass over
+    // the row per window row instead of one per window position, so a 56-wide row's loop
+    // overhead and read-modify-write of the output are paid 3 times rather than 9.
+    const ir::WindowDim& w = win[last];
+    const bool inner = w.size > 1 && w.size <= kInnerWindowMax && w.base_dilation <= 1;
     for (size_t d = 0; d < xd.size(); ++d) {
-      const ir::WindowDim& w = win[d];
-      wv = w.size != 1 ? NewName("w") : std::string("0");
-      if (w.size != 1) {
-        Open(absl::StrCat("for (int64_t ", wv, " = 0; ", wv, " < ", w.size, "; ++", wv, ") {"));
+      const ir::WindowDim& wd = win[d];
+      const bool loop = wd.size != 1 && !(d == last && inner);
+      wv = loop ? NewName("w") : std::string("0");
+      if (loop) {
+        Open(absl::StrCat("for (int64_t ", wv, " = 0; ", wv, " < ", wd.size, "; ++", wv, ") {"));
         ++opened;
       }
       if (d == last) break;
-      const std::string raw = IntVar(absl::StrCat("(", oo[d], ")*", w.stride, " - ", w.padding_low,
-                                                  " + ", wv, "*", w.window_dilation));
+      const std::string raw = IntVar(absl::StrCat(
+          "(", oo[d], ")*", wd.stride, " - ", wd.padding_low, " + ", wv, "*", wd.window_dilation));
       std::string pos = raw;
       std::vector<std::string> valid;
-      if (w.base_dilation > 1) {
-        valid.push_back(absl::StrCat(raw, " >= 0 && ", raw, " % ", w.base_dilation, " == 0"));
-        pos = IntVar(absl::StrCat(raw, " / ", w.base_dilation));
+      if (wd.base_dilation > 1) {
+        valid.push_back(absl::StrCat(raw, " >= 0 && ", raw, " % ", wd.base_dilation, " == 0"));
+        pos = IntVar(absl::StrCat(raw, " / ", wd.base_dilation));
       }
-      if (w.padding_low != 0 || w.padding_high != 0 || w.base_dilation > 1) {
+      if (wd.padding_low != 0 || wd.padding_high != 0 || wd.base_dilation > 1) {
         valid.push_back(absl::StrCat(pos, " >= 0 && ", pos, " < ", xd[d]));
       }
       if (!valid.empty()) {
@@ -1002,8 +1011,59 @@ absl::Status KernelEmitter::EmitReduceWindowRows(const std::vector<ir::WindowDim
       }
       xi[d] = pos;
     }
+    if (inner) {
+      // Column j's window reads j*stride - low + k*dilation, k < size: inside the operand for j
+      // in [lo, hi), constants; the columns outside test each position.
+      const int64_t span = (w.size - 1) * w.window_dilation;
+      const int64_t hi =
+          std::clamp<int64_t>(xd[last] - 1 - span + w.padding_low < 0
+                                  ? 0
+                                  : (xd[last] - 1 - span + w.padding_low) / w.stride + 1,
+                              0, od[last]);
+      const int64_t lo = std::min<int64_t>(hi, (w.padding_low + w.stride - 1) / w.stride);
+      auto fold_columns = [&](int64_t from, int64_t to, bool tested) {
+        if (from >= to) return;
+        if (!tested && Param("simd") != 0) Line("#pragma GCC ivdep");
+        Open(absl::StrCat("for (int64_t ", j, " = ", from, "; ", j, " < ", to, "; ++", j, ") {"));
+        PushScope();
+        // A floating-point max or min folds with the plain compare and a NaN flag (the slot's
+        // NaN, from an earlier window row or the init, sets it too): GCC does not vectorize a
+        // chain of the NaN-propagating form over strided loads (4.0 ms against 0.17 ms).
+        const std::string ct = CType(r->shape().element_type());
+        const std::string acc = NewName("a"), nan = fast.empty() ? "" : NewName("n");
+        Line(absl::StrCat(ct, " ", acc, " = ", slot, ";"));
+        if (!nan.empty()) Line(absl::StrCat("bool ", nan, " = ", acc, " != ", acc, ";"));
+        for (int64_t k = 0; k < w.size; ++k) {
+          PushScope();
+          xi[last] = IntVar(
+              absl::StrCat("(", j, ")*", w.stride, " + ", k * w.window_dilation - w.padding_low));
+          if (tested)
+            Open(absl::StrCat("if (", xi[last], " >= 0 && ", xi[last], " < ", xd[last], ") {"));
+          const std::string v = Value(x, xi);
+          if (nan.empty()) {
+            Line(absl::StrCat(acc, " = ", red, "(", acc, ", ", v, ");"));
+          } else {
+            Line(absl::StrCat(acc, " = ", fast, "(", acc, ", ", v, ");"));
+            Line(absl::StrCat(nan, " |= ", v, " != ", v, ";"));
+          }
+          if (tested) Close();
+          PopScope();
+        }
+        Line(absl::StrCat(slot, " = ",
+                          nan.empty() ? acc
+                                      : absl::StrCat(nan, " ? std::numeric_limits<", ct,
+                                                     ">::quiet_NaN() : ", acc),
+                          ";"));
+        PopScope();
+        Close();
+      };
+      fold_columns(0, lo, true);
+      fold_columns(lo, hi, false);
+      fold_columns(hi, od[last], true);
+      for (int i = 0; i < opened; ++i) Close();
+      return;
+    }
     // The minor dimension: operand position j*stride + offset, offset = wv*dilation - low.
-    const ir::WindowDim& w = win[last];
     const std::string offset =
         IntVar(absl::StrCat(wv, "*", w.window_dilation, " - ", w.padding_low));
     std::string lo = "0", hi = absl::StrCat(od[last]);

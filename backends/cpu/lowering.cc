@@ -499,12 +499,14 @@ std::vector<KernelParam> KindParams(const Kernel& kernel) {
       // order 0: one output element at a time, its window innermost; order 1: rows (see
       // RowsReduceWindow), the default when windows are one element wide on the minor dimension
       // (column windows, the tree reduction's splits of non-minor dimensions), where order 0
-      // would read with a stride.
+      // would read with a stride, or at most kInnerWindowMax wide (pooling in NCHW: ResNet's
+      // 3x3/s2 max pool on 64x112x112 1.21 -> 0.17 ms), where order 0's window loops per output
+      // element do not vectorize.
       std::vector<int64_t> orders = {0};
       if (RowsReduceWindow(root)) {
         const size_t last = root.shape().dimensions().size() - 1;
         const bool narrow = !root.window.has_value() || root.window->dims.size() <= last ||
-                            root.window->dims[last].size == 1;
+                            root.window->dims[last].size <= kInnerWindowMax;
         orders.insert(narrow ? orders.begin() : orders.end(), 1);
       }
       return {{"order", orders}, {"simd", {1, 0}}, {"parallel", {0, 1}}};

@@ -96,6 +96,11 @@ inline constexpr int64_t kBlockTransposeMinBytes = 1'000'000;
 // elements it folds (the innermost reduced dimension's when none are merged).
 int64_t FlatReducedRun(const Kernel& kernel, const ir::Instruction& r, int64_t* length);
 
+// Reduce-window as rows (order 1) folds a window at most this wide on the minor dimension inside
+// the row loop, unrolled (pooling windows); such windows default to rows, as do windows one element
+// wide there.
+inline constexpr int64_t kInnerWindowMax = 8;
+
 // A kernel configuration: one value (not index) per KernelParam.
 using KernelConfig = std::vector<int64_t>;
 KernelConfig DefaultConfig(const Kernel& kernel);

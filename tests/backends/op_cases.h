@@ -703,6 +703,44 @@ ENTRY e {
   d5 = f32[1,53] dot(c, wt), lhs_contracting_dims={0}, rhs_contracting_dims={0}
   ROOT t = (f32[2,37,53], f32[2,37,53], f32[1,53], f32[53,1], f32[1,53]) tuple(d1, d2, d3, d4, d5)
 })"},
+    // Pooling with the window on the minor dimension (NCHW), folded inside the row loop over the
+    // interior columns, the border columns tested: a padded 3x3/s2 max pool of a fused relu, a
+    // 3x3/s1 average pool, a dilated window with uneven padding, a window wider than some rows'
+    // interior (7 wide on 9 columns), an integer sum, and a window wider than kInnerWindowMax.
+    {"pooling_minor_windows", R"(
+HloModule m
+max {
+  mx0 = f32[] parameter(0)
+  mx1 = f32[] parameter(1)
+  ROOT mxr = f32[] maximum(mx0, mx1)
+}
+add {
+  ad0 = f32[] parameter(0)
+  ad1 = f32[] parameter(1)
+  ROOT adr = f32[] add(ad0, ad1)
+}
+addi {
+  ai0 = s32[] parameter(0)
+  ai1 = s32[] parameter(1)
+  ROOT air = s32[] add(ai0, ai1)
+}
+ENTRY e {
+  a = f32[1,3,11,37] parameter(0)
+  ninf = f32[] constant(-inf)
+  z = f32[] constant(0)
+  zb = f32[1,3,11,37] broadcast(z), dimensions={}
+  relu = f32[1,3,11,37] maximum(a, zb)
+  mp = f32[1,3,6,19] reduce-window(relu, ninf), window={size=1x1x3x3 stride=1x1x2x2 pad=0_0x0_0x1_1x1_1}, to_apply=max
+  ap = f32[1,3,11,37] reduce-window(a, z), window={size=1x1x3x3 stride=1x1x1x1 pad=0_0x0_0x1_1x1_1}, to_apply=add
+  dl = f32[1,3,11,18] reduce-window(a, ninf), window={size=1x1x2x3 stride=1x1x1x2 pad=0_0x0_0x1_0x2_1 rhs_dilate=1x1x1x2}, to_apply=max
+  b = f32[2,9] parameter(1)
+  wide = f32[2,6] reduce-window(b, z), window={size=1x7 stride=1x1 pad=0_0x1_2}, to_apply=add
+  c = s32[4,20] parameter(2)
+  zi = s32[] constant(0)
+  si = s32[4,9] reduce-window(c, zi), window={size=2x4 stride=1x2 pad=0_1x0_0}, to_apply=addi
+  big = f32[2,1] reduce-window(b, z), window={size=1x9 stride=1x3 pad=0_0x0_0}, to_apply=add
+  ROOT t = (f32[1,3,6,19], f32[1,3,11,37], f32[1,3,11,18], f32[2,6], s32[4,9], f32[2,1]) tuple(mp, ap, dl, wide, si, big)
+})"},
     // Trailing reduced dimensions folded as one flat run (FlatReducedRun): a global average pool
     // over NCHW's 7x7 of a hard-swish (scalar broadcasts fuse), a maximum over three dimensions
     // (594 elements: the long-row lanes), and a sum whose fused operand broadcasts along a
