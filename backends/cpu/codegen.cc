@@ -844,7 +844,16 @@ absl::Status KernelEmitter::EmitReduce() {
       }
     }
     if (!red_dims.empty()) {
-      const size_t last = red_dims.back();
+      // A flat run walks its innermost dimension longer than 1: index expressions leave out
+      // dimensions of length 1, so an index on one of those would be dropped.
+      size_t last = red_dims.back();
+      for (size_t i = 0; merged > 1 && i < merged; ++i) {
+        if (xd[xd.size() - 1 - i] != 1) {
+          idx[last].assign(1, '0');
+          last = xd.size() - 1 - i;
+          break;
+        }
+      }
       FoldLanes(NewName("j"), lanes, run_length,
                 [&](const std::string& col, const std::string& slot) {
                   PushScope();

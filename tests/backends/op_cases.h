@@ -743,8 +743,9 @@ ENTRY e {
 })"},
     // Trailing reduced dimensions folded as one flat run (FlatReducedRun): a global average pool
     // over NCHW's 7x7 of a hard-swish (scalar broadcasts fuse), a maximum over three dimensions
-    // (594 elements: the long-row lanes), and a sum whose fused operand broadcasts along a
-    // reduced dimension, which keeps its loops.
+    // (594 elements: the long-row lanes), a sum whose fused operand broadcasts along a reduced
+    // dimension, which keeps its loops, and runs whose minor dimensions have length 1 (the flat
+    // index goes on the innermost longer one).
     {"reduce_flat_trailing_run", R"(
 HloModule m
 sum {
@@ -776,7 +777,12 @@ ENTRY e {
   vb = f32[3,4,5] broadcast(v), dimensions={2}
   zv = f32[3,4,5] multiply(z, vb)
   s = f32[3] reduce(zv, zero), dimensions={1,2}, to_apply=sum
-  ROOT t = (f32[2,5], f32[1], f32[3]) tuple(gap, m, s)
+  u = f32[200,1] parameter(4)
+  uu = f32[200,1] multiply(u, u)
+  n1 = f32[] reduce(uu, zero), dimensions={0,1}, to_apply=sum
+  w = f32[4,1,9,1] parameter(5)
+  n2 = f32[4] reduce(w, ninf), dimensions={1,2,3}, to_apply=max
+  ROOT t = (f32[2,5], f32[1], f32[3], f32[], f32[4]) tuple(gap, m, s, n1, n2)
 })"},
     // Matrix-vector products (generated GEMV; batch-1 dense layers): constant weights read in
     // place in both orientations ([n,k], ONNX Gemm transB=1, and [k,n]), a vector times a
