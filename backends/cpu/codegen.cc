@@ -866,8 +866,11 @@ absl::Status KernelEmitter::EmitReduce() {
     });
     return absl::OkStatus();
   }
-  // Reduced dimensions innermost, `lanes` partial accumulators on the last one.
-  const int64_t lanes = red_dims.empty() ? 1 : LanesFor(xd[red_dims.back()]);
+  // Reduced dimensions innermost, `lanes` partial accumulators on the last one, or on the flat
+  // run of the trailing ones (FlatReducedRun: its outer indices 0, the minor one walking it all).
+  int64_t run_length = 1;
+  const size_t merged = static_cast<size_t>(FlatReducedRun(k_, *r, &run_length));
+  const int64_t lanes = red_dims.empty() ? 1 : LanesFor(run_length);
   std::vector<int64_t> kept_sizes;
   for (size_t d : kept_dims) kept_sizes.push_back(xd[d]);
   LoopNest(kept_sizes, LoopOptions{.parallel = parallel}, [&](const Idx& ki) {
@@ -877,16 +880,26 @@ absl::Status KernelEmitter::EmitReduce() {
     int opened = 0;
     for (size_t j = 0; j + 1 < red_dims.size(); ++j) {
       const size_t d = red_dims[j];
-      idx[d] = xd[d] == 1 ? "0" : NewName("r");
-      if (xd[d] != 1) {
+      const bool loop = xd[d] != 1 && j + merged < red_dims.size();  // not in the flat run
+      idx[d] = loop ? NewName("r") : "0";
+      if (loop) {
         Open(absl::StrCat("for (int64_t ", idx[d], " = 0; ", idx[d], " < ", xd[d], "; ++", idx[d],
                           ") {"));
         ++opened;
       }
     }
     if (!red_dims.empty()) {
-      const size_t last = red_dims.back();
-      FoldLanes(NewName("j"), lanes, xd[last],
+      // A flat run walks its innermost dimension longer than 1: index expressions leave out
+      // dimensions of length 1, so an index on one of those would be dropped.
+      size_t last = red_dims.back();
+      for (size_t i = 0; merged > 1 && i < merged; ++i) {
+        if (xd[xd.size() - 1 - i] != 1) {
+          idx[last].assign(1, '0');
+          last = xd.size() - 1 - i;
+          break;
+        }
+      }
+      FoldLanes(NewName("j"), lanes, run_length,
                 [&](const std::string& col, const std::string& slot) {
                   PushScope();
                   idx[last] = col;
@@ -1003,7 +1016,9 @@ absl::Status KernelEmitter::EmitReduceWindowRows(const std::vector<ir::WindowDim
   const std::vector<int64_t>& xd = x->shape().dimensions();
   const std::vector<int64_t>& od = r->shape().dimensions();
   const size_t last = od.size() - 1;
-  const std::string red = Reducer(*r->to_apply(), r->shape().element_type()).fn;
+  const ReducerFns fns = Reducer(*r->to_apply(), r->shape().element_type());
+  const std::string& red = fns.fn;
+  const std::string& fast = fns.fast;
   const std::string init = Value(r->operand(1), {});
   const std::string out = OutPtr(r);
   const std::vector<int64_t> outer(od.begin(), od.end() - 1);
@@ -1018,23 +1033,30 @@ absl::Status KernelEmitter::EmitReduceWindowRows(const std::vector<ir::WindowDim
     Idx xi(xd.size());
     std::string wv = "0";  // the window position on the dimension at hand
     int opened = 0;
+    // A small window on the minor dimension (pooling's 3x3 in NCHW) folds inside the row loop,
+    // unrolled, over the interior columns, whose windows lie inside the operand: one pass over
+    // the row per window row instead of one per window position, so a 56-wide row's loop
+    // overhead and read-modify-write of the output are paid 3 times rather than 9.
+    const ir::WindowDim& w = win[last];
+    const bool inner = w.size > 1 && w.size <= kInnerWindowMax && w.base_dilation <= 1;
     for (size_t d = 0; d < xd.size(); ++d) {
-      const ir::WindowDim& w = win[d];
-      wv = w.size != 1 ? NewName("w") : std::string("0");
-      if (w.size != 1) {
-        Open(absl::StrCat("for (int64_t ", wv, " = 0; ", wv, " < ", w.size, "; ++", wv, ") {"));
+      const ir::WindowDim& wd = win[d];
+      const bool loop = wd.size != 1 && !(d == last && inner);
+      wv = loop ? NewName("w") : std::string("0");
+      if (loop) {
+        Open(absl::StrCat("for (int64_t ", wv, " = 0; ", wv, " < ", wd.size, "; ++", wv, ") {"));
         ++opened;
       }
       if (d == last) break;
-      const std::string raw = IntVar(absl::StrCat("(", oo[d], ")*", w.stride, " - ", w.padding_low,
-                                                  " + ", wv, "*", w.window_dilation));
+      const std::string raw = IntVar(absl::StrCat(
+          "(", oo[d], ")*", wd.stride, " - ", wd.padding_low, " + ", wv, "*", wd.window_dilation));
       std::string pos = raw;
       std::vector<std::string> valid;
-      if (w.base_dilation > 1) {
-        valid.push_back(absl::StrCat(raw, " >= 0 && ", raw, " % ", w.base_dilation, " == 0"));
-        pos = IntVar(absl::StrCat(raw, " / ", w.base_dilation));
+      if (wd.base_dilation > 1) {
+        valid.push_back(absl::StrCat(raw, " >= 0 && ", raw, " % ", wd.base_dilation, " == 0"));
+        pos = IntVar(absl::StrCat(raw, " / ", wd.base_dilation));
       }
-      if (w.padding_low != 0 || w.padding_high != 0 || w.base_dilation > 1) {
+      if (wd.padding_low != 0 || wd.padding_high != 0 || wd.base_dilation > 1) {
         valid.push_back(absl::StrCat(pos, " >= 0 && ", pos, " < ", xd[d]));
       }
       if (!valid.empty()) {
@@ -1043,8 +1065,59 @@ absl::Status KernelEmitter::EmitReduceWindowRows(const std::vector<ir::WindowDim
       }
       xi[d] = pos;
     }
+    if (inner) {
+      // Column j's window reads j*stride - low + k*dilation, k < size: inside the operand for j
+      // in [lo, hi), constants; the columns outside test each position.
+      const int64_t span = (w.size - 1) * w.window_dilation;
+      const int64_t hi =
+          std::clamp<int64_t>(xd[last] - 1 - span + w.padding_low < 0
+                                  ? 0
+                                  : (xd[last] - 1 - span + w.padding_low) / w.stride + 1,
+                              0, od[last]);
+      const int64_t lo = std::min<int64_t>(hi, (w.padding_low + w.stride - 1) / w.stride);
+      auto fold_columns = [&](int64_t from, int64_t to, bool tested) {
+        if (from >= to) return;
+        if (!tested && Param("simd") != 0) Line("#pragma GCC ivdep");
+        Open(absl::StrCat("for (int64_t ", j, " = ", from, "; ", j, " < ", to, "; ++", j, ") {"));
+        PushScope();
+        // A floating-point max or min folds with the plain compare and a NaN flag (the slot's
+        // NaN, from an earlier window row or the init, sets it too): GCC does not vectorize a
+        // chain of the NaN-propagating form over strided loads (4.0 ms against 0.17 ms).
+        const std::string ct = CType(r->shape().element_type());
+        const std::string acc = NewName("a"), nan = fast.empty() ? "" : NewName("n");
+        Line(absl::StrCat(ct, " ", acc, " = ", slot, ";"));
+        if (!nan.empty()) Line(absl::StrCat("bool ", nan, " = ", acc, " != ", acc, ";"));
+        for (int64_t k = 0; k < w.size; ++k) {
+          PushScope();
+          xi[last] = IntVar(
+              absl::StrCat("(", j, ")*", w.stride, " + ", k * w.window_dilation - w.padding_low));
+          if (tested)
+            Open(absl::StrCat("if (", xi[last], " >= 0 && ", xi[last], " < ", xd[last], ") {"));
+          const std::string v = Value(x, xi);
+          if (nan.empty()) {
+            Line(absl::StrCat(acc, " = ", red, "(", acc, ", ", v, ");"));
+          } else {
+            Line(absl::StrCat(acc, " = ", fast, "(", acc, ", ", v, ");"));
+            Line(absl::StrCat(nan, " |= ", v, " != ", v, ";"));
+          }
+          if (tested) Close();
+          PopScope();
+        }
+        Line(absl::StrCat(slot, " = ",
+                          nan.empty() ? acc
+                                      : absl::StrCat(nan, " ? std::numeric_limits<", ct,
+                                                     ">::quiet_NaN() : ", acc),
+                          ";"));
+        PopScope();
+        Close();
+      };
+      fold_columns(0, lo, true);
+      fold_columns(lo, hi, false);
+      fold_columns(hi, od[last], true);
+      for (int i = 0; i < opened; ++i) Close();
+      return;
+    }
     // The minor dimension: operand position j*stride + offset, offset = wv*dilation - low.
-    const ir::WindowDim& w = win[last];
     const std::string offset =
         IntVar(absl::StrCat(wv, "*", w.window_dilation, " - ", w.padding_low));
     std::string lo = "0", hi = absl::StrCat(od[last]);
@@ -1256,8 +1329,10 @@ void KernelEmitter::EmitGemm(const std::string& a, const std::string& b, const s
   const int64_t mc = std::min(AlignUp(GemmParam("mc"), mr), AlignUp(m, mr));
   const int64_t nc = std::min(AlignUp(GemmParam("nc"), nr), AlignUp(n, nr));
   const int64_t kc = std::max<int64_t>(1, std::min(GemmParam("kc"), kdim));
-  const int64_t pa = Alloc(mc * kc * 4);
-  const int64_t pb = Alloc(nc * kc * 4);
+  // A matrix-vector product takes mt_gemm's GEMV paths, which pack nothing.
+  const bool gemv = m == 1 || n == 1;
+  const int64_t pa = gemv ? 0 : Alloc(mc * kc * 4);
+  const int64_t pb = gemv ? 0 : Alloc(nc * kc * 4);
   Open(absl::StrCat("for (int64_t g = 0; g < ", batch, "; ++g) {"));
   Line(absl::StrCat("mt_gemm<", mr, ", ", mk.vectors, ">(", m, ", ", n, ", ", kdim, ", ", a,
                     " + g*", m * kdim, "LL, ", lda, ", ", b, " + g*", kdim * n, "LL, ", ldb, ", ",
@@ -1278,17 +1353,23 @@ absl::Status KernelEmitter::EmitMatmul() {
   for (const Instruction* o : k_.outputs) {
     if (o != mm) others.push_back(o);
   }
-  // Packs `operand` into [order...] row-major at ws + offset, unless it already is a buffer laid
-  // out so; returns the pointer expression.
+  // An operand read where it lies: a buffer, or a constant (a row-major array of the program).
+  // Constant weights read in place rather than packed per call: MobileNetV3's 4 MB classifier
+  // weight, stored [1000,1024] (ONNX Gemm transB=1), was transposed element by element on every
+  // call (7.6 ms of the model's 11).
+  auto in_place = [&](const Instruction* x) {
+    const Instruction* base = BaseValue(x);
+    return absl::StrCat("(const float*)",
+                        base->opcode() == Opcode::kConstant ? pool_->Name(base) : in_ptr_.at(base));
+  };
+  // Packs `operand` into [order...] row-major at ws + offset, unless it already is a buffer or
+  // constant laid out so; returns the pointer expression.
   auto pack = [&](const Instruction* operand, const std::vector<int64_t>& order,
                   const std::vector<int64_t>& dims,
                   const std::function<void(const Idx&, Idx*, std::string*)>& map) -> std::string {
     bool identity = true;
     for (size_t i = 0; i < order.size(); ++i) identity &= order[i] == static_cast<int64_t>(i);
-    if (identity && map == nullptr && !k_.Contains(operand) &&
-        BaseValue(operand)->opcode() != Opcode::kConstant) {
-      return absl::StrCat("(const float*)", in_ptr_.at(BaseValue(operand)));
-    }
+    if (identity && map == nullptr && !k_.Contains(operand)) return in_place(operand);
     const int64_t off = Alloc(Product(dims) * 4);
     const std::string name = NewName("pk");
     Line(absl::StrCat("float* ", name, " = (float*)(ws + ", off, ");"));
@@ -1345,7 +1426,7 @@ absl::Status KernelEmitter::EmitMatmul() {
     // transpose of BERT's tied 30522x768 embedding took half its inference time.
     auto in_order = [&](const Instruction* x, const std::vector<int64_t>& batch_dims,
                         const std::vector<int64_t>& first, const std::vector<int64_t>& second) {
-      if (k_.Contains(x) || BaseValue(x)->opcode() == Opcode::kConstant) return false;
+      if (k_.Contains(x)) return false;
       std::vector<int64_t> order = batch_dims;
       order.insert(order.end(), first.begin(), first.end());
       order.insert(order.end(), second.begin(), second.end());
@@ -1366,10 +1447,8 @@ absl::Status KernelEmitter::EmitMatmul() {
               !in_order(lhs, dn.lhs_batch_dimensions, lfree, dn.lhs_contracting_dimensions);
     b_trans = in_order(rhs, dn.rhs_batch_dimensions, rfree, dn.rhs_contracting_dimensions) &&
               !in_order(rhs, dn.rhs_batch_dimensions, dn.rhs_contracting_dimensions, rfree);
-    a = a_trans ? absl::StrCat("(const float*)", in_ptr_.at(BaseValue(lhs)))
-                : pack(lhs, lorder, lp, nullptr);
-    b = b_trans ? absl::StrCat("(const float*)", in_ptr_.at(BaseValue(rhs)))
-                : pack(rhs, rorder, rp, nullptr);
+    a = a_trans ? in_place(lhs) : pack(lhs, lorder, lp, nullptr);
+    b = b_trans ? in_place(rhs) : pack(rhs, rorder, rp, nullptr);
     direct = others.empty() && k_.outputs.size() == 1;
     heavy_index_ = [od](const Idx& idx) { return Linear(od, idx); };
   } else {

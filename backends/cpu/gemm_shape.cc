@@ -51,7 +51,9 @@ bool PreferOneDnnGemm(const GemmShape& shape) {
   // Measured on the zoo's 117 distinct GEMM kernels (bench/results_gemm_defaults.md): dnnl_sgemm
   // ran 1.03-2.8x faster on all but a few. The generated GEMM kept matrix-times-vector products
   // (n = 1: 0.86-0.98x) and products under 64K multiply-adds (a 27x27x64 batch: 0.86-0.91x).
-  return shape.n > 1 && shape.m * shape.n * shape.k >= 64 * 1024;
+  // A vector times a matrix (m = 1, a batch-1 dense layer) reads the matrix once, as the generated
+  // GEMV does at the same speed or faster (bench/cpu_roofline: 1.0-1.1x dnnl_sgemm's).
+  return !shape.matrix_vector() && shape.m * shape.n * shape.k >= 64 * 1024;
 }
 
 std::vector<KernelParam> GemmParams() {

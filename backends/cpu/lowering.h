@@ -88,6 +88,19 @@ inline constexpr int64_t kParallelMinBytes = 128 * 1024;
 // default.
 inline constexpr int64_t kBlockTransposeMinBytes = 1'000'000;
 
+// Reduce `r` (a member of `kernel`) folds its trailing reduced dimensions as one flat run when they
+// end at the operand's minor dimension (their elements are contiguous) and its operand expression
+// indexes every element the same way, so the run's flat position can stand for the minor index:
+// a global average pool over NCHW's 7x7 folds 49 elements with vector accumulators instead of 7
+// rows of 7. Returns how many dimensions the run merges (1: none merged) and sets `length` to the
+// elements it folds (the innermost reduced dimension's when none are merged).
+int64_t FlatReducedRun(const Kernel& kernel, const ir::Instruction& r, int64_t* length);
+
+// Reduce-window as rows (order 1) folds a window at most this wide on the minor dimension inside
+// the row loop, unrolled (pooling windows); such windows default to rows, as do windows one element
+// wide there.
+inline constexpr int64_t kInnerWindowMax = 8;
+
 // A kernel configuration: one value (not index) per KernelParam.
 using KernelConfig = std::vector<int64_t>;
 KernelConfig DefaultConfig(const Kernel& kernel);

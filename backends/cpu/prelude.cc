@@ -297,42 +297,86 @@ template <typename F> inline void mt_for(int64_t n, bool parallel, F body) {
 
 // Matrix-vector products skip the packing: a GEMM tile pads a single column (or row) to a whole
 // register tile, which made a batch of 3072-long dot products 25x slower than memory allows.
-// C[i] = A[i, :] . B[:, 0], in 4 vectors of partial sums: -ffast-math is off, and one
-// accumulator would wait on each add.
+// The sum of a vector's 16 lanes as a tree (3 shuffles), not a chain of 15 dependent adds.
+inline float mt_hsum(mt_v16 v) {
+  typedef float v8 __attribute__((vector_size(32)));
+  typedef float v4 __attribute__((vector_size(16)));
+  const v8 h = __builtin_shufflevector(v, v, 0, 1, 2, 3, 4, 5, 6, 7) +
+               __builtin_shufflevector(v, v, 8, 9, 10, 11, 12, 13, 14, 15);
+  const v4 q = __builtin_shufflevector(h, h, 0, 1, 2, 3) + __builtin_shufflevector(h, h, 4, 5, 6, 7);
+  return (q[0] + q[2]) + (q[1] + q[3]);
+}
+// C[i] = A[i, :] . B[:] for R rows at once, each in 2 vectors of partial sums: every vector of B
+// feeds 2R independent FMAs (-ffast-math is off, and one accumulator would wait on each add),
+// and a row's horizontal sum costs a few shuffles, not 1 per 16 products.
+template <int R>
+inline void mt_gemv_rows(int64_t K, const float* A, int64_t lda, const float* B, float* C,
+                         int64_t ldc) {
+  mt_v16 acc[R][2] = {};
+  int64_t p = 0;
+  for (; p + 32 <= K; p += 32) {
+    const mt_v16 b0 = *(const mt_v16u*)(B + p), b1 = *(const mt_v16u*)(B + p + 16);
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r) {
+      acc[r][0] += *(const mt_v16u*)(A + r * lda + p) * b0;
+      acc[r][1] += *(const mt_v16u*)(A + r * lda + p + 16) * b1;
+    }
+  }
+  if (p + 16 <= K) {
+    const mt_v16 b0 = *(const mt_v16u*)(B + p);
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r) acc[r][0] += *(const mt_v16u*)(A + r * lda + p) * b0;
+    p += 16;
+  }
+#pragma GCC unroll 8
+  for (int r = 0; r < R; ++r) {
+    float sum = mt_hsum(acc[r][0] + acc[r][1]);
+    for (int64_t q = p; q < K; ++q) sum += A[r * lda + q] * B[q];
+    C[r * ldc] = sum;
+  }
+}
+// C[i] = A[i, :] . B[:, 0]; B's column is contiguous (ldb == 1) on every path that calls this,
+// a strided one is gathered first.
 inline void mt_gemv_col(int64_t M, int64_t K, const float* A, int64_t lda, const float* B,
                         int64_t ldb, float* C, int64_t ldc, bool parallel) {
-  mt_for(M, parallel, [&](int64_t i) {
-    const float* a = A + i * lda;
-    mt_v16 part[4] = {};
-    int64_t p = 0;
-    if (ldb == 1) {
-      for (; p + 64 <= K; p += 64)
-#pragma GCC unroll 4
-        for (int u = 0; u < 4; ++u)
-          part[u] += *(const mt_v16u*)(a + p + 16 * u) * *(const mt_v16u*)(B + p + 16 * u);
-      for (; p + 16 <= K; p += 16) part[0] += *(const mt_v16u*)(a + p) * *(const mt_v16u*)(B + p);
+  if (ldb != 1) {
+    for (int64_t i = 0; i < M; ++i) {
+      float sum = 0.f;
+      for (int64_t p = 0; p < K; ++p) sum += A[i * lda + p] * B[p * ldb];
+      C[i * ldc] = sum;
     }
-    const mt_v16 total = (part[0] + part[1]) + (part[2] + part[3]);
-    float sum = 0.f;
-    for (int l = 0; l < 16; ++l) sum += total[l];
-    for (; p < K; ++p) sum += a[p] * B[p * ldb];
-    C[i * ldc] = sum;
+    return;
+  }
+  constexpr int64_t R = 4;
+  mt_for(M / R, parallel, [&](int64_t blk) {
+    mt_gemv_rows<R>(K, A + blk * R * lda, lda, B, C + blk * R * ldc, ldc);
   });
+  for (int64_t i = M / R * R; i < M; ++i) mt_gemv_rows<1>(K, A + i * lda, lda, B, C + i * ldc, ldc);
 }
-// C[0, :] = A[0, :] B: rows of B scaled and accumulated, contiguous in j.
-// Serial, one pass streams B row by row; parallel, each thread takes a band of columns.
+// C[0, :] = A[0, :] B: rows of B scaled and accumulated, contiguous in j, four rows per pass over
+// C so that C is loaded and stored once per four rows of B rather than once per row.
+// Serial, one pass streams B; parallel, each thread takes a band of columns.
 inline void mt_gemv_row(int64_t N, int64_t K, const float* A, const float* B, int64_t ldb,
                         float* C, bool parallel) {
   const int64_t chunk =
       parallel ? std::max<int64_t>(256, (N / 16 + 15) / 16 * 16) : std::max<int64_t>(N, 1);
   mt_for((N + chunk - 1) / chunk, parallel, [&](int64_t band) {
-    const int64_t j0 = band * chunk, j1 = std::min(N, j0 + chunk);
+    const int64_t j0 = band * chunk, n = std::min(N, j0 + chunk) - j0;
     float* __restrict c = C + j0;
-    for (int64_t j = 0; j < j1 - j0; ++j) c[j] = 0.f;
-    for (int64_t p = 0; p < K; ++p) {
+    for (int64_t j = 0; j < n; ++j) c[j] = 0.f;
+    int64_t p = 0;
+    for (; p + 4 <= K; p += 4) {
+      const float a0 = A[p], a1 = A[p + 1], a2 = A[p + 2], a3 = A[p + 3];
+      const float* __restrict b0 = B + p * ldb + j0;
+      const float* __restrict b1 = b0 + ldb;
+      const float* __restrict b2 = b1 + ldb;
+      const float* __restrict b3 = b2 + ldb;
+      for (int64_t j = 0; j < n; ++j) c[j] += (a0 * b0[j] + a1 * b1[j]) + (a2 * b2[j] + a3 * b3[j]);
+    }
+    for (; p < K; ++p) {
       const float av = A[p];
       const float* __restrict b = B + p * ldb + j0;
-      for (int64_t j = 0; j < j1 - j0; ++j) c[j] += av * b[j];
+      for (int64_t j = 0; j < n; ++j) c[j] += av * b[j];
     }
   });
 }

@@ -703,6 +703,112 @@ ENTRY e {
   d5 = f32[1,53] dot(c, wt), lhs_contracting_dims={0}, rhs_contracting_dims={0}
   ROOT t = (f32[2,37,53], f32[2,37,53], f32[1,53], f32[53,1], f32[1,53]) tuple(d1, d2, d3, d4, d5)
 })"},
+    // Pooling with the window on the minor dimension (NCHW), folded inside the row loop over the
+    // interior columns, the border columns tested: a padded 3x3/s2 max pool of a fused relu, a
+    // 3x3/s1 average pool, a dilated window with uneven padding, a window wider than some rows'
+    // interior (7 wide on 9 columns), an integer sum, and a window wider than kInnerWindowMax.
+    {"pooling_minor_windows", R"(
+HloModule m
+max {
+  mx0 = f32[] parameter(0)
+  mx1 = f32[] parameter(1)
+  ROOT mxr = f32[] maximum(mx0, mx1)
+}
+add {
+  ad0 = f32[] parameter(0)
+  ad1 = f32[] parameter(1)
+  ROOT adr = f32[] add(ad0, ad1)
+}
+addi {
+  ai0 = s32[] parameter(0)
+  ai1 = s32[] parameter(1)
+  ROOT air = s32[] add(ai0, ai1)
+}
+ENTRY e {
+  a = f32[1,3,11,37] parameter(0)
+  ninf = f32[] constant(-inf)
+  z = f32[] constant(0)
+  zb = f32[1,3,11,37] broadcast(z), dimensions={}
+  relu = f32[1,3,11,37] maximum(a, zb)
+  mp = f32[1,3,6,19] reduce-window(relu, ninf), window={size=1x1x3x3 stride=1x1x2x2 pad=0_0x0_0x1_1x1_1}, to_apply=max
+  ap = f32[1,3,11,37] reduce-window(a, z), window={size=1x1x3x3 stride=1x1x1x1 pad=0_0x0_0x1_1x1_1}, to_apply=add
+  dl = f32[1,3,11,18] reduce-window(a, ninf), window={size=1x1x2x3 stride=1x1x1x2 pad=0_0x0_0x1_0x2_1 rhs_dilate=1x1x1x2}, to_apply=max
+  b = f32[2,9] parameter(1)
+  wide = f32[2,6] reduce-window(b, z), window={size=1x7 stride=1x1 pad=0_0x1_2}, to_apply=add
+  c = s32[4,20] parameter(2)
+  zi = s32[] constant(0)
+  si = s32[4,9] reduce-window(c, zi), window={size=2x4 stride=1x2 pad=0_1x0_0}, to_apply=addi
+  big = f32[2,1] reduce-window(b, z), window={size=1x9 stride=1x3 pad=0_0x0_0}, to_apply=add
+  ROOT t = (f32[1,3,6,19], f32[1,3,11,37], f32[1,3,11,18], f32[2,6], s32[4,9], f32[2,1]) tuple(mp, ap, dl, wide, si, big)
+})"},
+    // Trailing reduced dimensions folded as one flat run (FlatReducedRun): a global average pool
+    // over NCHW's 7x7 of a hard-swish (scalar broadcasts fuse), a maximum over three dimensions
+    // (594 elements: the long-row lanes), a sum whose fused operand broadcasts along a reduced
+    // dimension, which keeps its loops, and runs whose minor dimensions have length 1 (the flat
+    // index goes on the innermost longer one).
+    {"reduce_flat_trailing_run", R"(
+HloModule m
+sum {
+  sa = f32[] parameter(0)
+  sb = f32[] parameter(1)
+  ROOT sc = f32[] add(sa, sb)
+}
+max {
+  ma = f32[] parameter(0)
+  mb = f32[] parameter(1)
+  ROOT mc = f32[] maximum(ma, mb)
+}
+ENTRY e {
+  x = f32[2,5,7,7] parameter(0)
+  c6 = f32[] constant(0.1666667)
+  b6 = f32[2,5,7,7] broadcast(c6), dimensions={}
+  h = f32[2,5,7,7] multiply(x, b6)
+  hs = f32[2,5,7,7] multiply(h, x)
+  zero = f32[] constant(0)
+  g = f32[2,5] reduce(hs, zero), dimensions={2,3}, to_apply=sum
+  n = f32[] constant(49)
+  nb = f32[2,5] broadcast(n), dimensions={}
+  gap = f32[2,5] divide(g, nb)
+  y = f32[1,6,9,11] parameter(1)
+  ninf = f32[] constant(-inf)
+  m = f32[1] reduce(y, ninf), dimensions={1,2,3}, to_apply=max
+  z = f32[3,4,5] parameter(2)
+  v = f32[5] parameter(3)
+  vb = f32[3,4,5] broadcast(v), dimensions={2}
+  zv = f32[3,4,5] multiply(z, vb)
+  s = f32[3] reduce(zv, zero), dimensions={1,2}, to_apply=sum
+  u = f32[200,1] parameter(4)
+  uu = f32[200,1] multiply(u, u)
+  n1 = f32[] reduce(uu, zero), dimensions={0,1}, to_apply=sum
+  w = f32[4,1,9,1] parameter(5)
+  n2 = f32[4] reduce(w, ninf), dimensions={1,2,3}, to_apply=max
+  ROOT t = (f32[2,5], f32[1], f32[3], f32[], f32[4]) tuple(gap, m, s, n1, n2)
+})"},
+    // Matrix-vector products (generated GEMV; batch-1 dense layers): constant weights read in
+    // place in both orientations ([n,k], ONNX Gemm transB=1, and [k,n]), a vector times a
+    // matrix and a matrix times a vector, a batch of them, with a bias epilogue. Lengths leave
+    // every tail: 53 = 32 + 16 + 5 contracted elements, 6 and 90 rows (blocks of 4 and 2 more),
+    // 300 = 9 x 32 + 12.
+    {"dot_gemv_constants_and_tails", R"(
+HloModule m
+ENTRY e {
+  x = f32[1,53] parameter(0)
+  wc = f32[6,53] constant({{-0.625, 0.0, 0.625, -0.875, -0.25, 0.375, 1.0, -0.5, 0.125, 0.75, -0.75, -0.125, 0.5, -1.0, -0.375, 0.25, 0.875, -0.625, 0.0, 0.625, -0.875, -0.25, 0.375, 1.0, -0.5, 0.125, 0.75, -0.75, -0.125, 0.5, -1.0, -0.375, 0.25, 0.875, -0.625, 0.0, 0.625, -0.875, -0.25, 0.375, 1.0, -0.5, 0.125, 0.75, -0.75, -0.125, 0.5, -1.0, -0.375, 0.25, 0.875, -0.625, 0.0}, {0.625, -0.875, -0.25, 0.375, 1.0, -0.5, 0.125, 0.75, -0.75, -0.125, 0.5, -1.0, -0.375, 0.25, 0.875, -0.625, 0.0, 0.625, -0.875, -0.25, 0.375, 1.0, -0.5, 0.125, 0.75, -0.75, -0.125, 0.5, -1.0, -0.375, 0.25, 0.875, -0.625, 0.0, 0.625, -0.875, -0.25, 0.375, 1.0, -0.5, 0.125, 0.75, -0.75, -0.125, 0.5, -1.0, -0.375, 0.25, 0.875, -0.625, 0.0, 0.625, -0.875}, {-0.25, 0.375, 1.0, -0.5, 0.125, 0.75, -0.75, -0.125, 0.5, -1.0, -0.375, 0.25, 0.875, -0.625, 0.0, 0.625, -0.875, -0.25, 0.375, 1.0, -0.5, 0.125, 0.75, -0.75, -0.125, 0.5, -1.0, -0.375, 0.25, 0.875, -0.625, 0.0, 0.625, -0.875, -0.25, 0.375, 1.0, -0.5, 0.125, 0.75, -0.75, -0.125, 0.5, -1.0, -0.375, 0.25, 0.875, -0.625, 0.0, 0.625, -0.875, -0.25, 0.375}, {1.0, -0.5, 0.125, 0.75, -0.75, -0.125, 0.5, -1.0, -0.375, 0.25, 0.875, -0.625, 0.0, 0.625, -0.875, -0.25, 0.375, 1.0, -0.5, 0.125, 0.75, -0.75, -0.125, 0.5, -1.0, -0.375, 0.25, 0.875, -0.625, 0.0, 0.625, -0.875, -0.25, 0.375, 1.0, -0.5, 0.125, 0.75, -0.75, -0.125, 0.5, -1.0, -0.375, 0.25, 0.875, -0.625, 0.0, 0.625, -0.875, -0.25, 0.375, 1.0, -0.5}, {0.125, 0.75, -0.75, -0.125, 0.5, -1.0, -0.375, 0.25, 0.875, -0.625, 0.0, 0.625, -0.875, -0.25, 0.375, 1.0, -0.5, 0.125, 0.75, -0.75, -0.125, 0.5, -1.0, -0.375, 0.25, 0.875, -0.625, 0.0, 0.625, -0.875, -0.25, 0.375, 1.0, -0.5, 0.125, 0.75, -0.75, -0.125, 0.5, -1.0, -0.375, 0.25, 0.875, -0.625, 0.0, 0.625, -0.875, -0.25, 0.375, 1.0, -0.5, 0.125, 0.75}, {-0.75, -0.125, 0.5, -1.0, -0.375, 0.25, 0.875, -0.625, 0.0, 0.625, -0.875, -0.25, 0.375, 1.0, -0.5, 0.125, 0.75, -0.75, -0.125, 0.5, -1.0, -0.375, 0.25, 0.875, -0.625, 0.0, 0.625, -0.875, -0.25, 0.375, 1.0, -0.5, 0.125, 0.75, -0.75, -0.125, 0.5, -1.0, -0.375, 0.25, 0.875, -0.625, 0.0, 0.625, -0.875, -0.25, 0.375, 1.0, -0.5, 0.125, 0.75, -0.75, -0.125}})
+  wk = f32[53,6] constant({{-0.625, 0.25, -1.0, -0.125, 0.75, -0.5}, {0.375, -0.875, 0.0, 0.875, -0.375, 0.5}, {-0.75, 0.125, 1.0, -0.25, 0.625, -0.625}, {0.25, -1.0, -0.125, 0.75, -0.5, 0.375}, {-0.875, 0.0, 0.875, -0.375, 0.5, -0.75}, {0.125, 1.0, -0.25, 0.625, -0.625, 0.25}, {-1.0, -0.125, 0.75, -0.5, 0.375, -0.875}, {0.0, 0.875, -0.375, 0.5, -0.75, 0.125}, {1.0, -0.25, 0.625, -0.625, 0.25, -1.0}, {-0.125, 0.75, -0.5, 0.375, -0.875, 0.0}, {0.875, -0.375, 0.5, -0.75, 0.125, 1.0}, {-0.25, 0.625, -0.625, 0.25, -1.0, -0.125}, {0.75, -0.5, 0.375, -0.875, 0.0, 0.875}, {-0.375, 0.5, -0.75, 0.125, 1.0, -0.25}, {0.625, -0.625, 0.25, -1.0, -0.125, 0.75}, {-0.5, 0.375, -0.875, 0.0, 0.875, -0.375}, {0.5, -0.75, 0.125, 1.0, -0.25, 0.625}, {-0.625, 0.25, -1.0, -0.125, 0.75, -0.5}, {0.375, -0.875, 0.0, 0.875, -0.375, 0.5}, {-0.75, 0.125, 1.0, -0.25, 0.625, -0.625}, {0.25, -1.0, -0.125, 0.75, -0.5, 0.375}, {-0.875, 0.0, 0.875, -0.375, 0.5, -0.75}, {0.125, 1.0, -0.25, 0.625, -0.625, 0.25}, {-1.0, -0.125, 0.75, -0.5, 0.375, -0.875}, {0.0, 0.875, -0.375, 0.5, -0.75, 0.125}, {1.0, -0.25, 0.625, -0.625, 0.25, -1.0}, {-0.125, 0.75, -0.5, 0.375, -0.875, 0.0}, {0.875, -0.375, 0.5, -0.75, 0.125, 1.0}, {-0.25, 0.625, -0.625, 0.25, -1.0, -0.125}, {0.75, -0.5, 0.375, -0.875, 0.0, 0.875}, {-0.375, 0.5, -0.75, 0.125, 1.0, -0.25}, {0.625, -0.625, 0.25, -1.0, -0.125, 0.75}, {-0.5, 0.375, -0.875, 0.0, 0.875, -0.375}, {0.5, -0.75, 0.125, 1.0, -0.25, 0.625}, {-0.625, 0.25, -1.0, -0.125, 0.75, -0.5}, {0.375, -0.875, 0.0, 0.875, -0.375, 0.5}, {-0.75, 0.125, 1.0, -0.25, 0.625, -0.625}, {0.25, -1.0, -0.125, 0.75, -0.5, 0.375}, {-0.875, 0.0, 0.875, -0.375, 0.5, -0.75}, {0.125, 1.0, -0.25, 0.625, -0.625, 0.25}, {-1.0, -0.125, 0.75, -0.5, 0.375, -0.875}, {0.0, 0.875, -0.375, 0.5, -0.75, 0.125}, {1.0, -0.25, 0.625, -0.625, 0.25, -1.0}, {-0.125, 0.75, -0.5, 0.375, -0.875, 0.0}, {0.875, -0.375, 0.5, -0.75, 0.125, 1.0}, {-0.25, 0.625, -0.625, 0.25, -1.0, -0.125}, {0.75, -0.5, 0.375, -0.875, 0.0, 0.875}, {-0.375, 0.5, -0.75, 0.125, 1.0, -0.25}, {0.625, -0.625, 0.25, -1.0, -0.125, 0.75}, {-0.5, 0.375, -0.875, 0.0, 0.875, -0.375}, {0.5, -0.75, 0.125, 1.0, -0.25, 0.625}, {-0.625, 0.25, -1.0, -0.125, 0.75, -0.5}, {0.375, -0.875, 0.0, 0.875, -0.375, 0.5}})
+  b = f32[6] parameter(1)
+  d1 = f32[1,6] dot(x, wc), lhs_contracting_dims={1}, rhs_contracting_dims={1}
+  bb = f32[1,6] broadcast(b), dimensions={1}
+  y1 = f32[1,6] add(d1, bb)
+  y2 = f32[1,6] dot(x, wk), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+  xt = f32[53,1] transpose(x), dimensions={1,0}
+  y3 = f32[6,1] dot(wc, xt), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+  v = f32[3,1,300] parameter(2)
+  w = f32[3,300,90] parameter(3)
+  y4 = f32[3,1,90] dot(v, w), lhs_batch_dims={0}, lhs_contracting_dims={2}, rhs_batch_dims={0}, rhs_contracting_dims={1}
+  wt = f32[3,90,300] parameter(4)
+  y5 = f32[3,90,1] dot(wt, v), lhs_batch_dims={0}, lhs_contracting_dims={2}, rhs_batch_dims={0}, rhs_contracting_dims={2}
+  ROOT t = (f32[1,6], f32[1,6], f32[6,1], f32[3,1,90], f32[3,90,1]) tuple(y1, y2, y3, y4, y5)
+})"},
     // A max pool's gradient as JAX writes it: 3x3 windows, stride 2, padding on one side; and a
     // min selection with overlapping windows, whose ties go to the first element.
     {"select_and_scatter", R"(
