@@ -8,6 +8,7 @@
 #include "backends/cpu/cpu_backend.h"
 #include "gtest/gtest.h"
 #include "ir/hlo_parser.h"
+#include "tests/backends/cpu_pipelined.h"
 
 namespace mltune::backends::cpu {
 namespace {
@@ -128,12 +129,9 @@ class CpuLowPrecisionTest : public ::testing::Test {
   // GEMM and `convs` convolution kernels, none fed by a kernel that only converts a parameter
   // (the converts fuse into the packing), and that the module matches the evaluator.
   static void Check(const char* text, int dots, int convs) {
-    absl::StatusOr<std::unique_ptr<ir::Module>> module = ir::ParseHloText(text);
-    ASSERT_TRUE(module.ok()) << module.status();
-    absl::StatusOr<std::unique_ptr<ir::Module>> optimized = RunCpuPipeline(**module);
-    ASSERT_TRUE(optimized.ok()) << optimized.status();
-    absl::StatusOr<CompiledModule> compiled = CompileModule(**optimized);
-    ASSERT_TRUE(compiled.ok()) << compiled.status();
+    absl::StatusOr<Pipelined> p = CompileThroughPipeline(text);
+    ASSERT_TRUE(p.ok()) << p.status();
+    const CompiledModule* compiled = &p->compiled;
     int gemms = 0, convolutions = 0;
     for (const Kernel& k : compiled->lowered.kernels) {
       gemms += k.kind == KernelKind::kDot;
@@ -149,10 +147,7 @@ class CpuLowPrecisionTest : public ::testing::Test {
     }
     EXPECT_EQ(gemms, dots);
     EXPECT_EQ(convolutions, convs);
-    for (uint64_t seed : {1, 2}) {
-      const absl::Status check = CheckAgainstEvaluator(**module, *compiled, seed);
-      EXPECT_TRUE(check.ok()) << check << "\n" << compiled->program.source;
-    }
+    ExpectMatchesEvaluator(*p, {1, 2});
   }
 };
 

@@ -9,6 +9,7 @@
 #include "backends/cpu/cpu_backend.h"
 #include "gtest/gtest.h"
 #include "ir/hlo_parser.h"
+#include "tests/backends/cpu_pipelined.h"
 
 namespace mltune::backends::cpu {
 namespace {
@@ -89,21 +90,14 @@ class CpuRngBitGeneratorTest : public ::testing::Test {
   static void SetUpTestSuite() { setenv("MLTUNE_KERNEL_CACHE", MLTUNE_TEST_KERNEL_CACHE, 0); }
 
   static void Check(const char* text, int library_kernels) {
-    absl::StatusOr<std::unique_ptr<ir::Module>> module = ir::ParseHloText(text);
-    ASSERT_TRUE(module.ok()) << module.status();
-    absl::StatusOr<std::unique_ptr<ir::Module>> optimized = RunCpuPipeline(**module);
-    ASSERT_TRUE(optimized.ok()) << optimized.status();
-    absl::StatusOr<CompiledModule> compiled = CompileModule(**optimized);
-    ASSERT_TRUE(compiled.ok()) << compiled.status();
+    absl::StatusOr<Pipelined> p = CompileThroughPipeline(text);
+    ASSERT_TRUE(p.ok()) << p.status();
+    const CompiledModule* compiled = &p->compiled;
     int library = 0;
     for (const Kernel& k : compiled->lowered.kernels) library += k.kind == KernelKind::kLibrary;
     EXPECT_EQ(library, library_kernels);
     // Integer results compare exactly: the streams are bit for bit the evaluator's.
-    for (uint64_t seed : {1, 2}) {
-      const absl::Status check = CheckAgainstEvaluator(**module, *compiled, seed);
-      EXPECT_TRUE(check.ok()) << "seed " << seed << ": " << check << "\n"
-                              << compiled->program.source;
-    }
+    ExpectMatchesEvaluator(*p, {1, 2});
   }
 };
 

@@ -9,6 +9,7 @@
 #include "backends/cpu/cpu_backend.h"
 #include "gtest/gtest.h"
 #include "ir/hlo_parser.h"
+#include "tests/backends/cpu_pipelined.h"
 
 namespace mltune::backends::cpu {
 namespace {
@@ -137,20 +138,13 @@ class CpuTopKSortTest : public ::testing::Test {
   static void SetUpTestSuite() { setenv("MLTUNE_KERNEL_CACHE", MLTUNE_TEST_KERNEL_CACHE, 0); }
 
   static void Check(const char* text, int sorts) {
-    absl::StatusOr<std::unique_ptr<ir::Module>> module = ir::ParseHloText(text);
-    ASSERT_TRUE(module.ok()) << module.status();
-    absl::StatusOr<std::unique_ptr<ir::Module>> optimized = RunCpuPipeline(**module);
-    ASSERT_TRUE(optimized.ok()) << optimized.status();
-    absl::StatusOr<CompiledModule> compiled = CompileModule(**optimized);
-    ASSERT_TRUE(compiled.ok()) << compiled.status();
+    absl::StatusOr<Pipelined> p = CompileThroughPipeline(text);
+    ASSERT_TRUE(p.ok()) << p.status();
+    const CompiledModule* compiled = &p->compiled;
     int sort_kernels = 0;
     for (const Kernel& k : compiled->lowered.kernels) sort_kernels += k.kind == KernelKind::kSort;
     EXPECT_EQ(sort_kernels, sorts);
-    for (uint64_t seed : {1, 2, 3}) {
-      const absl::Status check = CheckAgainstEvaluator(**module, *compiled, seed);
-      EXPECT_TRUE(check.ok()) << "seed " << seed << ": " << check << "\n"
-                              << compiled->program.source;
-    }
+    ExpectMatchesEvaluator(*p, {1, 2, 3});
   }
 };
 
