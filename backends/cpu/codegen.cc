@@ -1462,13 +1462,9 @@ absl::Status KernelEmitter::EmitMatmul() {
       if (w.window_reversal) return absl::UnimplementedError("window reversal is not lowered");
     }
     if (Param("impl") >= 2) {
-      // oneDNN reads the operands in their own layouts: buffers and constants (row-major arrays
-      // in the source) as they are; fused operand expressions are materialized (identity pack).
+      // oneDNN reads the operands in their own layouts: buffers and constants as they are (an
+      // identity pack reads them in place); fused operand expressions are materialized.
       auto operand = [&](const Instruction* x) {
-        const Instruction* base = BaseValue(x);
-        if (!k_.Contains(x) && base->opcode() == Opcode::kConstant) {
-          return absl::StrCat("(const float*)", pool_->Name(base));
-        }
         std::vector<int64_t> order(x->shape().dimensions().size());
         for (size_t d = 0; d < order.size(); ++d) order[d] = static_cast<int64_t>(d);
         return pack(x, order, x->shape().dimensions(), nullptr);
