@@ -202,11 +202,12 @@ std::string KernelEmitter::External(const Instruction* instr, const Idx& idx) {
   const PrimitiveType t = instr->shape().element_type();
   if (base->opcode() == Opcode::kConstant) {
     if (base->literal->element_count() == 1) return LiteralText(*base->literal, 0, dialect_);
-    return Var(CType(t), LoadAs(t, absl::StrCat(pool_->Name(base), "[",
-                                                Linear(instr->shape().dimensions(), idx), "]")));
+    return Var(CType(t),
+               LoadAs(t, absl::StrCat(pool_->Name(base), "[",
+                                      LinearIndex(instr->shape().dimensions(), idx), "]")));
   }
   const std::string load =
-      absl::StrCat(in_ptr_.at(base), "[", Linear(instr->shape().dimensions(), idx), "]");
+      absl::StrCat(in_ptr_.at(base), "[", LinearIndex(instr->shape().dimensions(), idx), "]");
   return Var(CType(t), LoadAs(t, load));
 }
 
@@ -283,7 +284,10 @@ void KernelEmitter::LoopNest(const std::vector<int64_t>& dims, const LoopOptions
   const size_t rank = dims.size();
   const std::string p = NewName("i");
   Idx idx(rank);
-  for (size_t d = 0; d < rank; ++d) idx[d] = dims[d] == 1 ? "0" : absl::StrCat(p, "_", d);
+  for (size_t d = 0; d < rank; ++d) {
+    idx[d] = dims[d] == 1 ? "0" : absl::StrCat(p, "_", d);
+    if (dims[d] > 1) index_.Bound(idx[d], 0, dims[d] - 1);
+  }
   int opened = 0;
   std::vector<HoistLevel> levels;  // the loops opened so far, when hoisting
   // `trips`: the loop's constant trip count, or 0 where its bound is only known at run time.
@@ -1450,7 +1454,7 @@ absl::Status KernelEmitter::EmitMatmul() {
     a = a_trans ? in_place(lhs) : pack(lhs, lorder, lp, nullptr);
     b = b_trans ? in_place(rhs) : pack(rhs, rorder, rp, nullptr);
     direct = others.empty() && k_.outputs.size() == 1;
-    heavy_index_ = [od](const Idx& idx) { return Linear(od, idx); };
+    heavy_index_ = [this, od](const Idx& idx) { return LinearIndex(od, idx); };
   } else {
     const ir::ConvolutionDimensionNumbers& dn = *mm->conv_dnums;
     const size_t ns = dn.input_spatial_dimensions.size();
@@ -1611,7 +1615,7 @@ absl::Status KernelEmitter::EmitConvPrimitive(const std::string& src, const std:
                     weights_constant ? "true" : "false", ");"));
   if (!others.empty()) {
     heavy_buffer_ = dst;
-    heavy_index_ = [od](const Idx& idx) { return Linear(od, idx); };
+    heavy_index_ = [this, od](const Idx& idx) { return LinearIndex(od, idx); };
     StoreOutputs(others, LoopOptions{.simd = true});
   }
   return absl::OkStatus();

@@ -245,6 +245,21 @@ std::string Linear(const std::vector<int64_t>& dims, const Idx& idx) {
   return absl::StrJoin(terms, " + ");
 }
 
+std::string ElementEmitter::LinearIndex(const std::vector<int64_t>& dims, const Idx& idx) {
+  std::vector<std::pair<std::string, int64_t>> terms;
+  int64_t stride = 1;
+  for (int64_t d = static_cast<int64_t>(dims.size()) - 1; d >= 0; --d) {
+    const size_t du = static_cast<size_t>(d);
+    if (dims[du] != 1 && idx[du] != "0") {
+      index_.Bound(idx[du], 0, dims[du] - 1);
+      terms.emplace_back(idx[du], stride);
+    }
+    stride *= dims[du];
+  }
+  std::reverse(terms.begin(), terms.end());
+  return index_.Sum(terms, 0);
+}
+
 int64_t Product(const std::vector<int64_t>& v) {
   int64_t p = 1;
   for (int64_t x : v) p *= x;
@@ -454,12 +469,12 @@ std::string ElementEmitter::Compute(const Instruction* instr, const Idx& idx) {
           o[j++] = idx[i];
         }
       } else {
-        const std::string lin = IntVar(Linear(dims, idx));
+        const std::string lin = LinearIndex(dims, idx);
         const std::vector<int64_t> strides = ir::RowMajorStrides(od);
         for (size_t j = 0; j < od.size(); ++j) {
           if (od[j] == 1) continue;
-          o[j] = j == 0 ? absl::StrCat(lin, " / ", strides[j])
-                        : absl::StrCat("(", lin, " / ", strides[j], ") % ", od[j]);
+          const std::string q = index_.Div(lin, strides[j]);
+          o[j] = j == 0 ? q : index_.Mod(q, od[j]);
         }
       }
       return Value(instr->operand(0), o);
@@ -468,8 +483,7 @@ std::string ElementEmitter::Compute(const Instruction* instr, const Idx& idx) {
       Idx o(idx.size());
       for (size_t d = 0; d < idx.size(); ++d) {
         const ir::SliceDim& s = instr->slice[d];
-        std::string x = s.stride == 1 ? idx[d] : absl::StrCat("(", idx[d], ")*", s.stride);
-        o[d] = s.start == 0 ? x : absl::StrCat(x, " + ", s.start);
+        o[d] = index_.Sum({{idx[d], s.stride}}, s.start);
       }
       return Value(instr->operand(0), o);
     }
@@ -477,7 +491,7 @@ std::string ElementEmitter::Compute(const Instruction* instr, const Idx& idx) {
       Idx o = idx;
       for (int64_t d : instr->dimensions) {
         const size_t du = static_cast<size_t>(d);
-        o[du] = absl::StrCat(dims[du] - 1, " - (", idx[du], ")");
+        o[du] = index_.Sum({{idx[du], -1}}, dims[du] - 1);
       }
       return Value(instr->operand(0), o);
     }
@@ -494,7 +508,7 @@ std::string ElementEmitter::Compute(const Instruction* instr, const Idx& idx) {
         const size_t ju = static_cast<size_t>(j);
         const int64_t size = instr->operand(j)->shape().dimensions(static_cast<int64_t>(d));
         Idx o = idx;
-        o[d] = Clamp(absl::StrCat(idx[d], " - ", offsets[ju]), 0, std::max<int64_t>(0, size - 1));
+        o[d] = Clamp(index_.Sum({{idx[d], 1}}, -offsets[ju]), 0, std::max<int64_t>(0, size - 1));
         if (size == 0) continue;
         const std::string v = Value(instr->operand(j), o);
         result = result.empty() ? v
@@ -541,7 +555,7 @@ std::string ElementEmitter::Compute(const Instruction* instr, const Idx& idx) {
       for (size_t d = 0; d < idx.size(); ++d) {
         const std::string start =
             ClampedStart(instr->operand(static_cast<int64_t>(d) + 1), od[d] - dims[d]);
-        o[d] = absl::StrCat("(", idx[d], ") + ", start);
+        o[d] = index_.Sum({{idx[d], 1}, {start, 1}}, 0);
       }
       return Value(instr->operand(0), o);
     }
@@ -594,7 +608,7 @@ std::string ElementEmitter::Compute(const Instruction* instr, const Idx& idx) {
                             !contains(dn.operand_batching_dims, static_cast<int64_t>(d));
         if (walked) {
           const std::string offset = idx[static_cast<size_t>(dn.offset_dims[window++])];
-          at = at == "0" ? offset : absl::StrCat("(", offset, ") + ", at);
+          at = index_.Sum({{offset, 1}, {at, 1}}, 0);
         }
         o[d] = at;
       }

@@ -11,6 +11,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "backends/cpu/index_algebra.h"
 #include "backends/cpu/lowering.h"
 #include "ir/literal.h"
 #include "ir/module.h"
@@ -97,7 +98,14 @@ class ElementEmitter {
   std::string NewName(const std::string& prefix);
   // A new `const type v = expr;`, hoisted where the hoisting nest allows (BeginHoisting).
   std::string Var(const std::string& type, const std::string& expr);
-  std::string IntVar(const std::string& expr) { return Var("int64_t", expr); }
+  // An int64_t variable of `expr`, with its range where the index algebra knows it.
+  std::string IntVar(const std::string& expr) {
+    std::string v = Var("int64_t", expr);
+    index_.BoundLike(v, expr);
+    return v;
+  }
+  // The row-major linear index of `idx`, a valid index of an array of `dims`, simplified.
+  std::string LinearIndex(const std::vector<int64_t>& dims, const Idx& idx);
   void PushScope() { memo_.emplace_back(); }
   void PopScope() { memo_.pop_back(); }
   static std::string MemoKey(const ir::Instruction* instr, const Idx& idx);
@@ -114,8 +122,10 @@ class ElementEmitter {
   // (read from the indices), plus the window offset. `fits` receives the conditions under which
   // the update's whole window fits the operand (XLA skips an update that does not fit).
   Idx ScatterTarget(const ir::Instruction* s, const Idx& idx, std::vector<std::string>* fits);
-  std::string Clamp(const std::string& v, int64_t lo, int64_t hi) const {
-    return cpu::Clamp(v, lo, hi, dialect_);
+  std::string Clamp(const std::string& v, int64_t lo, int64_t hi) {
+    std::string c = cpu::Clamp(v, lo, hi, dialect_);
+    index_.Bound(c, lo, hi);
+    return c;
   }
   // A value from outside the kernel (an input or a constant) at `idx`.
   virtual std::string External(const ir::Instruction* instr, const Idx& idx) = 0;
@@ -139,6 +149,8 @@ class ElementEmitter {
   std::vector<HoistLevel> hoist_levels_;
   size_t hoist_depth_ = 0;
   std::unordered_map<std::string, int> var_level_;
+  // What is known of the index expressions: loop bounds, clamps, reshapes' arithmetic.
+  IndexAlgebra index_;
 };
 
 }  // namespace mltune::backends::cpu
