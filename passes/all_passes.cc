@@ -44,6 +44,7 @@ void RegisterTransposeFolding(Registry& registry);
 void RegisterTreeReductionRewriter(Registry& registry);
 void RegisterTupleSimplifier(Registry& registry);
 void RegisterWhileLoopConstantSinking(Registry& registry);
+void RegisterWhileLoopDotBatching(Registry& registry);
 void RegisterWhileLoopInvariantCodeMotion(Registry& registry);
 void RegisterWhileLoopSimplifier(Registry& registry);
 void RegisterWhileLoopTripCountAnnotator(Registry& registry);
@@ -90,6 +91,7 @@ void RegisterAllPasses(Registry& registry) {
   RegisterTreeReductionRewriter(registry);
   RegisterTupleSimplifier(registry);
   RegisterWhileLoopConstantSinking(registry);
+  RegisterWhileLoopDotBatching(registry);
   RegisterWhileLoopInvariantCodeMotion(registry);
   RegisterWhileLoopSimplifier(registry);
   RegisterWhileLoopTripCountAnnotator(registry);

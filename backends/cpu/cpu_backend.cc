@@ -23,6 +23,14 @@ absl::StatusOr<std::unique_ptr<ir::Module>> RunCpuPasses(const ir::Module& modul
     return absl::InternalError(
         absl::StrCat("XLA's default cpu pipeline failed: ", changed.status().message()));
   }
+  // After XLA's pipeline, which leaves a scan's per-step input products inside its loop.
+  absl::StatusOr<std::unique_ptr<passes::Pass>> batching =
+      registry->Create("while-loop-dot-batching");
+  if (!batching.ok()) return batching.status();
+  if (absl::StatusOr<bool> changed = (*batching)->Run(*copy); !changed.ok()) {
+    return absl::InternalError(
+        absl::StrCat("while-loop-dot-batching failed: ", changed.status().message()));
+  }
   DecomposeTopK(*copy);
   UpcastLowPrecisionMatrixOps(*copy);
   DuplicateSharedBroadcasts(*copy);
