@@ -34,6 +34,29 @@ bool IsFusible(const OpNode& node) {
 
 const OpNode& Node(const OpGraph& graph, int32_t i) { return graph.nodes[static_cast<size_t>(i)]; }
 
+// XLA's InstructionFusion::IsExpensive for elementwise ops: transcendentals and divisions.
+bool IsExpensive(const OpNode& node) {
+  static const char* const kFloat[] = {"exponential", "exponential-minus-one",
+                                       "log",         "log-plus-one",
+                                       "logistic",    "power",
+                                       "rsqrt",       "sqrt",
+                                       "cbrt",        "tanh",
+                                       "erf",         "sine",
+                                       "cosine",      "tan",
+                                       "atan2"};
+  if (node.opcode == "divide" || node.opcode == "remainder") return true;
+  const bool floating = node.element_type == "f32" || node.element_type == "f64" ||
+                        node.element_type == "f16" || node.element_type == "bf16";
+  for (const char* op : kFloat) {
+    if (floating && node.opcode == op) return true;
+  }
+  return false;
+}
+
+double Elements(const OpNode& node) {
+  return static_cast<double>(node.rows) * static_cast<double>(node.cols);
+}
+
 }  // namespace
 
 std::vector<int32_t> FusibleProducers(const OpGraph& graph) {
@@ -58,27 +81,40 @@ FusionPlan PlanFusion(const OpGraph& graph, const std::vector<uint8_t>& allow) {
   std::vector<int32_t> kernel_of(static_cast<size_t>(n), -1);
   std::vector<int32_t> heavy;  // per provisional kernel
   std::vector<uint8_t> root_opaque;
+  // Per node, how many times its kernel computes each of its elements: the product of the
+  // broadcasting (element-count growth) on its way to the kernel's root. A matrix op's operand
+  // is packed once, so it does not count.
+  std::vector<double> reuse(static_cast<size_t>(n), 1.0);
   for (int32_t i = n - 1; i >= 0; --i) {
     const OpNode& node = Node(graph, i);
     int32_t target = -1;
     const int32_t pos = position[static_cast<size_t>(i)];
     const bool allowed = pos >= 0 && (allow.empty() || (static_cast<size_t>(pos) < allow.size() &&
                                                         allow[static_cast<size_t>(pos)] != 0));
+    double fused_reuse = 1.0;
     if (allowed) {
       target = kernel_of[static_cast<size_t>(node.users.front())];
       for (int32_t user : node.users) {
         if (kernel_of[static_cast<size_t>(user)] != target) target = -1;
+        const OpNode& u = Node(graph, user);
+        const double growth = u.matmul ? 1.0 : std::max(1.0, Elements(u) / Elements(node));
+        fused_reuse = std::max(fused_reuse, reuse[static_cast<size_t>(user)] * growth);
       }
       if (target >= 0 && (root_opaque[static_cast<size_t>(target)] != 0 ||
                           heavy[static_cast<size_t>(target)] + (IsHeavy(node) ? 1 : 0) > 1)) {
         target = -1;
       }
+      // As XLA's fusion: an expensive op is not fused where its consumer reuses its elements
+      // (through a broadcast): EfficientNet's batch norms computed rsqrt(var) per pixel.
+      if (target >= 0 && IsExpensive(node) && fused_reuse > 1.0) target = -1;
     }
     if (target < 0) {
       target = static_cast<int32_t>(heavy.size());
       heavy.push_back(0);
       root_opaque.push_back(node.opaque ? 1 : 0);
+      fused_reuse = 1.0;
     }
+    reuse[static_cast<size_t>(i)] = fused_reuse;
     kernel_of[static_cast<size_t>(i)] = target;
     if (IsHeavy(node)) ++heavy[static_cast<size_t>(target)];
   }

@@ -94,7 +94,9 @@ TEST_F(CpuFusionRankerTest, APlanScoresTheSumOfItsKernelsPredictedTimes) {
   ASSERT_TRUE(log_seconds.ok());
   double sum = 0;
   for (double v : *log_seconds) sum += std::exp(v);
-  EXPECT_NEAR((*r)[0], sum, 1e-9 * sum);
+  // The model predicts in float; batched with other plans' kernels, a prediction may round
+  // differently in the last bits.
+  EXPECT_NEAR((*r)[0], sum, 1e-6 * sum);
   EXPECT_EQ((*r)[0], (*r)[2]);
   EXPECT_TRUE(std::isfinite((*r)[1]));
   EXPECT_NE((*r)[0], (*r)[1]);

@@ -128,6 +128,37 @@ TEST(FusionTest, DecisionsKeepOpsOutOfTheirConsumers) {
             plan.kernel_of[static_cast<size_t>(Find(g, "r"))]);
 }
 
+// XLA's rule: an expensive op whose elements a broadcast reuses is not fused into the consumer
+// (a batch norm's rsqrt(var) would run per pixel); a cheap one is, and so is an expensive op
+// computed once per element of its consumer.
+TEST(FusionTest, ExpensiveOpsStayOutOfConsumersThatBroadcastThem) {
+  auto m = Parse(R"(HloModule bn
+ENTRY e {
+  x = f32[1,56,56,96] parameter(0)
+  var = f32[96] parameter(1)
+  gamma = f32[96] parameter(2)
+  eps = f32[] constant(0.001)
+  eb = f32[96] broadcast(eps), dimensions={}
+  ve = f32[96] add(var, eb)
+  rs = f32[96] rsqrt(ve)
+  sc = f32[96] multiply(rs, gamma)
+  b = f32[1,56,56,96] broadcast(sc), dimensions={3}
+  y = f32[1,56,56,96] multiply(x, b)
+  ey = f32[1,56,56,96] exponential(y)
+  ROOT z = f32[1,56,56,96] negate(ey)
+})");
+  const OpGraph g = BuildOpGraph(*m);
+  const FusionPlan plan = PlanFusion(g);
+  ASSERT_TRUE(ValidateFusion(g, plan).ok());
+  auto kernel = [&](const char* name) {
+    return plan.kernel_of[static_cast<size_t>(Find(g, name))];
+  };
+  EXPECT_NE(kernel("rs"), kernel("z"));   // rsqrt once per channel
+  EXPECT_EQ(kernel("sc"), kernel("z"));   // the multiply is cheap: fused
+  EXPECT_EQ(kernel("y"), kernel("z"));    // exp of y: once per element, fused
+  EXPECT_EQ(kernel("ve"), kernel("rs"));  // the add joins the rsqrt's kernel
+}
+
 TEST(FusionTest, SoftmaxKeepsOneReductionPerKernel) {
   auto m = Parse(R"(HloModule softmax
 max {
