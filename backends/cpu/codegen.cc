@@ -1357,6 +1357,17 @@ absl::Status KernelEmitter::EmitMatmul() {
   for (const Instruction* o : k_.outputs) {
     if (o != mm) others.push_back(o);
   }
+  // The kernel's one output when it is the product itself or a reshape of it: row-major order
+  // is the same, so the GEMM writes there (a 50280-word LM head's 26 MB result was copied).
+  const Instruction* sole_output = nullptr;
+  if (k_.outputs.size() == 1) {
+    const Instruction* o = k_.outputs[0];
+    while (o != mm && k_.Contains(o) && o->shape().element_type() == mm->shape().element_type() &&
+           (o->opcode() == Opcode::kReshape || o->opcode() == Opcode::kBitcast)) {
+      o = o->operand(0);
+    }
+    if (o == mm) sole_output = k_.outputs[0];
+  }
   // An operand read where it lies: a buffer, or a constant (a row-major array of the program).
   // Constant weights read in place rather than packed per call: MobileNetV3's 4 MB classifier
   // weight, stored [1000,1024] (ONNX Gemm transB=1), was transposed element by element on every
@@ -1453,7 +1464,7 @@ absl::Status KernelEmitter::EmitMatmul() {
               !in_order(rhs, dn.rhs_batch_dimensions, dn.rhs_contracting_dimensions, rfree);
     a = a_trans ? in_place(lhs) : pack(lhs, lorder, lp, nullptr);
     b = b_trans ? in_place(rhs) : pack(rhs, rorder, rp, nullptr);
-    direct = others.empty() && k_.outputs.size() == 1;
+    direct = sole_output != nullptr;
     heavy_index_ = [this, od](const Idx& idx) { return LinearIndex(od, idx); };
   } else {
     const ir::ConvolutionDimensionNumbers& dn = *mm->conv_dnums;
@@ -1540,7 +1551,7 @@ absl::Status KernelEmitter::EmitMatmul() {
     for (size_t d = 0; d < ns; ++d) {
       nhwc &= dn.output_spatial_dimensions[d] == static_cast<int64_t>(d) + 1;
     }
-    direct = others.empty() && k_.outputs.size() == 1 && groups == 1 && nhwc;
+    direct = sole_output != nullptr && groups == 1 && nhwc;
     const int64_t mm_rows = m;
     heavy_index_ = [=, &dn](const Idx& idx) {
       Idx sp;
@@ -1557,7 +1568,7 @@ absl::Status KernelEmitter::EmitMatmul() {
   }
   std::string c;
   if (direct) {
-    c = OutPtr(mm);
+    c = OutPtr(sole_output);
   } else {
     c = NewName("acc");
     Line(absl::StrCat("float* ", c, " = (float*)(ws + ", Alloc(batch * m * n * 4), ");"));

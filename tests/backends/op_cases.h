@@ -307,6 +307,17 @@ ENTRY e {
   w = f32[300,70] parameter(1)
   ROOT d = f32[130,70] dot(x, w), lhs_contracting_dims={1}, rhs_contracting_dims={0}
 })"},
+    // A product whose kernel output is a reshape of it (an LM head's [1, tokens, vocab]): the
+    // GEMM writes the output buffer directly.
+    {"dot_reshaped_output", R"(
+HloModule m
+ENTRY e {
+  x = f32[2,24,40] parameter(0)
+  w = f32[40,70] parameter(1)
+  xr = f32[48,40] reshape(x)
+  d = f32[48,70] dot(xr, w), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+  ROOT r = f32[2,24,70] reshape(d)
+})"},
     // Matrix-vector shapes take mt_gemm's unpacked paths: per-batch dot products (K not a
     // multiple of the 16-lane partial sums), a matrix times a vector, and a vector times a
     // matrix wider than one 256-column chunk.
