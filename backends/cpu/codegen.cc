@@ -1384,7 +1384,16 @@ absl::Status KernelEmitter::EmitMatmul() {
                   const std::function<void(const Idx&, Idx*, std::string*)>& map) -> std::string {
     bool identity = true;
     for (size_t i = 0; i < order.size(); ++i) identity &= order[i] == static_cast<int64_t>(i);
-    if (identity && map == nullptr && !k_.Contains(operand)) return in_place(operand);
+    if (identity && map == nullptr) {
+      // A reshape keeps row-major order: a reshaped buffer is read where it lies.
+      const Instruction* x = operand;
+      while (k_.Contains(x) &&
+             (x->opcode() == Opcode::kReshape || x->opcode() == Opcode::kBitcast) &&
+             x->shape().element_type() == x->operand(0)->shape().element_type()) {
+        x = x->operand(0);
+      }
+      if (!k_.Contains(x)) return in_place(x);
+    }
     const int64_t off = Alloc(Product(dims) * 4);
     const std::string name = NewName("pk");
     Line(absl::StrCat("float* ", name, " = (float*)(ws + ", off, ");"));
