@@ -13,6 +13,7 @@
 #include <utility>
 
 #include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_replace.h"
@@ -266,6 +267,22 @@ std::string OneLine(const std::string& text, size_t limit) {
   std::string s = text.substr(0, text.find('\n'));
   if (s.size() > limit) s = s.substr(0, limit) + "...";
   return s;
+}
+
+int64_t CacheBytes(int level, int64_t fallback) {
+  for (int index = 0; index < 8; ++index) {
+    const std::string dir = absl::StrCat("/sys/devices/system/cpu/cpu0/cache/index", index, "/");
+    std::ifstream lv(dir + "level"), type(dir + "type"), size(dir + "size");
+    int l = 0;
+    std::string t, sz;
+    if (!(lv >> l) || !(type >> t) || !(size >> sz)) break;
+    if (l != level || t == "Instruction" || sz.empty()) continue;
+    int64_t n = 0;
+    const char unit = sz.back();
+    if (!absl::SimpleAtoi(sz.substr(0, sz.size() - 1), &n)) continue;
+    return unit == 'K' ? n << 10 : unit == 'M' ? n << 20 : n;
+  }
+  return fallback;
 }
 
 std::string CpuModel() {

@@ -93,6 +93,9 @@ TorchPeerResult RunTorchPeer(const std::string& python, const std::string& scrip
 double GeoMean(const std::vector<double>& values);  // 0 for an empty list
 // The CPU's model name (/proc/cpuinfo), for the machine line of a results file.
 std::string CpuModel();
+// The size of cache level `level` of CPU 0 from sysfs ("1024K"), or `fallback`: sysconf's
+// _SC_LEVEL3_CACHE_SIZE reads 320 MB on this VM, whose sysfs and lscpu say 32 MB.
+int64_t CacheBytes(int level, int64_t fallback);
 
 // The first line of `text`, cut to `limit` characters with "..." (error messages in tables).
 std::string OneLine(const std::string& text, size_t limit = 160);

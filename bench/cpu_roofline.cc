@@ -232,24 +232,6 @@ struct Level {
   double read = 0, copy = 0, triad = 0;
 };
 
-// The size of cache level `level` of CPU 0 from sysfs ("1024K"), or `fallback`: sysconf's
-// _SC_LEVEL3_CACHE_SIZE reads 320 MB on this VM, whose sysfs and lscpu say 32 MB.
-int64_t CacheBytes(int level, int64_t fallback) {
-  for (int index = 0; index < 8; ++index) {
-    const std::string dir = absl::StrCat("/sys/devices/system/cpu/cpu0/cache/index", index, "/");
-    std::ifstream lv(dir + "level"), type(dir + "type"), size(dir + "size");
-    int l = 0;
-    std::string t, sz;
-    if (!(lv >> l) || !(type >> t) || !(size >> sz)) break;
-    if (l != level || t == "Instruction" || sz.empty()) continue;
-    int64_t n = 0;
-    const char unit = sz.back();
-    if (!absl::SimpleAtoi(sz.substr(0, sz.size() - 1), &n)) continue;
-    return unit == 'K' ? n << 10 : unit == 'M' ? n << 20 : n;
-  }
-  return fallback;
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -284,8 +266,8 @@ int main(int argc, char** argv) {
   const bool pinned = sched_getaffinity(0, sizeof(set), &set) == 0 && CPU_COUNT(&set) == 1;
   if (!pinned) std::cerr << "warning: not pinned to one CPU (run under taskset -c N)\n";
 
-  const int64_t l2 = CacheBytes(2, 1 << 20);
-  const int64_t l3 = CacheBytes(3, 32 << 20);
+  const int64_t l2 = bench::CacheBytes(2, 1 << 20);
+  const int64_t l3 = bench::CacheBytes(3, 32 << 20);
   std::vector<Level> levels = {{"L1", 16 << 10},
                                {"L2", l2 / 2},
                                {"L3", l3 / 4},

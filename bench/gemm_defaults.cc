@@ -1,13 +1,15 @@
-// Which GEMM implementation a dot or im2col convolution kernel defaults to, measured: every
-// distinct GEMM kernel of the zoo's inference models (kernels compiling to one program counted
-// once), alone, one thread, as tuning measures it, under the generated GEMM (impl 0, its default
-// blocking) and under dnnl_sgemm (impl 1). Reports per kernel both times and what the default
-// rule (cpu::PreferOneDnnGemm) picks, and over all kernels, weighted by their copies in the
-// models, the time of the rule's picks against always-generated, always-oneDNN and the best of
-// the two per kernel.
+// Which implementation a dot or convolution kernel defaults to, measured: every distinct dot and
+// convolution kernel of the zoo's inference models (kernels compiling to one program counted
+// once), alone, one thread, as tuning measures it, under every impl it offers (0: the generated
+// GEMM, default blocking; 1: dnnl_sgemm; convolutions oneDNN's primitive takes, 2: plain layouts
+// where offered, 3: blocked layouts). Reports per kernel each time and the default's pick
+// (cpu::PreferOneDnnGemm for dots and the other convolutions, lowering.cc's pointwise rule for
+// the primitive's), and separately for the manifest's fit models (the defaults were fitted on
+// them) and its report models (held out), weighted by copies in the models, the default's time
+// against the best impl per kernel, overall and per kind (bench/matrix_kinds.h).
 //
-//   build/release/bench/gemm_defaults [--zoo models] [--models bert,vit] [--batches 1,8]
-//       [--rounds 2] [--out bench/results_gemm_defaults.md]
+//   build/release/bench/gemm_defaults [--zoo models] [--zoo-role fit|report|all]
+//       [--models bert,vit] [--batches 1,8] [--rounds 2] [--out bench/results_gemm_defaults.md]
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -31,6 +33,8 @@
 #include "backends/cpu/gemm_shape.h"
 #include "backends/cpu/onednn.h"
 #include "bench/cpu_bench_util.h"
+#include "bench/matrix_kinds.h"
+#include "bench/zoo_models.h"
 #include "optimizers/tiling/cpu_tile_problem.h"
 
 namespace {
@@ -39,14 +43,48 @@ namespace cpu = mltune::backends::cpu;
 using namespace mltune;
 
 struct Row {
-  std::string model;
+  std::string model, role;
   int64_t batch_size = 0;
   std::string kernel;
   cpu::GemmShape shape;
+  bench::MatrixKind kind = bench::MatrixKind::kGemm;
   int64_t copies = 0;
-  double generated = 0, onednn = 0;  // seconds
-  bool rule_onednn = false;
+  std::vector<int64_t> impls;   // offered, the default first
+  std::vector<double> seconds;  // one per impl
+  double Default() const { return seconds.front(); }
+  size_t Best() const {
+    return static_cast<size_t>(std::min_element(seconds.begin(), seconds.end()) - seconds.begin());
+  }
+  double Seconds(int64_t impl) const {  // infinity when not offered
+    for (size_t i = 0; i < impls.size(); ++i) {
+      if (impls[i] == impl) return seconds[i];
+    }
+    return std::numeric_limits<double>::infinity();
+  }
 };
+
+// The default against the best impl per kernel over `rows`, weighted by copies.
+struct Tally {
+  int64_t kernels = 0, copies = 0, right = 0;
+  double chosen = 0, best = 0;
+  void Add(const Row& r) {
+    const double c = static_cast<double>(r.copies);
+    ++kernels;
+    copies += r.copies;
+    chosen += c * r.Default();
+    best += c * r.seconds[r.Best()];
+    right += r.Best() == 0 ? 1 : 0;
+  }
+  std::string Line(const std::string& label) const {
+    return absl::StrFormat("| %s | %d | %d | %.2f | %.2f | %.3f | %d of %d |\n", label, kernels,
+                           copies, chosen * 1e3, best * 1e3, best > 0 ? chosen / best : 0.0, right,
+                           kernels);
+  }
+};
+
+std::string Us(double seconds) {
+  return std::isfinite(seconds) ? absl::StrFormat("%.1f", seconds * 1e6) : "-";
+}
 
 // The fastest of `rounds` measurements of kernel `k` under `config` (co-runners only slow a run).
 double Fastest(const cpu::LoweredModule& lowered, int32_t k, const cpu::KernelConfig& config,
@@ -81,10 +119,14 @@ cpu::KernelConfig WithImpl(const cpu::Kernel& kernel, int64_t value) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"Generated GEMM against dnnl_sgemm on the zoo's GEMM kernels, and the default rule"};
-  std::string zoo = MLTUNE_SOURCE_DIR "/models", models_csv, batches_csv = "1,8", out;
+  CLI::App app{
+      "The default impl against every impl offered on the zoo's dot and convolution kernels"};
+  std::string zoo = MLTUNE_SOURCE_DIR "/models", models_csv, batches_csv = "1,8", out, role = "all";
   int rounds = 2;
-  app.add_option("--zoo", zoo, "The model zoo (its hlo/ folder)");
+  app.add_option("--zoo", zoo, "The model zoo (manifest.json, hlo/)");
+  app.add_option("--zoo-role", role,
+                 "Only the manifest's models of this role: fit (the defaults were fitted on them), "
+                 "report (held out) or all");
   app.add_option("--models", models_csv, "Comma-separated model names (default: every model)");
   app.add_option("--batches", batches_csv, "Comma-separated inference batch sizes");
   app.add_option("--rounds", rounds, "Measurements per configuration; the fastest is kept");
@@ -94,17 +136,14 @@ int main(int argc, char** argv) {
     std::cerr << "this build has no oneDNN: nothing to compare\n";
     return 1;
   }
-  std::vector<std::string> models = absl::StrSplit(models_csv, ',', absl::SkipEmpty());
-  if (models.empty()) {
-    std::set<std::string> found;
-    for (const auto& e : std::filesystem::directory_iterator(zoo + "/hlo")) {
-      const std::string name = e.path().filename().string();
-      if (const size_t dot = name.find(".infer.b1.before.hlo"); dot != std::string::npos) {
-        found.insert(name.substr(0, dot));
-      }
-    }
-    models.assign(found.begin(), found.end());
+  absl::StatusOr<std::map<std::string, std::string>> roles = bench::ZooRoles(zoo);
+  absl::StatusOr<std::vector<std::string>> of_role = bench::ZooModelsOfRole(zoo, role);
+  if (!roles.ok() || !of_role.ok()) {
+    std::cerr << (roles.ok() ? of_role.status() : roles.status()).message() << "\n";
+    return 1;
   }
+  std::vector<std::string> models = absl::StrSplit(models_csv, ',', absl::SkipEmpty());
+  if (models.empty()) models = *of_role;
   std::vector<Row> rows;
   const auto start = std::chrono::steady_clock::now();
   for (const std::string& model : models) {
@@ -123,13 +162,11 @@ int main(int argc, char** argv) {
       std::map<std::string, size_t> row_of;
       for (const cpu::Kernel& k : lowered->kernels) {
         if (k.kind != cpu::KernelKind::kDot && k.kind != cpu::KernelKind::kConvolution) continue;
-        const cpu::KernelConfig generated = WithImpl(k, 0), onednn = WithImpl(k, 1);
-        // Convolutions with oneDNN's primitive default to it (kDefaultConvolutionImpl).
-        const cpu::KernelConfig defaults = cpu::DefaultConfig(k);
-        if (generated.empty() || onednn.empty() ||
-            (k.kind == cpu::KernelKind::kConvolution && defaults.front() >= 2)) {
-          continue;
+        std::vector<int64_t> impls;
+        for (const cpu::KernelParam& p : k.params) {
+          if (p.name == "impl") impls = p.choices;
         }
+        if (impls.size() < 2) continue;
         absl::StatusOr<std::string> key = opt::tiling::KernelProgramKey(*lowered, k);
         if (!key.ok()) continue;
         auto [it, fresh] = row_of.emplace(*key, rows.size());
@@ -139,59 +176,80 @@ int main(int argc, char** argv) {
         }
         Row row;
         row.model = model;
+        row.role = roles->count(model) ? roles->at(model) : "";
         row.batch_size = std::stoll(std::string(b));
         row.kernel = k.name;
         row.shape = cpu::GemmShapeOf(*k.root);
+        row.kind = bench::ClassifyMatrix(bench::MatrixDimsOf(*k.root));
         row.copies = 1;
-        row.rule_onednn = cpu::PreferOneDnnGemm(row.shape);
-        row.generated = Fastest(*lowered, k.id, generated, rounds);
-        row.onednn = Fastest(*lowered, k.id, onednn, rounds);
-        std::fprintf(stderr, "%s b%s %s [%lld]%lldx%lldx%lld: generated %.1f us, oneDNN %.1f us\n",
-                     model.c_str(), std::string(b).c_str(), k.name.c_str(),
+        row.impls = impls;
+        std::string times;
+        for (int64_t impl : impls) {
+          row.seconds.push_back(Fastest(*lowered, k.id, WithImpl(k, impl), rounds));
+          absl::StrAppendFormat(&times, " impl%d %.1f us", impl, row.seconds.back() * 1e6);
+        }
+        std::fprintf(stderr, "%s b%s %s (%s) [%lld]%lldx%lldx%lld:%s\n", model.c_str(),
+                     std::string(b).c_str(), k.name.c_str(),
+                     std::string(bench::MatrixKindName(row.kind)).c_str(),
                      static_cast<long long>(row.shape.batch), static_cast<long long>(row.shape.m),
                      static_cast<long long>(row.shape.n), static_cast<long long>(row.shape.k),
-                     row.generated * 1e6, row.onednn * 1e6);
+                     times.c_str());
         rows.push_back(row);
       }
     }
   }
-  std::erase_if(
-      rows, [](const Row& r) { return !std::isfinite(r.generated) || !std::isfinite(r.onednn); });
-  // Totals weighted by copies: the module time each policy spends in these kernels.
-  double all_generated = 0, all_onednn = 0, rule = 0, best = 0;
-  int64_t rule_right = 0;
-  for (const Row& r : rows) {
-    const double c = static_cast<double>(r.copies);
-    all_generated += c * r.generated;
-    all_onednn += c * r.onednn;
-    rule += c * (r.rule_onednn ? r.onednn : r.generated);
-    best += c * std::min(r.generated, r.onednn);
-    rule_right += (r.rule_onednn == (r.onednn < r.generated)) ? 1 : 0;
-  }
+  std::erase_if(rows, [](const Row& r) {
+    return std::any_of(r.seconds.begin(), r.seconds.end(),
+                       [](double s) { return !std::isfinite(s); });
+  });
   std::ostringstream md;
-  md << "<!-- build/release/bench/gemm_defaults --batches " << batches_csv << " --rounds " << rounds
-     << (models_csv.empty() ? "" : " --models " + models_csv) << "\n     "
+  md << "<!-- build/release/bench/gemm_defaults --zoo-role " << role << " --batches " << batches_csv
+     << " --rounds " << rounds << (models_csv.empty() ? "" : " --models " + models_csv) << "\n     "
      << absl::StrFormat(
             "%.0f", std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count())
      << " s; " << bench::CpuModel() << " (" << std::thread::hardware_concurrency()
      << " CPUs); one thread; kernels alone, hot caches (KernelTuningMeasureOptions) -->\n\n";
-  md << "## GEMM kernels of the zoo: the generated GEMM (default blocking) against dnnl_sgemm\n\n";
-  md << absl::StrFormat(
-      "%d distinct GEMM kernels. Time in them, each weighted by its copies in its model: always "
-      "generated %.1f ms, always dnnl_sgemm %.1f ms, the best of the two per kernel %.1f ms, the "
-      "default rule (cpu::PreferOneDnnGemm) %.1f ms (%.3fx the best; %lld of %d kernels picked "
-      "right).\n\n",
-      static_cast<int>(rows.size()), all_generated * 1e3, all_onednn * 1e3, best * 1e3, rule * 1e3,
-      best > 0 ? rule / best : 0.0, static_cast<long long>(rule_right),
-      static_cast<int>(rows.size()));
-  md << "| model | batch | kernel | GEMM batch | m | n | k | copies | generated (us) | dnnl_sgemm "
-        "(us) | generated / oneDNN | rule |\n|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:"
-        "|---|\n";
+  md << "## The default impl of the zoo's dot and convolution kernels against the best impl\n\n";
+  md << "impl 0: the generated GEMM (default blocking); 1: dnnl_sgemm; 2: oneDNN's convolution "
+        "primitive on plain layouts; 3: the same on its blocked layouts. Times weighted by each "
+        "kernel's copies in its model. Fit: the manifest's models the defaults were fitted on; "
+        "report: its held-out models, for the check.\n\n";
+  for (const std::string& set : {std::string("fit"), std::string("report"), std::string("")}) {
+    Tally all, dots_generated, dots_onednn;
+    std::vector<Tally> kinds(bench::kMatrixKinds);
+    for (const Row& r : rows) {
+      if (r.role != set) continue;
+      all.Add(r);
+      kinds[static_cast<size_t>(r.kind)].Add(r);
+    }
+    if (all.kernels == 0) continue;
+    md << "### " << (set.empty() ? "models without a role" : set + " set") << "\n\n";
+    md << absl::StrFormat(
+        "The default: %.2f ms against %.2f ms for the best impl per kernel (%.3fx), right on %d "
+        "of %d distinct kernels.\n\n",
+        all.chosen * 1e3, all.best * 1e3, all.best > 0 ? all.chosen / all.best : 0.0, all.right,
+        all.kernels);
+    md << "| kind | kernels | copies | default (ms) | best (ms) | default / best | picked right "
+          "|\n|---|---:|---:|---:|---:|---:|---|\n";
+    for (int k = 0; k < bench::kMatrixKinds; ++k) {
+      if (kinds[static_cast<size_t>(k)].kernels == 0) continue;
+      md << kinds[static_cast<size_t>(k)].Line(
+          std::string(bench::MatrixKindName(static_cast<bench::MatrixKind>(k))));
+    }
+    md << all.Line("all");
+    md << "\n";
+  }
+  md << "| model | role | batch | kernel | kind | GEMM batch | m | n | k | copies | impl 0 (us) | "
+        "impl 1 (us) | impl 2 (us) | impl 3 (us) | default | best | default / best |\n"
+        "|---|---|---:|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n";
   for (const Row& r : rows) {
-    md << absl::StrFormat("| %s | %d | %s | %d | %d | %d | %d | %d | %.1f | %.1f | %.2f | %s |\n",
-                          r.model, r.batch_size, r.kernel, r.shape.batch, r.shape.m, r.shape.n,
-                          r.shape.k, r.copies, r.generated * 1e6, r.onednn * 1e6,
-                          r.generated / r.onednn, r.rule_onednn ? "oneDNN" : "generated");
+    md << absl::StrFormat(
+        "| %s | %s | %d | %s | %s | %d | %d | %d | %d | %d | %s | %s | %s | %s "
+        "| %d | %d | %.2f |\n",
+        r.model, r.role, r.batch_size, r.kernel, bench::MatrixKindName(r.kind), r.shape.batch,
+        r.shape.m, r.shape.n, r.shape.k, r.copies, Us(r.Seconds(0)), Us(r.Seconds(1)),
+        Us(r.Seconds(2)), Us(r.Seconds(3)), r.impls.front(), r.impls[r.Best()],
+        r.Default() / r.seconds[r.Best()]);
   }
   std::cout << md.str();
   if (!out.empty()) std::ofstream(out) << md.str();

@@ -13,6 +13,7 @@
 #include <map>
 #include <sstream>
 
+#include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
@@ -138,6 +139,39 @@ json RunPeers(const ZooBenchOptions& options, const std::vector<std::string>& mo
 
 }  // namespace
 
+absl::StatusOr<std::map<std::string, std::string>> ZooRoles(const std::string& zoo) {
+  const fs::path path = fs::path(zoo) / "manifest.json";
+  std::ifstream in(path);
+  if (!in) {
+    return absl::NotFoundError(
+        absl::StrCat("no zoo manifest at ", path.string(), " (scripts/zoo writes it)"));
+  }
+  const json manifest = json::parse(in, nullptr, false);
+  if (manifest.is_discarded() || !manifest.contains("models")) {
+    return absl::InvalidArgumentError(absl::StrCat(path.string(), ": not a zoo manifest"));
+  }
+  std::map<std::string, std::string> roles;
+  for (const auto& [name, entry] : manifest["models"].items()) {
+    roles[name] = entry.value("role", "");
+  }
+  return roles;
+}
+
+absl::StatusOr<std::vector<std::string>> ZooModelsOfRole(const std::string& zoo,
+                                                         const std::string& role) {
+  absl::StatusOr<std::map<std::string, std::string>> roles = ZooRoles(zoo);
+  if (!roles.ok()) return roles.status();
+  std::vector<std::string> models;
+  for (const auto& [name, r] : *roles) {
+    if (role.empty() || role == "all" || r == role) models.push_back(name);
+  }
+  if (models.empty()) {
+    return absl::NotFoundError(
+        absl::StrCat("no model of role '", role, "' in ", zoo, "/manifest.json"));
+  }
+  return models;
+}
+
 int RunZooModels(const ZooBenchOptions& options) {
   const fs::path manifest_path = fs::path(options.zoo) / "manifest.json";
   std::ifstream in(manifest_path);
@@ -152,13 +186,12 @@ int RunZooModels(const ZooBenchOptions& options) {
   }
   std::vector<std::string> models = options.models;
   if (models.empty()) {
-    for (const auto& [name, entry] : manifest["models"].items()) {
-      if (options.role.empty() || entry.value("role", "") == options.role) models.push_back(name);
-    }
-    if (models.empty()) {
-      std::cerr << "no model of role '" << options.role << "' in " << manifest_path << "\n";
+    absl::StatusOr<std::vector<std::string>> of_role = ZooModelsOfRole(options.zoo, options.role);
+    if (!of_role.ok()) {
+      std::cerr << of_role.status().message() << "\n";
       return 1;
     }
+    models = *std::move(of_role);
   }
   std::string peers_error;
   std::future<json> peers_future;

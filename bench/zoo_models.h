@@ -5,8 +5,11 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
+
+#include "absl/status/statusor.h"
 
 namespace mltune::bench {
 
@@ -31,6 +34,13 @@ struct ZooBenchOptions {
   std::vector<std::string> peers;  // empty: the script's default set
   bool as_json = false;
 };
+
+// Each model of the zoo's manifest (`zoo`/manifest.json) with its role ("fit", "report", or ""
+// where the manifest names none).
+absl::StatusOr<std::map<std::string, std::string>> ZooRoles(const std::string& zoo);
+// The manifest's models of `role`, sorted; "" or "all": every model. An error when none is.
+absl::StatusOr<std::vector<std::string>> ZooModelsOfRole(const std::string& zoo,
+                                                         const std::string& role);
 
 // Runs the benchmark and prints the table (or JSON); returns the process exit status.
 int RunZooModels(const ZooBenchOptions& options);
