@@ -426,10 +426,19 @@ void KernelEmitter::StoreDynamicUpdateSlice(const Instruction* dus, const LoopOp
   if (Product(od) == 0) return;
   LoopOptions hoisting = opts;
   hoisting.hoist = true;
+  // The operand's buffer may be the output's (a while's state updated in place): then only the
+  // window is written.
+  const Instruction* base = BaseValue(dus->operand(0));
+  const bool may_alias = !k_.Contains(dus->operand(0)) && in_ptr_.count(base) != 0;
+  if (may_alias) {
+    Open(absl::StrCat("if ((const void*)", in_ptr_.at(base), " != (const void*)", OutPtr(dus),
+                      ") {"));
+  }
   LoopNest(od, hoisting, [&](const Idx& idx) {
     Line(absl::StrCat(OutPtr(dus), "[", Linear(od, idx),
                       "] = ", StoreAs(t, Value(dus->operand(0), idx)), ";"));
   });
+  if (may_alias) Close();
   if (Product(ud) == 0) return;
   LoopNest(ud, hoisting, [&](const Idx& u) {
     Idx at(u.size());
@@ -564,9 +573,34 @@ absl::StatusOr<int64_t> KernelEmitter::CalledProgram(const LoweredModule& called
   return text->scratch_bytes;
 }
 
+// True when the body's result `i` is a dynamic-update-slice of its parameter `i` and nothing else
+// reads that parameter, so the update can be written into the state itself (as XLA's buffer
+// assignment aliases it): a scan's per-step output row then costs its row, not a copy of the
+// whole stacked output twice per step (Mamba's 786 KB per step and loop).
+bool UpdatesLeafInPlace(const LoweredModule& body, size_t i) {
+  if (i >= body.results.size() || i >= body.parameters.size()) return false;
+  const Instruction* r = body.results[i];
+  const Instruction* p = body.parameters[i];
+  if (r->opcode() != Opcode::kDynamicUpdateSlice || BaseValue(r->operand(0)) != p) return false;
+  if (std::count(body.results.begin(), body.results.end(), r) != 1) return false;
+  // Every reader of the parameter's buffer is the update itself (bitcasts of it included).
+  std::vector<const Instruction*> readers = {p};
+  for (size_t k = 0; k < readers.size(); ++k) {
+    for (const Instruction* u : readers[k]->users()) {
+      if (u->opcode() == Opcode::kBitcast) {
+        readers.push_back(u);
+      } else if (u != r) {
+        return false;
+      }
+    }
+  }
+  return true;
+}
+
 // XLA's while: the state (the kernel's outputs) starts as the operand; then, while the condition
 // holds, the body maps the state to the next one. Body results other than a leaf it passes
-// through unchanged are written apart and copied back, since the body still reads the state.
+// through unchanged or updates in place are written apart and copied back, since the body still
+// reads the state.
 absl::Status KernelEmitter::EmitWhile() {
   const LoweredModule& cond = *k_.called[0];
   const LoweredModule& body = *k_.called[1];
@@ -586,7 +620,7 @@ absl::Status KernelEmitter::EmitWhile() {
     }
     const bool through = i < body.results.size() && i < body.parameters.size() &&
                          body.results[i] == body.parameters[i];
-    if (through) {
+    if (through || UpdatesLeafInPlace(body, i)) {
       next.push_back(state[i]);
     } else {
       next.push_back(absl::StrCat("ws + ", Alloc(bytes)));

@@ -557,6 +557,55 @@ ENTRY e {
   s = f32[8,16] negate(g1)
   ROOT r = (s32[], f32[8,16], f32[3]) tuple(g0, s, g3)
 })"},
+    // A scan stacking one row per step: `ys` is updated in place in the loop's state; `zs` is
+    // also read by the step (its running sum), so its update cannot be.
+    {"while_scan_rows", R"(
+HloModule m
+cond {
+  c_p = (s32[], f32[4], f32[6,4], f32[6,4]) parameter(0)
+  c_i = s32[] get-tuple-element(c_p), index=0
+  c_h = f32[4] get-tuple-element(c_p), index=1
+  c_ys = f32[6,4] get-tuple-element(c_p), index=2
+  c_zs = f32[6,4] get-tuple-element(c_p), index=3
+  c_n = s32[] constant(6)
+  ROOT c_lt = pred[] compare(c_i, c_n), direction=LT
+}
+body {
+  b_p = (s32[], f32[4], f32[6,4], f32[6,4]) parameter(0)
+  b_i = s32[] get-tuple-element(b_p), index=0
+  b_h = f32[4] get-tuple-element(b_p), index=1
+  b_ys = f32[6,4] get-tuple-element(b_p), index=2
+  b_zs = f32[6,4] get-tuple-element(b_p), index=3
+  b_h1 = f32[4] sine(b_h)
+  b_row = f32[1,4] reshape(b_h1)
+  b_zero = s32[] constant(0)
+  b_ys1 = f32[6,4] dynamic-update-slice(b_ys, b_row, b_i, b_zero)
+  b_add = f32[] constant(0)
+  b_sum = f32[4] reduce(b_zs, b_add), dimensions={0}, to_apply=add
+  b_zrow = f32[1,4] reshape(b_sum)
+  b_zs1 = f32[6,4] dynamic-update-slice(b_zs, b_zrow, b_i, b_zero)
+  b_one = s32[] constant(1)
+  b_i1 = s32[] add(b_i, b_one)
+  ROOT b_r = (s32[], f32[4], f32[6,4], f32[6,4]) tuple(b_i1, b_h1, b_ys1, b_zs1)
+}
+add {
+  a_x = f32[] parameter(0)
+  a_y = f32[] parameter(1)
+  ROOT a_s = f32[] add(a_x, a_y)
+}
+ENTRY e {
+  h = f32[4] parameter(0)
+  ys = f32[6,4] parameter(1)
+  zs = f32[6,4] parameter(2)
+  z = s32[] constant(0)
+  init = (s32[], f32[4], f32[6,4], f32[6,4]) tuple(z, h, ys, zs)
+  wh = (s32[], f32[4], f32[6,4], f32[6,4]) while(init), condition=cond, body=body
+  g0 = s32[] get-tuple-element(wh), index=0
+  g1 = f32[4] get-tuple-element(wh), index=1
+  g2 = f32[6,4] get-tuple-element(wh), index=2
+  g3 = f32[6,4] get-tuple-element(wh), index=3
+  ROOT r = (s32[], f32[4], f32[6,4], f32[6,4]) tuple(g0, g1, g2, g3)
+})"},
     // A pred conditional over tuple operands, and an s32 one of three branches whose index can
     // fall out of range (then the last branch runs).
     {"conditionals", R"(
