@@ -168,17 +168,28 @@ FusionPlan PlanFusionByPriority(const OpGraph& graph, const std::vector<int32_t>
     if (priority[a] != priority[b]) return priority[a] > priority[b];
     return producers[a] > producers[b];
   });
+  // PlanFusion's reuse rule, as producers join: exact when they join in reverse topological
+  // order (equal priorities), so all ones is still PlanFusion's default plan.
+  std::vector<double> reuse(static_cast<size_t>(n), 1.0);
   for (size_t p : order) {
     const int32_t node = producers[p];
     const OpNode& op = Node(graph, node);
     const int32_t target = find(op.users.front());
     bool ok = true;
-    for (int32_t user : op.users) ok &= find(user) == target;
+    double fused_reuse = 1.0;
+    for (int32_t user : op.users) {
+      ok &= find(user) == target;
+      const OpNode& u = Node(graph, user);
+      const double growth = u.matmul ? 1.0 : std::max(1.0, Elements(u) / Elements(op));
+      fused_reuse = std::max(fused_reuse, reuse[static_cast<size_t>(user)] * growth);
+    }
     const int32_t own = find(node);
     if (!ok || own == target || opaque[static_cast<size_t>(target)] != 0 ||
-        heavy[static_cast<size_t>(target)] + heavy[static_cast<size_t>(own)] > 1) {
+        heavy[static_cast<size_t>(target)] + heavy[static_cast<size_t>(own)] > 1 ||
+        (IsExpensive(op) && fused_reuse > 1.0)) {
       continue;
     }
+    reuse[static_cast<size_t>(node)] = fused_reuse;
     parent[static_cast<size_t>(own)] = target;
     heavy[static_cast<size_t>(target)] += heavy[static_cast<size_t>(own)];
   }

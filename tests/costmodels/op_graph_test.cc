@@ -157,6 +157,10 @@ ENTRY e {
   EXPECT_EQ(kernel("sc"), kernel("z"));   // the multiply is cheap: fused
   EXPECT_EQ(kernel("y"), kernel("z"));    // exp of y: once per element, fused
   EXPECT_EQ(kernel("ve"), kernel("rs"));  // the add joins the rsqrt's kernel
+  // Priority fusion with equal priorities makes the same plan.
+  const FusionPlan by_priority =
+      PlanFusionByPriority(g, std::vector<int32_t>(FusibleProducers(g).size(), 1));
+  EXPECT_EQ(by_priority.kernel_of, plan.kernel_of);
 }
 
 TEST(FusionTest, SoftmaxKeepsOneReductionPerKernel) {
