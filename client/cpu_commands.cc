@@ -270,6 +270,7 @@ int RunRun(const RunCommand& cmd, std::ostream& out, std::ostream& err) {
   j["kernels"] = compiled->lowered.kernels.size();
   j["compile_s"] = compiled->object.compile_seconds;
   j["compile_cache_hit"] = compiled->object.cache_hit;
+  j["compile_units"] = compiled->object.units;
   j["constants_bytes"] =
       compiled->program.constants != nullptr ? compiled->program.constants->size() : 0;
   out << "module " << module->name() << ": " << compiled->lowered.graph.size()
@@ -278,7 +279,8 @@ int RunRun(const RunCommand& cmd, std::ostream& out, std::ostream& err) {
   out << "compiled: "
       << (compiled->object.cache_hit ? "kernel cache hit"
                                      : absl::StrFormat("%.2f s", compiled->object.compile_seconds))
-      << " (" << compiled->object.path << ")\n";
+      << ", " << compiled->object.units << " translation unit"
+      << (compiled->object.units == 1 ? "" : "s") << " (" << compiled->object.path << ")\n";
   if (!cmd.emit_source.empty()) {
     std::ofstream source(cmd.emit_source);
     source << compiled->program.source;

@@ -147,7 +147,9 @@ int main(int argc, char** argv) {
   run_cmd->add_option("--threads", run.threads, "Threads of the generated code")->default_val(1);
   run_cmd->add_flag("--json", run.json, "Also print the figures as JSON");
   run_cmd->add_option("--emit-source", run.emit_source,
-                      "Write the generated C++ source of the module to this file");
+                      "Write the generated C++ source of the module to this file: one file "
+                      "that compiles alone, whose marker comments are where the CPU worker "
+                      "splits it into translation units compiled in parallel");
   run_cmd->add_flag("--emulate", run.emulate,
                     "--target gpu: run the generated CUDA on the host CPU (mltune-gpu-emulator) "
                     "and check it against the evaluator; no GPU needed, nothing timed");

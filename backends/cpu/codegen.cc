@@ -21,6 +21,7 @@
 #include "backends/cpu/onednn_conv.h"
 #include "backends/cpu/rng_bit_generator.h"
 #include "backends/cpu/row_fusion.h"
+#include "backends/cpu/units.h"
 #include "costmodels/analytical/kernels.h"
 #include "ir/evaluator/evaluator.h"
 #include "ir/float_types.h"
@@ -49,6 +50,8 @@ struct LoopOptions {
 
 // A program's text: its kernels' functions, and the bodies of its entry (plain and with each
 // kernel timed) over `args`, `results` and `scratch`; a called program is one function more.
+// The program's own kernels (an empty prefix) each open a section of their own and their calls
+// are marked as a block (units.h), so the program can be split into translation units.
 struct ProgramText {
   std::string kernels, entry, profiled;
   int64_t scratch_bytes = 0;
@@ -64,7 +67,9 @@ class KernelEmitter : public ElementEmitter {
   KernelEmitter(const Kernel& kernel, const KernelConfig& config, ConstantPool* pool)
       : ElementEmitter(kernel, CppDialect()), config_(config), pool_(pool) {}
 
-  absl::StatusOr<std::string> Emit(const std::string& fn);
+  // `top`: a kernel of the program itself, laid out as units.h's kernel sections expect; false
+  // for the kernels of a called program, which are its caller's helpers.
+  absl::StatusOr<std::string> Emit(const std::string& fn, bool top);
   int64_t workspace_bytes() const { return ws_bytes_; }
   bool uses_onednn() const { return onednn_; }
   bool uses_onednn_conv() const { return onednn_conv_; }
@@ -1675,7 +1680,7 @@ absl::Status KernelEmitter::EmitConvPrimitive(const std::string& src, const std:
   return absl::OkStatus();
 }
 
-absl::StatusOr<std::string> KernelEmitter::Emit(const std::string& fn) {
+absl::StatusOr<std::string> KernelEmitter::Emit(const std::string& fn, bool top) {
   if (config_.empty()) config_ = DefaultConfig(k_);
   if (config_.size() != k_.params.size()) {
     return absl::InvalidArgumentError(absl::StrCat(
@@ -1743,8 +1748,11 @@ absl::StatusOr<std::string> KernelEmitter::Emit(const std::string& fn) {
       break;
   }
   if (!s.ok()) return s;
-  return absl::StrCat(helpers_, "// kernel ", k_.id, ": ", KernelKindName(k_.kind), " '", k_.name,
-                      "', ", k_.members.size(), " ops\n", "void ", fn,
+  const std::string helpers = !top || helpers_.empty()
+                                  ? helpers_
+                                  : absl::StrCat("namespace {\n", helpers_, "}  // namespace\n");
+  return absl::StrCat(helpers, "// kernel ", k_.id, ": ", KernelKindName(k_.kind), " '", k_.name,
+                      "', ", k_.members.size(), " ops\n", top ? "static " : "", "void ", fn,
                       "(char* const* b, char* ws) {\n  (void)ws;\n", header, code_, "}\n");
 }
 
@@ -1785,9 +1793,9 @@ std::string CanonicalKernelText(const std::string& text, const std::string& fn) 
 }
 
 absl::StatusOr<Emitted> EmitKernel(const Kernel& kernel, const KernelConfig& config,
-                                   ConstantPool* pool, const std::string& fn) {
+                                   ConstantPool* pool, const std::string& fn, bool top) {
   KernelEmitter emitter(kernel, config, pool);
-  absl::StatusOr<std::string> text = emitter.Emit(fn);
+  absl::StatusOr<std::string> text = emitter.Emit(fn, top);
   if (!text.ok()) return text.status();
   return Emitted{*std::move(text), emitter.workspace_bytes(), emitter.uses_onednn(),
                  emitter.uses_onednn_conv()};
@@ -1800,36 +1808,42 @@ std::shared_ptr<const std::string> TakeSegment(ConstantPool* pool) {
 
 // `onednn_conv`: the program calls oneDNN's convolution primitive, whose C API comes from its
 // header (installed with the library as Debian's libdnnl-dev), included before the prelude.
-// `profiled`, when not empty, is the body of mltune_entry_profiled: the entry with each kernel
-// call timed (see GenerateModule); `kernel_count` kernels.
+// `kernels`: the kernel sections. `profiled`, when not empty, is the body of
+// mltune_entry_profiled: the entry with each kernel call timed (see GenerateModule);
+// `kernel_count` kernels. Laid out as units.h describes.
 std::string Assemble(const ConstantPool& pool, const std::string& kernels, const std::string& entry,
                      int64_t scratch, bool onednn_conv, const std::string& profiled = "",
                      int32_t kernel_count = 0) {
-  // The segment's base: constants in it are `#define`d views at fixed offsets from it.
-  const std::string segment =
-      pool.segment().empty()
-          ? ""
-          : absl::StrCat("static const char* mt_constants = nullptr;\n",
-                         "extern \"C\" int64_t mltune_constants_bytes() { return ",
-                         pool.segment().size(), "; }\n",
-                         "extern \"C\" void mltune_bind_constants(const void* segment) {\n",
-                         "  mt_constants = static_cast<const char*>(segment);\n}\n");
-  std::string out =
-      absl::StrCat(onednn_conv ? "#include <oneapi/dnnl/dnnl.h>\n" : "", Prelude(),
-                   onednn_conv ? OneDnnConvPrelude() : "", segment, "\nnamespace {\n", pool.decls(),
-                   kernels, "}  // namespace\n\n",
-                   "extern \"C\" int64_t mltune_scratch_bytes() { return ", scratch, "; }\n",
-                   "extern \"C\" void mltune_entry(void* const* args, void* const* results, "
-                   "char* scratch) {\n  (void)args; (void)results; (void)scratch;\n",
-                   "  const mt_float_env float_env;\n", entry, "}\n");
+  // The segment's base: constants in it are `#define`d views at fixed offsets from it. Declared
+  // in the header every unit starts with and defined once in the entry section, so each unit
+  // reads the one pointer mltune_bind_constants sets.
+  const bool segment = !pool.segment().empty();
+  std::string out = absl::StrCat(
+      onednn_conv ? "#include <oneapi/dnnl/dnnl.h>\n" : "", Prelude(),
+      onednn_conv ? OneDnnConvPrelude() : "",
+      segment ? absl::StrCat(kHidden, "extern const char* mt_constants;\n") : "",
+      profiled.empty() ? ""
+                       : "\n#include <time.h>\n"
+                         "static inline int64_t mltune_now_ns() {\n  timespec t;\n"
+                         "  clock_gettime(CLOCK_MONOTONIC, &t);\n"
+                         "  return int64_t(t.tv_sec) * 1000000000 + t.tv_nsec;\n}\n",
+      "\nnamespace {\n", pool.decls(), "}  // namespace\n\n", kernels, "\n", kEntrySection);
+  if (segment) {
+    absl::StrAppend(&out, kHidden, "const char* mt_constants = nullptr;\n",
+                    "extern \"C\" int64_t mltune_constants_bytes() { return ",
+                    pool.segment().size(), "; }\n",
+                    "extern \"C\" void mltune_bind_constants(const void* segment) {\n",
+                    "  mt_constants = static_cast<const char*>(segment);\n}\n");
+  }
+  absl::StrAppend(&out, "extern \"C\" int64_t mltune_scratch_bytes() { return ", scratch, "; }\n",
+                  "extern \"C\" void mltune_entry(void* const* args, void* const* results, "
+                  "char* scratch) {\n  (void)args; (void)results; (void)scratch;\n",
+                  "  const mt_float_env float_env;\n", entry, "}\n");
   if (profiled.empty()) return out;
   // kernel_ns[kernel_count]: an empty timed region, the timer's own cost, which the runner
   // takes off each kernel's time.
   absl::StrAppend(
-      &out, "\n#include <time.h>\n",
-      "static inline int64_t mltune_now_ns() {\n  timespec t;\n  clock_gettime(CLOCK_MONOTONIC, "
-      "&t);\n  return int64_t(t.tv_sec) * 1000000000 + t.tv_nsec;\n}\n",
-      "extern \"C\" int32_t mltune_kernel_count() { return ", kernel_count, "; }\n",
+      &out, "extern \"C\" int32_t mltune_kernel_count() { return ", kernel_count, "; }\n",
       "extern \"C\" void mltune_entry_profiled(void* const* args, void* const* results, "
       "char* scratch, int64_t* kernel_ns) {\n  (void)args; (void)results; (void)scratch;\n",
       "  const mt_float_env float_env;\n", profiled,
@@ -1842,6 +1856,7 @@ absl::StatusOr<ProgramText> EmitProgram(const LoweredModule& module,
                                         const std::vector<KernelConfig>& configs,
                                         const std::string& prefix, ConstantPool* pool) {
   ProgramText p;
+  const bool top = prefix.empty();  // the program itself, not one a kernel calls
   const int32_t nk = static_cast<int32_t>(module.kernels.size());
 
   // Where each value lives: args[i], results[j] (its first result slot) or scratch + offset.
@@ -1897,14 +1912,14 @@ absl::StatusOr<ProgramText> EmitProgram(const LoweredModule& module,
     const KernelConfig& config =
         static_cast<size_t>(id) < configs.size() ? configs[static_cast<size_t>(id)] : empty;
     std::string fn = absl::StrCat(prefix, "k", k.id);
-    absl::StatusOr<Emitted> e = EmitKernel(k, config, pool, fn);
+    absl::StatusOr<Emitted> e = EmitKernel(k, config, pool, fn, top);
     if (!e.ok()) return e.status();
     // A kernel that computes what an earlier one does on other buffers (the layers of a
     // transformer, their gradients) calls the earlier function: a training step's source and
     // compile time shrink by the number of layers.
     auto [same, fresh] = emitted_as.try_emplace(CanonicalKernelText(e->text, fn), fn);
     if (fresh) {
-      p.kernels += e->text;
+      absl::StrAppend(&p.kernels, top ? absl::StrCat(kKernelSection, fn, "\n") : "", e->text);
     } else {
       fn = same->second;
     }
@@ -1922,8 +1937,10 @@ absl::StatusOr<ProgramText> EmitProgram(const LoweredModule& module,
   }
   const int64_t ws_offset = AlignUp(temp_bytes, kAlign);
   p.scratch_bytes = ws_offset + AlignUp(workspace, kAlign);
-  entry = absl::StrCat("  char* const ws = scratch + ", ws_offset, ";\n  (void)ws;\n", entry);
-  profiled = absl::StrCat("  char* const ws = scratch + ", ws_offset, ";\n  (void)ws;\n", profiled);
+  entry = absl::StrCat("  char* const ws = scratch + ", ws_offset, ";\n  (void)ws;\n",
+                       top ? kCallsBegin : "", entry, top ? kCallsEnd : "");
+  profiled = absl::StrCat("  char* const ws = scratch + ", ws_offset, ";\n  (void)ws;\n",
+                          top ? kCallsBegin : "", profiled, top ? kCallsEnd : "");
   // Results not written in place: parameters, constants, a value listed twice.
   for (size_t j = 0; j < module.results.size(); ++j) {
     const Instruction* r = module.results[j];
@@ -1972,7 +1989,8 @@ absl::StatusOr<Program> GenerateKernel(const LoweredModule& module, int32_t kern
   }
   const Kernel& k = module.kernels[static_cast<size_t>(kernel)];
   ConstantPool pool(CppDialect(), /*in_segment=*/true);
-  absl::StatusOr<Emitted> e = EmitKernel(k, config, &pool, absl::StrCat("k", k.id));
+  const std::string fn = absl::StrCat("k", k.id);
+  absl::StatusOr<Emitted> e = EmitKernel(k, config, &pool, fn, /*top=*/true);
   if (!e.ok()) return e.status();
   Program p;
   std::string entry = "  char* b[] = {";
@@ -1985,10 +2003,11 @@ absl::StatusOr<Program> GenerateKernel(const LoweredModule& module, int32_t kern
     p.results.push_back(o->shape());
     absl::StrAppend(&entry, slot++ == 0 ? "" : ", ", "(char*)results[", p.results.size() - 1, "]");
   }
-  absl::StrAppend(&entry, "};\n  k", k.id, "(b, scratch);\n");
+  absl::StrAppend(&entry, "};\n  ", fn, "(b, scratch);\n");
   p.scratch_bytes = AlignUp(e->workspace, kAlign);
   p.uses_onednn = e->onednn;
-  p.source = Assemble(pool, e->text, entry, p.scratch_bytes, e->onednn_conv);
+  p.source = Assemble(pool, absl::StrCat(kKernelSection, fn, "\n", e->text), entry, p.scratch_bytes,
+                      e->onednn_conv);
   p.constants = TakeSegment(&pool);
   return p;
 }

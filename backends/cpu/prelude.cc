@@ -482,9 +482,9 @@ const char* OneDnnConvPrelude() {
 #include <cstdio>
 #include <cstdlib>
 
-namespace {
-
-inline void mt_dnnl_check(dnnl_status_t status, const char* what) {
+// Inline with hidden external linkage, not in the unnamed namespace: the translation units of one
+// object (units.h) share one engine and one stream, as a program compiled as one unit does.
+[[gnu::visibility("hidden")]] inline void mt_dnnl_check(dnnl_status_t status, const char* what) {
   if (status == dnnl_success) return;
   // A failure is a lowering bug (only convolutions oneDNN accepts get these impls): crash, so
   // the runner reports the candidate invalid instead of timing a kernel that did nothing.
@@ -493,7 +493,7 @@ inline void mt_dnnl_check(dnnl_status_t status, const char* what) {
 }
 #define MT_DNNL(call) mt_dnnl_check(call, #call)
 
-inline dnnl_engine_t mt_dnnl_engine() {
+[[gnu::visibility("hidden")]] inline dnnl_engine_t mt_dnnl_engine() {
   static dnnl_engine_t engine = [] {
     dnnl_engine_t e;
     MT_DNNL(dnnl_engine_create(&e, dnnl_cpu, 0));
@@ -502,7 +502,7 @@ inline dnnl_engine_t mt_dnnl_engine() {
   return engine;
 }
 
-inline dnnl_stream_t mt_dnnl_stream() {
+[[gnu::visibility("hidden")]] inline dnnl_stream_t mt_dnnl_stream() {
   static dnnl_stream_t stream = [] {
     dnnl_stream_t s;
     MT_DNNL(dnnl_stream_create(&s, mt_dnnl_engine(), dnnl_stream_default_flags));
@@ -510,6 +510,8 @@ inline dnnl_stream_t mt_dnnl_stream() {
   }();
   return stream;
 }
+
+namespace {
 
 struct mt_conv {
   dnnl_primitive_t conv = nullptr;

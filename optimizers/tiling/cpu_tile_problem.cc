@@ -32,8 +32,8 @@ absl::StatusOr<std::string> KernelProgramKey(const backends::cpu::LoweredModule&
                                              const backends::cpu::Kernel& kernel) {
   absl::StatusOr<backends::cpu::Program> program = backends::cpu::GenerateKernel(module, kernel.id);
   if (!program.ok()) return program.status();
-  const std::regex names(
-      absl::StrCat("// kernel [^\n]*|\\bk", kernel.id, "(?=[(_])|red_k", kernel.id, "_"));
+  const std::regex names(absl::StrCat("// (@mltune-unit )?kernel [^\n]*|\\bk", kernel.id,
+                                      "(?=[(_])|red_k", kernel.id, "_"));
   std::string key = std::regex_replace(program->source, names, "");
   for (const backends::cpu::KernelParam& p : kernel.params) {
     absl::StrAppend(&key, "|", p.name, ":", absl::StrJoin(p.choices, ","));
