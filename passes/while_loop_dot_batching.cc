@@ -168,35 +168,7 @@ class WhileLoopDotBatching : public Pass {
   std::string_view name() const override { return "while-loop-dot-batching"; }
 
   absl::StatusOr<bool> Run(ir::Module& module) override {
-    std::vector<Instruction*> while_ops;
-    for (Computation* c : module.MakeComputationPostOrder()) {
-      for (Instruction* i : c->instructions()) {
-        if (i->opcode() == Opcode::kWhile) while_ops.push_back(i);
-      }
-    }
-    bool changed = false;
-    std::unordered_set<const Computation*> dead;  // computations of loops replaced so far
-    for (Instruction* while_op : while_ops) {
-      if (dead.count(while_op->parent())) continue;
-      Computation* cond = while_op->while_condition();
-      Computation* body = while_op->while_body();
-      bool replaced = false;
-      if (BatchLoopDots(while_op, &replaced)) {
-        if (replaced) {
-          dead.insert(cond);
-          dead.insert(body);
-        }
-        changed = true;
-      }
-    }
-    if (changed) {
-      for (const char* cleanup : {"dce", "tuple-simplifier"}) {
-        absl::StatusOr<std::unique_ptr<Pass>> pass = Registry::Global().Create(cleanup);
-        if (!pass.ok()) return pass.status();
-        if (absl::StatusOr<bool> s = (*pass)->Run(module); !s.ok()) return s.status();
-      }
-    }
-    return changed;
+    return RewriteWhileLoops(module, BatchLoopDots);
   }
 };
 

@@ -10,6 +10,8 @@
 
 #include "ir/evaluator/evaluator.h"
 #include "passes/hlo_builder.h"
+#include "passes/pass.h"
+#include "passes/registry.h"
 
 namespace mltune::passes {
 
@@ -640,6 +642,39 @@ std::vector<Computation*> NonFusionComputations(const ir::Module& module) {
     if (!fused.count(c)) out.push_back(c);
   }
   return out;
+}
+
+absl::StatusOr<bool> RewriteWhileLoops(ir::Module& module,
+                                       const std::function<bool(Instruction*, bool*)>& rewrite) {
+  std::vector<Instruction*> while_ops;
+  for (Computation* c : module.MakeComputationPostOrder()) {
+    for (Instruction* i : c->instructions()) {
+      if (i->opcode() == Opcode::kWhile) while_ops.push_back(i);
+    }
+  }
+  bool changed = false;
+  std::unordered_set<const Computation*> dead;  // computations of loops replaced so far
+  for (Instruction* while_op : while_ops) {
+    if (dead.count(while_op->parent())) continue;
+    Computation* cond = while_op->while_condition();
+    Computation* body = while_op->while_body();
+    bool replaced = false;
+    if (rewrite(while_op, &replaced)) {
+      if (replaced) {
+        dead.insert(cond);
+        dead.insert(body);
+      }
+      changed = true;
+    }
+  }
+  if (changed) {
+    for (const char* cleanup : {"dce", "tuple-simplifier"}) {
+      absl::StatusOr<std::unique_ptr<Pass>> pass = Registry::Global().Create(cleanup);
+      if (!pass.ok()) return pass.status();
+      if (absl::StatusOr<bool> s = (*pass)->Run(module); !s.ok()) return s.status();
+    }
+  }
+  return changed;
 }
 
 }  // namespace mltune::passes

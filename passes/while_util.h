@@ -153,6 +153,14 @@ LiveInResult MakeInstructionsLiveIn(ir::Instruction* while_op,
 ir::Instruction* MakeWhileLike(const ir::Instruction& old, ir::Instruction* init,
                                ir::Computation* condition, ir::Computation* body);
 
+// Runs `rewrite` on every while loop of the module (callees first); it returns whether it changed
+// the loop and sets `*replaced_computations` when it replaced the loop's condition and body by
+// copies, whose loops are then skipped. When anything changed, dce and tuple-simplifier run, as
+// XLA's loop passes do after a rewrite.
+absl::StatusOr<bool> RewriteWhileLoops(
+    ir::Module& module,
+    const std::function<bool(ir::Instruction* while_op, bool* replaced_computations)>& rewrite);
+
 // Computations of the module that are not fusion bodies (XLA's MakeNonfusionComputations),
 // restricted to those reachable from the entry, callees first.
 std::vector<ir::Computation*> NonFusionComputations(const ir::Module& module);
