@@ -47,12 +47,6 @@ void IndexAlgebra::BoundLike(const std::string& name, const std::string& expr) {
   if (r.has_value()) Bound(name, r->lo, r->hi);
 }
 
-void IndexAlgebra::Clear() {
-  bounds_.clear();
-  forms_.clear();
-  derived_.clear();
-}
-
 void IndexAlgebra::AddTerm(Affine* a, const std::string& atom, int64_t coefficient) {
   if (coefficient == 0) return;
   for (auto it = a->terms.begin(); it != a->terms.end(); ++it) {

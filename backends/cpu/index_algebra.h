@@ -28,8 +28,6 @@ class IndexAlgebra {
   std::string Mod(const std::string& expr, int64_t divisor);
   // Gives variable `name` the range of `expr`, where that is known.
   void BoundLike(const std::string& name, const std::string& expr);
-  // Forgets everything (a new kernel: its names are reused).
-  void Clear();
 
  private:
   struct Range {
