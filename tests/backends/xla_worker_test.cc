@@ -1,0 +1,115 @@
+// The XLA worker against the installed jaxlib (build/xla-venv): measuring, checking outputs
+// against a reference, refusing unknown options and passes, and surviving its child's death.
+// Skips where no jax environment exists.
+#include "backends/xla/xla_worker.h"
+
+#include <signal.h>
+
+#include <cstdlib>
+#include <string>
+
+#include "gtest/gtest.h"
+
+namespace mltune::backends::xla {
+namespace {
+
+constexpr char kScale[] = R"(HloModule scale
+
+ENTRY main {
+  p = f32[64,32] parameter(0)
+  c = f32[] constant(FACTOR)
+  b = f32[64,32] broadcast(c), dimensions={}
+  m = f32[64,32] multiply(p, b)
+  ROOT t = f32[64,32] tanh(m)
+}
+)";
+
+std::string Scale(const std::string& factor) {
+  std::string text = kScale;
+  text.replace(text.find("FACTOR"), 6, factor);
+  return text;
+}
+
+class XlaWorkerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    absl::StatusOr<XlaWorkerInfo> info = worker_.Describe();
+    if (absl::IsUnavailable(info.status())) {
+      GTEST_SKIP() << "no XLA worker here: " << info.status().message();
+    }
+    ASSERT_TRUE(info.ok()) << info.status();
+    info_ = *info;
+  }
+  XlaWorker worker_{"cpu"};
+  XlaWorkerInfo info_;
+};
+
+TEST_F(XlaWorkerTest, MeasuresAndChecksAgainstTheReference) {
+  EXPECT_EQ(info_.name, "xla-cpu");
+  EXPECT_EQ(info_.platform, "cpu");
+  XlaMeasureRequest request;
+  request.hlo_text = Scale("2");
+  request.reference_hlo_text = Scale("2");
+  request.max_seconds = 0.05;
+  absl::StatusOr<XlaTiming> timing = worker_.Measure(request);
+  ASSERT_TRUE(timing.ok()) << timing.status();
+  EXPECT_TRUE(timing->checked);
+  EXPECT_EQ(timing->max_abs_err, 0);
+  EXPECT_GT(timing->median_s, 0);
+  EXPECT_GE(timing->samples, 5);
+
+  // A candidate computing something else is caught, not timed.
+  request.hlo_text = Scale("3");
+  timing = worker_.Measure(request);
+  EXPECT_TRUE(absl::IsDataLoss(timing.status())) << timing.status();
+  EXPECT_NE(timing.status().message().find("differs"), std::string::npos) << timing.status();
+}
+
+TEST_F(XlaWorkerTest, RefusesWhatXlaDoesNotKnow) {
+  XlaMeasureRequest request;
+  request.hlo_text = Scale("2");
+  request.max_seconds = 0.01;
+  request.options = {{"xla_cpu_no_such_option", "true"}};
+  absl::StatusOr<XlaTiming> timing = worker_.Measure(request);
+  EXPECT_TRUE(absl::IsInvalidArgument(timing.status())) << timing.status();
+  EXPECT_NE(timing.status().message().find("xla_cpu_no_such_option"), std::string::npos);
+
+  absl::StatusOr<std::map<std::string, std::string>> refused = worker_.RefusedOptions(
+      {{"xla_cpu_enable_fast_math", "true"}, {"xla_cpu_no_such_option", "1"}});
+  ASSERT_TRUE(refused.ok()) << refused.status();
+  EXPECT_EQ(refused->size(), 1u);
+  EXPECT_TRUE(refused->contains("xla_cpu_no_such_option"));
+
+  absl::StatusOr<std::vector<std::string>> unknown =
+      worker_.UnknownPassNames({"algsimp", "dce", "no-such-pass-anywhere"});
+  ASSERT_TRUE(unknown.ok()) << unknown.status();
+  EXPECT_EQ(*unknown, std::vector<std::string>{"no-such-pass-anywhere"});
+
+  request.options.clear();
+  request.hlo_text = "HloModule broken\n\nENTRY main {\n  ROOT p = f32[2] parameter(0\n}\n";
+  timing = worker_.Measure(request);
+  EXPECT_TRUE(absl::IsInvalidArgument(timing.status())) << timing.status();
+}
+
+TEST_F(XlaWorkerTest, SurvivesItsChildsDeath) {
+  ASSERT_GT(info_.child_pid, 0);
+  ASSERT_EQ(kill(static_cast<pid_t>(info_.child_pid), SIGKILL), 0);
+  XlaMeasureRequest request;
+  request.hlo_text = Scale("2");
+  request.max_seconds = 0.01;
+  // The death is noticed on the next request, which either restarts the child first or fails
+  // with Aborted; either way the one after it runs on a new child.
+  absl::StatusOr<XlaTiming> first = worker_.Measure(request);
+  if (!first.ok()) {
+    EXPECT_TRUE(absl::IsAborted(first.status())) << first.status();
+  }
+  absl::StatusOr<XlaTiming> second = worker_.Measure(request);
+  ASSERT_TRUE(second.ok()) << second.status();
+  EXPECT_EQ(worker_.restarts(), 1);
+  absl::StatusOr<XlaWorkerInfo> info = worker_.Describe();
+  ASSERT_TRUE(info.ok());
+  EXPECT_NE(info->child_pid, info_.child_pid);
+}
+
+}  // namespace
+}  // namespace mltune::backends::xla
