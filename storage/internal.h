@@ -29,6 +29,8 @@ absl::Status ValidateResult(const ResultRecord& record);
 absl::Status ValidateMeasurement(const MeasurementRecord& m, size_t index);
 // PutKernelGraph's checks: kernel_key, graph and target non-empty.
 absl::Status ValidateKernelGraph(const KernelGraphRecord& record);
+// InvalidArgument "<what>: ..." unless `sha256` is 64 lowercase hex digits.
+absl::Status ValidateGraphHash(const std::string& sha256, std::string_view what);
 // PutModel's checks: a non-empty name, a version >= 0 (the JSON is checked by the database).
 absl::Status ValidateModel(const std::string& name, int64_t version);
 // RecordModelTraining's checks: a name, a known outcome, new_rows >= 0, no end before the start.

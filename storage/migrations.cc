@@ -135,6 +135,22 @@ CREATE UNIQUE INDEX jobs_in_flight ON jobs (dedup_key)
 CREATE INDEX jobs_by_owner ON jobs (owner) WHERE owner <> '';
 CREATE INDEX jobs_claimable ON jobs (created_ms) WHERE state IN ('queued', 'running');
 )sql"},
+    // Submitted graphs, once per content (by SHA-256), in pieces of a few MiB: a model with its
+    // weights is hundreds of MB, and the jobs that run it refer to it by hash.
+    {6, "graphs", R"sql(
+CREATE TABLE graphs (
+  sha256 TEXT PRIMARY KEY CHECK (length(sha256) = 64),
+  size_bytes INTEGER NOT NULL CHECK (size_bytes >= 0),
+  pieces INTEGER NOT NULL CHECK (pieces >= 0),
+  created_ms INTEGER NOT NULL
+) STRICT;
+CREATE TABLE graph_pieces (
+  sha256 TEXT NOT NULL REFERENCES graphs (sha256) ON DELETE CASCADE,
+  seq INTEGER NOT NULL CHECK (seq >= 0),
+  data BLOB NOT NULL CHECK (length(data) > 0),
+  PRIMARY KEY (sha256, seq)
+) STRICT;
+)sql"},
 };
 
 absl::StatusOr<int> UserVersion(Database& db) {

@@ -127,6 +127,20 @@ CREATE UNIQUE INDEX jobs_in_flight ON jobs (dedup_key)
 CREATE INDEX jobs_by_owner ON jobs (owner) WHERE owner <> '';
 CREATE INDEX jobs_claimable ON jobs (created_ms) WHERE state IN ('queued', 'running');
 )sql"},
+    {6, "graphs", R"sql(
+CREATE TABLE graphs (
+  sha256 TEXT PRIMARY KEY CHECK (length(sha256) = 64),
+  size_bytes BIGINT NOT NULL CHECK (size_bytes >= 0),
+  pieces BIGINT NOT NULL CHECK (pieces >= 0),
+  created_ms BIGINT NOT NULL
+);
+CREATE TABLE graph_pieces (
+  sha256 TEXT NOT NULL REFERENCES graphs (sha256) ON DELETE CASCADE,
+  seq BIGINT NOT NULL CHECK (seq >= 0),
+  data BYTEA NOT NULL CHECK (length(data) > 0),
+  PRIMARY KEY (sha256, seq)
+);
+)sql"},
 };
 
 static_assert(std::end(kMigrations)[-1].version == Store::kSchemaVersion,

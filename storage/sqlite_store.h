@@ -39,6 +39,10 @@ class SqliteStore final : public Store {
   absl::StatusOr<std::optional<KernelGraphRecord>> GetKernelGraph(
       const std::string& kernel_key) override;
   absl::StatusOr<int64_t> CountKernelGraphs() override;
+  absl::StatusOr<bool> PutGraph(const std::string& sha256, const GraphSource& next) override;
+  absl::StatusOr<std::optional<int64_t>> GraphSize(const std::string& sha256) override;
+  absl::StatusOr<std::optional<std::string>> GetGraph(const std::string& sha256) override;
+  absl::StatusOr<GraphTotals> CountGraphs() override;
   absl::StatusOr<SubmittedJob> SubmitJob(const JobRecord& job, int64_t max_queued) override;
   absl::Status UpdateJobState(const std::string& id, JobState state, double progress,
                               std::optional<double> best_score, const std::string& error,

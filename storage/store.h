@@ -119,6 +119,17 @@ struct KernelGraphRecord {
   int64_t created_ms = 0;  // set by the store
 };
 
+// The graph store's totals (GetStats).
+struct GraphTotals {
+  int64_t graphs = 0;
+  int64_t bytes = 0;
+};
+
+// Yields a graph's bytes piece by piece, in order: a non-empty piece, or "" at the end. Each
+// piece becomes one row, so keep them to a few MiB (kGraphPieceBytes).
+using GraphSource = std::function<absl::StatusOr<std::string>()>;
+inline constexpr int64_t kGraphPieceBytes = int64_t{4} << 20;
+
 // Legal transitions: queued -> running | cancelled; running -> running (progress) | done |
 // failed | cancelled | queued (resume). done, failed and cancelled are final.
 enum class JobState { kQueued, kRunning, kDone, kFailed, kCancelled };
@@ -195,7 +206,7 @@ class Store {
  public:
   // The schema version this code writes (SQLite's PRAGMA user_version; PostgreSQL's
   // mltune_schema table).
-  static constexpr int kSchemaVersion = 5;
+  static constexpr int kSchemaVersion = 6;
 
   // Opens or creates the store at `path` (its parent folders are created), or an in-memory store
   // for ":memory:" (one connection: reads wait for writes there). With options.must_exist, a
@@ -257,6 +268,24 @@ class Store {
   virtual absl::StatusOr<std::optional<KernelGraphRecord>> GetKernelGraph(
       const std::string& kernel_key) = 0;
   virtual absl::StatusOr<int64_t> CountKernelGraphs() = 0;
+
+  // --- Graphs: the models clients submit (with their weights), each stored once, by the SHA-256
+  // of its bytes, in pieces of a few MiB, so no single value nears SQLite's (1 GB) or
+  // PostgreSQL's (1 GB) limit and a read never needs one huge query result. Jobs refer to their
+  // graph by this hash instead of carrying its bytes.
+  //
+  // Stores the bytes `next` yields under `sha256` (64 lowercase hex digits, which the caller has
+  // checked to be their hash) in one transaction. Returns true when stored, false when a graph
+  // with that hash was already there (nothing is written, and `next` is not called).
+  // InvalidArgument for a malformed hash or no bytes; a failing `next` stores nothing.
+  virtual absl::StatusOr<bool> PutGraph(const std::string& sha256, const GraphSource& next) = 0;
+  // PutGraph with `data` cut into pieces of kGraphPieceBytes.
+  absl::StatusOr<bool> PutGraph(const std::string& sha256, std::string_view data);
+  // The stored graph's length in bytes, or nullopt when there is none with that hash.
+  virtual absl::StatusOr<std::optional<int64_t>> GraphSize(const std::string& sha256) = 0;
+  // The stored graph's bytes, or nullopt. DataLoss when its pieces do not add up to its size.
+  virtual absl::StatusOr<std::optional<std::string>> GetGraph(const std::string& sha256) = 0;
+  virtual absl::StatusOr<GraphTotals> CountGraphs() = 0;
 
   // --- Jobs.
   // `job.state` must be queued; returns the id (job.id, or a generated one when empty).

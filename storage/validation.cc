@@ -1,4 +1,5 @@
 // The checks both stores apply before they write, and the job state machine.
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <random>
@@ -35,6 +36,15 @@ absl::Status RequireFinite(double value, std::string_view what, std::string_view
   if (std::isfinite(value)) return absl::OkStatus();
   return absl::InvalidArgumentError(absl::StrCat(std::string(what), ": ", std::string(field),
                                                  " is ", value, ", not a finite number"));
+}
+
+absl::Status ValidateGraphHash(const std::string& sha256, std::string_view what) {
+  const bool hex = sha256.size() == 64 && std::all_of(sha256.begin(), sha256.end(), [](char c) {
+                     return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
+                   });
+  if (hex) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrCat(std::string(what), ": '", sha256,
+                                                 "' is not a SHA-256 (64 lowercase hex digits)"));
 }
 
 absl::Status ValidateResult(const ResultRecord& record) {
