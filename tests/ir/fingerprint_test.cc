@@ -5,7 +5,6 @@
 #include <gtest/gtest.h>
 
 #include "absl/strings/str_cat.h"
-
 #include "ir/hlo_parser.h"
 #include "ir/hlo_printer.h"
 #include "tests/support/corpus.h"
@@ -97,11 +96,11 @@ ENTRY %main (p0: f32[4,8], p1: f32[4,8]) -> f32[4] {
 TEST(FingerprintTest, ChangesWithEverySemanticEdit) {
   const std::string base = FingerprintOf(kBase);
   const std::vector<std::pair<std::string, std::string>> edits = {
-      {"constant(2)", "constant(3)"},                          // literal value
-      {"subtract(p0, p1)", "subtract(p1, p0)"},                // operand order
-      {"multiply(sub, bc)", "add(sub, bc)"},                   // opcode
-      {"dimensions={1}, to_apply", "dimensions={0}, to_apply"},  // attribute
-      {"p0 = f32[4,8]{1,0}", "p0 = f32[4,8]{0,1}"},            // layout
+      {"constant(2)", "constant(3)"},                                // literal value
+      {"subtract(p0, p1)", "subtract(p1, p0)"},                      // operand order
+      {"multiply(sub, bc)", "add(sub, bc)"},                         // opcode
+      {"dimensions={1}, to_apply", "dimensions={0}, to_apply"},      // attribute
+      {"p0 = f32[4,8]{1,0}", "p0 = f32[4,8]{0,1}"},                  // layout
       {"ROOT s = f32[] add(a, b)", "ROOT s = f32[] maximum(a, b)"},  // called computation
   };
   for (const auto& [from, to] : edits) {
@@ -162,6 +161,34 @@ TEST(FingerprintCorpusTest, StableUnderPrintParseRoundTrip) {
     ASSERT_TRUE(stripped.ok()) << file;
     EXPECT_EQ(Fingerprint(**m), Fingerprint(**stripped)) << file;
   }
+}
+
+// Fingerprints key the results cache and stored jobs, so they must not change between versions:
+// these were computed before constants' bytes were hashed from the literals in place (they were
+// hex-encoded into the canonical text by snprintf).
+TEST(FingerprintTest, AConstantsFingerprintIsStableAcrossVersions) {
+  EXPECT_EQ(FingerprintOf(R"(HloModule k
+
+ENTRY e {
+  p = f32[2,3] parameter(0)
+  c = f32[2,3] constant({{1, -2.5, 3}, {0, -0, 7.25}})
+  ROOT a = f32[2,3] add(p, c)
+}
+)"),
+            "f40d376c64fa23e701544ec1ca6ead3f351bf0175fe9203a63542a7ceb5136f3");
+  // A tuple constant and two constants in one computation (hashed from the literals in place).
+  EXPECT_EQ(FingerprintOf(R"(HloModule t
+
+ENTRY e {
+  p = f32[3] parameter(0)
+  t = (f32[2], s32[]) constant(({1.5, -2}, 7))
+  g = f32[2] get-tuple-element(t), index=0
+  c = f32[3] constant({0.25, 8, -1})
+  a = f32[3] add(p, c)
+  ROOT r = (f32[3], f32[2]) tuple(a, g)
+}
+)"),
+            "c6dede8499353dcaf4f155c2a6af0047d06e41cfb805e6e05105c727628014ae");
 }
 
 }  // namespace
