@@ -113,7 +113,8 @@ TEST_F(StoreTest, OpenCreatesFoldersAndAWalDatabaseAtTheCurrentSchema) {
   EXPECT_EQ(RawQuery(path,
                      "SELECT group_concat(name, ',') FROM (SELECT name FROM sqlite_schema "
                      "WHERE type = 'table' ORDER BY name)"),
-            "jobs,kernel_graphs,measurements,model_trainings,models,results,results_artifacts");
+            "graph_pieces,graphs,jobs,kernel_graphs,measurements,model_trainings,models,results,"
+            "results_artifacts");
 }
 
 TEST_F(StoreTest, ReopeningIsANoOpAndKeepsTheData) {
