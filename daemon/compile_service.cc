@@ -2,16 +2,19 @@
 
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
 #include <set>
 #include <utility>
 
 #include "absl/status/status.h"
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "backends/gpu/device.h"
 #include "daemon/graph_input.h"
+#include "daemon/graph_upload.h"
 #include "daemon/pretrained_models.h"
 #include "daemon/rpc_scope.h"
 #include "daemon/sim_workers.h"
@@ -72,26 +75,66 @@ CompileServiceImpl::CompileServiceImpl(const DaemonConfig& config, storage::Stor
       access_(access),
       remote_workers_(remote_workers) {}
 
-absl::Status CompileServiceImpl::LoadModule(const v1::Graph& graph, JobSpec* spec) const {
+absl::StatusOr<std::string> CompileServiceImpl::GraphSha256(const v1::Graph& graph) const {
+  if (graph.sha256().empty()) return GraphHash(graph.data());
+  if (!graph.data().empty()) {
+    return absl::InvalidArgumentError(
+        "the graph has both data and sha256: send its bytes inline or refer to an uploaded graph "
+        "by hash, not both");
+  }
+  return absl::AsciiStrToLower(graph.sha256());
+}
+
+absl::StatusOr<std::string> CompileServiceImpl::StoredGraph(const std::string& sha256,
+                                                            const std::string& name) const {
+  const std::string display = name.empty() ? "<graph>" : name;
+  if (absl::Status s = CheckGraphHash(sha256); !s.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat(display, ": ", s.message()));
+  }
+  absl::StatusOr<std::optional<std::string>> bytes = store_.GetGraph(sha256);
+  if (!bytes.ok()) return bytes.status();
+  if (!bytes->has_value()) {
+    return absl::NotFoundError(absl::StrCat(display, ": no graph with sha256 ", sha256,
+                                            " is stored here; upload it first (UploadGraph)"));
+  }
+  // The store could have been damaged behind the daemon's back; a wrong graph would be tuned and
+  // cached under another graph's key.
+  if (GraphHash(**bytes) != sha256) {
+    return absl::DataLossError(
+        absl::StrCat(display, ": the stored graph ", sha256, " no longer matches its hash"));
+  }
+  return **std::move(bytes);
+}
+
+absl::Status CompileServiceImpl::LoadModule(const v1::Graph& graph, const std::string& sha256,
+                                            JobSpec* spec) const {
   GraphLimits limits;
   limits.max_bytes = config_.max_graph_bytes;
   limits.max_instructions = config_.max_instructions;
+  std::string stored;  // the bytes of a graph given by hash
+  std::string_view data = graph.data();
+  if (!graph.sha256().empty()) {
+    absl::StatusOr<std::string> bytes = StoredGraph(sha256, graph.name());
+    if (!bytes.ok()) return bytes.status();
+    stored = *std::move(bytes);
+    data = stored;
+  }
   absl::StatusOr<LoadedGraph> loaded =
-      LoadGraph(graph.data(), FromWire(graph.format()), graph.name(), limits);
+      LoadGraph(data, FromWire(graph.format()), graph.name(), limits);
   if (!loaded.ok()) return loaded.status();
-  fingerprints_.Insert(FingerprintCache::Key(graph.data(), FromWire(graph.format())),
-                       loaded->fingerprint);
+  fingerprints_.Insert(sha256, loaded->format, loaded->fingerprint);
   spec->module = std::move(loaded->module);
   spec->fingerprint = std::move(loaded->fingerprint);
   return absl::OkStatus();
 }
 
 absl::StatusOr<std::string> CompileServiceImpl::GraphFingerprint(const v1::Graph& graph) const {
-  std::optional<std::string> known =
-      fingerprints_.Find(FingerprintCache::Key(graph.data(), FromWire(graph.format())));
+  absl::StatusOr<std::string> sha256 = GraphSha256(graph);
+  if (!sha256.ok()) return sha256.status();
+  std::optional<std::string> known = fingerprints_.Find(*sha256, FromWire(graph.format()));
   if (known.has_value()) return *known;
   JobSpec spec;
-  if (absl::Status s = LoadModule(graph, &spec); !s.ok()) return s;
+  if (absl::Status s = LoadModule(graph, *sha256, &spec); !s.ok()) return s;
   return spec.fingerprint;
 }
 
@@ -188,15 +231,18 @@ absl::StatusOr<JobSpec> CompileServiceImpl::BuildSpec(const v1::SubmitCompileReq
   spec.skip_cache = request.skip_cache();
   spec.graph_name = request.graph().name();
 
+  absl::StatusOr<std::string> sha256 = GraphSha256(request.graph());
+  if (!sha256.ok()) return sha256.status();
+  spec.graph_sha256 = *sha256;
   if (!need_module) {
-    std::optional<std::string> known = fingerprints_.Find(
-        FingerprintCache::Key(request.graph().data(), FromWire(request.graph().format())));
+    std::optional<std::string> known =
+        fingerprints_.Find(*sha256, FromWire(request.graph().format()));
     if (known.has_value()) {
       spec.fingerprint = *std::move(known);
       return spec;
     }
   }
-  if (absl::Status s = LoadModule(request.graph(), &spec); !s.ok()) return s;
+  if (absl::Status s = LoadModule(request.graph(), *sha256, &spec); !s.ok()) return s;
   return spec;
 }
 
@@ -387,10 +433,13 @@ grpc::Status CompileServiceImpl::SubmitCompile(grpc::ServerContext* context,
   for (const std::string& task : spec->tasks) metrics_.CacheMiss(task);
   ++cache_misses_;
   if (spec->module == nullptr) {
-    if (absl::Status s = LoadModule(request->graph(), &*spec); !s.ok()) return scope.Done(s);
+    if (absl::Status s = LoadModule(request->graph(), spec->graph_sha256, &*spec); !s.ok()) {
+      return scope.Done(s);
+    }
   }
-
-  spec->request = request->SerializeAsString();
+  absl::StatusOr<std::string> stored = StoredRequest(*request, spec->graph_sha256);
+  if (!stored.ok()) return scope.Done(stored.status());
+  spec->request = *std::move(stored);
   const TokenGrant* grant = *caller;
   if (grant != nullptr) {
     if (absl::Status s = Reserve(*grant); !s.ok()) return scope.Done(s);
@@ -404,6 +453,77 @@ grpc::Status CompileServiceImpl::SubmitCompile(grpc::ServerContext* context,
   absl::StatusOr<JobView> view = scheduler_.Get(submitted->job_id);
   if (!view.ok()) return scope.Done(view.status());
   return scope.Done(FillJob(*view, response->mutable_job()));
+}
+
+absl::StatusOr<std::string> CompileServiceImpl::StoredRequest(
+    const v1::SubmitCompileRequest& request, const std::string& sha256) {
+  if (request.graph().data().empty()) return request.SerializeAsString();
+  absl::StatusOr<bool> put = store_.PutGraph(sha256, request.graph().data());
+  if (!put.ok()) return put.status();
+  v1::SubmitCompileRequest stored = request;
+  stored.mutable_graph()->clear_data();
+  stored.mutable_graph()->set_sha256(sha256);
+  return stored.SerializeAsString();
+}
+
+grpc::Status CompileServiceImpl::HasGraph(grpc::ServerContext* context,
+                                          const v1::HasGraphRequest* request,
+                                          v1::HasGraphResponse* response) {
+  RpcScope scope(metrics_, "HasGraph");
+  if (absl::StatusOr<const TokenGrant*> caller = Caller(*context, Role::kRead, "HasGraph");
+      !caller.ok()) {
+    return scope.Done(caller.status());
+  }
+  const std::string sha256 = absl::AsciiStrToLower(request->sha256());
+  if (absl::Status s = CheckGraphHash(sha256); !s.ok()) return scope.Done(s);
+  absl::StatusOr<std::optional<int64_t>> size = store_.GraphSize(sha256);
+  if (!size.ok()) return scope.Done(size.status());
+  response->set_stored(size->has_value());
+  response->set_size(size->value_or(0));
+  return scope.Done(absl::OkStatus());
+}
+
+grpc::Status CompileServiceImpl::UploadGraph(grpc::ServerContext* context,
+                                             grpc::ServerReader<v1::GraphChunk>* reader,
+                                             v1::GraphRef* response) {
+  RpcScope scope(metrics_, "UploadGraph");
+  if (absl::StatusOr<const TokenGrant*> caller = Caller(*context, Role::kSubmit, "UploadGraph");
+      !caller.ok()) {
+    return scope.Done(caller.status());
+  }
+  v1::GraphChunk chunk;
+  if (!reader->Read(&chunk)) {
+    return scope.Done(absl::InvalidArgumentError("UploadGraph: the stream had no chunk"));
+  }
+  const std::string sha256 = absl::AsciiStrToLower(chunk.sha256());
+  // A graph stored before is answered at once: the client may stop sending.
+  if (CheckGraphHash(sha256).ok()) {
+    absl::StatusOr<std::optional<int64_t>> size = store_.GraphSize(sha256);
+    if (!size.ok()) return scope.Done(size.status());
+    if (size->has_value()) {
+      response->set_sha256(sha256);
+      response->set_size(**size);
+      response->set_already_stored(true);
+      return scope.Done(absl::OkStatus());
+    }
+  }
+  absl::StatusOr<std::unique_ptr<GraphUpload>> upload =
+      GraphUpload::Begin(chunk.sha256(), chunk.size(), config_.max_graph_bytes,
+                         std::filesystem::path(config_.data_dir) / "uploads");
+  if (!upload.ok()) return scope.Done(upload.status());
+  do {
+    absl::Status s = (*upload)->Add(chunk.sha256(), chunk.size(), chunk.offset(), chunk.data());
+    if (!s.ok()) return scope.Done(s);
+  } while (reader->Read(&chunk));
+  if (context->IsCancelled()) {
+    return scope.Done(absl::CancelledError("UploadGraph: the client cancelled the upload"));
+  }
+  absl::StatusOr<bool> stored = (*upload)->Finish(store_);
+  if (!stored.ok()) return scope.Done(stored.status());
+  response->set_sha256((*upload)->sha256());
+  response->set_size((*upload)->size());
+  response->set_already_stored(!*stored);
+  return scope.Done(absl::OkStatus());
 }
 
 grpc::Status CompileServiceImpl::WatchJob(grpc::ServerContext* context,
@@ -618,6 +738,11 @@ grpc::Status CompileServiceImpl::DoGetStats(v1::GetStatsResponse* response) {
   absl::StatusOr<int64_t> measurements = store_.CountMeasurements();
   if (!measurements.ok()) return scope.Done(measurements.status());
   response->set_measurements(*measurements);
+  absl::StatusOr<storage::GraphTotals> graphs = store_.CountGraphs();
+  if (!graphs.ok()) return scope.Done(graphs.status());
+  response->set_stored_graphs(graphs->graphs);
+  response->set_stored_graph_bytes(graphs->bytes);
+  response->set_max_graph_bytes(config_.max_graph_bytes);
   response->set_data_dir(config_.data_dir);
   response->set_store_path(store_.path());
   response->set_metrics_address(metrics_address_);

@@ -25,8 +25,8 @@ namespace mltune::daemon {
 
 // The hot read paths (LookupCache, GetJob and the listings) use gRPC's callback API: they answer
 // on the thread that read the request, without the hand-off to a sync worker thread that cost
-// more than the lookup itself (bench/daemon_load). SubmitCompile may parse a large graph and
-// WatchJob blocks between updates, so they stay on the sync thread pool.
+// more than the lookup itself (bench/daemon_load). SubmitCompile may parse a large graph,
+// UploadGraph reads a stream, and WatchJob blocks between updates, so they stay on the sync pool.
 using CompileServiceBase = mltune::v1::CompileService::WithCallbackMethod_LookupCache<
     mltune::v1::CompileService::WithCallbackMethod_GetJob<
         mltune::v1::CompileService::WithCallbackMethod_CancelJob<
@@ -47,6 +47,11 @@ class CompileServiceImpl final : public CompileServiceBase {
   grpc::Status SubmitCompile(grpc::ServerContext* context,
                              const mltune::v1::SubmitCompileRequest* request,
                              mltune::v1::SubmitCompileResponse* response) override;
+  grpc::Status HasGraph(grpc::ServerContext* context, const mltune::v1::HasGraphRequest* request,
+                        mltune::v1::HasGraphResponse* response) override;
+  grpc::Status UploadGraph(grpc::ServerContext* context,
+                           grpc::ServerReader<mltune::v1::GraphChunk>* reader,
+                           mltune::v1::GraphRef* response) override;
   grpc::Status WatchJob(grpc::ServerContext* context, const mltune::v1::WatchJobRequest* request,
                         grpc::ServerWriter<mltune::v1::Job>* writer) override;
   grpc::ServerUnaryReactor* GetJob(grpc::CallbackServerContext* context,
@@ -100,8 +105,18 @@ class CompileServiceImpl final : public CompileServiceBase {
   // OK for a registered strategy, or one every requested task runs itself (with its model
   // trained: FailedPrecondition otherwise); InvalidArgument naming the known ones.
   absl::Status CheckStrategy(const JobSpec& spec) const;
-  // Parses and verifies the request's graph into spec->module and spec->fingerprint.
-  absl::Status LoadModule(const mltune::v1::Graph& graph, JobSpec* spec) const;
+  // The SHA-256 of the graph's bytes: its `sha256`, or the hash of its inline `data`.
+  absl::StatusOr<std::string> GraphSha256(const mltune::v1::Graph& graph) const;
+  // The bytes of the stored graph `sha256` (NotFound naming `name` when none is stored).
+  absl::StatusOr<std::string> StoredGraph(const std::string& sha256, const std::string& name) const;
+  // Parses and verifies the request's graph (inline, or stored under `sha256`) into spec->module
+  // and spec->fingerprint.
+  absl::Status LoadModule(const mltune::v1::Graph& graph, const std::string& sha256,
+                          JobSpec* spec) const;
+  // The request as a job stores it: an inline graph moves to the graph store (once per content)
+  // and the request keeps only its hash, so job rows stay small.
+  absl::StatusOr<std::string> StoredRequest(const mltune::v1::SubmitCompileRequest& request,
+                                            const std::string& sha256);
   // The graph's fingerprint, from the FingerprintCache or by loading it.
   absl::StatusOr<std::string> GraphFingerprint(const mltune::v1::Graph& graph) const;
   absl::Status FillJob(const JobView& view, mltune::v1::Job* job);

@@ -13,6 +13,9 @@ namespace mltune::daemon {
 
 inline constexpr char kDefaultListen[] = "127.0.0.1:8470";
 inline constexpr char kDefaultMetricsListen[] = "127.0.0.1:9470";
+// The largest graph a request carries inline (in one gRPC message, which protobuf limits to
+// 2 GiB); larger ones go in chunks (UploadGraph).
+inline constexpr int64_t kMaxInlineGraphBytes = int64_t{1} << 30;
 
 struct DaemonConfig {
   std::string listen = kDefaultListen;                 // gRPC; port 0 picks a free port
@@ -33,7 +36,10 @@ struct DaemonConfig {
   int worker_threads = 0;  // jobs run at once; 0 = one per CPU core
   int queue_size = 64;     // queued jobs beyond which SubmitCompile answers RESOURCE_EXHAUSTED
   int rpc_threads = 64;    // most RPCs served at once (WatchJob streams hold one each)
-  int64_t max_graph_bytes = int64_t{64} << 20;
+  // The largest graph accepted (inline or uploaded in chunks). 2 GiB is what protobuf lets one
+  // ONNX file hold (bigger models keep their weights in external files, which mltune does not
+  // read), so no single-file model is refused; importing one takes about 3x its size in memory.
+  int64_t max_graph_bytes = int64_t{2} << 30;
   int64_t max_instructions = 1'000'000;
   int64_t max_budget_steps = 1'000'000;
   double max_job_seconds = 3600;  // deadline of every job, whatever its budget says

@@ -1,11 +1,17 @@
 #include "daemon/daemon.h"
 
+#include <signal.h>
+
+#include <algorithm>
+#include <cerrno>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <mutex>
 #include <sstream>
 
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "backends/cpu/runner.h"
@@ -96,6 +102,21 @@ void InstallRemoteWorkers(RemoteWorkerPool* pool) {
   backends::gpu::SetRemoteDeviceProvider([pool] { return pool->GpuDevice(); });
 }
 
+// Spool files of uploads whose daemon died mid-stream (the process named in the file is gone):
+// they would never be removed otherwise. Live daemons sharing the folder keep theirs.
+void RemoveAbandonedUploads(const std::filesystem::path& dir) {
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
+    const std::string name = entry.path().filename().string();
+    const std::vector<std::string> parts = absl::StrSplit(name, '-');
+    int pid = 0;
+    if (parts.size() != 3 || !absl::EndsWith(name, ".part") || !absl::SimpleAtoi(parts[1], &pid)) {
+      continue;
+    }
+    if (pid > 0 && kill(pid, 0) != 0 && errno == ESRCH) std::filesystem::remove(entry.path(), ec);
+  }
+}
+
 absl::StatusOr<std::string> ReadPem(const std::string& flag, const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   std::stringstream text;
@@ -152,6 +173,7 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(const DaemonConfig& config
                            : config.store;
   absl::StatusOr<std::unique_ptr<storage::Store>> store = storage::Store::Open(store_path);
   if (!store.ok()) return store.status();
+  RemoveAbandonedUploads(std::filesystem::path(config.data_dir) / "uploads");
   impl->store = *std::move(store);
   const std::string pretrained =
       config.pretrained_dir.empty() ? DefaultPretrainedDir() : config.pretrained_dir;
@@ -195,10 +217,12 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(const DaemonConfig& config
   builder.AddListeningPort(config.listen, *credentials, &impl->port);
   builder.RegisterService(impl->service.get());
   builder.RegisterService(impl->worker_service.get());
-  // Room for the largest graph plus the request's other fields.
-  const int max_message = static_cast<int>(config.max_graph_bytes + (1 << 20));
-  builder.SetMaxReceiveMessageSize(max_message);
-  builder.SetMaxSendMessageSize(max_message);
+  // A request may carry a graph inline up to --max-graph-bytes (protobuf's 2 GiB message limit
+  // caps that at 1 GiB); larger graphs come in chunks (UploadGraph). Answers are not limited: a
+  // tuned module of a model keeps its weights.
+  builder.SetMaxReceiveMessageSize(static_cast<int>(
+      std::min(config.max_graph_bytes, int64_t{kMaxInlineGraphBytes}) + (int64_t{1} << 20)));
+  builder.SetMaxSendMessageSize(-1);
   grpc::ResourceQuota quota("mltuned");
   quota.SetMaxThreads(config.rpc_threads);
   builder.SetResourceQuota(quota);

@@ -1,7 +1,5 @@
 #include "daemon/graph_input.h"
 
-#include <openssl/evp.h>
-
 #include "absl/strings/str_cat.h"
 #include "ir/fingerprint.h"
 #include "ir/hlo_parser.h"
@@ -22,7 +20,8 @@ absl::StatusOr<LoadedGraph> LoadGraph(std::string_view data, GraphFormat format,
   }
   absl::StatusOr<std::unique_ptr<ir::Module>> module;
   // Detected by content too: HLO text is printable, a serialized ModelProto starts with a tag.
-  if (format == GraphFormat::kOnnx || !ir::onnx::LooksLikeText(data)) {
+  const bool onnx = format == GraphFormat::kOnnx || !ir::onnx::LooksLikeText(data);
+  if (onnx) {
     ir::onnx::OnnxImportOptions options;
     options.display_name = display;
     options.max_model_bytes = limits.max_bytes;
@@ -46,26 +45,23 @@ absl::StatusOr<LoadedGraph> LoadGraph(std::string_view data, GraphFormat format,
         absl::StrCat(display, ": the graph does not verify: ", verified.message()));
   }
   LoadedGraph loaded;
+  loaded.format = onnx ? GraphFormat::kOnnx : GraphFormat::kHloText;
   loaded.fingerprint = ir::Fingerprint(**module);
   loaded.module = std::shared_ptr<const ir::Module>(*std::move(module));
   return loaded;
 }
 
-std::string FingerprintCache::Key(std::string_view data, GraphFormat format) {
-  const unsigned char tag = format == GraphFormat::kOnnx ? 'o' : 'h';
-  std::string digest(EVP_MAX_MD_SIZE, '\0');
-  unsigned int length = 0;
-  EVP_MD_CTX* ctx = EVP_MD_CTX_new();
-  EVP_DigestInit_ex(ctx, EVP_sha256(), nullptr);
-  EVP_DigestUpdate(ctx, &tag, 1);
-  EVP_DigestUpdate(ctx, data.data(), data.size());
-  EVP_DigestFinal_ex(ctx, reinterpret_cast<unsigned char*>(digest.data()), &length);
-  EVP_MD_CTX_free(ctx);
-  digest.resize(length);
-  return digest;
+std::string FingerprintCache::Key(const std::string& sha256, GraphFormat format) {
+  return absl::StrCat(format == GraphFormat::kOnnx ? "o:" : "h:", sha256);
 }
 
-std::optional<std::string> FingerprintCache::Find(const std::string& key) {
+std::optional<std::string> FingerprintCache::Find(const std::string& sha256, GraphFormat declared) {
+  if (std::optional<std::string> onnx = FindKey(Key(sha256, GraphFormat::kOnnx))) return onnx;
+  if (declared == GraphFormat::kOnnx) return std::nullopt;
+  return FindKey(Key(sha256, GraphFormat::kHloText));
+}
+
+std::optional<std::string> FingerprintCache::FindKey(const std::string& key) {
   std::lock_guard<std::mutex> lock(mu_);
   auto it = index_.find(key);
   if (it == index_.end()) return std::nullopt;
@@ -73,7 +69,9 @@ std::optional<std::string> FingerprintCache::Find(const std::string& key) {
   return it->second->second;
 }
 
-void FingerprintCache::Insert(const std::string& key, const std::string& fingerprint) {
+void FingerprintCache::Insert(const std::string& sha256, GraphFormat format,
+                              const std::string& fingerprint) {
+  const std::string key = Key(sha256, format);
   std::lock_guard<std::mutex> lock(mu_);
   if (auto it = index_.find(key); it != index_.end()) {
     lru_.splice(lru_.begin(), lru_, it->second);

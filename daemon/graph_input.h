@@ -20,13 +20,14 @@ namespace mltune::daemon {
 enum class GraphFormat { kHloText, kOnnx };
 
 struct GraphLimits {
-  int64_t max_bytes = int64_t{64} << 20;
+  int64_t max_bytes = int64_t{2} << 30;
   int64_t max_instructions = 1'000'000;
 };
 
 struct LoadedGraph {
   std::shared_ptr<const ir::Module> module;
-  std::string fingerprint;  // ir::Fingerprint
+  std::string fingerprint;                     // ir::Fingerprint
+  GraphFormat format = GraphFormat::kHloText;  // as read: a binary graph is ONNX whatever it said
 };
 
 // `name` appears in errors ("" = "<graph>").
@@ -35,18 +36,23 @@ absl::StatusOr<LoadedGraph> LoadGraph(std::string_view data, GraphFormat format,
 
 // Remembers the structural fingerprint of graph bytes already parsed, keyed by the SHA-256 of the
 // bytes and their format, so a repeated lookup or cached submit of the same graph skips the parse,
-// the verifier and the structural hash (together ~100x the cost of hashing the bytes). Only graphs
-// that loaded successfully under the daemon's limits are remembered. Thread-safe; LRU.
+// the verifier and the structural hash (together ~100x the cost of hashing the bytes; a graph
+// sent by hash is not even read from the store). Only graphs that loaded successfully under the
+// daemon's limits are remembered. Thread-safe; LRU.
 class FingerprintCache {
  public:
   explicit FingerprintCache(size_t capacity = 4096) : capacity_(capacity) {}
 
-  // The key of `data` in `format`: a binary SHA-256.
-  static std::string Key(std::string_view data, GraphFormat format);
-  std::optional<std::string> Find(const std::string& key);
-  void Insert(const std::string& key, const std::string& fingerprint);
+  // The fingerprint of the graph whose bytes have the (hex) SHA-256 `sha256`, when it loaded
+  // before as `declared` says: as ONNX, or (kHloText: read by its content) as either format.
+  std::optional<std::string> Find(const std::string& sha256, GraphFormat declared);
+  // `format`: what the graph was read as (LoadedGraph::format).
+  void Insert(const std::string& sha256, GraphFormat format, const std::string& fingerprint);
 
  private:
+  static std::string Key(const std::string& sha256, GraphFormat format);
+  std::optional<std::string> FindKey(const std::string& key);
+
   using Entry = std::pair<std::string, std::string>;  // key, fingerprint
   size_t capacity_;
   std::mutex mu_;

@@ -36,6 +36,7 @@ struct JobSpec {
   std::shared_ptr<const ir::Module> module;  // verified
   std::string fingerprint;
   std::string graph_name;
+  std::string graph_sha256;        // of the graph's bytes: where the graph store keeps it
   std::vector<std::string> tasks;  // registered, non-empty
   std::string target;
   std::string strategy;

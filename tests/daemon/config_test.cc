@@ -83,7 +83,7 @@ TEST(DaemonConfigTest, BadValuesExitWithCode2AndNameTheFlag) {
            {{"--listen", "nonsense"}, "--listen"},
            {{"--metrics-listen", "host:99999"}, "--metrics-listen"},
            {{"--worker-threads", "many"}, "--worker-threads"},
-           {{"--max-graph-bytes", "4000000000"}, "--max-graph-bytes"},
+           {{"--max-graph-bytes", "0"}, "--max-graph-bytes"},
            {{"--default-budget-steps", "10", "--max-budget-steps", "5"}, "--default-budget-steps"},
            {{"--no-such-flag"}, "--no-such-flag"},
            {{"--retrain-rows", "-1"}, "--retrain-rows"},
