@@ -650,6 +650,15 @@ void JobScheduler::Finish(const std::shared_ptr<LiveJob>& job, storage::JobState
     }
   }
   live_.erase(job->id);
+  // A finished job's views need its spec's fields, not its graph: otherwise the daemon would keep
+  // the weights of every model among the jobs it remembers. (A checkpointed or lost job keeps
+  // its module: it runs again.)
+  if (state != storage::JobState::kQueued && job->spec->module != nullptr) {
+    auto light = std::make_shared<JobSpec>(*job->spec);
+    light->module.reset();
+    job->spec = light;
+    if (auto known = specs_.find(job->id); known != specs_.end()) known->second = light;
+  }
   // A checkpointed or lost job is not finished: views must come from the store again.
   if (state != storage::JobState::kQueued) {
     recent_.push_back(job);
