@@ -502,7 +502,10 @@ int main(int argc, char** argv) {
   SubmitCommand submit;
   auto* submit_cmd = app.add_subcommand(
       "submit", "Tune a graph through mltuned: answered from its cache, or queued as a job");
-  submit_cmd->add_option("file", submit.file, "HLO text file")->required();
+  submit_cmd
+      ->add_option("file", submit.file,
+                   "HLO text or ONNX model file (over 1 MiB: uploaded once, by its SHA-256)")
+      ->required();
   submit_cmd
       ->add_option("--task", submit.tasks,
                    "Task to run (repeatable; default: the target's natural task)")
@@ -550,7 +553,8 @@ int main(int argc, char** argv) {
   LookupCommand lookup;
   auto* lookup_cmd = app.add_subcommand(
       "lookup", "Ask mltuned's cache about a graph (FILE or --fingerprint); queues nothing");
-  auto* lookup_file = lookup_cmd->add_option("file", lookup.file, "HLO text file");
+  auto* lookup_file = lookup_cmd->add_option("file", lookup.file,
+                                             "HLO text or ONNX model file (as submit sends it)");
   auto* lookup_fp = lookup_cmd->add_option("--fingerprint", lookup.fingerprint,
                                            "Structural fingerprint (mltune fingerprint FILE)");
   lookup_file->excludes(lookup_fp);

@@ -12,6 +12,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "client/graph_source.h"
 #include "ir/onnx/onnx_import.h"
 #include "mltune/v1/compile_service.grpc.pb.h"
 
@@ -126,23 +127,17 @@ ServerStats FromProto(const pb::GetStatsResponse& s) {
         {m.name(), m.version(), m.new_rows(), m.training(), m.last_outcome(), m.last_outcome_ms()});
   }
   out.cost_models_counted_ms = s.cost_models_counted_ms();
+  out.stored_graphs = s.stored_graphs();
+  out.stored_graph_bytes = s.stored_graph_bytes();
+  out.max_graph_bytes = s.max_graph_bytes();
   return out;
 }
 
 // ---- plain -> wire ----
 
-void ToProto(const std::string& data, GraphFormat format, const std::string& name,
-             pb::Graph* graph) {
-  graph->set_data(data);
-  // A binary graph is an ONNX model whatever the caller said: HLO text is printable.
-  const bool onnx = format == GraphFormat::kOnnx || !ir::onnx::LooksLikeText(data);
-  graph->set_format(onnx ? pb::GRAPH_FORMAT_ONNX : pb::GRAPH_FORMAT_HLO_TEXT);
-  graph->set_name(name);
-}
-
+// The request's fields but its graph (Client::Impl::WireGraph fills that in).
 pb::SubmitCompileRequest ToProto(const SubmitRequest& r) {
   pb::SubmitCompileRequest out;
-  ToProto(r.graph, r.format, r.graph_name, out.mutable_graph());
   for (const std::string& task : r.tasks) out.add_tasks(task);
   out.set_target(r.target);
   out.mutable_budget()->set_steps(r.budget.steps);
@@ -190,6 +185,26 @@ bool IsUnreachable(const absl::Status& status) {
          absl::StartsWith(status.message(), kUnreachablePrefix);
 }
 
+namespace {
+
+// A request's graph as the caller gave it: exactly one of bytes, a file and a stored hash.
+struct GraphInput {
+  const std::string& bytes;
+  const std::string& file;
+  const std::string& sha256;
+  GraphFormat format;
+  const std::string& name;
+};
+
+// Seconds on top of the call timeout for `bytes` moved at `bytes_per_second`.
+double Extra(int64_t bytes, double bytes_per_second) {
+  return static_cast<double>(bytes) / bytes_per_second;
+}
+constexpr double kUploadRate = 1 << 20;  // bytes/s: a slow link still finishes a large model
+constexpr double kParseRate = 16 << 20;  // bytes/s: the daemon reading, hashing and parsing
+
+}  // namespace
+
 struct Client::Impl {
   std::string address;
   ClientOptions options;
@@ -204,15 +219,23 @@ struct Client::Impl {
     return absl::OkStatus();
   }
 
-  // Prepare, and the call's deadline.
-  absl::Status PrepareUnary(grpc::ClientContext& context) const {
+  // Prepare, and the call's deadline (`extra_seconds` more for a large graph).
+  absl::Status PrepareUnary(grpc::ClientContext& context, double extra_seconds = 0) const {
     if (options.call_timeout_seconds > 0) {
-      context.set_deadline(std::chrono::system_clock::now() +
-                           std::chrono::duration_cast<std::chrono::system_clock::duration>(
-                               std::chrono::duration<double>(options.call_timeout_seconds)));
+      context.set_deadline(
+          std::chrono::system_clock::now() +
+          std::chrono::duration_cast<std::chrono::system_clock::duration>(
+              std::chrono::duration<double>(options.call_timeout_seconds + extra_seconds)));
     }
     return Prepare(context);
   }
+
+  // HasGraph: the stored graph's size, or nullopt.
+  absl::StatusOr<std::optional<int64_t>> StoredSize(const std::string& sha256) const;
+  absl::StatusOr<GraphRef> Upload(const GraphSource& source) const;
+  // Fills `graph` from `input`: inline up to kInlineGraphBytes (or from a daemon without
+  // UploadGraph), else uploaded once and named by hash. `sent` says how it went.
+  absl::Status WireGraph(const GraphInput& input, pb::Graph* graph, GraphRef* sent) const;
 
   absl::Status Unreachable(const std::string& detail) const {
     return absl::UnavailableError(absl::StrCat(
@@ -301,13 +324,134 @@ absl::Status Client::WaitForReady(double seconds) {
   return impl_->Unreachable(absl::StrCat("no connection within ", seconds, " s"));
 }
 
-absl::StatusOr<SubmitResponse> Client::Submit(const SubmitRequest& request) {
+absl::StatusOr<std::optional<int64_t>> Client::Impl::StoredSize(const std::string& sha256) const {
   grpc::ClientContext context;
-  if (absl::Status s = impl_->PrepareUnary(context); !s.ok()) return s;
-  pb::SubmitCompileResponse response;
-  grpc::Status status = impl_->stub->SubmitCompile(&context, ToProto(request), &response);
-  if (!status.ok()) return impl_->Convert(status);
+  if (absl::Status s = PrepareUnary(context); !s.ok()) return s;
+  pb::HasGraphRequest request;
+  request.set_sha256(sha256);
+  pb::HasGraphResponse response;
+  grpc::Status status = stub->HasGraph(&context, request, &response);
+  if (!status.ok()) return Convert(status);
+  if (!response.stored()) return std::nullopt;
+  return response.size();
+}
+
+absl::StatusOr<GraphRef> Client::Impl::Upload(const GraphSource& source) const {
+  if (!setup_error.empty()) return absl::InvalidArgumentError(setup_error);
+  absl::StatusOr<std::string> sha256 = source.Sha256();
+  if (!sha256.ok()) return sha256.status();
+  GraphRef ref;
+  ref.sha256 = *sha256;
+  ref.size = source.size();
+  absl::StatusOr<std::optional<int64_t>> stored = StoredSize(ref.sha256);
+  if (!stored.ok()) return stored.status();
+  if (stored->has_value()) {
+    ref.already_stored = true;
+    return ref;
+  }
+  grpc::ClientContext context;
+  if (absl::Status s = PrepareUnary(context, Extra(ref.size, kUploadRate)); !s.ok()) return s;
+  pb::GraphRef response;
+  std::unique_ptr<grpc::ClientWriter<pb::GraphChunk>> writer =
+      stub->UploadGraph(&context, &response);
+  absl::Status read =
+      source.ForEachPiece(kUploadChunkBytes, [&](std::string_view piece, int64_t offset) {
+        pb::GraphChunk chunk;
+        if (offset == 0) {
+          chunk.set_sha256(ref.sha256);
+          chunk.set_size(ref.size);
+        }
+        chunk.set_offset(offset);
+        chunk.set_data(piece.data(), piece.size());
+        // False once the daemon has answered: it had the graph (another client uploaded it since
+        // the HasGraph above), or refused the upload (Finish says why).
+        if (!writer->Write(chunk)) return false;
+        ref.bytes_sent += static_cast<int64_t>(piece.size());
+        return true;
+      });
+  if (!read.ok()) {
+    context.TryCancel();
+    writer->Finish().IgnoreError();
+    return read;
+  }
+  writer->WritesDone();
+  grpc::Status status = writer->Finish();
+  if (!status.ok()) return Convert(status);
+  ref.already_stored = response.already_stored();
+  return ref;
+}
+
+absl::Status Client::Impl::WireGraph(const GraphInput& input, pb::Graph* graph,
+                                     GraphRef* sent) const {
+  const int given = !input.bytes.empty() + !input.file.empty() + !input.sha256.empty();
+  if (given != 1) {
+    return absl::InvalidArgumentError(
+        "give exactly one of a graph's bytes, its file and the sha256 of an uploaded graph");
+  }
+  graph->set_name(input.name);
+  if (!input.sha256.empty()) {
+    graph->set_sha256(input.sha256);
+    graph->set_format(input.format == GraphFormat::kOnnx ? pb::GRAPH_FORMAT_ONNX
+                                                         : pb::GRAPH_FORMAT_UNSPECIFIED);
+    sent->sha256 = input.sha256;
+    // Its size gives the request the time the daemon may take to parse it; a graph the daemon
+    // lacks is its NOT_FOUND to report.
+    absl::StatusOr<std::optional<int64_t>> size = StoredSize(input.sha256);
+    if (!size.ok()) return size.status();
+    sent->already_stored = size->has_value();
+    sent->size = size->value_or(0);
+    return absl::OkStatus();
+  }
+  absl::StatusOr<GraphSource> source =
+      input.file.empty() ? GraphSource::FromBytes(input.bytes) : GraphSource::FromFile(input.file);
+  if (!source.ok()) return source.status();
+  // A binary graph is an ONNX model whatever the caller said: HLO text is printable.
+  const bool onnx = input.format == GraphFormat::kOnnx || !ir::onnx::LooksLikeText(source->head());
+  graph->set_format(onnx ? pb::GRAPH_FORMAT_ONNX : pb::GRAPH_FORMAT_HLO_TEXT);
+  sent->size = source->size();
+  if (source->size() > kInlineGraphBytes) {
+    absl::StatusOr<GraphRef> uploaded = Upload(*source);
+    if (uploaded.ok()) {
+      *sent = *std::move(uploaded);
+      graph->set_sha256(sent->sha256);
+      return absl::OkStatus();
+    }
+    // A daemon older than UploadGraph takes the graph inline, within its message limit.
+    if (uploaded.status().code() != absl::StatusCode::kUnimplemented) return uploaded.status();
+  }
+  absl::StatusOr<std::string> bytes = source->ReadAll();
+  if (!bytes.ok()) return bytes.status();
+  graph->set_data(*std::move(bytes));
+  sent->bytes_sent = source->size();
+  return absl::OkStatus();
+}
+
+absl::StatusOr<GraphRef> Client::UploadGraph(std::string_view bytes) {
+  if (bytes.empty()) return absl::InvalidArgumentError("UploadGraph: the graph is empty");
+  return impl_->Upload(GraphSource::FromBytes(bytes));
+}
+
+absl::StatusOr<GraphRef> Client::UploadGraphFile(const std::string& path) {
+  absl::StatusOr<GraphSource> source = GraphSource::FromFile(path);
+  if (!source.ok()) return source.status();
+  return impl_->Upload(*source);
+}
+
+absl::StatusOr<SubmitResponse> Client::Submit(const SubmitRequest& request) {
+  pb::SubmitCompileRequest wire = ToProto(request);
   SubmitResponse out;
+  absl::Status graph =
+      impl_->WireGraph(GraphInput{request.graph, request.graph_file, request.graph_sha256,
+                                  request.format, request.graph_name},
+                       wire.mutable_graph(), &out.graph);
+  if (!graph.ok()) return graph;
+  grpc::ClientContext context;
+  if (absl::Status s = impl_->PrepareUnary(context, Extra(out.graph.size, kParseRate)); !s.ok()) {
+    return s;
+  }
+  pb::SubmitCompileResponse response;
+  grpc::Status status = impl_->stub->SubmitCompile(&context, wire, &response);
+  if (!status.ok()) return impl_->Convert(status);
   out.job_id = response.job_id();
   out.attached = response.attached();
   out.cached = response.cached();
@@ -370,16 +514,25 @@ absl::StatusOr<JobInfo> Client::Cancel(const std::string& job_id) {
 }
 
 absl::StatusOr<LookupResponse> Client::Lookup(const LookupRequest& request) {
-  if (request.graph.empty() == request.fingerprint.empty()) {
+  const bool has_graph =
+      !request.graph.empty() || !request.graph_file.empty() || !request.graph_sha256.empty();
+  if (has_graph == !request.fingerprint.empty()) {
     return absl::InvalidArgumentError("lookup needs exactly one of a graph and a fingerprint");
   }
-  grpc::ClientContext context;
-  if (absl::Status s = impl_->PrepareUnary(context); !s.ok()) return s;
   pb::LookupCacheRequest wire;
+  GraphRef sent;
   if (!request.fingerprint.empty()) {
     wire.set_fingerprint(request.fingerprint);
   } else {
-    ToProto(request.graph, request.format, request.graph_name, wire.mutable_graph());
+    absl::Status graph =
+        impl_->WireGraph(GraphInput{request.graph, request.graph_file, request.graph_sha256,
+                                    request.format, request.graph_name},
+                         wire.mutable_graph(), &sent);
+    if (!graph.ok()) return graph;
+  }
+  grpc::ClientContext context;
+  if (absl::Status s = impl_->PrepareUnary(context, Extra(sent.size, kParseRate)); !s.ok()) {
+    return s;
   }
   wire.set_task(request.task);
   wire.set_target(request.target);

@@ -4,7 +4,7 @@
 //
 //   auto client = mltune::client::Client::Connect(mltune::client::ServerAddress(""));
 //   mltune::client::SubmitRequest request;
-//   request.graph = hlo_text;
+//   request.graph = hlo_text;                               // or graph_file = "model.onnx"
 //   auto submitted = client->Submit(request);               // cached, attached, or a new job
 //   auto job = client->Watch(submitted->job_id, on_update);  // until it finishes
 //   job->results[0].artifacts["optimized_hlo"];
@@ -36,8 +36,27 @@ struct Budget {
 
 enum class GraphFormat { kHloText, kOnnx };
 
+// The largest graph Submit and Lookup send inside the request itself (which every daemon
+// accepts). A larger one (a model with its weights) is uploaded once, in pieces of
+// kUploadChunkBytes, and the request names it by its SHA-256 (Client::UploadGraph).
+inline constexpr int64_t kInlineGraphBytes = int64_t{1} << 20;
+inline constexpr int64_t kUploadChunkBytes = int64_t{4} << 20;
+
+// A graph stored on the daemon by content hash (Client::UploadGraph), or how a request's graph
+// went: by hash (sha256 set) or inline (sha256 empty).
+struct GraphRef {
+  std::string sha256;           // lowercase hex SHA-256 of its bytes
+  int64_t size = 0;             // its length in bytes
+  bool already_stored = false;  // the daemon had it: its bytes were not sent again
+  int64_t bytes_sent = 0;       // graph bytes this call sent (0 when already stored)
+};
+
 struct SubmitRequest {
-  std::string graph;  // the graph's bytes (HLO text or a serialized ONNX model)
+  // The graph (HLO text or a serialized ONNX model): exactly one of its bytes, a file to read
+  // (piece by piece when it is uploaded), or the SHA-256 of a graph uploaded before.
+  std::string graph;
+  std::string graph_file;
+  std::string graph_sha256;
   GraphFormat format = GraphFormat::kHloText;
   std::string graph_name;          // shown in errors; e.g. the file name
   std::vector<std::string> tasks;  // empty = {"pass-order"}
@@ -99,12 +118,16 @@ struct SubmitResponse {
   std::string job_id;  // empty when `cached`
   bool attached = false;
   bool cached = false;
-  JobInfo job;  // with results when cached
+  JobInfo job;     // with results when cached
+  GraphRef graph;  // how the graph was sent
 };
 
 struct LookupRequest {
-  // Exactly one of `graph` (fingerprinted by the daemon) and `fingerprint`.
+  // Exactly one of a graph (fingerprinted by the daemon: its bytes, a file, or the SHA-256 of an
+  // uploaded one, as in SubmitRequest) and `fingerprint`.
   std::string graph;
+  std::string graph_file;
+  std::string graph_sha256;
   GraphFormat format = GraphFormat::kHloText;
   std::string graph_name;
   std::string fingerprint;
@@ -173,12 +196,18 @@ struct ServerStats {
   double retrain_idle_seconds = 0;
   std::vector<CostModelInfo> cost_models;
   int64_t cost_models_counted_ms = 0;  // 0: not counted yet
+  int64_t stored_graphs = 0;           // graphs in the daemon's graph store (each once)
+  int64_t stored_graph_bytes = 0;
+  int64_t max_graph_bytes = 0;  // the largest graph the daemon accepts
 };
 
 struct ClientOptions {
-  double call_timeout_seconds = 30;  // deadline of each unary call
-  // Largest message accepted or sent (graphs and artifacts); should match the daemon's limit.
-  int max_message_bytes = 256 << 20;
+  // Deadline of each unary call. Calls that move or parse a large graph get more: one second
+  // more per MiB uploaded, and per 16 MiB parsed by SubmitCompile and LookupCache.
+  double call_timeout_seconds = 30;
+  // Largest message accepted or sent; -1: no limit but gRPC's own (2 GiB), since a result may
+  // carry a model's weights (a tuned module as HLO text). Graphs go in pieces of 4 MiB.
+  int max_message_bytes = -1;
   // TLS (PEM files): the CA that signed the daemon's certificate; for mutual TLS also this
   // client's certificate and key. Either of ca_file and cert_file makes the channel TLS.
   std::string ca_file, cert_file, key_file;
@@ -209,7 +238,13 @@ class Client {
   // Waits up to `seconds` for the channel to connect; Unavailable when it does not.
   absl::Status WaitForReady(double seconds);
 
+  // Graphs over kInlineGraphBytes are uploaded first (UploadGraph), unless the daemon has them.
   absl::StatusOr<SubmitResponse> Submit(const SubmitRequest& request);
+  // Stores a graph on the daemon once: asks whether it has the graph's SHA-256, and sends the
+  // bytes (in pieces of kUploadChunkBytes) only when it has not. The daemon checks the hash and
+  // the size; Unimplemented from a daemon older than the upload.
+  absl::StatusOr<GraphRef> UploadGraph(std::string_view bytes);
+  absl::StatusOr<GraphRef> UploadGraphFile(const std::string& path);
   // Streams the job's snapshots to `on_update` until the job finishes, `on_update` returns false,
   // or the stream fails; returns the last snapshot seen (the final one included), or the stream's
   // error when it fails before the job finished. No call deadline (jobs may run long).

@@ -37,18 +37,6 @@ int FailJob(const absl::Status& status, const std::string& job_id, std::ostream&
               err);
 }
 
-bool ReadBytes(const std::string& path, std::string* bytes, std::ostream& err) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    err << "error: cannot read " << path << "\n";
-    return false;
-  }
-  std::stringstream ss;
-  ss << in.rdbuf();
-  *bytes = ss.str();
-  return true;
-}
-
 std::unique_ptr<Client> Connect(const std::string& server) {
   ClientOptions options = ClientOptionsFromEnvironment();
   const ConnectionFlags& flags = GlobalConnectionFlags();
@@ -341,11 +329,31 @@ void PrintTable(const std::vector<std::vector<std::string>>& rows, std::ostream&
   }
 }
 
+// What sending a graph by hash took, for `submit`'s log and --json ("graph": ...).
+Json GraphJson(const GraphRef& g) {
+  return Json{{"sha256", g.sha256},
+              {"size", g.size},
+              {"bytes_sent", g.bytes_sent},
+              {"already_stored", g.already_stored}};
+}
+
+void ReportUpload(const std::string& file, const GraphRef& g, std::ostream& err) {
+  if (g.sha256.empty()) return;  // sent inline: nothing to say
+  const std::string size = absl::StrFormat("%.1f MiB", static_cast<double>(g.size) / (1 << 20));
+  if (g.already_stored) {
+    err << file << " (" << size << ") is on the daemon already (sha256 " << g.sha256.substr(0, 12)
+        << "...): not sent again\n";
+  } else {
+    err << "uploaded " << file << " (" << size << ", sha256 " << g.sha256.substr(0, 12) << "...)\n";
+  }
+}
+
 }  // namespace
 
 int RunSubmit(const SubmitCommand& cmd, std::ostream& out, std::ostream& err) {
   SubmitRequest request;
-  if (!ReadBytes(cmd.file, &request.graph, err)) return kExitError;
+  // The client reads the file itself: piece by piece when it is large enough to be uploaded.
+  request.graph_file = cmd.file;
   request.graph_name = cmd.file;
   request.tasks = cmd.tasks;
   request.target = cmd.target;
@@ -363,13 +371,15 @@ int RunSubmit(const SubmitCommand& cmd, std::ostream& out, std::ostream& err) {
   std::unique_ptr<Client> client = Connect(cmd.server);
   absl::StatusOr<SubmitResponse> response = client->Submit(request);
   if (!response.ok()) return Fail(response.status(), err);
+  if (!cmd.json) ReportUpload(cmd.file, response->graph, err);
 
   if (response->cached) {
     if (cmd.json) {
       PrintJson(Json{{"job_id", ""},
                      {"cached", true},
                      {"attached", false},
-                     {"job", JobJson(response->job)}},
+                     {"job", JobJson(response->job)},
+                     {"graph", GraphJson(response->graph)}},
                 out);
     } else {
       out << "answered from cache (fingerprint " << response->job.fingerprint
@@ -389,7 +399,8 @@ int RunSubmit(const SubmitCommand& cmd, std::ostream& out, std::ostream& err) {
       PrintJson(Json{{"job_id", id},
                      {"cached", false},
                      {"attached", response->attached},
-                     {"job", JobJson(response->job)}},
+                     {"job", JobJson(response->job)},
+                     {"graph", GraphJson(response->graph)}},
                 out);
     } else if (response->attached) {
       out << "attached to running job " << id << " (an identical request is already "
@@ -453,7 +464,7 @@ int RunLookup(const LookupCommand& cmd, std::ostream& out, std::ostream& err) {
   }
   LookupRequest request;
   if (!cmd.file.empty()) {
-    if (!ReadBytes(cmd.file, &request.graph, err)) return kExitError;
+    request.graph_file = cmd.file;
     request.graph_name = cmd.file;
   }
   request.fingerprint = cmd.fingerprint;
@@ -594,6 +605,9 @@ int RunStats(const ServerCommand& cmd, std::ostream& out, std::ostream& err) {
                    {"cache_misses", s->cache_misses},
                    {"cached_results", s->cached_results},
                    {"measurements", s->measurements},
+                   {"stored_graphs", s->stored_graphs},
+                   {"stored_graph_bytes", s->stored_graph_bytes},
+                   {"max_graph_bytes", s->max_graph_bytes},
                    {"data_dir", s->data_dir},
                    {"store_path", s->store_path},
                    {"metrics_address", s->metrics_address},
@@ -620,6 +634,10 @@ int RunStats(const ServerCommand& cmd, std::ostream& out, std::ostream& err) {
       s->cache_hits, s->cache_misses, lookups ? 100.0 * s->cache_hits / lookups : 0.0,
       s->cached_results);
   out << absl::StrFormat("measurements   %d\n", s->measurements);
+  out << absl::StrFormat(
+      "graphs         %d stored (%.1f MiB), each once; the largest accepted %.0f MiB\n",
+      s->stored_graphs, static_cast<double>(s->stored_graph_bytes) / (1 << 20),
+      static_cast<double>(s->max_graph_bytes) / (1 << 20));
   out << absl::StrFormat("data dir       %s\n", s->data_dir);
   out << absl::StrFormat("store          %s\n", s->store_path);
   out << absl::StrFormat("metrics        %s\n",
