@@ -39,8 +39,10 @@ using Clock = std::chrono::steady_clock;
 
 namespace {
 
-// Generated programs and their timings; the client library's limit (client/rpc_client.h).
-constexpr int kMaxMessageBytes = 256 << 20;
+// Generated programs carry their constants (a model's weights), so a batch is as large as the
+// daemon makes it (RemoteWorkerOptions::max_batch_bytes, past which it holds one program): no
+// limit here but gRPC's own 2 GiB.
+constexpr int kMaxMessageBytes = -1;
 // Where the daemon's answer names no period.
 constexpr double kDefaultHeartbeatSeconds = 5;
 

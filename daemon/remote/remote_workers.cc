@@ -95,6 +95,21 @@ absl::Status RemoteWorkerPool::Heartbeat(const std::string& worker_id) {
   return absl::OkStatus();
 }
 
+namespace {
+
+// About what a candidate adds to a TakeBatch answer.
+int64_t CandidateBytes(const MeasureCandidate& c) {
+  int64_t bytes = static_cast<int64_t>(c.program.source.size());
+  if (c.program.constants != nullptr) bytes += static_cast<int64_t>(c.program.constants->size());
+  if (c.gpu_plan.has_value()) {
+    bytes += static_cast<int64_t>(c.gpu_plan->plan_json.size());
+    for (const auto& [name, data] : c.gpu_plan->files) bytes += static_cast<int64_t>(data.size());
+  }
+  return bytes;
+}
+
+}  // namespace
+
 absl::StatusOr<MeasureBatch> RemoteWorkerPool::Take(const std::string& worker_id,
                                                     std::chrono::milliseconds wait) {
   std::unique_lock<std::mutex> lock(mu_);
@@ -111,9 +126,8 @@ absl::StatusOr<MeasureBatch> RemoteWorkerPool::Take(const std::string& worker_id
   worker->view.last_seen_ms = NowMs();
   const std::string queue_name = worker->queue;
   ++worker->polling;
-  work_cv_.wait_for(lock, wait, [&] {
-    return stopping_ || live() == nullptr || !queued_[queue_name].empty();
-  });
+  work_cv_.wait_for(lock, wait,
+                    [&] { return stopping_ || live() == nullptr || !queued_[queue_name].empty(); });
   if (auto it = workers_.find(worker_id); it != workers_.end()) --it->second->polling;
   worker = live();
   if (worker == nullptr) {
@@ -124,7 +138,11 @@ absl::StatusOr<MeasureBatch> RemoteWorkerPool::Take(const std::string& worker_id
   std::deque<std::shared_ptr<Pending>>& queue = queued_[queue_name];
   if (stopping_ || queue.empty()) return batch;
   batch.id = absl::StrCat("batch-", next_batch_++);
+  int64_t bytes = 0;
   while (!queue.empty() && static_cast<int>(batch.candidates.size()) < options_.max_batch) {
+    const int64_t size = CandidateBytes(queue.front()->candidate);
+    if (!batch.candidates.empty() && bytes + size > options_.max_batch_bytes) break;
+    bytes += size;
     worker->batch.push_back(queue.front());
     batch.candidates.push_back(queue.front()->candidate);
     queue.pop_front();

@@ -32,6 +32,10 @@ struct RemoteWorkerOptions {
   // How often workers must heartbeat; one silent for three periods is lost.
   double heartbeat_seconds = 1;
   int max_batch = 8;  // programs handed out in one batch
+  // A batch grows no further once its programs (their sources and constants: a model's weights)
+  // pass this many bytes; it always holds one. One gRPC message carries a batch, and protobuf
+  // refuses messages over 2 GiB.
+  int64_t max_batch_bytes = int64_t{256} << 20;
   // How long a lost worker stays in the listing.
   double forget_lost_seconds = 600;
 };
