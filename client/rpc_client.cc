@@ -384,9 +384,10 @@ absl::StatusOr<GraphRef> Client::Impl::Upload(const GraphSource& source) const {
 absl::Status Client::Impl::WireGraph(const GraphInput& input, pb::Graph* graph,
                                      GraphRef* sent) const {
   const int given = !input.bytes.empty() + !input.file.empty() + !input.sha256.empty();
-  if (given != 1) {
+  // None at all goes as an empty graph, for the daemon to refuse as it refuses any.
+  if (given > 1) {
     return absl::InvalidArgumentError(
-        "give exactly one of a graph's bytes, its file and the sha256 of an uploaded graph");
+        "give one of a graph's bytes, its file and the sha256 of an uploaded graph, not several");
   }
   graph->set_name(input.name);
   if (!input.sha256.empty()) {

@@ -10,6 +10,8 @@
 #include <atomic>
 #include <chrono>
 #include <future>
+#include <memory>
+#include <string>
 #include <thread>
 
 namespace mltune::daemon {
@@ -166,6 +168,43 @@ TEST(RemoteWorkerPoolTest, ABatchHoldsWhatIsQueued) {
     std::optional<absl::StatusOr<Timing>> t = calls[i].get();
     ASSERT_TRUE(t.has_value() && t->ok());
     EXPECT_EQ((*t)->median_s, static_cast<double>(i + 1));
+  }
+}
+
+// Programs carry their constants (a model's weights): a batch stops growing past
+// max_batch_bytes, so one gRPC message stays under protobuf's 2 GiB, but always holds one.
+TEST(RemoteWorkerPoolTest, ABatchStopsGrowingPastItsByteLimit) {
+  RemoteWorkerOptions options = FastOptions();
+  options.max_batch = 8;
+  options.max_batch_bytes = 1000;
+  RemoteWorkerPool pool(options);
+  const RemoteWorkerView w = pool.Register("box", "cpu", "", "0.1").value();
+  auto weights = std::make_shared<const std::string>(600, 'w');  // shared, counted per program
+  std::vector<std::future<std::optional<absl::StatusOr<Timing>>>> calls;
+  for (int i = 0; i < 3; ++i) {
+    calls.push_back(std::async(std::launch::async, [&pool, &weights, i] {
+      backends::cpu::Program program = ProgramNamed(std::string(static_cast<size_t>(i + 1), 'x'));
+      program.constants = i < 2 ? weights : std::make_shared<const std::string>(5000, 'w');
+      return pool.Measure("cpu", program, 0, {});
+    }));
+  }
+  std::this_thread::sleep_for(milliseconds(100));
+  std::vector<size_t> sizes;
+  for (int batch = 0; batch < 3; ++batch) {
+    absl::StatusOr<MeasureBatch> taken = pool.Take(w.id, milliseconds(100));
+    ASSERT_TRUE(taken.ok()) << taken.status();
+    sizes.push_back(taken->candidates.size());
+    std::vector<std::pair<uint64_t, MeasureOutcome>> results;
+    for (const MeasureCandidate& c : taken->candidates) {
+      results.emplace_back(c.id, Measured(c.program.source.size()));
+    }
+    ASSERT_TRUE(pool.Return(w.id, taken->id, std::move(results)).ok());
+  }
+  // 600 + 600 bytes pass 1000: each of the three goes alone, the 5000-byte one too.
+  EXPECT_EQ(sizes, (std::vector<size_t>{1, 1, 1}));
+  for (auto& call : calls) {
+    std::optional<absl::StatusOr<Timing>> t = call.get();
+    ASSERT_TRUE(t.has_value() && t->ok());
   }
 }
 
