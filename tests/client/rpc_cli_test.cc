@@ -17,6 +17,7 @@
 #include "client/daemon_process.h"
 #include "nlohmann/json.hpp"
 #include "tests/support/corpus.h"
+#include "tests/support/large_onnx.h"
 #include "tests/support/run_command.h"
 
 namespace mltune {
@@ -273,6 +274,43 @@ TEST_F(RpcCliTest, SubmitWatchThenCacheResultAndLookup) {
     EXPECT_TRUE(models.contains("cost-model/tile-cpu")) << r.out;
     EXPECT_TRUE(models.contains("cost-model/fusion-tpu-v4-core")) << r.out;
   }
+}
+
+// A model over the inline size (an ONNX file with its weights, 24 MiB here; the daemon test
+// large_graph_test sends 300 MiB through the same client library) is uploaded once by hash.
+TEST_F(RpcCliTest, SubmitUploadsALargeModelOnceAndNamesItByHash) {
+  const std::string model = TempPath("model.onnx");
+  const int64_t size = testing::WriteMatMulOnnx(model, 2048, 3072);
+  ASSERT_GT(size, int64_t{24} << 20);
+  const std::string args =
+      model + " --task placement --target cluster-sim --strategy random " + "--budget 3 --watch";
+  Result r = Submit(args);
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(r.err.find("uploaded " + model + " (24.0 MiB, sha256 "), std::string::npos) << r.err;
+  EXPECT_NE(r.out.find(": done (tasks placement"), std::string::npos) << r.out;
+
+  // Again: nothing is sent, and the cache answers.
+  r = Submit(args + " --json");
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  nlohmann::json answer = nlohmann::json::parse(r.out);
+  EXPECT_EQ(answer["cached"], true);
+  EXPECT_EQ(answer["graph"]["already_stored"], true);
+  EXPECT_EQ(answer["graph"]["bytes_sent"], 0);
+  EXPECT_EQ(answer["graph"]["size"], size);
+  EXPECT_EQ(answer["graph"]["sha256"].get<std::string>().size(), 64u);
+  r = Submit(args);
+  EXPECT_NE(r.err.find("is on the daemon already"), std::string::npos) << r.err;
+  EXPECT_NE(r.out.find("answered from cache"), std::string::npos) << r.out;
+
+  // lookup reads the file the same way; stats count the graph once.
+  r = RunCli("lookup " + model + " --task placement" + server_);
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  r = RunCli("stats --json" + server_);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  nlohmann::json stats = nlohmann::json::parse(r.out);
+  EXPECT_EQ(stats["stored_graphs"], 1) << r.out;
+  EXPECT_EQ(stats["stored_graph_bytes"], size) << r.out;
+  fs::remove(model);
 }
 
 TEST_F(RpcCliTest, LookupMissExits3) {

@@ -136,6 +136,30 @@ TEST_F(DaemonAccessTest, TokensAndRolesDecideEachCallOverTls) {
   EXPECT_TRUE(absl::IsUnavailable(plain.status())) << plain.status();
 }
 
+// Storing a graph is a submitter's: a read-only token cannot upload one, but finds one that a
+// submitter uploaded by its hash, without sending it.
+TEST_F(DaemonAccessTest, OnlySubmittersUploadGraphsAndReadersFindThemByHash) {
+  daemon_ = MustStart(Config(/*mutual=*/false));
+  ASSERT_NE(daemon_, nullptr);
+  const std::string large = testing::SlowHlo(5000);  // over the 1 MiB sent inline
+  ASSERT_GT(static_cast<int64_t>(large.size()), client::kInlineGraphBytes);
+  client::LookupRequest lookup;
+  lookup.graph = large;
+  lookup.graph_name = "large.hlo";
+  absl::StatusOr<client::LookupResponse> refused = Connect(kReadToken)->Lookup(lookup);
+  EXPECT_TRUE(absl::IsPermissionDenied(refused.status())) << refused.status();
+  EXPECT_EQ(refused.status().message(),
+            "token 'dash' lacks the role 'submit' that UploadGraph needs");
+
+  absl::StatusOr<client::GraphRef> uploaded = Connect(kSubmitToken)->UploadGraph(large);
+  ASSERT_TRUE(uploaded.ok()) << uploaded.status();
+  EXPECT_EQ(uploaded->bytes_sent, static_cast<int64_t>(large.size()));
+  absl::StatusOr<client::LookupResponse> found = Connect(kReadToken)->Lookup(lookup);
+  ASSERT_TRUE(found.ok()) << found.status();  // a miss: nothing was tuned, but the graph is read
+  EXPECT_EQ(found->fingerprint.size(), 64u);
+  EXPECT_TRUE(found->results.empty());
+}
+
 TEST_F(DaemonAccessTest, MutualTlsTurnsAwayClientsWithoutACertificate) {
   daemon_ = MustStart(Config(/*mutual=*/true));
   ASSERT_NE(daemon_, nullptr);
