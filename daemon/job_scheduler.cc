@@ -101,6 +101,30 @@ std::string JobSpec::DedupKey() const {
   return key;
 }
 
+namespace {
+
+// Leaves out the artifacts the store cannot keep, naming them in an "omitted" artifact, so the
+// result (its scores, pass-order's pass_sequence) is still cached: a tuned module as HLO text is
+// about 4x its model's weights, and a model of 250 MB of weights passes the store's limit.
+void OmitOversizedArtifacts(std::map<std::string, std::string>& artifacts) {
+  std::vector<std::string> omitted;
+  for (auto it = artifacts.begin(); it != artifacts.end();) {
+    if (static_cast<int64_t>(it->second.size()) <= storage::kMaxArtifactBytes) {
+      ++it;
+      continue;
+    }
+    omitted.push_back(absl::StrCat(it->first, " (", it->second.size(), " bytes)"));
+    it = artifacts.erase(it);
+  }
+  if (omitted.empty()) return;
+  artifacts["omitted"] = absl::StrCat(
+      absl::StrJoin(omitted, ", "), ": over the store's limit of ", storage::kMaxArtifactBytes,
+      " bytes per artifact; for pass-order, apply the pass_sequence artifact to the model with "
+      "`mltune opt MODEL --passes P1,P2,... -o OUT`");
+}
+
+}  // namespace
+
 struct JobScheduler::LiveJob {
   std::string id;
   std::shared_ptr<const JobSpec> spec;
@@ -609,6 +633,7 @@ std::optional<storage::JobState> JobScheduler::RunTask(int worker,
                  outcome->tuned_score);
   result.provenance.worker = absl::StrCat(request.worker, "/", outcome->scorer);
   result.provenance.mltune_version = kMltuneVersion;
+  OmitOversizedArtifacts(result.artifacts);
   if (absl::StatusOr<storage::PutOutcome> put = store_.PutResult(result); !put.ok()) {
     *error = absl::StrCat("store: ", put.status().message());
     return storage::JobState::kFailed;

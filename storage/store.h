@@ -52,6 +52,10 @@ struct Provenance {
   int64_t updated_ms = 0;      // unix ms; set by the store on every change
 };
 
+// The largest artifact a result keeps: SQLite's default limit on one value (PostgreSQL's is
+// 1 GiB). PutResult refuses a larger one.
+inline constexpr int64_t kMaxArtifactBytes = 1'000'000'000;
+
 // One cached result. Scores are costs: lower is better, and must be finite.
 struct ResultRecord {
   CacheKey key;

@@ -65,6 +65,11 @@ absl::Status ValidateResult(const ResultRecord& record) {
   }
   for (const auto& [name, data] : record.artifacts) {
     if (name.empty()) return absl::InvalidArgumentError(what + ": an artifact name is empty");
+    if (static_cast<int64_t>(data.size()) > kMaxArtifactBytes) {
+      return absl::InvalidArgumentError(absl::StrCat(what, ": artifact '", name, "' is ",
+                                                     data.size(), " bytes; a result keeps at most ",
+                                                     kMaxArtifactBytes, " per artifact"));
+    }
   }
   return absl::OkStatus();
 }
