@@ -50,8 +50,19 @@ Json OptionsJson(const XlaOptions& options) {
   return j;
 }
 
+// What a dead child's log says: XLA's fatal line ("F1128 ... Check failed: ...") where there is
+// one, else the log's last `bytes`.
 std::string Tail(const std::string& path, size_t bytes) {
   std::ifstream in(path, std::ios::binary);
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.size() > 5 && line[0] == 'F' && absl::ascii_isdigit(line[1]) &&
+        line.find("] ") != std::string::npos) {
+      return line.substr(line.find("] ") + 2);
+    }
+  }
+  in.clear();
+  in.seekg(0);
   std::stringstream ss;
   ss << in.rdbuf();
   std::string text = ss.str();
