@@ -141,6 +141,12 @@ class XlaWorker::Child {
       pid_ = -1;
     }
     if (pid_ > 0) return absl::OkStatus();
+    // A start that failed is not retried for a minute, and a missing device never (it does not
+    // appear under a running daemon): listing workers must stay cheap where either is missing.
+    if (!failed_start_.ok() &&
+        (no_device_ || std::chrono::steady_clock::now() - failed_at_ < kRetryAfter)) {
+      return failed_start_;
+    }
     if (absl::Status s = EnsureScratch(); !s.ok()) return s;
     const std::string python = XlaPythonPath();
     const std::string script = XlaChildScriptPath();
@@ -195,12 +201,24 @@ class XlaWorker::Child {
     ++starts_;
     // The first request imports jax (seconds); a failure here means the venv is broken.
     absl::StatusOr<Json> hello = CallLocked(Json{{"op", "hello"}}, 120);
+    absl::Status started = absl::OkStatus();
     if (!hello.ok()) {
-      return absl::UnavailableError(absl::StrCat("the XLA child (", python, " ", script,
-                                                 ") does not start: ", hello.status().message()));
+      started = absl::UnavailableError(absl::StrCat(
+          "the XLA child (", python, " ", script, ") does not start: ", hello.status().message()));
+    } else if (!hello->value("ok", false)) {
+      // jax runs, but not on this platform (no GPU, or no CUDA plugin for xla-gpu).
+      Stop();
+      no_device_ = true;
+      started = absl::UnavailableError(
+          absl::StrCat("XLA has no ", platform_, " device here: ", hello->value("error", "")));
+    } else {
+      hello_ = *std::move(hello);
     }
-    hello_ = *std::move(hello);
-    return absl::OkStatus();
+    if (!started.ok()) {
+      failed_start_ = started;
+      failed_at_ = std::chrono::steady_clock::now();
+    }
+    return started;
   }
 
   void Stop() {
@@ -286,6 +304,10 @@ class XlaWorker::Child {
   std::string scratch_, log_path_;
   Json hello_;
   int64_t starts_ = 0;
+  static constexpr std::chrono::seconds kRetryAfter{60};
+  absl::Status failed_start_ = absl::OkStatus();
+  std::chrono::steady_clock::time_point failed_at_;
+  bool no_device_ = false;
 };
 
 XlaWorker::XlaWorker(std::string platform)
