@@ -101,11 +101,15 @@ class XlaWorker::Child {
     return CallLocked(request, timeout_seconds);
   }
 
-  // Writes `text` to a scratch file named by `stem` and returns its path.
-  absl::StatusOr<std::string> WriteScratch(const std::string& stem, const std::string& text) {
+  // Writes `text` to a scratch file named by `stem` and returns its path. With `by_content`
+  // the stem names the text, so an existing file is kept: the child caches a reference's outputs
+  // by its path and modification time.
+  absl::StatusOr<std::string> WriteScratch(const std::string& stem, const std::string& text,
+                                           bool by_content = false) {
     std::lock_guard<std::mutex> lock(mu_);
     if (absl::Status s = EnsureScratch(); !s.ok()) return s;
     const std::string path = (fs::path(scratch_) / (stem + ".hlo")).string();
+    if (by_content && fs::exists(path)) return path;
     std::ofstream out(path, std::ios::binary | std::ios::trunc);
     out << text;
     if (!out) return absl::InternalError(absl::StrCat("cannot write ", path));
@@ -368,7 +372,8 @@ absl::StatusOr<XlaTiming> XlaWorker::Measure(const XlaMeasureRequest& request) {
     // Named by content, so the child's cache of the reference's outputs holds across requests.
     const std::string stem =
         absl::StrCat("reference-", std::hash<std::string>()(request.reference_hlo_text));
-    absl::StatusOr<std::string> reference = child_->WriteScratch(stem, request.reference_hlo_text);
+    absl::StatusOr<std::string> reference =
+        child_->WriteScratch(stem, request.reference_hlo_text, /*by_content=*/true);
     if (!reference.ok()) return reference.status();
     j["reference_path"] = *reference;
   }
