@@ -13,11 +13,12 @@ import generate_stubs  # noqa: E402
 
 
 class BuildPyWithStubs(build_py):
-    """build_py, then the stubs into the build folder, where the wheel takes them from."""
+    """The stubs into the build folder, where the wheel takes them from, then build_py (first
+    the stubs: without proto/ the build stops before doing anything else)."""
 
     def run(self):
-        super().run()
         generate_stubs.generate(self.build_lib)
+        super().run()
 
 
 setup(cmdclass={"build_py": BuildPyWithStubs},

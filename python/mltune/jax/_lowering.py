@@ -26,7 +26,7 @@ class Lowering:
         self.name = _graph_name(fn)
         leaves, self.in_tree = jax.tree_util.tree_flatten(example_args)
         self.in_types = [(tuple(np.shape(leaf)), jax.dtypes.canonicalize_dtype(
-            np.result_type(leaf))) for leaf in leaves]
+            getattr(leaf, "dtype", None) or np.result_type(leaf))) for leaf in leaves]
         # jax leaves unused arguments out of the module (keep_unused=False): which it kept.
         compile_args = getattr(getattr(self.lowered, "_lowering", None), "compile_args", {})
         kept = compile_args.get("kept_var_idx")
