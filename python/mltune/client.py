@@ -165,7 +165,7 @@ class Client:
             raise ValueError("submit takes task or tasks, not both")
         budget = types.Budget.of(budget)
         request = pb.SubmitCompileRequest(
-            graph=graph_wire.graph_message(pb, graph, name, format),
+            graph=graph_wire.graph_message(graph, name, format),
             tasks=[task] if task is not None else list(tasks or []), target=target,
             budget=pb.Budget(steps=budget.steps, seconds=budget.seconds), strategy=strategy,
             options={k: _option_text(v) for k, v in (options or {}).items()},
@@ -246,7 +246,7 @@ class Client:
         if fingerprint is not None:
             request.fingerprint = fingerprint
         else:
-            request.graph.CopyFrom(graph_wire.graph_message(pb, graph, name, format))
+            request.graph.CopyFrom(graph_wire.graph_message(graph, name, format))
         response = self._unary(self._stub.LookupCache, request)
         return types.LookupResult(
             fingerprint=response.fingerprint,

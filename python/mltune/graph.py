@@ -3,6 +3,8 @@ sending large graphs another way (by content hash) changes only this file."""
 
 import os
 
+from mltune._stubs import pb
+
 # HLO text is printable; a serialized ONNX ModelProto starts with a field tag (0x08). The same
 # test as the C++ client's (ir::onnx::LooksLikeText).
 _SNIFF_BYTES = 64
@@ -31,7 +33,7 @@ def graph_bytes(graph, name=None):
                     f"{type(graph).__name__}")
 
 
-def graph_message(pb, graph, name=None, format=None):
+def graph_message(graph, name=None, format=None):
     """The Graph message. format: None (told by content, as the daemon does), "hlo" or "onnx"; a
     binary graph is ONNX whatever `format` says, as in the C++ client."""
     data, name = graph_bytes(graph, name)
