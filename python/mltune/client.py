@@ -255,7 +255,8 @@ class Client:
     # ---- the daemon ----
 
     def strategies(self):
-        """{"strategies": [...], "tasks": [{"name", "description", "targets"}], "default_strategy"}"""
+        """The tasks (name, description, targets) and strategies, as `mltune strategies` lists
+        them: {"strategies": [...], "tasks": [...], "default_strategy": ...}."""
         return _fields(self._unary(self._stub.ListStrategies, pb.ListStrategiesRequest()))
 
     def workers(self):

@@ -62,6 +62,9 @@ class MltunedProcess:
         with open(self.log_path, errors="replace") as f:
             return f.read()
 
+    def signal(self, number):
+        self._process.send_signal(number)
+
     def stop(self):
         if self._process.poll() is None:
             self._process.kill()

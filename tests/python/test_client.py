@@ -2,8 +2,10 @@
 cancel, the listings, and the CLI's errors (client/rpc_commands.cc)."""
 
 import io
+import itertools
 import os
 import pathlib
+import signal
 import socket
 import tempfile
 import time
@@ -191,6 +193,37 @@ class ClientTest(unittest.TestCase):
         finally:
             del os.environ["MLTUNE_SERVER"]
         self.assertEqual(mltune.server_address(), "127.0.0.1:8470")
+
+
+class DrainingDaemonTest(unittest.TestCase):
+    def test_its_unavailable_is_not_unreachable(self):
+        # Connected, the daemon's own UNAVAILABLE ("shutting down") is its answer, not "cannot
+        # reach": the client tells them apart by the channel's state, as the C++ client does.
+        with tempfile.TemporaryDirectory(prefix="mltune-drain-test-") as folder:
+            daemon = MltunedProcess(folder, ["--drain-seconds", "30"])
+            try:
+                with mltune.Client(daemon.address, timeout=10) as client:
+                    # Running for minutes: the daemon drains it and serves meanwhile.
+                    running = client.submit(slow_hlo(), task="pass-order", target="cpu",
+                                            budget=50_000_000, strategy="random")
+                    while client.get_job(running.job_id).steps_done == 0:
+                        time.sleep(0.01)
+                    daemon.signal(signal.SIGTERM)
+                    deadline = time.monotonic() + 10
+                    for budget in itertools.count(5):  # a new request each time, never attached
+                        try:
+                            client.submit(EXAMPLE_HLO, target="cpu", budget=budget)
+                        except mltune.MltuneError as e:
+                            error = e
+                            break
+                        self.assertLess(time.monotonic(), deadline, "no refusal after SIGTERM")
+                        time.sleep(0.05)
+                    self.assertNotIsInstance(error, mltune.Unreachable)
+                    self.assertEqual(error.code, grpc.StatusCode.UNAVAILABLE)
+                    self.assertIn("shutting down", str(error))
+                    client.cancel(running.job_id)
+            finally:
+                daemon.stop()
 
 
 class NoDaemonTest(unittest.TestCase):
