@@ -1,5 +1,6 @@
-"""How a graph goes on the wire: the one place that builds a request's Graph message, so that
-sending large graphs another way (by content hash) changes only this file."""
+"""How a graph goes on the wire: the one place that turns a caller's graph into a request's Graph
+message (submit and lookup both come here), so sending large graphs by content hash, uploaded
+once, is a change to this file alone."""
 
 import os
 
