@@ -3,7 +3,7 @@
 // with XLA's replaced passes off and on, each winner re-measured against jax.jit's compile in the
 // same run; and per module the rank correlation of op count with XLA's measured latency over
 // every pass-order candidate scored. Runs the daemon's tasks in-process.
-// Run: build/release/bench/xla_tuning [--models M ...] [--budget 8] [--json]
+// Run: build/release/bench/xla_tuning [--models M ...] [--budget 8] [--pass-order-budget 30]
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -102,13 +102,16 @@ int Main(int argc, char** argv) {
   std::string role = "all";
   std::vector<std::string> steps = {"infer", "train"};
   int64_t budget = 8;
+  int64_t pass_order_budget = 30;
   double measure_seconds = 0.2;
   bool as_json = false;
   app.add_option("--zoo-dir", zoo, "The zoo (manifest.json, hlo/)");
   app.add_option("--models", models, "Zoo models (default: every model of --role)");
   app.add_option("--role", role, "Models of this manifest role: fit, report or all");
   app.add_option("--steps", steps, "Steps: infer (batch 1), train");
-  app.add_option("--budget", budget, "Candidates per search (each compiled and timed by XLA)");
+  app.add_option("--budget", budget, "xla-options: candidates (each compiled and timed by XLA)");
+  app.add_option("--pass-order-budget", pass_order_budget,
+                 "pass-order: pass applications (each distinct module reached is timed by XLA)");
   app.add_option("--measure-seconds", measure_seconds, "Timed work per candidate, at most");
   app.add_flag("--json", as_json, "Print JSON");
   CLI11_PARSE(app, argc, argv);
@@ -155,10 +158,10 @@ int Main(int argc, char** argv) {
       double jit_s = NAN;
       const TaskFigures options =
           RunTask(**module, "xla-options", "annealing", budget, measure_seconds, {}, &jit_s);
-      const TaskFigures off = RunTask(**module, "pass-order", "greedy", budget, measure_seconds,
-                                      {{"xla_passes", "off"}}, &jit_s);
-      const TaskFigures on = RunTask(**module, "pass-order", "greedy", budget, measure_seconds,
-                                     {{"xla_passes", "on"}}, &jit_s);
+      const TaskFigures off = RunTask(**module, "pass-order", "greedy", pass_order_budget,
+                                      measure_seconds, {{"xla_passes", "off"}}, &jit_s);
+      const TaskFigures on = RunTask(**module, "pass-order", "greedy", pass_order_budget,
+                                     measure_seconds, {{"xla_passes", "on"}}, &jit_s);
       double best = jit_s;
       for (const TaskFigures* f : {&options, &off, &on}) {
         if (!std::isnan(f->tuned_s)) best = std::min(best, f->tuned_s);
