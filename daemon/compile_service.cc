@@ -20,6 +20,7 @@
 #include "daemon/sim_workers.h"
 #include "daemon/task.h"
 #include "daemon/version.h"
+#include "daemon/xla_tasks.h"
 #include "optimizers/core/search.h"
 #include "optimizers/guided/stored_cost_models.h"
 
@@ -657,7 +658,7 @@ grpc::Status CompileServiceImpl::DoListWorkers(v1::ListWorkersResponse* response
   // Job threads score in-process only the targets no simulator serves (cpu, gpu).
   for (const Task* task : TaskRegistry::Global().All()) {
     for (const std::string& target : task->targets()) {
-      if (WorkerForTarget(target) == nullptr) targets.insert(target);
+      if (WorkerForTarget(target) == nullptr && !IsXlaTarget(target)) targets.insert(target);
     }
   }
   for (const WorkerView& worker : scheduler_.Workers()) {
@@ -681,6 +682,19 @@ grpc::Status CompileServiceImpl::DoListWorkers(v1::ListWorkersResponse* response
     info->set_scorer("measured seconds of generated CUDA (mltune run --target gpu); no tasks yet");
     info->set_state(gpu->ok() ? "idle" : "absent");
     info->set_device(gpu->ok() ? (*gpu)->Key() : std::string(gpu->status().message()));
+  }
+  // XLA itself (xla-cpu, xla-gpu): its jaxlib child's device, or why there is none.
+  for (const std::string& target : XlaTargets()) {
+    backends::xla::XlaWorker& xla = backends::xla::XlaWorker::Shared(XlaPlatformOf(target));
+    const absl::StatusOr<backends::xla::XlaWorkerInfo> described = xla.Describe();
+    v1::WorkerInfo* info = response->add_workers();
+    info->set_name(target);
+    info->set_kind("xla");
+    info->add_targets(target);
+    info->set_scorer("XLA's measured seconds (jaxlib compiling as jax.jit does)");
+    info->set_state(described.ok() ? "idle" : "absent");
+    info->set_device(described.ok() ? absl::StrCat(described->device, ", jax ", described->jax)
+                                    : std::string(described.status().message()));
   }
   // Remote measurement workers, live and lost, with their hosts.
   for (const RemoteWorkerView& remote : remote_workers_.Workers()) {

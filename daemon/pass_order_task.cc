@@ -22,6 +22,7 @@
 #include "costmodels/analytical/op_graph.h"
 #include "daemon/sim_workers.h"
 #include "daemon/task.h"
+#include "daemon/xla_tasks.h"
 #include "ir/hlo_printer.h"
 #include "ir/verifier.h"
 #include "nlohmann/json.hpp"
@@ -29,6 +30,7 @@
 #include "optimizers/pass_order/pass_order.h"
 #include "optimizers/rl/rl.h"
 #include "passes/default_pipelines.h"
+#include "passes/registry.h"
 
 namespace mltune::daemon {
 namespace {
@@ -49,6 +51,9 @@ struct ParsedOptions {
   bool fine_tune = false;        // rl-*: train on the graph with what is left of the budget
   bool latency = false;          // score=latency: the CPU backend's measured seconds (target cpu)
   double measure_seconds = 0.1;  // score=latency: timed runs per candidate, at most
+  // xla-cpu / xla-gpu: leave on XLA's own runs of the passes the sequence replaces (else they
+  // are disabled through xla_disable_hlo_passes, so the sequence's order is what XLA sees).
+  bool xla_passes = false;
 };
 
 constexpr const char* kAgents[] = {"ppo", "dqn", "maxq"};
@@ -79,11 +84,14 @@ absl::StatusOr<ParsedOptions> ParseOptions(const TaskOptions& options) {
     } else if (key == "measure_seconds") {
       ok = absl::SimpleAtod(value, &parsed.measure_seconds) && parsed.measure_seconds > 0 &&
            parsed.measure_seconds <= kMaxMeasureSeconds;
+    } else if (key == "xla_passes") {
+      ok = value == "on" || value == "off";
+      parsed.xla_passes = value == "on";
     } else {
       return absl::InvalidArgumentError(
           absl::StrCat("unknown option '", key,
                        "' for task pass-order (known: seed, max_length, warm_start, rollouts, "
-                       "fine_tune, score, measure_seconds)"));
+                       "fine_tune, score, measure_seconds, xla_passes)"));
     }
     if (!ok) {
       return absl::InvalidArgumentError(absl::StrCat(
@@ -92,6 +100,7 @@ absl::StatusOr<ParsedOptions> ParseOptions(const TaskOptions& options) {
           : key == "max_length"      ? absl::StrCat("an integer in [1, ", kMaxSequenceLength, "]")
           : key == "rollouts"        ? "an integer in [0, 1000]"
           : key == "score"           ? "op-count or latency"
+          : key == "xla_passes"      ? "on or off"
           : key == "measure_seconds" ? absl::StrCat("seconds in (0, ", kMaxMeasureSeconds, "]")
                                      : "true or false"));
     }
@@ -105,6 +114,19 @@ absl::StatusOr<ParsedOptions> ParseOptions(const TaskOptions& options, const std
   absl::StatusOr<ParsedOptions> parsed = ParseOptions(options);
   if (!parsed.ok()) return parsed.status();
   auto score = options.find("score");
+  if (IsXlaTarget(target)) {
+    // XLA's targets are always scored by XLA's measured runtime.
+    if (score != options.end()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("option score does not apply to target '", target,
+                       "': it is always scored by XLA's measured seconds"));
+    }
+    return parsed;
+  }
+  if (options.contains("xla_passes")) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "option xla_passes applies to targets xla-cpu and xla-gpu, not '", target, "'"));
+  }
   if (score != options.end() && target != "cpu" && (parsed->latency || target != "gpu")) {
     return absl::InvalidArgumentError(absl::StrCat(
         "option score=", score->second, " does not apply to target '", target,
@@ -120,6 +142,7 @@ absl::StatusOr<ParsedOptions> ParseOptions(const TaskOptions& options, const std
 
 // XLA's pipeline for the target; TPU-like simulated targets use the GPU (accelerator) order.
 std::string PipelineFor(const std::string& target) {
+  if (IsXlaTarget(target)) return XlaPlatformOf(target);
   return target == "cpu" || target == "gpu" ? target : "gpu";
 }
 
@@ -160,16 +183,79 @@ absl::StatusOr<double> DefaultPipelineScore(const ir::Module& module, const std:
   return score(*copy);
 }
 
+// Passes of XLA's pipeline that legalize rather than optimise (expanders, normalizers, the call
+// graph's flattening): XLA's later stages require their output ("Call graph must be flattened
+// before copy insertion"; the CPU emitters CHECK for simplified gathers and scatters), so they
+// stay on even where a sequence also runs them.
+bool XlaNeedsPass(std::string_view name) {
+  static const char* const kRequired[] = {"flatten-call-graph",
+                                          "sharding-remover",
+                                          "sub-byte-size-setter",
+                                          "dot_decomposer",
+                                          "operand_upcaster",
+                                          "dynamic-index-splitter",
+                                          "conditional-to-select",
+                                          "tree_reduction_rewriter",
+                                          "while-loop-trip-count-annotator",
+                                          "batched_gather_scatter_normalizer",
+                                          "scatter_simplifier",
+                                          "gather_simplifier"};
+  for (const char* required : kRequired) {
+    if (name == required) return true;
+  }
+  return name.find("expander") != std::string_view::npos;
+}
+
+// The XLA scorer of a pass-order search on xla-cpu / xla-gpu. Unless xla_passes=on, XLA's own
+// runs of the optimising passes of its default pipeline that mltune's registry holds are
+// disabled, so the searched order is what XLA sees; names XLA does not define (mltune's own
+// passes) cannot be disabled and are reported in `report`.
+absl::StatusOr<std::shared_ptr<XlaLatencyScorer>> MakeXlaScorer(const TaskRequest& request,
+                                                                const ParsedOptions& parsed,
+                                                                nlohmann::json* report) {
+  XlaScoringOptions scoring;
+  scoring.platform = XlaPlatformOf(request.target);
+  scoring.seed = parsed.seed + 1;
+  scoring.measure_seconds = std::max(parsed.measure_seconds, 0.3);
+  std::vector<std::string> replaced;
+  for (const std::string& name : passes::DefaultPipelinePassNames(scoring.platform)) {
+    if (passes::Registry::Global().Find(name) != nullptr && !XlaNeedsPass(name) &&
+        std::find(replaced.begin(), replaced.end(), name) == replaced.end()) {
+      replaced.push_back(name);
+    }
+  }
+  auto scorer = std::make_shared<XlaLatencyScorer>(*request.module, scoring);
+  absl::StatusOr<std::vector<std::string>> unknown = scorer->worker().UnknownPassNames(replaced);
+  if (!unknown.ok()) return unknown.status();
+  std::vector<std::string> disabled;
+  for (const std::string& name : replaced) {
+    if (std::find(unknown->begin(), unknown->end(), name) == unknown->end()) {
+      disabled.push_back(name);
+    }
+  }
+  (*report)["xla_passes"] = parsed.xla_passes ? "on" : "off";
+  (*report)["not_disabled"] = *unknown;
+  if (!parsed.xla_passes) {
+    scoring.options["xla_disable_hlo_passes"] = absl::StrJoin(disabled, ",");
+    (*report)["disabled"] = disabled;
+    scorer = std::make_shared<XlaLatencyScorer>(*request.module, scoring);
+  }
+  return scorer;
+}
+
 class PassOrderTask : public Task {
  public:
   std::string_view name() const override { return kName; }
   std::string description() const override {
     return "order of XLA's HLO passes that minimises the op count (cpu, gpu), the measured "
-           "latency of the CPU backend's code (cpu, option score=latency) or the simulated time "
-           "(tpu-sim targets), against XLA's default pipeline for the target";
+           "latency of the CPU backend's code (cpu, option score=latency), XLA's own measured "
+           "latency (xla-cpu, xla-gpu: the sequence replaces XLA's passes, or with xla_passes=on "
+           "runs before them) or the simulated time (tpu-sim targets), against XLA's default "
+           "pipeline for the target";
   }
   std::vector<std::string> targets() const override {
     std::vector<std::string> targets = {"cpu", "gpu"};
+    for (const std::string& t : XlaTargets()) targets.push_back(t);
     for (const std::string& t : TargetsOfWorker("tpu-sim")) targets.push_back(t);
     return targets;
   }
@@ -181,6 +267,7 @@ class PassOrderTask : public Task {
 
   std::string ScoreVariant(const TaskOptions& options) const override {
     absl::StatusOr<ParsedOptions> parsed = ParseOptions(options);
+    if (parsed.ok() && parsed->xla_passes) return "xla_passes=on";
     return parsed.ok() && parsed->latency ? "score=latency" : "";
   }
 
@@ -210,8 +297,18 @@ class PassOrderTask : public Task {
 
     TaskOutcome outcome;
     std::shared_ptr<opt::pass_order::CpuLatencyScorer> latency;
+    std::shared_ptr<XlaLatencyScorer> xla_scorer;
+    nlohmann::json xla_report = nlohmann::json::object();
     absl::StatusOr<opt::pass_order::ScoreFn> score;
-    if (parsed->latency) {
+    if (IsXlaTarget(request.target)) {
+      absl::StatusOr<std::shared_ptr<XlaLatencyScorer>> made =
+          MakeXlaScorer(request, *parsed, &xla_report);
+      if (!made.ok()) return made.status();
+      xla_scorer = *std::move(made);
+      score = opt::pass_order::ScoreFn(
+          [xla_scorer](const ir::Module& m) { return xla_scorer->Score(m); });
+      outcome.scorer = absl::StrCat("XLA's measured seconds (", request.target, ")");
+    } else if (parsed->latency) {
       // The candidate pass sequence replaces the backend's own pipeline, so each candidate is
       // compiled as it is; the start must compile, or no score is defined.
       if (absl::Status s = opt::pass_order::CheckLatencyScorable(*request.module); !s.ok()) {
@@ -240,10 +337,19 @@ class PassOrderTask : public Task {
     absl::StatusOr<std::unique_ptr<opt::pass_order::PassOrderProblem>> problem =
         opt::pass_order::PassOrderProblem::Create(*request.module, options);
     if (!problem.ok()) return problem.status();
+    // On XLA the baseline is jax.jit's: the graph as given, XLA's default compile.
+    auto xla_default = [&] { return xla_scorer->MeasureText(xla_scorer->reference_text(), {}); };
     absl::StatusOr<double> baseline =
-        latency != nullptr ? opt::pass_order::DefaultCpuPipelineLatency(*request.module, *latency)
-                           : DefaultPipelineScore(*request.module, request.target, *score);
-    if (!baseline.ok()) return baseline.status();
+        xla_scorer != nullptr ? xla_default()
+        : latency != nullptr ? opt::pass_order::DefaultCpuPipelineLatency(*request.module, *latency)
+                             : DefaultPipelineScore(*request.module, request.target, *score);
+    if (!baseline.ok()) {
+      if (xla_scorer != nullptr) {
+        return absl::FailedPreconditionError(
+            absl::StrCat("XLA does not run the graph as given: ", baseline.status().message()));
+      }
+      return baseline.status();
+    }
 
     // Every distinct pass sequence scored goes to the measurement log.
     std::unordered_set<std::string> logged;
@@ -257,7 +363,9 @@ class PassOrderTask : public Task {
         if (logged.insert(configuration).second) {
           storage::MeasurementRecord m;
           m.graph_key = request.fingerprint;
-          m.task = latency != nullptr ? kLatencyLogName : kName;
+          m.task = xla_scorer != nullptr ? "pass-order-xla"
+                   : latency != nullptr  ? kLatencyLogName
+                                         : kName;
           m.target = request.target;
           m.configuration = std::move(configuration);
           m.value = report.score;
@@ -277,9 +385,51 @@ class PassOrderTask : public Task {
       return absl::InternalError(
           absl::StrCat("the best module does not verify: ", verified.message()));
     }
-    outcome.original_score = (*score)(*request.module);
+    outcome.original_score = xla_scorer != nullptr ? *baseline : (*score)(*request.module);
     outcome.baseline_score = *baseline;
     outcome.tuned_score = (*score)(*best);
+    std::string sequence = absl::StrJoin((*problem)->PassNames(result->best), "\n");
+    if (xla_scorer != nullptr) {
+      // The winner must beat jax.jit's compile again, interleaved, or the graph as given is the
+      // answer.
+      const std::string best_text = ir::PrintModule(*best);
+      const backends::xla::XlaOptions options =
+          parsed->xla_passes
+              ? backends::xla::XlaOptions{}
+              : backends::xla::XlaOptions{
+                    {"xla_disable_hlo_passes",
+                     absl::StrJoin(xla_report["disabled"].get<std::vector<std::string>>(), ",")}};
+      absl::StatusOr<Reconfirmation> again =
+          Reconfirm(xla_default, [&] { return xla_scorer->MeasureText(best_text, options); });
+      nlohmann::json compiler_options = nlohmann::json::object();
+      if (again.ok() && again->candidate_faster) {
+        outcome.baseline_score = again->default_seconds;
+        outcome.tuned_score = again->candidate_seconds;
+        for (const auto& [k, v] : options) compiler_options[k] = v;
+      } else {
+        best = request.module->Clone();
+        sequence.clear();
+        outcome.tuned_score = outcome.baseline_score;
+      }
+      xla_report["reconfirmation"] =
+          again.ok() ? nlohmann::json{{"default_seconds", again->default_seconds},
+                                      {"tuned_seconds", again->candidate_seconds},
+                                      {"kept", again->candidate_faster}}
+                     : nlohmann::json{{"error", std::string(again.status().message())}};
+      const XlaLatencyScorer::Stats st = xla_scorer->stats();
+      const std::vector<std::pair<int64_t, double>> points = xla_scorer->op_counts_and_seconds();
+      xla_report["measured"] = st.measured;
+      xla_report["memo_hits"] = st.memo_hits;
+      xla_report["rejected"] = st.rejected;
+      xla_report["mismatched"] = st.mismatched;
+      xla_report["crashed"] = st.crashed;
+      xla_report["compile_seconds"] = st.compile_seconds;
+      xla_report["op_count_seconds"] = points;
+      xla_report["op_count_rank_correlation"] = SpearmanRankCorrelation(points);
+      if (!xla_scorer->first_error().empty()) xla_report["first_error"] = xla_scorer->first_error();
+      outcome.artifacts["xla"] = xla_report.dump();
+      outcome.artifacts["compiler_options"] = compiler_options.dump();
+    }
     outcome.steps = result->steps;
     outcome.stopped = request.budget.stop && request.budget.stop();
     // Only time or `stop` cut a search short: a step budget counts as spent even when the last
@@ -287,7 +437,7 @@ class PassOrderTask : public Task {
     const bool out_of_time = budget.max_seconds > 0 && result->seconds >= budget.max_seconds;
     outcome.complete = !outcome.stopped && !(result->budget_exhausted && out_of_time);
     outcome.artifacts["optimized_hlo"] = ir::PrintModule(*best);
-    outcome.artifacts["pass_sequence"] = absl::StrJoin((*problem)->PassNames(result->best), "\n");
+    outcome.artifacts["pass_sequence"] = sequence;
     if (latency != nullptr) {
       // What the measurements cost and why some candidates were invalid (+inf).
       const opt::pass_order::CpuLatencyStats st = latency->stats();

@@ -117,5 +117,7 @@ std::unique_ptr<Task> MakeFusionTask();
 // Multi-chip-module partitioning on mcm-sim and placement on cluster-sim (partition_tasks.cc).
 std::unique_ptr<Task> MakeMcmPartitionTask();
 std::unique_ptr<Task> MakePlacementTask();
+// XLA's debug options, scored by XLA's measured runtime on xla-cpu / xla-gpu (xla_tasks.cc).
+std::unique_ptr<Task> MakeXlaOptionsTask();
 
 }  // namespace mltune::daemon

@@ -12,6 +12,7 @@ const TaskRegistry& TaskRegistry::Global() {
     r->Register(MakeFusionTask());
     r->Register(MakeMcmPartitionTask());
     r->Register(MakePlacementTask());
+    r->Register(MakeXlaOptionsTask());
     return r;
   }();
   return *registry;

@@ -6,6 +6,7 @@
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "ir/print_order.h"
 
 namespace mltune::ir {
 namespace {
@@ -261,7 +262,7 @@ std::string PrintComputation(const Computation& computation, const PrintOptions&
   std::string out = computation.is_entry() ? "ENTRY " : "";
   out += computation.name();
   out += " {\n";
-  for (const Instruction* instr : computation.instructions()) {
+  for (const Instruction* instr : DefinitionOrder(computation)) {
     out += instr == computation.root() ? "  ROOT " : "  ";
     out += PrintInstruction(*instr, options);
     out += "\n";
@@ -295,7 +296,7 @@ std::string PrintModule(const Module& module, const PrintOptions& options) {
     absl::StrAppend(&out, ", ", raw.name, "=", raw.value);
   }
   out += "\n";
-  for (const Computation* c : module.computations()) {
+  for (const Computation* c : CalleesFirstOrder(module)) {
     out += "\n";
     out += PrintComputation(*c, options);
   }

@@ -46,7 +46,10 @@ def _platform():
 
 
 def _device():
-    return jax.devices(_platform())[0]
+    try:
+        return jax.devices(_platform())[0]
+    except RuntimeError as e:
+        raise ChildError("device", str(e)) from None
 
 
 def _read(path):

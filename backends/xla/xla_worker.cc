@@ -50,8 +50,19 @@ Json OptionsJson(const XlaOptions& options) {
   return j;
 }
 
+// What a dead child's log says: XLA's fatal line ("F1128 ... Check failed: ...") where there is
+// one, else the log's last `bytes`.
 std::string Tail(const std::string& path, size_t bytes) {
   std::ifstream in(path, std::ios::binary);
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.size() > 5 && line[0] == 'F' && absl::ascii_isdigit(line[1]) &&
+        line.find("] ") != std::string::npos) {
+      return line.substr(line.find("] ") + 2);
+    }
+  }
+  in.clear();
+  in.seekg(0);
   std::stringstream ss;
   ss << in.rdbuf();
   std::string text = ss.str();
@@ -90,11 +101,15 @@ class XlaWorker::Child {
     return CallLocked(request, timeout_seconds);
   }
 
-  // Writes `text` to a scratch file named by `stem` and returns its path.
-  absl::StatusOr<std::string> WriteScratch(const std::string& stem, const std::string& text) {
+  // Writes `text` to a scratch file named by `stem` and returns its path. With `by_content`
+  // the stem names the text, so an existing file is kept: the child caches a reference's outputs
+  // by its path and modification time.
+  absl::StatusOr<std::string> WriteScratch(const std::string& stem, const std::string& text,
+                                           bool by_content = false) {
     std::lock_guard<std::mutex> lock(mu_);
     if (absl::Status s = EnsureScratch(); !s.ok()) return s;
     const std::string path = (fs::path(scratch_) / (stem + ".hlo")).string();
+    if (by_content && fs::exists(path)) return path;
     std::ofstream out(path, std::ios::binary | std::ios::trunc);
     out << text;
     if (!out) return absl::InternalError(absl::StrCat("cannot write ", path));
@@ -130,6 +145,12 @@ class XlaWorker::Child {
       pid_ = -1;
     }
     if (pid_ > 0) return absl::OkStatus();
+    // A start that failed is not retried for a minute, and a missing device never (it does not
+    // appear under a running daemon): listing workers must stay cheap where either is missing.
+    if (!failed_start_.ok() &&
+        (no_device_ || std::chrono::steady_clock::now() - failed_at_ < kRetryAfter)) {
+      return failed_start_;
+    }
     if (absl::Status s = EnsureScratch(); !s.ok()) return s;
     const std::string python = XlaPythonPath();
     const std::string script = XlaChildScriptPath();
@@ -184,12 +205,24 @@ class XlaWorker::Child {
     ++starts_;
     // The first request imports jax (seconds); a failure here means the venv is broken.
     absl::StatusOr<Json> hello = CallLocked(Json{{"op", "hello"}}, 120);
+    absl::Status started = absl::OkStatus();
     if (!hello.ok()) {
-      return absl::UnavailableError(absl::StrCat("the XLA child (", python, " ", script,
-                                                 ") does not start: ", hello.status().message()));
+      started = absl::UnavailableError(absl::StrCat(
+          "the XLA child (", python, " ", script, ") does not start: ", hello.status().message()));
+    } else if (!hello->value("ok", false)) {
+      // jax runs, but not on this platform (no GPU, or no CUDA plugin for xla-gpu).
+      Stop();
+      no_device_ = true;
+      started = absl::UnavailableError(
+          absl::StrCat("XLA has no ", platform_, " device here: ", hello->value("error", "")));
+    } else {
+      hello_ = *std::move(hello);
     }
-    hello_ = *std::move(hello);
-    return absl::OkStatus();
+    if (!started.ok()) {
+      failed_start_ = started;
+      failed_at_ = std::chrono::steady_clock::now();
+    }
+    return started;
   }
 
   void Stop() {
@@ -275,6 +308,10 @@ class XlaWorker::Child {
   std::string scratch_, log_path_;
   Json hello_;
   int64_t starts_ = 0;
+  static constexpr std::chrono::seconds kRetryAfter{60};
+  absl::Status failed_start_ = absl::OkStatus();
+  std::chrono::steady_clock::time_point failed_at_;
+  bool no_device_ = false;
 };
 
 XlaWorker::XlaWorker(std::string platform)
@@ -335,7 +372,8 @@ absl::StatusOr<XlaTiming> XlaWorker::Measure(const XlaMeasureRequest& request) {
     // Named by content, so the child's cache of the reference's outputs holds across requests.
     const std::string stem =
         absl::StrCat("reference-", std::hash<std::string>()(request.reference_hlo_text));
-    absl::StatusOr<std::string> reference = child_->WriteScratch(stem, request.reference_hlo_text);
+    absl::StatusOr<std::string> reference =
+        child_->WriteScratch(stem, request.reference_hlo_text, /*by_content=*/true);
     if (!reference.ok()) return reference.status();
     j["reference_path"] = *reference;
   }

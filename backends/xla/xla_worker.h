@@ -8,6 +8,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -61,6 +62,16 @@ struct XlaTiming {
 // it does not know (the message names it); DataLoss when the outputs differ from the
 // reference's beyond rtol/atol; Aborted when the child died on the request (it is restarted on
 // the next); Unavailable when no child can be started (the message says why).
+// One XLA debug option the xla-options task searches: the values it tries besides XLA's default
+// (which a candidate keeps by leaving the option unset), and what the option changes.
+struct XlaOptionChoice {
+  std::string name;
+  std::vector<std::string> values;
+  std::string effect;
+};
+// The curated options of a platform ("cpu", "gpu"); docs/xla.md lists them.
+const std::vector<XlaOptionChoice>& CuratedXlaOptions(std::string_view platform);
+
 class XlaWorker {
  public:
   // `platform`: "cpu" or "gpu" (MLTUNE_XLA_PLATFORM of the child).

@@ -4,8 +4,12 @@
 #include "backends/xla/xla_worker.h"
 
 #include <signal.h>
+#include <unistd.h>
 
 #include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
 #include <string>
 
 #include "gtest/gtest.h"
@@ -23,6 +27,13 @@ ENTRY main {
   ROOT t = f32[64,32] tanh(m)
 }
 )";
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
 
 std::string Scale(const std::string& factor) {
   std::string text = kScale;
@@ -89,6 +100,23 @@ TEST_F(XlaWorkerTest, RefusesWhatXlaDoesNotKnow) {
   request.hlo_text = "HloModule broken\n\nENTRY main {\n  ROOT p = f32[2] parameter(0\n}\n";
   timing = worker_.Measure(request);
   EXPECT_TRUE(absl::IsInvalidArgument(timing.status())) << timing.status();
+}
+
+// The worker compiles a jitted function's module exactly as jax.jit does: the same optimized
+// module, so the same code and runtime.
+TEST_F(XlaWorkerTest, CompilesAsJaxJitDoes) {
+  const std::filesystem::path dir =
+      std::filesystem::temp_directory_path() / ("xla_worker_test_" + std::to_string(getpid()));
+  std::filesystem::create_directories(dir);
+  const std::string lowered = (dir / "lowered.hlo").string();
+  const std::string compiled = (dir / "compiled.hlo").string();
+  const std::string command = XlaPythonPath() + " " + MLTUNE_SOURCE_DIR +
+                              "/tests/backends/xla_jit_reference.py " + lowered + " " + compiled;
+  ASSERT_EQ(std::system(command.c_str()), 0) << command;
+  absl::StatusOr<std::string> ours = worker_.OptimizedHlo(ReadFile(lowered), {});
+  ASSERT_TRUE(ours.ok()) << ours.status();
+  EXPECT_EQ(*ours, ReadFile(compiled));
+  std::filesystem::remove_all(dir);
 }
 
 TEST_F(XlaWorkerTest, SurvivesItsChildsDeath) {
