@@ -16,9 +16,9 @@ __path__ = pkgutil.extend_path(__path__, __name__)
 
 from mltune.client import Client, server_address  # noqa: E402
 from mltune.errors import JobFailed, MltuneError, NoResult, Unreachable  # noqa: E402
-from mltune.types import (Budget, Job, LookupResult, Provenance, Submission,  # noqa: E402
+from mltune.types import (Budget, GraphRef, Job, LookupResult, Provenance, Submission,  # noqa: E402
                           TaskResult)
 
 __all__ = ["Budget", "Client", "Job", "JobFailed", "LookupResult", "MltuneError", "NoResult",
-           "Provenance", "Submission", "TaskResult", "Unreachable", "server_address"]
+           "GraphRef", "Provenance", "Submission", "TaskResult", "Unreachable", "server_address"]
 __version__ = "0.1.0"

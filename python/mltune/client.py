@@ -15,6 +15,10 @@ from mltune.progress import Progress, steps_text
 # The daemon's default listen address (mltuned --listen).
 DEFAULT_SERVER = "127.0.0.1:8470"
 _UNREACHABLE_PREFIX = "cannot reach mltuned at "
+# Bytes per second a deadline allows for: a slow link still finishes an upload; the daemon
+# reading, hashing and parsing a graph.
+_UPLOAD_RATE = float(1 << 20)
+_PARSE_RATE = float(16 << 20)
 
 
 def server_address(server=None):
@@ -67,10 +71,14 @@ class Client:
     --ca, --cert, --key and --token do: ca or cert makes the channel TLS (cert and key: mutual
     TLS); the token goes with every call as `authorization: Bearer TOKEN`. timeout: seconds
     each unary call may take (None: no deadline); watch() has none, a search may run for hours.
+    A call that moves or parses a large graph gets a second more per MiB uploaded, and per 16 MiB
+    the daemon parses. max_message_bytes: the largest message sent or received (-1: none but
+    gRPC's 2 GiB, since a result can carry a model's weights; graphs over 1 MiB go in 4 MiB
+    chunks, uploaded once by content hash).
     """
 
     def __init__(self, server=None, *, ca=None, cert=None, key=None, token=None, timeout=30.0,
-                 max_message_bytes=256 << 20):
+                 max_message_bytes=-1):
         self.address = server_address(server)
         ca = ca or os.environ.get("MLTUNE_CA")
         cert = cert or os.environ.get("MLTUNE_CERT")
@@ -132,11 +140,58 @@ class Client:
         except Exception:  # a grpc without these internals: every UNAVAILABLE is unreachable
             return False
 
-    def _unary(self, method, request, job_id=None):
+    def _deadline(self, extra_seconds=0.0):
+        return None if self._timeout is None else self._timeout + extra_seconds
+
+    def _unary(self, method, request, job_id=None, extra_seconds=0.0):
         try:
-            return method(request, timeout=self._timeout, metadata=self._metadata)
+            return method(request, timeout=self._deadline(extra_seconds), metadata=self._metadata)
         except grpc.RpcError as e:
             raise self._error(e, job_id) from None
+
+    # ---- graphs ----
+
+    def upload_graph(self, graph, name=None):
+        """Stores a graph (bytes, str or a pathlib.Path, read in pieces) on the daemon once, by
+        the SHA-256 of its bytes: asks HasGraph, and sends it in 4 MiB chunks only when the daemon
+        lacks it. Returns a GraphRef; a request can then name the graph by it (submit and lookup
+        do this by themselves for graphs over 1 MiB)."""
+        source = graph if isinstance(graph, graph_wire.GraphSource) else \
+            graph_wire.GraphSource(graph, name)
+        ref = types.GraphRef(sha256=source.sha256(), size=source.size)
+        stored = self._unary(self._stub.HasGraph, pb.HasGraphRequest(sha256=ref.sha256))
+        if stored.stored:
+            ref.already_stored = True
+            return ref
+        sent = [0]
+
+        def chunks():
+            for chunk in graph_wire.upload_chunks(source, ref.sha256):
+                yield chunk
+                sent[0] += len(chunk.data)
+
+        response = self._unary(self._stub.UploadGraph, chunks(),
+                               extra_seconds=source.size / _UPLOAD_RATE)
+        ref.already_stored = response.already_stored
+        ref.bytes_sent = sent[0]
+        return ref
+
+    def _graph(self, graph, name, format):
+        """The request's Graph message and how it was sent (a GraphRef)."""
+        refs = []
+
+        def store(source):
+            try:
+                refs.append(self.upload_graph(source))
+            except MltuneError as e:
+                if e.code == grpc.StatusCode.UNIMPLEMENTED:  # a daemon older than the upload
+                    return None
+                raise
+            return refs[-1].sha256
+
+        message, source = graph_wire.graph_message(graph, name, format, store)
+        return message, (refs[0] if refs else types.GraphRef(size=source.size,
+                                                             bytes_sent=source.size))
 
     def wait_for_ready(self, seconds):
         """Waits up to `seconds` for a connection; Unreachable when none comes."""
@@ -164,15 +219,18 @@ class Client:
         if task is not None and tasks is not None:
             raise ValueError("submit takes task or tasks, not both")
         budget = types.Budget.of(budget)
+        graph, sent = self._graph(graph, name, format)
         request = pb.SubmitCompileRequest(
-            graph=graph_wire.graph_message(graph, name, format),
+            graph=graph,
             tasks=[task] if task is not None else list(tasks or []), target=target,
             budget=pb.Budget(steps=budget.steps, seconds=budget.seconds), strategy=strategy,
             options={k: _option_text(v) for k, v in (options or {}).items()},
             skip_cache=skip_cache)
-        response = self._unary(self._stub.SubmitCompile, request)
+        response = self._unary(self._stub.SubmitCompile, request,
+                               extra_seconds=sent.size / _PARSE_RATE)
         return types.Submission(job_id=response.job_id, attached=response.attached,
-                                cached=response.cached, job=types.job_from_proto(response.job))
+                                cached=response.cached, job=types.job_from_proto(response.job),
+                                graph=sent)
 
     def watch(self, job_id, *, progress=None, on_update=None):
         """Follows the job to its end and returns its final snapshot (state "done", with
@@ -243,11 +301,14 @@ class Client:
         if (graph is None) == (fingerprint is None):
             raise ValueError("lookup needs exactly one of a graph and a fingerprint")
         request = pb.LookupCacheRequest(task=task, target=target, omit_artifacts=omit_artifacts)
+        size = 0
         if fingerprint is not None:
             request.fingerprint = fingerprint
         else:
-            request.graph.CopyFrom(graph_wire.graph_message(graph, name, format))
-        response = self._unary(self._stub.LookupCache, request)
+            message, sent = self._graph(graph, name, format)
+            request.graph.CopyFrom(message)
+            size = sent.size
+        response = self._unary(self._stub.LookupCache, request, extra_seconds=size / _PARSE_RATE)
         return types.LookupResult(
             fingerprint=response.fingerprint,
             results=[types.task_result_from_proto(r) for r in response.results])

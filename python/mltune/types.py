@@ -114,11 +114,22 @@ class Job:
 
 
 @dataclasses.dataclass
+class GraphRef:
+    """A graph stored on the daemon by content hash (Client.upload_graph), or how a request's
+    graph went: by hash (sha256 set) or inline (sha256 "")."""
+    sha256: str = ""
+    size: int = 0
+    already_stored: bool = False  # the daemon had it: its bytes were not sent again
+    bytes_sent: int = 0  # graph bytes this call sent
+
+
+@dataclasses.dataclass
 class Submission:
     job_id: str = ""  # "" when the cache answered
     attached: bool = False  # an identical request was already queued or running: its job
     cached: bool = False  # answered from the cache: `job.results` holds the results
     job: Job = dataclasses.field(default_factory=Job)
+    graph: GraphRef = dataclasses.field(default_factory=GraphRef)  # how the graph was sent
 
 
 @dataclasses.dataclass
