@@ -387,16 +387,21 @@ TEST_F(DaemonTest, ListingsDescribeTasksStrategiesAndWorkers) {
   std::vector<std::string> tasks;
   for (const client::NamedInfo& t : list->tasks) tasks.push_back(t.name);
   EXPECT_EQ(tasks, (std::vector<std::string>{"fusion", "mcm-partition", "pass-order", "placement",
-                                             "tile"}));
-  EXPECT_EQ(list->tasks[2].targets,
-            (std::vector<std::string>{"cpu", "gpu", "tpu-v3-core", "tpu-v4-core"}));
+                                             "tile", "xla-options"}));
+  EXPECT_EQ(list->tasks[2].targets, (std::vector<std::string>{"cpu", "gpu", "xla-cpu", "xla-gpu",
+                                                              "tpu-v3-core", "tpu-v4-core"}));
+  EXPECT_EQ(list->tasks[5].targets, (std::vector<std::string>{"xla-cpu", "xla-gpu"}));
   // tile runs on the CPU backend (tests/daemon/sim_tasks_test.cc) and the GPU too.
   EXPECT_EQ(list->tasks[4].targets,
             (std::vector<std::string>{"cpu", "gpu", "tpu-v3-core", "tpu-v4-core"}));
   absl::StatusOr<std::vector<client::WorkerInfo>> workers = client_->ListWorkers();
   ASSERT_TRUE(workers.ok()) << workers.status();
-  // Two job threads, the GPU, then the three simulators (tests/daemon/sim_tasks_test.cc).
-  ASSERT_EQ(workers->size(), 6u);
+  // Two job threads, the GPU, XLA (xla-cpu, xla-gpu; tests/daemon/xla_tasks_test.cc), then the
+  // three simulators (tests/daemon/sim_tasks_test.cc).
+  ASSERT_EQ(workers->size(), 8u);
+  EXPECT_EQ((*workers)[3].name, "xla-cpu");
+  EXPECT_EQ((*workers)[4].name, "xla-gpu");
+  EXPECT_EQ((*workers)[3].kind, "xla");
   EXPECT_EQ((*workers)[0].name, "inprocess-0");
   EXPECT_EQ((*workers)[0].state, "idle");
   // The GPU is listed with its device, or as absent with the reason.
