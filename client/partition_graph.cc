@@ -20,6 +20,10 @@ namespace rl = opt::rl;
 
 constexpr int kLocalSearchRestarts = 10;
 
+bool IsSolverStrategy(const std::string& name) {
+  return opt::constraints::SolverStrategies().Create(name).ok();
+}
+
 // The strategies this file runs itself; the registries' come on top.
 const std::vector<std::string>& OwnStrategies() {
   static const std::vector<std::string> own = {
@@ -81,13 +85,20 @@ absl::StatusOr<GraphSplit> RunStrategy(const PartitionCommand& cmd,
     // The registry's "random" is the best of --budget random splits (after the seeds); the
     // solver-backed strategies keep --contiguous.
     partition::PartitionProblem problem(graph, objective, cmd.contiguous);
-    absl::StatusOr<opt::Result> result =
-        RegistrySearch(s, problem, cmd.budget > 0 ? cmd.budget : kSearchBudget, cmd.seed);
-    if (!result.ok()) {
+    const int64_t budget = cmd.budget > 0 ? cmd.budget : kSearchBudget;
+    absl::StatusOr<opt::Result> result = RegistrySearch(s, problem, budget, cmd.seed);
+    if (result.ok()) {
+      out.split = problem.Decode(result->best);
+      out.samples = result->evaluations;
+    } else if (result.status().code() == absl::StatusCode::kFailedPrecondition &&
+               !IsSolverStrategy(s)) {
+      // Nothing valid among the samples (valid splits can be rare): m-ETF, the problem's seed,
+      // is repaired below like any other invalid answer.
+      out.split = partition::EarliestFinish(graph);
+      out.samples = budget;
+    } else {
       return absl::Status(result.status().code(), absl::StrCat(s, ": ", result.status().message()));
     }
-    out.split = problem.Decode(result->best);
-    out.samples = result->evaluations;
   } else {
     return absl::InvalidArgumentError(
         absl::StrCat("unknown strategy '", s,
@@ -113,7 +124,25 @@ std::vector<std::string> GraphStrategies() {
 absl::StatusOr<GraphSplit> SplitGraph(const PartitionCommand& cmd,
                                       const partition::PartitionGraph& graph,
                                       partition::Objective objective) {
-  return RunStrategy(cmd, graph, objective);
+  absl::StatusOr<GraphSplit> result = RunStrategy(cmd, graph, objective);
+  if (!result.ok()) return result;
+  const std::string error = partition::SplitError(graph, result->split, objective, cmd.contiguous);
+  if (error.empty()) return result;
+  // One accelerator is the strategy's definition: moving classes off it would answer another.
+  if (cmd.strategy == "one-accelerator") {
+    return absl::FailedPreconditionError(
+        absl::StrCat("one-accelerator: the graph does not fit one accelerator's memory: ", error));
+  }
+  // The heuristics that ignore memory or latency's pieces (m-ETF, METIS, the contiguous runs),
+  // and searches that found nothing valid within the budget, end with the nearest valid split.
+  absl::StatusOr<partition::Split> valid =
+      partition::ValidSplit(graph, objective, result->split, cmd.contiguous);
+  if (!valid.ok()) {
+    return absl::Status(valid.status().code(),
+                        absl::StrCat(cmd.strategy, ": ", valid.status().message()));
+  }
+  result->split = *std::move(valid);
+  return result;
 }
 
 }  // namespace mltune::client::internal
