@@ -334,6 +334,18 @@ TEST(DevicePartitionTest, LocalSearchUnderLatencyNeverReturnsACycleOfPieces) {
   EXPECT_GE(crossed, 5);
 }
 
+// The corpus's instance of issue 71's failure: `mltune partition bert_l-3_inference.json
+// --objective latency --strategy local-search --seed 1` answered a split whose pieces form a cycle.
+TEST(DevicePartitionTest, LocalSearchOnBertsLatencyOperatorGraphIsValid) {
+  REQUIRE_PLACEMENT_CORPUS(dir);
+  absl::StatusOr<PartitionGraph> g =
+      LoadPartitionGraph(dir + "/latency/OperatorGraphs/bert_l-3_inference.json");
+  ASSERT_TRUE(g.ok()) << g.status();
+  std::mt19937_64 rng(1);
+  const Split split = LocalSearch(*g, Objective::kLatency, 10, rng, 0, nullptr);
+  EXPECT_EQ(SplitError(*g, split, Objective::kLatency), "");
+}
+
 struct Reference {
   const char* graph;
   const char* expert;  // "" when none
