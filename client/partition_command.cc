@@ -26,6 +26,7 @@
 #include "client/cli_commands.h"
 #include "client/load.h"
 #include "client/partition_common.h"
+#include "client/partition_graph.h"
 #include "client/sim_targets.h"
 #include "costmodels/analytical/op_graph.h"
 #include "daemon/pretrained_paths.h"
@@ -52,7 +53,6 @@ using internal::SolveWithGo;
 using internal::WriteText;
 using json = nlohmann::ordered_json;
 
-constexpr int kLocalSearchRestarts = 10;
 constexpr char kDefaultClusterTarget[] = "gpu-4x-nvlink";
 
 // ---- dnn-partitioning graphs ----
@@ -123,86 +123,20 @@ int PartitionGraphFile(const PartitionCommand& cmd, std::ostream& out, std::ostr
     report.samples = 1;
   } else {
     report.strategy = cmd.strategy.empty() ? DefaultStrategy(cmd, "local-search") : cmd.strategy;
-    const std::string& s = report.strategy;
-    if (!internal::IsGo(s) && (!cmd.model.empty() || cmd.fine_tune)) {
+    if (!internal::IsGo(report.strategy) && (!cmd.model.empty() || cmd.fine_tune)) {
       err << "error: --model and --fine-tune apply to --strategy go, go-fix and go-sample, not "
-          << s << "\n";
+          << report.strategy << "\n";
       return 1;
     }
-    const bool registry = internal::IsRegistryStrategy(s);
-    if (s == "one-accelerator") {
-      split = partition::OneAccelerator(*graph);
-      report.samples = 1;
-    } else if (s == "m-etf") {
-      split = partition::EarliestFinish(*graph);
-      report.samples = 1;
-    } else if (s == "contiguous") {
-      split = partition::ContiguousSplit(*graph);
-      report.samples = 1;
-    } else if (s == "pipedream") {
-      split = partition::PipeDreamSplit(*graph);
-      report.samples = 1;
-    } else if (s == "contiguous-dp") {
-      split = partition::ContiguousDpSplit(*graph, *objective);
-      report.samples = 1;
-    } else if (s == "metis") {
-      absl::StatusOr<partition::Split> metis = partition::MetisSplit(*graph, cmd.seed);
-      if (!metis.ok()) {
-        err << "error: metis: " << metis.status().message() << "\n";
-        return 1;
-      }
-      split = *std::move(metis);
-      report.samples = 1;
-    } else if (s == "local-search") {
-      std::mt19937_64 rng(cmd.seed);
-      split = partition::LocalSearch(*graph, *objective, kLocalSearchRestarts, rng, cmd.budget,
-                                     &report.samples);
-    } else if (internal::IsGo(s)) {
-      // go-fix and go-sample realize every decision through the split's constraint solver.
-      const partition::PartitionProblem problem(*graph, *objective, cmd.contiguous);
-      std::unique_ptr<rl::GoEnvironment> env = rl::MakePartitionEnvironment(*graph, *objective);
-      if (s != "go") {
-        env = rl::MakeConstrainedEnvironment(
-            std::move(env), problem,
-            s == "go-fix" ? rl::GoSolverMode::kFix : rl::GoSolverMode::kSample, cmd.seed);
-      }
-      std::vector<partition::Split> baselines = {partition::EarliestFinish(*graph),
-                                                 partition::ContiguousDpSplit(*graph, *objective)};
-      if (absl::StatusOr<partition::Split> metis = partition::MetisSplit(*graph, cmd.seed);
-          metis.ok()) {
-        baselines.push_back(*std::move(metis));
-      }
-      std::vector<rl::GoDecision> starts;
-      for (const partition::Split& b : baselines) {
-        const opt::Candidate c = problem.Encode(b);
-        starts.emplace_back().device.assign(c.begin(), c.end());
-      }
-      absl::StatusOr<rl::GoSolveResult> result = SolveWithGo(cmd, env.get(), std::move(starts));
-      if (!result.ok()) {
-        err << "error: " << result.status().message() << "\n";
-        return 1;
-      }
-      split = problem.Decode(result->best.device);
-      report.samples = result->samples;
-    } else if (registry) {
-      // The registry's "random" is the best of --budget random splits (after the seeds); the
-      // solver-backed strategies keep --contiguous.
-      partition::PartitionProblem problem(*graph, *objective, cmd.contiguous);
-      absl::StatusOr<opt::Result> result =
-          RegistrySearch(s, problem, cmd.budget > 0 ? cmd.budget : kSearchBudget, cmd.seed);
-      if (!result.ok()) {
-        err << "error: " << s << ": " << result.status().message() << "\n";
-        return 1;
-      }
-      split = problem.Decode(result->best);
-      report.samples = result->evaluations;
-    } else {
-      err << "error: unknown strategy '" << s << "' for a partition graph (available: "
-          << Available({"contiguous", "contiguous-dp", "go", "go-fix", "go-sample", "local-search",
-                        "m-etf", "metis", "one-accelerator", "pipedream"})
-          << ")\n";
+    PartitionCommand run = cmd;
+    run.strategy = report.strategy;
+    absl::StatusOr<internal::GraphSplit> result = internal::SplitGraph(run, *graph, *objective);
+    if (!result.ok()) {
+      err << "error: " << result.status().message() << "\n";
       return 1;
     }
+    split = std::move(result->split);
+    report.samples = result->samples;
   }
   report.seconds = SecondsSince(start);
 

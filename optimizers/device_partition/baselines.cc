@@ -29,8 +29,10 @@ Split Expand(const PartitionGraph& g, const std::vector<int32_t>& device_of_grou
   return split;
 }
 
-// Infeasible splits compare by how far over memory they are, then by objective.
+// Invalid splits (a cycle among latency's pieces) lose to valid ones; infeasible splits compare
+// by how far over memory they are, then by objective.
 bool Better(const SplitScore& a, const SplitScore& b) {
+  if (a.valid != b.valid) return a.valid;
   if (a.overflow_bytes != b.overflow_bytes) return a.overflow_bytes < b.overflow_bytes;
   return a.objective < b.objective - 1e-9;
 }
@@ -227,10 +229,18 @@ Split LocalSearch(const PartitionGraph& g, Objective objective, int restarts, st
   Split best_split = OneAccelerator(g);
   SplitScore best;
   best.overflow_bytes = std::numeric_limits<double>::infinity();
+  best.valid = false;
   std::uniform_int_distribution<int32_t> pick(1, g.accelerators);
   for (int restart = 0; restart < restarts && left(); ++restart) {
     std::vector<int32_t> device(static_cast<size_t>(g.groups));
     for (size_t c = 0; c < device.size(); ++c) device[c] = cpu[c] ? 0 : pick(rng);
+    // A random split of a branchy graph is rarely valid under latency, and no single move may
+    // make it so: descent starts from its repair (kept as drawn when nothing valid exists).
+    if (absl::StatusOr<Split> valid = ValidSplit(g, objective, Expand(g, device)); valid.ok()) {
+      for (size_t c = 0; c < device.size(); ++c) {
+        device[c] = (*valid)[static_cast<size_t>(g.group_nodes[c][0])];
+      }
+    }
     SplitScore current = Score(g, Expand(g, device), objective);
     ++spent;
     // Steepest descent over moves of one class to another accelerator.

@@ -136,12 +136,28 @@ absl::StatusOr<Split> MetisSplit(const PartitionGraph& graph, uint64_t seed);
 Split LocalSearch(const PartitionGraph& graph, Objective objective, int restarts,
                   std::mt19937_64& rng, int64_t max_evaluations, int64_t* evaluations);
 
+// Validity: what every strategy's answer must pass (docs/placement.md#validity).
+// Why `split` is not contiguous: an accelerator's node feeds a lower-numbered accelerator,
+// directly or through CPU nodes; "" when it is contiguous.
+std::string ContiguityError(const PartitionGraph& graph, const Split& split);
+// Why `split` is not a valid answer: the evaluator's error (colocation, CPU-only nodes, the
+// accelerator count, memory, and for latency pieces that form a cycle), or with `contiguous` the
+// contiguity error; "" when it is valid.
+std::string SplitError(const PartitionGraph& graph, const Split& split, Objective objective,
+                       bool contiguous = false);
+// `proposal` when it is valid, else the valid split FIX finds nearest to it through
+// PartitionProblem's solver, whose constraints imply validity. FailedPrecondition naming the
+// constraint ("memory", ...) when the solver finds none.
+absl::StatusOr<Split> ValidSplit(const PartitionGraph& graph, Objective objective,
+                                 const Split& proposal, bool contiguous = false);
+
 // A split as a configuration: one accelerator (action a = accelerator a + 1) per colocation
 // class; classes holding an unsupported node are fixed to the CPU. Scores the objective;
 // splits over the memory limit score +infinity. Seeds: one accelerator (when it fits) and m-ETF.
 // Its solver (for the solver-backed strategies and GO's FIX and SAMPLE modes) holds the memory
-// per accelerator, classes that must run on the CPU, and with `contiguous` each accelerator's
-// classes a contiguous piece of the graph (a class never feeds a lower-numbered accelerator).
+// per accelerator, classes that must run on the CPU, and, with `contiguous` or the latency
+// objective, that no class feeds a lower-numbered accelerator, directly or through CPU classes
+// (each accelerator's classes contiguous, which keeps latency's pieces acyclic).
 class PartitionProblem : public constraints::ConstrainedProblem {
  public:
   PartitionProblem(const PartitionGraph& graph, Objective objective, bool contiguous = false);
@@ -159,6 +175,9 @@ class PartitionProblem : public constraints::ConstrainedProblem {
 
  private:
   const PartitionGraph& graph_;
+  // The order constraint's edges: accelerator class a before class b (see NewSolver).
+  void OrderEdges(std::vector<int32_t>* from, std::vector<int32_t>* to) const;
+
   Objective objective_;
   bool contiguous_;
   SearchSpace space_;

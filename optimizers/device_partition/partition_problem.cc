@@ -72,19 +72,13 @@ absl::StatusOr<std::unique_ptr<constraints::Solver>> PartitionProblem::NewSolver
   solver->Add(constraints::MakeCapacityConstraint(
       "memory", std::move(bytes),
       std::vector<double>(static_cast<size_t>(graph_.accelerators), graph_.accelerator_bytes)));
-  if (contiguous_) {
+  // Latency's pieces can form a cycle across accelerators; ordering the accelerators along every
+  // path rules that out (and makes each accelerator's classes contiguous).
+  if (contiguous_ || objective_ == Objective::kLatency) {
     std::vector<int32_t> from, to;
-    for (int32_t v = 0; v < graph_.size(); ++v) {
-      const int32_t a = graph_.nodes[static_cast<size_t>(v)].group;
-      for (int32_t w : graph_.succ[static_cast<size_t>(v)]) {
-        const int32_t b = graph_.nodes[static_cast<size_t>(w)].group;
-        if (a != b && !cpu_group_[static_cast<size_t>(a)] && !cpu_group_[static_cast<size_t>(b)]) {
-          from.push_back(a);
-          to.push_back(b);
-        }
-      }
-    }
-    solver->Add(constraints::MakeOrderConstraint("contiguous", std::move(from), std::move(to)));
+    OrderEdges(&from, &to);
+    solver->Add(constraints::MakeOrderConstraint(contiguous_ ? "contiguous" : "acyclic-pieces",
+                                                 std::move(from), std::move(to)));
   }
   if (absl::Status s = solver->Init(); !s.ok()) return s;
   // CPU classes have one choice (candidate value 0).
@@ -95,6 +89,39 @@ absl::StatusOr<std::unique_ptr<constraints::Solver>> PartitionProblem::NewSolver
     }
   }
   return solver;
+}
+
+void PartitionProblem::OrderEdges(std::vector<int32_t>* from, std::vector<int32_t>* to) const {
+  // From each accelerator class, the accelerator classes reached by an edge or through CPU
+  // classes: a path through the CPU that returns to a lower accelerator breaks contiguity too.
+  std::vector<std::vector<int32_t>> succ(static_cast<size_t>(graph_.groups));
+  for (int32_t v = 0; v < graph_.size(); ++v) {
+    const int32_t a = graph_.nodes[static_cast<size_t>(v)].group;
+    for (int32_t w : graph_.succ[static_cast<size_t>(v)]) {
+      const int32_t b = graph_.nodes[static_cast<size_t>(w)].group;
+      if (a != b) succ[static_cast<size_t>(a)].push_back(b);
+    }
+  }
+  std::vector<int32_t> seen(static_cast<size_t>(graph_.groups), -1);
+  for (int32_t a = 0; a < graph_.groups; ++a) {
+    if (cpu_group_[static_cast<size_t>(a)]) continue;
+    std::vector<int32_t> stack = {a};
+    seen[static_cast<size_t>(a)] = a;
+    while (!stack.empty()) {
+      const int32_t c = stack.back();
+      stack.pop_back();
+      for (int32_t b : succ[static_cast<size_t>(c)]) {
+        if (seen[static_cast<size_t>(b)] == a) continue;
+        seen[static_cast<size_t>(b)] = a;
+        if (cpu_group_[static_cast<size_t>(b)]) {
+          stack.push_back(b);
+        } else {
+          from->push_back(a);
+          to->push_back(b);
+        }
+      }
+    }
+  }
 }
 
 std::vector<int32_t> PartitionProblem::VariableOrder() const {

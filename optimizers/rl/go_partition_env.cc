@@ -66,6 +66,19 @@ class PartitionEnvironment : public GoEnvironment {
     return o;
   }
   double reference_score() const override { return reference_; }
+  // The policy's decision may overflow memory or, under latency, form a cycle of pieces; the
+  // nearest valid split (ValidSplit's repair) is what gets evaluated, so every answer is valid.
+  bool realizes() const override { return true; }
+  GoDecision Realize(const GoDecision& proposal, const std::vector<float>& /*probs*/) override {
+    const partition::Split split = problem_.Decode(proposal.device);
+    absl::StatusOr<partition::Split> valid =
+        partition::ValidSplit(graph_, problem_.objective(), split);
+    if (!valid.ok() || *valid == split) return proposal;  // none exists: evaluated as proposed
+    GoDecision realized = proposal;
+    const opt::Candidate c = problem_.Encode(*valid);
+    realized.device.assign(c.begin(), c.end());
+    return realized;
+  }
   std::vector<GoDecision> Baselines() override {
     std::mt19937_64 rng(1);
     std::vector<partition::Split> splits = {

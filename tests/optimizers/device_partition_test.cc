@@ -240,6 +240,112 @@ TEST(DevicePartitionTest, SolverSplitsAlwaysFitAndStayContiguousWhenAsked) {
       << none.status();
 }
 
+// Two independent edges 1 -> 2 and 3 -> 4: with 1 and 4 on one accelerator and 2 and 3 on the
+// other, each accelerator holds one piece, and the pieces feed each other (issue 71's cycle).
+constexpr char kCross[] = R"({"maxSizePerFPGA": 100, "maxFPGAs": 2, "maxCPUs": 1,
+  "nodes": [{"id": 1, "supportedOnFpga": 1, "cpuLatency": 9, "fpgaLatency": 1, "size": 1},
+            {"id": 2, "supportedOnFpga": 1, "cpuLatency": 9, "fpgaLatency": 1, "size": 1},
+            {"id": 3, "supportedOnFpga": 1, "cpuLatency": 9, "fpgaLatency": 1, "size": 1},
+            {"id": 4, "supportedOnFpga": 1, "cpuLatency": 9, "fpgaLatency": 1, "size": 1}],
+  "edges": [{"sourceId": 1, "destId": 2, "cost": 1}, {"sourceId": 3, "destId": 4, "cost": 1}]})";
+
+TEST(DevicePartitionTest, ValidSplitRepairsLatencysCycleOfPieces) {
+  absl::StatusOr<PartitionGraph> g = ParsePartitionGraph(kCross, "cross");
+  ASSERT_TRUE(g.ok()) << g.status();
+  const Split crossed = {1, 2, 2, 1};
+  EXPECT_NE(SplitError(*g, crossed, Objective::kLatency).find("cycle"), std::string::npos);
+  // Throughput has no pieces: the same split is valid and kept.
+  EXPECT_EQ(SplitError(*g, crossed, Objective::kThroughput), "");
+  absl::StatusOr<Split> same = ValidSplit(*g, Objective::kThroughput, crossed);
+  ASSERT_TRUE(same.ok()) << same.status();
+  EXPECT_EQ(*same, crossed);
+  absl::StatusOr<Split> repaired = ValidSplit(*g, Objective::kLatency, crossed);
+  ASSERT_TRUE(repaired.ok()) << repaired.status();
+  EXPECT_EQ(SplitError(*g, *repaired, Objective::kLatency), "");
+  EXPECT_NE(*repaired, crossed);
+}
+
+// A path through a CPU node counts: before, the solver ordered only direct accelerator edges,
+// so 1 -> (CPU) 2 -> 3 could put 1 on accelerator 2 and 3 on accelerator 1 under --contiguous.
+TEST(DevicePartitionTest, ContiguityHoldsAlongPathsThroughTheCpu) {
+  absl::StatusOr<PartitionGraph> g = ParsePartitionGraph(
+      R"({"maxSizePerFPGA": 100, "maxFPGAs": 2, "maxCPUs": 1,
+        "nodes": [{"id": 1, "supportedOnFpga": 1, "cpuLatency": 9, "fpgaLatency": 1},
+                  {"id": 2, "supportedOnFpga": 0, "cpuLatency": 9, "fpgaLatency": 1},
+                  {"id": 3, "supportedOnFpga": 1, "cpuLatency": 9, "fpgaLatency": 1}],
+        "edges": [{"sourceId": 1, "destId": 2, "cost": 1}, {"sourceId": 2, "destId": 3,
+                   "cost": 1}]})",
+      "through-cpu");
+  ASSERT_TRUE(g.ok()) << g.status();
+  const Split backwards = {2, 0, 1};
+  EXPECT_NE(ContiguityError(*g, backwards), "");
+  for (Objective objective : {Objective::kThroughput, Objective::kLatency}) {
+    // Latency orders the accelerators even without --contiguous (its pieces must be acyclic).
+    const bool contiguous = objective == Objective::kThroughput;
+    PartitionProblem problem(*g, objective, contiguous);
+    const Candidate proposal = problem.Encode(backwards);
+    absl::StatusOr<std::vector<int32_t>> a =
+        constraints::Repair(problem, std::vector<int32_t>(proposal.begin(), proposal.end()));
+    ASSERT_TRUE(a.ok()) << a.status();
+    const Split split = problem.Decode(Candidate(a->begin(), a->end()));
+    EXPECT_LE(split[0], split[2]) << ObjectiveName(objective);
+    EXPECT_EQ(ContiguityError(*g, split), "") << ObjectiveName(objective);
+  }
+}
+
+// Inception-like: twelve parallel two-node branches between a source and a join. A random split
+// over four accelerators crosses branches and forms a cycle of pieces; local search used to
+// descend from it, find no single move that helps, and return it.
+TEST(DevicePartitionTest, LocalSearchUnderLatencyNeverReturnsACycleOfPieces) {
+  std::string nodes, edges;
+  auto node = [&](int id) {
+    absl::StrAppend(&nodes, nodes.empty() ? "" : ", ", R"({"id": )", id,
+                    R"(, "supportedOnFpga": 1, "cpuLatency": 50, "fpgaLatency": 5, "size": 1})");
+  };
+  auto edge = [&](int from, int to) {
+    absl::StrAppend(&edges, edges.empty() ? "" : ", ", R"({"sourceId": )", from, R"(, "destId": )",
+                    to, R"(, "cost": 1})");
+  };
+  node(0);
+  node(100);
+  for (int b = 1; b <= 12; ++b) {
+    node(2 * b - 1);
+    node(2 * b);
+    edge(0, 2 * b - 1);
+    edge(2 * b - 1, 2 * b);
+    edge(2 * b, 100);
+  }
+  absl::StatusOr<PartitionGraph> g = ParsePartitionGraph(
+      absl::StrCat(R"({"maxSizePerFPGA": 100, "maxFPGAs": 4, "maxCPUs": 1, "nodes": [)", nodes,
+                   R"(], "edges": [)", edges, "]}"),
+      "branches");
+  ASSERT_TRUE(g.ok()) << g.status();
+  int crossed = 0;
+  for (uint64_t seed = 0; seed < 10; ++seed) {
+    // The premise: the split local search draws first is not valid (most draws are not).
+    std::mt19937_64 draw(seed);
+    if (Score(*g, RandomSplit(*g, draw), Objective::kLatency).valid) continue;
+    ++crossed;
+    std::mt19937_64 rng(seed);
+    // Three evaluations: the start and two moves, too few to walk out of a cycle.
+    const Split split = LocalSearch(*g, Objective::kLatency, 1, rng, 3, nullptr);
+    EXPECT_EQ(SplitError(*g, split, Objective::kLatency), "") << "seed " << seed;
+  }
+  EXPECT_GE(crossed, 5);
+}
+
+// The corpus's instance of issue 71's failure: `mltune partition bert_l-3_inference.json
+// --objective latency --strategy local-search --seed 1` answered a split whose pieces form a cycle.
+TEST(DevicePartitionTest, LocalSearchOnBertsLatencyOperatorGraphIsValid) {
+  REQUIRE_PLACEMENT_CORPUS(dir);
+  absl::StatusOr<PartitionGraph> g =
+      LoadPartitionGraph(dir + "/latency/OperatorGraphs/bert_l-3_inference.json");
+  ASSERT_TRUE(g.ok()) << g.status();
+  std::mt19937_64 rng(1);
+  const Split split = LocalSearch(*g, Objective::kLatency, 10, rng, 0, nullptr);
+  EXPECT_EQ(SplitError(*g, split, Objective::kLatency), "");
+}
+
 struct Reference {
   const char* graph;
   const char* expert;  // "" when none

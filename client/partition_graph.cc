@@ -1,0 +1,148 @@
+// The strategies of `mltune partition` on a dnn-partitioning graph, behind one function.
+#include "client/partition_graph.h"
+
+#include <algorithm>
+#include <memory>
+#include <random>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "client/partition_common.h"
+#include "optimizers/constraints/constraints.h"
+#include "optimizers/core/search.h"
+#include "optimizers/rl/rl.h"
+
+namespace mltune::client::internal {
+namespace {
+
+namespace partition = opt::partition;
+namespace rl = opt::rl;
+
+constexpr int kLocalSearchRestarts = 10;
+
+bool IsSolverStrategy(const std::string& name) {
+  return opt::constraints::SolverStrategies().Create(name).ok();
+}
+
+// The strategies this file runs itself; the registries' come on top.
+const std::vector<std::string>& OwnStrategies() {
+  static const std::vector<std::string> own = {
+      "contiguous",   "contiguous-dp", "go",    "go-fix",          "go-sample",
+      "local-search", "m-etf",         "metis", "one-accelerator", "pipedream"};
+  return own;
+}
+
+absl::StatusOr<GraphSplit> RunStrategy(const PartitionCommand& cmd,
+                                       const partition::PartitionGraph& graph,
+                                       partition::Objective objective) {
+  const std::string& s = cmd.strategy;
+  GraphSplit out;
+  out.samples = 1;
+  if (s == "one-accelerator") {
+    out.split = partition::OneAccelerator(graph);
+  } else if (s == "m-etf") {
+    out.split = partition::EarliestFinish(graph);
+  } else if (s == "contiguous") {
+    out.split = partition::ContiguousSplit(graph);
+  } else if (s == "pipedream") {
+    out.split = partition::PipeDreamSplit(graph);
+  } else if (s == "contiguous-dp") {
+    out.split = partition::ContiguousDpSplit(graph, objective);
+  } else if (s == "metis") {
+    absl::StatusOr<partition::Split> metis = partition::MetisSplit(graph, cmd.seed);
+    if (!metis.ok())
+      return absl::Status(metis.status().code(), absl::StrCat("metis: ", metis.status().message()));
+    out.split = *std::move(metis);
+  } else if (s == "local-search") {
+    std::mt19937_64 rng(cmd.seed);
+    out.split = partition::LocalSearch(graph, objective, kLocalSearchRestarts, rng, cmd.budget,
+                                       &out.samples);
+  } else if (IsGo(s)) {
+    // go-fix and go-sample realize every decision through the split's constraint solver.
+    const partition::PartitionProblem problem(graph, objective, cmd.contiguous);
+    std::unique_ptr<rl::GoEnvironment> env = rl::MakePartitionEnvironment(graph, objective);
+    if (s != "go") {
+      env = rl::MakeConstrainedEnvironment(
+          std::move(env), problem,
+          s == "go-fix" ? rl::GoSolverMode::kFix : rl::GoSolverMode::kSample, cmd.seed);
+    }
+    std::vector<partition::Split> baselines = {partition::EarliestFinish(graph),
+                                               partition::ContiguousDpSplit(graph, objective)};
+    if (absl::StatusOr<partition::Split> metis = partition::MetisSplit(graph, cmd.seed);
+        metis.ok()) {
+      baselines.push_back(*std::move(metis));
+    }
+    std::vector<rl::GoDecision> starts;
+    for (const partition::Split& b : baselines) {
+      const opt::Candidate c = problem.Encode(b);
+      starts.emplace_back().device.assign(c.begin(), c.end());
+    }
+    absl::StatusOr<rl::GoSolveResult> result = SolveWithGo(cmd, env.get(), std::move(starts));
+    if (!result.ok()) return result.status();
+    out.split = problem.Decode(result->best.device);
+    out.samples = result->samples;
+  } else if (IsRegistryStrategy(s)) {
+    // The registry's "random" is the best of --budget random splits (after the seeds); the
+    // solver-backed strategies keep --contiguous.
+    partition::PartitionProblem problem(graph, objective, cmd.contiguous);
+    const int64_t budget = cmd.budget > 0 ? cmd.budget : kSearchBudget;
+    absl::StatusOr<opt::Result> result = RegistrySearch(s, problem, budget, cmd.seed);
+    if (result.ok()) {
+      out.split = problem.Decode(result->best);
+      out.samples = result->evaluations;
+    } else if (result.status().code() == absl::StatusCode::kFailedPrecondition &&
+               !IsSolverStrategy(s)) {
+      // Nothing valid among the samples (valid splits can be rare): m-ETF, the problem's seed,
+      // is repaired below like any other invalid answer.
+      out.split = partition::EarliestFinish(graph);
+      out.samples = budget;
+    } else {
+      return absl::Status(result.status().code(), absl::StrCat(s, ": ", result.status().message()));
+    }
+  } else {
+    return absl::InvalidArgumentError(
+        absl::StrCat("unknown strategy '", s,
+                     "' for a partition graph (available: ", Available(OwnStrategies()), ")"));
+  }
+  return out;
+}
+
+}  // namespace
+
+std::vector<std::string> GraphStrategies() {
+  std::vector<std::string> all = OwnStrategies();
+  for (const opt::StrategyRegistry* registry :
+       {&opt::StrategyRegistry::Global(), &opt::constraints::SolverStrategies()}) {
+    for (const std::string& name : registry->Names()) {
+      if (std::find(all.begin(), all.end(), name) == all.end()) all.push_back(name);
+    }
+  }
+  std::sort(all.begin(), all.end());
+  return all;
+}
+
+absl::StatusOr<GraphSplit> SplitGraph(const PartitionCommand& cmd,
+                                      const partition::PartitionGraph& graph,
+                                      partition::Objective objective) {
+  absl::StatusOr<GraphSplit> result = RunStrategy(cmd, graph, objective);
+  if (!result.ok()) return result;
+  const std::string error = partition::SplitError(graph, result->split, objective, cmd.contiguous);
+  if (error.empty()) return result;
+  // One accelerator is the strategy's definition: moving classes off it would answer another.
+  if (cmd.strategy == "one-accelerator") {
+    return absl::FailedPreconditionError(
+        absl::StrCat("one-accelerator: the graph does not fit one accelerator's memory: ", error));
+  }
+  // The heuristics that ignore memory or latency's pieces (m-ETF, METIS, the contiguous runs),
+  // and searches that found nothing valid within the budget, end with the nearest valid split.
+  absl::StatusOr<partition::Split> valid =
+      partition::ValidSplit(graph, objective, result->split, cmd.contiguous);
+  if (!valid.ok()) {
+    return absl::Status(valid.status().code(),
+                        absl::StrCat(cmd.strategy, ": ", valid.status().message()));
+  }
+  result->split = *std::move(valid);
+  return result;
+}
+
+}  // namespace mltune::client::internal
