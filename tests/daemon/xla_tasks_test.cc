@@ -124,10 +124,14 @@ TEST_F(XlaTasksTest, PassOrderOnXlaReturnsAModuleXlaRuns) {
   }
   EXPECT_GE(report.at("measured").get<int64_t>(), 1) << report.dump();
   const json options = json::parse(r.artifacts.at("compiler_options"));
-  if (r.artifacts.at("pass_sequence").empty()) {
-    EXPECT_TRUE(options.empty());
+  // No options: nothing beat jax.jit's compile again, so the graph as given is the answer. With
+  // options, the winner (possibly the graph as given, compiled without XLA's replaced passes) was
+  // faster in the re-measurement.
+  if (options.empty()) {
+    EXPECT_TRUE(r.artifacts.at("pass_sequence").empty());
     EXPECT_EQ(r.tuned_score, r.baseline_score);
   } else {
+    EXPECT_TRUE(options.contains("xla_disable_hlo_passes")) << options.dump();
     EXPECT_LT(r.tuned_score, r.baseline_score);
   }
   ExpectRunsLikeTheOriginal(r.artifacts.at("optimized_hlo"), options);
