@@ -164,15 +164,6 @@ namespace {
 
 constexpr char kName[] = "xla-options";
 
-// An option's value as XLA's compile_options take it, for the result's compiler_options dict.
-json TypedValue(const std::string& text) {
-  if (text == "true") return true;
-  if (text == "false") return false;
-  int64_t integer = 0;
-  if (absl::SimpleAtoi(text, &integer)) return integer;
-  return text;
-}
-
 struct ParsedOptions {
   uint64_t seed = 1;
   double measure_seconds = 0.3;
@@ -361,9 +352,7 @@ class XlaOptionsTask : public Task {
         run->outcome.artifacts["configuration"] = opt::ConfigProblem::Format(defaults);
       }
     }
-    json options = json::object();
-    for (const auto& [name, value] : problem.Decode(run->best)) options[name] = TypedValue(value);
-    run->outcome.artifacts["compiler_options"] = options.dump();
+    run->outcome.artifacts["compiler_options"] = xla::XlaOptionsJson(problem.Decode(run->best));
     const XlaLatencyScorer::Stats st = scorer.stats();
     json searched_json = json::array();
     for (const xla::XlaOptionChoice& c : searched) {

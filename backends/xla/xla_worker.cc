@@ -425,6 +425,8 @@ absl::StatusOr<std::vector<std::string>> XlaWorker::UnknownPassNames(
   return (*answer)["unknown"].get<std::vector<std::string>>();
 }
 
+std::string XlaOptionsJson(const XlaOptions& options) { return OptionsJson(options).dump(); }
+
 int64_t XlaWorker::restarts() const { return child_->restarts(); }
 
 }  // namespace mltune::backends::xla

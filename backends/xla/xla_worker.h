@@ -33,6 +33,8 @@ struct XlaWorkerInfo {
 // One XLA debug option value as XLA's compile_options take it: "true"/"false" become booleans,
 // integers numbers, anything else a string.
 using XlaOptions = std::map<std::string, std::string>;
+// `options` as the JSON object jax's compile(compiler_options=...) takes, values typed as above.
+std::string XlaOptionsJson(const XlaOptions& options);
 
 struct XlaMeasureRequest {
   std::string hlo_text;  // the candidate module (HLO text XLA's parser takes)
