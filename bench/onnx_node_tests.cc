@@ -9,7 +9,7 @@
 
 #include "CLI/CLI.hpp"
 #include "absl/strings/str_join.h"
-#include "ir/onnx/conformance/conformance.h"
+#include "frontends/onnx/conformance/conformance.h"
 #include "nlohmann/json.hpp"
 
 int main(int argc, char** argv) {

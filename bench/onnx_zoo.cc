@@ -12,9 +12,9 @@
 #include "absl/strings/str_split.h"
 #include "backends/cpu/cpu_backend.h"
 #include "backends/cpu/runner.h"
+#include "frontends/onnx/conformance/conformance.h"
+#include "frontends/onnx/onnx_import.h"
 #include "ir/evaluator/evaluator.h"
-#include "ir/onnx/conformance/conformance.h"
-#include "ir/onnx/onnx_import.h"
 
 namespace {
 

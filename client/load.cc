@@ -8,9 +8,9 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "frontends/onnx/onnx_import.h"
 #include "ir/evaluator/fill_elided.h"
 #include "ir/hlo_printer.h"
-#include "ir/onnx/onnx_import.h"
 
 namespace mltune::client {
 

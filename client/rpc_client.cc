@@ -13,7 +13,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "client/graph_source.h"
-#include "ir/onnx/onnx_import.h"
+#include "frontends/onnx/onnx_import.h"
 #include "mltune/v1/compile_service.grpc.pb.h"
 
 namespace mltune::client {

@@ -1,9 +1,9 @@
 #include "daemon/graph_input.h"
 
 #include "absl/strings/str_cat.h"
+#include "frontends/onnx/onnx_import.h"
 #include "ir/fingerprint.h"
 #include "ir/hlo_parser.h"
-#include "ir/onnx/onnx_import.h"
 #include "ir/verifier.h"
 
 namespace mltune::daemon {

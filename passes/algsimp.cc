@@ -15,9 +15,9 @@
 #include <memory>
 #include <unordered_set>
 
+#include "ir/hlo_builder.h"
 #include "ir/module.h"
 #include "passes/algsimp_internal.h"
-#include "passes/hlo_builder.h"
 #include "passes/pass.h"
 #include "passes/registry.h"
 

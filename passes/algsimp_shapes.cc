@@ -7,8 +7,8 @@
 #include <optional>
 #include <vector>
 
+#include "ir/hlo_builder.h"
 #include "passes/algsimp_internal.h"
-#include "passes/hlo_builder.h"
 
 namespace mltune::passes::algsimp {
 

@@ -6,8 +6,8 @@
 // order the evaluator and XLA agree on.
 #include <memory>
 
+#include "ir/hlo_builder.h"
 #include "ir/module.h"
-#include "passes/hlo_builder.h"
 #include "passes/pass.h"
 #include "passes/registry.h"
 

@@ -8,8 +8,8 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "ir/hlo_builder.h"
 #include "ir/module.h"
-#include "passes/hlo_builder.h"
 #include "passes/pass.h"
 #include "passes/registry.h"
 
@@ -43,7 +43,7 @@ class ComputationDeduplicator : public Pass {
       return it == replacement.end() ? c : it->second;
     };
     // Callees compare equal when they are, or have been found to be, the same computation.
-    ComputationEq callee_eq = [&](const Computation* a, const Computation* b) {
+    ir::ComputationEq callee_eq = [&](const Computation* a, const Computation* b) {
       return canonical(a) == canonical(b);
     };
     std::unordered_map<std::string, std::vector<Computation*>> unique;

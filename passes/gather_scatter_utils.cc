@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "passes/hlo_builder.h"
+#include "ir/hlo_builder.h"
 
 namespace mltune::passes {
 

@@ -13,9 +13,9 @@
 #include <memory>
 #include <vector>
 
+#include "ir/hlo_builder.h"
 #include "ir/module.h"
 #include "passes/gather_scatter_utils.h"
-#include "passes/hlo_builder.h"
 #include "passes/pass.h"
 #include "passes/registry.h"
 #include "passes/while_util.h"

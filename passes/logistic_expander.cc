@@ -5,8 +5,8 @@
 // rounds exactly as logistic does.
 #include <memory>
 
+#include "ir/hlo_builder.h"
 #include "ir/module.h"
-#include "passes/hlo_builder.h"
 #include "passes/pass.h"
 #include "passes/registry.h"
 

@@ -6,8 +6,8 @@
 #include <memory>
 #include <vector>
 
+#include "ir/hlo_builder.h"
 #include "ir/module.h"
-#include "passes/hlo_builder.h"
 #include "passes/pass.h"
 #include "passes/registry.h"
 

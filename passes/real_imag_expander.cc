@@ -3,8 +3,8 @@
 // x + 0i, so both rewrites are exact.)
 #include <memory>
 
+#include "ir/hlo_builder.h"
 #include "ir/module.h"
-#include "passes/hlo_builder.h"
 #include "passes/pass.h"
 #include "passes/registry.h"
 

@@ -11,8 +11,8 @@
 #include <vector>
 
 #include "ir/fingerprint.h"
+#include "ir/hlo_builder.h"
 #include "ir/module.h"
-#include "passes/hlo_builder.h"
 #include "passes/pass.h"
 #include "passes/registry.h"
 

@@ -3,8 +3,8 @@
 // when the shapes are compatible. Instructions with control edges are left alone.
 #include <vector>
 
+#include "ir/hlo_builder.h"
 #include "ir/module.h"
-#include "passes/hlo_builder.h"
 #include "passes/pass.h"
 #include "passes/registry.h"
 

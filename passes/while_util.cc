@@ -9,7 +9,7 @@
 #include <utility>
 
 #include "ir/evaluator/evaluator.h"
-#include "passes/hlo_builder.h"
+#include "ir/hlo_builder.h"
 #include "passes/pass.h"
 #include "passes/registry.h"
 

@@ -3,7 +3,7 @@
 #include <memory>
 #include <vector>
 
-#include "passes/hlo_builder.h"
+#include "ir/hlo_builder.h"
 #include "passes/while_util.h"
 
 namespace mltune::backends::cpu {
@@ -38,12 +38,12 @@ bool RunsInF32(const Instruction& op) {
 ir::Computation* TopKComparator(ir::Module& module, PrimitiveType values, PrimitiveType indices,
                                 bool largest) {
   ir::Computation* c = module.AddComputation(
-      std::make_unique<ir::Computation>(passes::UniqueComputationName(module, "topk_compare")));
+      std::make_unique<ir::Computation>(ir::UniqueComputationName(module, "topk_compare")));
   Instruction* a = passes::MakeParameter(*c, 0, Shape::Scalar(values), "lhs");
   Instruction* b = passes::MakeParameter(*c, 1, Shape::Scalar(values), "rhs");
   passes::MakeParameter(*c, 2, Shape::Scalar(indices), "lhs_index");
   passes::MakeParameter(*c, 3, Shape::Scalar(indices), "rhs_index");
-  Instruction* cmp = passes::MakeCompare(
+  Instruction* cmp = ir::MakeCompare(
       *c, largest ? ir::ComparisonDirection::kGt : ir::ComparisonDirection::kLt, a, b);
   if (ir::IsFloatingPoint(values)) cmp->comparison_type = ir::ComparisonType::kFloatTotalOrder;
   c->set_root(cmp);
@@ -61,13 +61,13 @@ int64_t UpcastLowPrecisionMatrixOps(ir::Module& module) {
       for (Instruction* x : op->operands()) {
         operands.push_back(x->shape().element_type() == PrimitiveType::kF32
                                ? x
-                               : passes::MakeConvert(*comp, x, PrimitiveType::kF32));
+                               : ir::MakeConvert(*comp, x, PrimitiveType::kF32));
       }
-      Instruction* f32 = passes::CloneInstruction(*op, *comp, operands);
+      Instruction* f32 = ir::CloneInstruction(*op, *comp, operands);
       f32->mutable_shape().set_element_type(PrimitiveType::kF32);
       const PrimitiveType t = op->shape().element_type();
-      Instruction* result = t == PrimitiveType::kF32 ? f32 : passes::MakeConvert(*comp, f32, t);
-      passes::ReplaceInstruction(op, result);
+      Instruction* result = t == PrimitiveType::kF32 ? f32 : ir::MakeConvert(*comp, f32, t);
+      ir::ReplaceInstruction(op, result);
       ++rewritten;
     }
   }
@@ -88,9 +88,9 @@ int64_t DecomposeTopK(ir::Module& module) {
       const std::vector<int64_t>& dims = x->shape().dimensions();
       const int64_t last = x->shape().rank() - 1;
       const PrimitiveType index_type = indices_shape.element_type();
-      Instruction* iota = passes::AddInstr(*comp, Opcode::kIota, Shape(index_type, dims), {});
+      Instruction* iota = ir::AddInstr(*comp, Opcode::kIota, Shape(index_type, dims), {});
       iota->iota_dimension = last;
-      Instruction* sort = passes::AddInstr(
+      Instruction* sort = ir::AddInstr(
           *comp, Opcode::kSort,
           Shape::Tuple({Shape(x->shape().element_type(), dims), Shape(index_type, dims)}),
           {x, iota}, "topk_sort");
@@ -104,17 +104,17 @@ int64_t DecomposeTopK(ir::Module& module) {
       }
       Instruction* parts[2];
       for (int64_t i = 0; i < 2; ++i) {
-        parts[i] = passes::MakeSlice(*comp, passes::MakeGetTupleElement(*comp, sort, i), slice);
+        parts[i] = ir::MakeSlice(*comp, ir::MakeGetTupleElement(*comp, sort, i), slice);
       }
       // Readers of one result read its slice; anything else (a root) reads a tuple of them.
       const std::vector<Instruction*> users = topk->users();
       for (Instruction* u : users) {
         if (u->opcode() == Opcode::kGetTupleElement && u->tuple_index >= 0 && u->tuple_index < 2) {
-          passes::ReplaceInstruction(u, parts[u->tuple_index]);
+          ir::ReplaceInstruction(u, parts[u->tuple_index]);
         }
       }
       if (topk->user_count() > 0 || comp->root() == topk) {
-        passes::ReplaceInstruction(topk, passes::MakeTuple(*comp, {parts[0], parts[1]}));
+        ir::ReplaceInstruction(topk, ir::MakeTuple(*comp, {parts[0], parts[1]}));
       } else {
         (void)comp->RemoveInstruction(topk);
       }

@@ -4,7 +4,7 @@
 #include <algorithm>
 
 #include "backends/cpu/lowering.h"
-#include "passes/hlo_builder.h"
+#include "ir/hlo_builder.h"
 
 namespace mltune::backends::cpu {
 namespace {
@@ -83,7 +83,7 @@ void DuplicateSharedBroadcasts(ir::Module& module) {
         if (std::find(users.begin(), users.end(), u) == users.end()) users.push_back(u);
       }
       for (size_t i = 1; i < users.size(); ++i) {
-        ir::Instruction* copy = passes::CloneInstruction(*value, *comp, value->operands());
+        ir::Instruction* copy = ir::CloneInstruction(*value, *comp, value->operands());
         users[i]->ReplaceOperandEverywhere(value, copy);
       }
     }

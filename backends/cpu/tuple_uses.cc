@@ -1,7 +1,7 @@
 // NormalizeTupleUses: every leaf of a tuple-shaped value gets a get-tuple-element, which the
 // lowering makes the owner of the leaf's buffer (lowering.h's LeafValue).
 #include "backends/cpu/lowering.h"
-#include "passes/hlo_builder.h"
+#include "ir/hlo_builder.h"
 
 namespace mltune::backends::cpu {
 
@@ -28,14 +28,14 @@ void NormalizeTupleUses(ir::Module& module) {
       for (int64_t i = 0; i < shape.tuple_size(); ++i) {
         const ir::Instruction* leaf = LeafValue(value, i);
         leaves.push_back(leaf != nullptr ? const_cast<ir::Instruction*>(leaf)
-                                         : passes::MakeGetTupleElement(*comp, value, i));
+                                         : ir::MakeGetTupleElement(*comp, value, i));
       }
       std::vector<ir::Instruction*> others;
       for (ir::Instruction* u : value->users()) {
         if (u->opcode() != ir::Opcode::kGetTupleElement) others.push_back(u);
       }
       if (others.empty() && comp->root() != value) continue;
-      ir::Instruction* tuple = passes::MakeTuple(*comp, leaves);
+      ir::Instruction* tuple = ir::MakeTuple(*comp, leaves);
       for (ir::Instruction* u : others) u->ReplaceOperandEverywhere(value, tuple);
       if (comp->root() == value) comp->set_root(tuple);
     }

@@ -5,7 +5,7 @@
 
 Each test folder holds model.onnx and test_data_set_*/input_N.pb, output_N.pb. A test passes when
 onnxruntime (CPU provider, graph optimizations disabled as the ONNX backend test runner does)
-reproduces every expected output as bench/onnx_node_tests compares them (ir/onnx/conformance):
+reproduces every expected output as bench/onnx_node_tests compares them (frontends/onnx/conformance):
 floats within atol 1e-7 + rtol 1e-3 of the expected value (NaN equals NaN), everything else
 exactly, element type and shape equal. Sequence and optional inputs and outputs are read and
 compared too (onnx.numpy_helper), since onnxruntime takes them.

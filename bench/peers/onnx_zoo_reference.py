@@ -4,7 +4,7 @@
 
 For each models/onnx/NAME.onnx, writes DIR/NAME.json (default models/onnx/reference/):
   inputs:  the recipe of every graph input, computed the same way by bench/onnx_zoo and
-           tests/ir/onnx_zoo_test (ir/onnx/conformance): floats x[i] = bias + scale * sin(0.1 * i
+           tests/frontends/onnx_zoo_test (frontends/onnx/conformance): floats x[i] = bias + scale * sin(0.1 * i
            + k) (k the input's position; scale 0.5 / sqrt(fan-in), variances of batch norms 1 +
            0.25 sin), integers offset + (7 * i + 3) % modulus,
            the modulus the row count of the smallest table the input indexes (through Gather or

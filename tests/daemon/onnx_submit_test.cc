@@ -8,11 +8,11 @@
 
 #include "client/rpc_client.h"
 #include "daemon/daemon.h"
+#include "frontends/onnx/onnx_import.h"
 #include "gtest/gtest.h"
 #include "ir/fingerprint.h"
 #include "ir/hlo_parser.h"
 #include "ir/hlo_printer.h"
-#include "ir/onnx/onnx_import.h"
 #include "tests/daemon/daemon_test_util.h"
 #include "tests/support/equivalence.h"
 

@@ -5,8 +5,8 @@
 #include <cstdint>
 #include <string_view>
 
+#include "frontends/onnx/onnx_import.h"
 #include "ir/ir.h"
-#include "ir/onnx/onnx_import.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::string_view bytes(reinterpret_cast<const char*>(data), size);

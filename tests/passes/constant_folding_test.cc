@@ -3,7 +3,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
-#include "passes/hlo_builder.h"
+#include "ir/hlo_builder.h"
 #include "tests/passes/pass_test_util.h"
 
 namespace mltune::passes {

@@ -6,8 +6,8 @@
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "ir/hlo_builder.h"
 #include "passes/default_pipelines.h"
-#include "passes/hlo_builder.h"
 #include "tests/passes/pass_test_util.h"
 
 namespace mltune::passes {
