@@ -2,14 +2,16 @@
 // convolution kernel of the zoo's inference models (kernels compiling to one program counted
 // once), alone, one thread, as tuning measures it, under every impl it offers (0: the generated
 // GEMM, default blocking; 1: dnnl_sgemm; convolutions oneDNN's primitive takes, 2: plain layouts
-// where offered, 3: blocked layouts). Reports per kernel each time and the default's pick
+// where offered, 3: blocked layouts; depthwise convolutions, 4: the generated depthwise kernel).
+// Reports per kernel each time and the default's pick
 // (cpu::PreferOneDnnGemm for dots and the other convolutions, lowering.cc's pointwise rule for
 // the primitive's), and separately for the manifest's fit models (the defaults were fitted on
 // them) and its report models (held out), weighted by copies in the models, the default's time
 // against the best impl per kernel, overall and per kind (bench/matrix_kinds.h).
 //
 //   build/release/bench/gemm_defaults [--zoo models] [--zoo-role fit|report|all]
-//       [--models bert,vit] [--batches 1,8] [--rounds 2] [--out bench/results_gemm_defaults.md]
+//       [--models bert,vit] [--batches 1,8] [--rounds 2] [--kinds "depthwise conv"]
+//       [--out bench/results_gemm_defaults.md]
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -130,6 +132,10 @@ int main(int argc, char** argv) {
   app.add_option("--models", models_csv, "Comma-separated model names (default: every model)");
   app.add_option("--batches", batches_csv, "Comma-separated inference batch sizes");
   app.add_option("--rounds", rounds, "Measurements per configuration; the fastest is kept");
+  std::string kinds_csv;
+  app.add_option("--kinds", kinds_csv,
+                 "Comma-separated kinds to measure (bench/matrix_kinds.h's names, such as "
+                 "\"depthwise conv\"); default: every kind");
   app.add_option("--out", out, "Also write the markdown table here");
   CLI11_PARSE(app, argc, argv);
   if (!cpu::OneDnnAvailable()) {
@@ -143,6 +149,7 @@ int main(int argc, char** argv) {
     return 1;
   }
   std::vector<std::string> models = absl::StrSplit(models_csv, ',', absl::SkipEmpty());
+  const std::vector<std::string> kinds = absl::StrSplit(kinds_csv, ',', absl::SkipEmpty());
   if (models.empty()) models = *of_role;
   std::vector<Row> rows;
   const auto start = std::chrono::steady_clock::now();
@@ -167,6 +174,11 @@ int main(int argc, char** argv) {
           if (p.name == "impl") impls = p.choices;
         }
         if (impls.size() < 2) continue;
+        const bench::MatrixKind kind = bench::ClassifyMatrix(bench::MatrixDimsOf(*k.root));
+        if (!kinds.empty() && std::find(kinds.begin(), kinds.end(),
+                                        std::string(bench::MatrixKindName(kind))) == kinds.end()) {
+          continue;
+        }
         absl::StatusOr<std::string> key = opt::tiling::KernelProgramKey(*lowered, k);
         if (!key.ok()) continue;
         auto [it, fresh] = row_of.emplace(*key, rows.size());
@@ -180,7 +192,7 @@ int main(int argc, char** argv) {
         row.batch_size = std::stoll(std::string(b));
         row.kernel = k.name;
         row.shape = cpu::GemmShapeOf(*k.root);
-        row.kind = bench::ClassifyMatrix(bench::MatrixDimsOf(*k.root));
+        row.kind = kind;
         row.copies = 1;
         row.impls = impls;
         std::string times;
@@ -211,7 +223,9 @@ int main(int argc, char** argv) {
      << " CPUs); one thread; kernels alone, hot caches (KernelTuningMeasureOptions) -->\n\n";
   md << "## The default impl of the zoo's dot and convolution kernels against the best impl\n\n";
   md << "impl 0: the generated GEMM (default blocking); 1: dnnl_sgemm; 2: oneDNN's convolution "
-        "primitive on plain layouts; 3: the same on its blocked layouts. Times weighted by each "
+        "primitive on plain layouts; 3: the same on its blocked layouts; 4: the generated "
+        "depthwise "
+        "kernel. Times weighted by each "
         "kernel's copies in its model. Fit: the manifest's models the defaults were fitted on; "
         "report: its held-out models, for the check.\n\n";
   for (const std::string& set : {std::string("fit"), std::string("report"), std::string("")}) {
@@ -240,15 +254,16 @@ int main(int argc, char** argv) {
     md << "\n";
   }
   md << "| model | role | batch | kernel | kind | GEMM batch | m | n | k | copies | impl 0 (us) | "
-        "impl 1 (us) | impl 2 (us) | impl 3 (us) | default | best | default / best |\n"
-        "|---|---|---:|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n";
+        "impl 1 (us) | impl 2 (us) | impl 3 (us) | impl 4 (us) | default | best | default / best "
+        "|\n"
+        "|---|---|---:|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n";
   for (const Row& r : rows) {
     md << absl::StrFormat(
         "| %s | %s | %d | %s | %s | %d | %d | %d | %d | %d | %s | %s | %s | %s "
-        "| %d | %d | %.2f |\n",
+        "| %s | %d | %d | %.2f |\n",
         r.model, r.role, r.batch_size, r.kernel, bench::MatrixKindName(r.kind), r.shape.batch,
         r.shape.m, r.shape.n, r.shape.k, r.copies, Us(r.Seconds(0)), Us(r.Seconds(1)),
-        Us(r.Seconds(2)), Us(r.Seconds(3)), r.impls.front(), r.impls[r.Best()],
+        Us(r.Seconds(2)), Us(r.Seconds(3)), Us(r.Seconds(4)), r.impls.front(), r.impls[r.Best()],
         r.Default() / r.seconds[r.Best()]);
   }
   std::cout << md.str();

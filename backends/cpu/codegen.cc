@@ -172,6 +172,10 @@ class KernelEmitter : public ElementEmitter {
   absl::Status EmitConvPrimitive(const std::string& src, const std::string& weights,
                                  bool weights_constant,
                                  const std::vector<const Instruction*>& others);
+  // The depthwise convolution `k_.root` (impl kDepthwiseImpl) into `out`, the row-major array of
+  // its shape: its operand expression computed row by row into a ring of the rows the window
+  // needs (channel-minor, zero-padded), each output row by mt_dw_row.
+  void EmitDepthwise(const std::string& out);
   // GEMM over packed A [batch][m][k], B [batch][k][n] into C [batch][m][n].
   // `a_trans`: A is stored [batch][k][m]; `b_trans`: B is stored [batch][n][k].
   void EmitGemm(const std::string& a, const std::string& b, const std::string& c, int64_t batch,
@@ -1524,6 +1528,28 @@ absl::Status KernelEmitter::EmitMatmul() {
     for (const ir::WindowDim& w : win) {
       if (w.window_reversal) return absl::UnimplementedError("window reversal is not lowered");
     }
+    if (Param("impl") == kDepthwiseImpl) {
+      // The depthwise kernel writes the convolution's row-major array: the output itself where
+      // that is the kernel's one output, else scratch the epilogue reads.
+      std::string out;
+      if (sole_output != nullptr) {
+        out = OutPtr(sole_output);
+      } else {
+        out = NewName("acc");
+        Line(absl::StrCat("float* ", out, " = (float*)(ws + ", Alloc(Product(od) * 4), ");"));
+      }
+      EmitDepthwise(out);
+      if (sole_output == nullptr) {
+        heavy_buffer_ = out;
+        heavy_index_ = [this, od](const Idx& idx) { return LinearIndex(od, idx); };
+        std::vector<const Instruction*> outs = others;
+        if (std::find(k_.outputs.begin(), k_.outputs.end(), mm) != k_.outputs.end()) {
+          outs.insert(outs.begin(), mm);
+        }
+        StoreOutputs(outs, LoopOptions{.simd = true});
+      }
+      return absl::OkStatus();
+    }
     if (Param("impl") >= 2) {
       // oneDNN reads the operands in their own layouts: buffers and constants as they are (an
       // identity pack reads them in place); fused operand expressions are materialized.
@@ -1678,6 +1704,179 @@ absl::Status KernelEmitter::EmitConvPrimitive(const std::string& src, const std:
     StoreOutputs(others, LoopOptions{.simd = true});
   }
   return absl::OkStatus();
+}
+
+void KernelEmitter::EmitDepthwise(const std::string& out) {
+  const Instruction* conv = k_.root;
+  const Instruction* lhs = conv->operand(0);
+  const Instruction* rhs = conv->operand(1);
+  const ir::ConvolutionDimensionNumbers& dn = *conv->conv_dnums;
+  const std::vector<int64_t>& ld = lhs->shape().dimensions();
+  const std::vector<int64_t>& rd = rhs->shape().dimensions();
+  const std::vector<int64_t>& od = conv->shape().dimensions();
+  const size_t ns = dn.input_spatial_dimensions.size();
+  auto at = [](const std::vector<int64_t>& v, int64_t d) { return v[static_cast<size_t>(d)]; };
+  // A 1-D convolution is a 2-D one of height 1: its one spatial dimension is the row.
+  auto window = [&](size_t d) {
+    ir::WindowDim w;
+    if (conv->window.has_value() && d < conv->window->dims.size()) w = conv->window->dims[d];
+    return w;
+  };
+  const ir::WindowDim wy = ns == 2 ? window(0) : ir::WindowDim{}, wx = window(ns - 1);
+  const int64_t n = at(ld, dn.input_batch_dimension), c = at(ld, dn.input_feature_dimension);
+  const int64_t h = ns == 2 ? at(ld, dn.input_spatial_dimensions[0]) : 1;
+  const int64_t w = at(ld, dn.input_spatial_dimensions[ns - 1]);
+  const int64_t oh = ns == 2 ? at(od, dn.output_spatial_dimensions[0]) : 1;
+  const int64_t ow = at(od, dn.output_spatial_dimensions[ns - 1]);
+  const int64_t kh = ns == 2 ? at(rd, dn.kernel_spatial_dimensions[0]) : 1;
+  const int64_t kw = at(rd, dn.kernel_spatial_dimensions[ns - 1]);
+  const int64_t sy = std::max<int64_t>(1, wy.stride), sx = std::max<int64_t>(1, wx.stride);
+  const int64_t dy = std::max<int64_t>(1, wy.window_dilation);
+  const int64_t dx = std::max<int64_t>(1, wx.window_dilation);
+  const int64_t cp = AlignUp(c, 16);
+  const int64_t wp = w + wx.padding_low + wx.padding_high;  // a ring row's width, padding included
+  const int64_t span = (kh - 1) * dy + 1;                   // the input rows one output row reads
+  // Parallel, each task takes a band of one image's output rows with a ring of its own (the
+  // rows where bands meet are computed twice); serial, one task per image.
+  const bool parallel = Param("parallel") != 0;
+  const int64_t bands = parallel ? std::min<int64_t>(oh, 4) : 1;
+  const int64_t rings = parallel ? n * bands : 1;
+  const int64_t ring_floats = span * wp * cp;
+  const std::string ring = NewName("dwring"), wts = NewName("dww"), orow = NewName("dwo");
+  const int64_t ring_off = Alloc(rings * ring_floats * 4);
+  const int64_t o_off = Alloc(rings * ow * cp * 4);
+  Line(absl::StrCat("float* ", ring, " = (float*)(ws + ", ring_off, ");"));
+  // Weights stored [kh][kw][channels] with channels a multiple of 16 (HWIO, as JAX and
+  // TensorFlow keep them) are read where they lie; others are packed so, per call.
+  const Instruction* wbase = rhs;
+  while (k_.Contains(wbase) &&
+         (wbase->opcode() == Opcode::kReshape || wbase->opcode() == Opcode::kBitcast)) {
+    wbase = wbase->operand(0);
+  }
+  bool weights_in_place =
+      cp == c && !k_.Contains(wbase) && wbase == rhs &&
+      dn.kernel_output_feature_dimension == static_cast<int64_t>(rd.size()) - 1 &&
+      (ns == 1 || dn.kernel_spatial_dimensions[0] < dn.kernel_spatial_dimensions[1]);
+  for (size_t d = 0; d < rd.size(); ++d) {
+    weights_in_place &=
+        rd[d] == 1 || d + 1 == rd.size() ||
+        std::find(dn.kernel_spatial_dimensions.begin(), dn.kernel_spatial_dimensions.end(),
+                  static_cast<int64_t>(d)) != dn.kernel_spatial_dimensions.end();
+  }
+  if (weights_in_place) {
+    const Instruction* base = BaseValue(rhs);
+    Line(absl::StrCat("const float* ", wts, " = (const float*)",
+                      base->opcode() == Opcode::kConstant ? pool_->Name(base) : in_ptr_.at(base),
+                      ";"));
+  } else {
+    Line(absl::StrCat("float* ", wts, " = (float*)(ws + ", Alloc(kh * kw * cp * 4), ");"));
+    Line(absl::StrCat("std::memset(", wts, ", 0, ", kh * kw * cp * 4, ");"));
+    LoopNest({kh, kw, c}, LoopOptions{.simd = true}, [&](const Idx& i) {
+      Idx wi(rd.size(), "0");
+      if (ns == 2) wi[static_cast<size_t>(dn.kernel_spatial_dimensions[0])] = i[0];
+      wi[static_cast<size_t>(dn.kernel_spatial_dimensions[ns - 1])] = i[1];
+      wi[static_cast<size_t>(dn.kernel_output_feature_dimension)] = i[2];
+      const std::string v = Value(rhs, wi);
+      Line(absl::StrCat(wts, "[((", i[0], ")*", kw, " + ", i[1], ")*", cp, " + ", i[2], "] = ", v,
+                        ";"));
+    });
+  }
+  Line(absl::StrCat("float* ", orow, " = (float*)(ws + ", o_off, ");"));
+  // Padding columns and channels are never written after this: they read as zeros. Where no
+  // channel is padding, only the padding columns are cleared.
+  if (cp != c || wx.padding_low + wx.padding_high >= w) {
+    Line(absl::StrCat("std::memset(", ring, ", 0, ", rings * ring_floats * 4, ");"));
+  } else {
+    Open(absl::StrCat("for (int64_t r = 0; r < ", rings * span, "; ++r) {"));
+    if (wx.padding_low > 0) {
+      Line(absl::StrCat("std::memset(", ring, " + r*", wp * cp, "LL, 0, ", wx.padding_low * cp * 4,
+                        ");"));
+    }
+    if (wx.padding_high > 0) {
+      Line(absl::StrCat("std::memset(", ring, " + r*", wp * cp, "LL + ", (wx.padding_low + w) * cp,
+                        ", 0, ", wx.padding_high * cp * 4, ");"));
+    }
+    Close();
+  }
+  const std::string t = NewName("dwt"), img = NewName("dwn"), row = NewName("dwy");
+  const std::string filled = NewName("dwfilled"), rows = NewName("dwrows");
+  const std::string r0 = NewName("dwr"), o0 = NewName("dwrow"), rr = NewName("dwin");
+  Open(absl::StrCat("mt_for(", n * bands, ", ", parallel ? "true" : "false", ", [&](int64_t ", t,
+                    ") {"));
+  Line(absl::StrCat("const int64_t ", img, " = ", t, " / ", bands, ";"));
+  index_.Bound(img, 0, n - 1);
+  const std::string slot = parallel ? t : "0";
+  Line(absl::StrCat("float* const ", r0, " = ", ring, " + ", slot, "*", ring_floats, "LL;"));
+  Line(absl::StrCat("float* const ", o0, " = ", orow, " + ", slot, "*", ow * cp, "LL;"));
+  // Input rows below `filled` are in the ring: rows are needed in increasing order, and a ring
+  // of `span` rows holds every row the current output row reads.
+  Line(absl::StrCat("int64_t ", filled, " = 0;"));
+  Line(absl::StrCat("const float* ", rows, "[", kh, "];"));
+  Open(absl::StrCat("for (int64_t ", row, " = ", t, " % ", bands, " * ", oh, " / ", bands, "; ",
+                    row, " < (", t, " % ", bands, " + 1) * ", oh, " / ", bands, "; ++", row,
+                    ") {"));
+  index_.Bound(row, 0, oh - 1);
+  Open(absl::StrCat("for (int64_t r = 0; r < ", kh, "; ++r) {"));
+  const std::string iy = NewName("dwiy");
+  Line(absl::StrCat("const int64_t ", iy, " = ", row, "*", sy, " - ", wy.padding_low, " + r*", dy,
+                    ";"));
+  Line(absl::StrCat("if (", iy, " < 0 || ", iy, " >= ", h, ") { ", rows,
+                    "[r] = nullptr; continue; }"));
+  Line(absl::StrCat(rows, "[r] = ", r0, " + (", iy, " % ", span, ")*", wp * cp, "LL;"));
+  // A dilated window skips rows that a later output row reads: every row up to this one that
+  // is still in the ring's reach is computed now.
+  const std::string fy = NewName("dwfy");
+  Open(absl::StrCat("for (int64_t ", fy, " = std::max<int64_t>(", filled, ", ", iy, " - ", span - 1,
+                    "); ", fy, " <= ", iy, "; ++", fy, ") {"));
+  index_.Bound(fy, 0, h - 1);
+  Line(absl::StrCat("float* const ", rr, " = ", r0, " + (", fy, " % ", span, ")*", wp * cp, "LL;"));
+  // The operand's row, channel-minor; the loop order follows the operand's own minor dimension.
+  const bool channel_minor = dn.input_feature_dimension > dn.input_spatial_dimensions[ns - 1];
+  const std::vector<int64_t> fill_dims =
+      channel_minor ? std::vector<int64_t>{w, c} : std::vector<int64_t>{c, w};
+  LoopNest(fill_dims, LoopOptions{.simd = true}, [&](const Idx& i) {
+    const std::string& x = channel_minor ? i[0] : i[1];
+    const std::string& ch = channel_minor ? i[1] : i[0];
+    Idx xi(ld.size(), "0");
+    xi[static_cast<size_t>(dn.input_batch_dimension)] = img;
+    if (ns == 2) xi[static_cast<size_t>(dn.input_spatial_dimensions[0])] = fy;
+    xi[static_cast<size_t>(dn.input_spatial_dimensions[ns - 1])] = x;
+    xi[static_cast<size_t>(dn.input_feature_dimension)] = ch;
+    const std::string v = Value(lhs, xi);
+    Line(absl::StrCat(rr, "[((", x, ") + ", wx.padding_low, ")*", cp, " + ", ch, "] = ", v, ";"));
+  });
+  Close();  // for fy
+  Line(absl::StrCat(filled, " = std::max<int64_t>(", filled, ", ", iy, " + 1);"));
+  Close();  // for r
+  // A channel-minor output with channels a multiple of 16 holds the row as mt_dw_row writes it:
+  // written in place, not through the row buffer.
+  const size_t rank = od.size();
+  const bool in_place = cp == c && dn.output_feature_dimension == static_cast<int64_t>(rank) - 1 &&
+                        dn.output_spatial_dimensions[ns - 1] == static_cast<int64_t>(rank) - 2;
+  Idx row_start(rank, "0");
+  row_start[static_cast<size_t>(dn.output_batch_dimension)] = img;
+  if (ns == 2) row_start[static_cast<size_t>(dn.output_spatial_dimensions[0])] = row;
+  const std::string target = in_place ? absl::StrCat(out, " + ", LinearIndex(od, row_start)) : o0;
+  Line(absl::StrCat("mt_dw_row(", ow, ", ", cp, ", ", kh, ", ", kw, ", ", sx * cp, ", ", dx * cp,
+                    ", ", rows, ", ", wts, ", ", target, ");"));
+  if (!in_place) {
+    const bool out_channel_minor =
+        dn.output_feature_dimension > dn.output_spatial_dimensions[ns - 1];
+    const std::vector<int64_t> store_dims =
+        out_channel_minor ? std::vector<int64_t>{ow, c} : std::vector<int64_t>{c, ow};
+    LoopNest(store_dims, LoopOptions{.simd = true}, [&](const Idx& i) {
+      const std::string& x = out_channel_minor ? i[0] : i[1];
+      const std::string& ch = out_channel_minor ? i[1] : i[0];
+      Idx oi = row_start;
+      oi[static_cast<size_t>(dn.output_spatial_dimensions[ns - 1])] = x;
+      oi[static_cast<size_t>(dn.output_feature_dimension)] = ch;
+      Line(absl::StrCat(out, "[", LinearIndex(od, oi), "] = ", o0, "[(", x, ")*", cp, " + ", ch,
+                        "];"));
+    });
+  }
+  Close();  // for row
+  indent_.resize(indent_.size() - 2);
+  Line("});");
 }
 
 absl::StatusOr<std::string> KernelEmitter::Emit(const std::string& fn, bool top) {

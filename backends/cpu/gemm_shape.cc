@@ -56,6 +56,35 @@ bool PreferOneDnnGemm(const GemmShape& shape) {
   return !shape.matrix_vector() && shape.m * shape.n * shape.k >= 64 * 1024;
 }
 
+bool DepthwiseConvolutionFits(const ir::Instruction& conv) {
+  if (conv.opcode() != ir::Opcode::kConvolution || !conv.conv_dnums.has_value()) return false;
+  const ir::ConvolutionDimensionNumbers& dn = *conv.conv_dnums;
+  const size_t ns = dn.input_spatial_dimensions.size();
+  if (ns < 1 || ns > 2 || conv.batch_group_count > 1) return false;
+  for (const ir::Instruction* x : {&conv, static_cast<const ir::Instruction*>(conv.operand(0)),
+                                   static_cast<const ir::Instruction*>(conv.operand(1))}) {
+    if (x->shape().element_type() != ir::PrimitiveType::kF32 || x->shape().ElementCount() == 0) {
+      return false;
+    }
+  }
+  const std::vector<int64_t>& ld = conv.operand(0)->shape().dimensions();
+  const std::vector<int64_t>& od = conv.shape().dimensions();
+  const int64_t channels = ld[static_cast<size_t>(dn.input_feature_dimension)];
+  if (channels < 2 || conv.feature_group_count != channels ||
+      od[static_cast<size_t>(dn.output_feature_dimension)] != channels) {
+    return false;
+  }
+  if (conv.window.has_value()) {
+    for (const ir::WindowDim& w : conv.window->dims) {
+      if (w.base_dilation != 1 || w.window_reversal || w.padding_low < 0 || w.padding_high < 0 ||
+          w.stride < 1 || w.window_dilation < 1) {
+        return false;
+      }
+    }
+  }
+  return true;
+}
+
 std::vector<KernelParam> GemmParams() {
   return {{"micro", {0, 1, 2, 3}},
           {"mc", {96, 48, 192, 384}},

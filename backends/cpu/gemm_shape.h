@@ -32,6 +32,13 @@ GemmShape GemmShapeOf(const ir::Instruction& dot_or_convolution);
 // one column and at least 64K multiply-adds each, as bench/gemm_defaults measured on the zoo.
 bool PreferOneDnnGemm(const GemmShape& shape);
 
+// The convolution kernels' `impl` choice of the generated depthwise kernel (mt_dw_row).
+inline constexpr int64_t kDepthwiseImpl = 4;
+// Whether `conv` is a depthwise convolution the generated depthwise kernel computes: f32, one
+// input and one output channel per feature group, no batch groups, 1 or 2 spatial dimensions,
+// no base (lhs) dilation, window reversal or negative padding.
+bool DepthwiseConvolutionFits(const ir::Instruction& conv);
+
 // The generated GEMM's parameters with every choice, the default first: `micro` the register
 // tile (MicroKernel), `mc` / `kc` / `nc` the cache blocks of the lhs rows, the contraction and
 // the rhs columns.

@@ -539,10 +539,10 @@ std::vector<KernelParam> KindParams(const Kernel& kernel) {
       // impl 0: the generated GEMM; 1: oneDNN's sgemm (when the build found it); for the
       // convolutions oneDNN's primitive handles, 2: its convolution primitive on the buffers as
       // they are (strided memory descriptors), 3: the same with oneDNN's preferred (blocked)
-      // layouts and reorders around it, as PyTorch does. Which of 2 and 3 wins depends on the
-      // shape (measured: blocked layouts win on 3x3 layers, reorders lose on 1x1 ones).
-      // Then the generated GEMM's register tile and cache blocks, those that can change its
-      // code for this shape (GemmParamsFor).
+      // layouts and reorders around it, as PyTorch does; for depthwise convolutions, 4. Which of 2
+      // and 3 wins depends on the shape (measured: blocked layouts win on 3x3 layers, reorders lose
+      // on 1x1 ones). Then the generated GEMM's register tile and cache blocks, those that can
+      // change its code for this shape (GemmParamsFor).
       std::vector<int64_t> impls = {0};
       if (OneDnnAvailable()) {
         impls.push_back(1);
@@ -565,6 +565,12 @@ std::vector<KernelParam> KindParams(const Kernel& kernel) {
         } else if (PreferOneDnnGemm(GemmShapeOf(root))) {
           std::swap(impls[0], impls[1]);  // dnnl_sgemm first: the default
         }
+      }
+      // 4: the generated depthwise kernel, the default wherever it applies: fitted on
+      // MobileNetV2's depthwise layers and checked on the held-out models' (ConvNeXt's 7x7,
+      // EfficientNet's, Mamba's 1-D), bench/results_gemm_defaults_depthwise.md.
+      if (kernel.kind == KernelKind::kConvolution && DepthwiseConvolutionFits(root)) {
+        impls.insert(impls.begin(), kDepthwiseImpl);
       }
       std::vector<KernelParam> params = {{"impl", impls}};
       for (KernelParam& p : GemmParamsFor(GemmShapeOf(root))) params.push_back(std::move(p));
@@ -751,14 +757,15 @@ KernelConfig DefaultConfig(const Kernel& kernel) {
 
 KernelConfig CanonicalConfig(const Kernel& kernel, KernelConfig config) {
   if (config.size() != kernel.params.size()) return config;
-  bool library = false;
+  int64_t impl = 0;
   for (size_t i = 0; i < config.size(); ++i) {
-    library |= kernel.params[i].name == "impl" && config[i] != 0;
+    if (kernel.params[i].name == "impl") impl = config[i];
   }
-  if (!library) return config;
+  if (impl == 0) return config;
+  // The library calls ignore `parallel` and the GEMM's blocks; the depthwise kernel only those.
   for (size_t i = 0; i < config.size(); ++i) {
     const std::string& name = kernel.params[i].name;
-    if (name == "parallel" || IsGemmParam(name)) {
+    if ((name == "parallel" && impl != kDepthwiseImpl) || IsGemmParam(name)) {
       config[i] = kernel.params[i].choices.front();
     }
   }

@@ -76,13 +76,25 @@ template <typename T> inline T mt_rem(T a, T b) {
   }
 }
 // (a > b ? a : b) is one maxps, which already returns a NaN b; the a != a test adds a NaN a.
+// Against a constant that is not NaN (a ReLU's 0, a ReLU6's 6), (a < c ? c : a) is one maxps
+// that returns a NaN a: the test and its blend cost a third of a ReLU6-fused convolution.
 template <typename T> inline T mt_max(T a, T b) {
-  if constexpr (std::is_floating_point_v<T>) return a != a ? a : (a > b ? a : b);
-  else return a > b ? a : b;
+  if constexpr (std::is_floating_point_v<T>) {
+    if (__builtin_constant_p(b == b) && b == b) return a < b ? b : a;
+    if (__builtin_constant_p(a == a) && a == a) return b < a ? a : b;
+    return a != a ? a : (a > b ? a : b);
+  } else {
+    return a > b ? a : b;
+  }
 }
 template <typename T> inline T mt_min(T a, T b) {
-  if constexpr (std::is_floating_point_v<T>) return a != a ? a : (a < b ? a : b);
-  else return a < b ? a : b;
+  if constexpr (std::is_floating_point_v<T>) {
+    if (__builtin_constant_p(b == b) && b == b) return b < a ? b : a;
+    if (__builtin_constant_p(a == a) && a == a) return a < b ? a : b;
+    return a != a ? a : (a < b ? a : b);
+  } else {
+    return a < b ? a : b;
+  }
 }
 template <typename T> inline T mt_clamp(T lo, T x, T hi) { return mt_min(mt_max(x, lo), hi); }
 template <typename T> inline T mt_abs(T a) {
@@ -379,6 +391,73 @@ inline void mt_gemv_row(int64_t N, int64_t K, const float* A, const float* B, in
       for (int64_t j = 0; j < n; ++j) c[j] += av * b[j];
     }
   });
+}
+
+// --- Depthwise convolution (one input channel per group), one output row at a time. ---
+// Rows, weights and the output row are channel-minor with cp channels (a multiple of 16, padded
+// with zeros), so a tap is one vector multiply-add per output. A block of XB outputs by CB
+// channel vectors shares each weight vector across XB outputs and keeps XB*CB independent
+// accumulators in flight, which hides the multiply-add latency. `s` and `d`: the stride and the
+// dilation along the row, in floats (times cp); rows[r] is null where that input row is padding.
+template <int XB, int CB>
+inline void mt_dw_block(int64_t x, int64_t c, int64_t cp, int64_t kh, int64_t kw, int64_t s,
+                        int64_t d, const float* const* rows, const float* w, float* out) {
+  mt_v16 acc[XB][CB];
+#pragma GCC unroll 8
+  for (int j = 0; j < XB; ++j)
+#pragma GCC unroll 4
+    for (int v = 0; v < CB; ++v) acc[j][v] = mt_v16{};
+  for (int64_t r = 0; r < kh; ++r) {
+    if (rows[r] == nullptr) continue;
+    const float* in = rows[r] + x * s + c;
+    const float* wr = w + r * kw * cp + c;
+    for (int64_t q = 0; q < kw; ++q) {
+      mt_v16 wv[CB];
+#pragma GCC unroll 4
+      for (int v = 0; v < CB; ++v) wv[v] = *(const mt_v16u*)(wr + q * cp + 16 * v);
+      const float* p = in + q * d;
+#pragma GCC unroll 8
+      for (int j = 0; j < XB; ++j)
+#pragma GCC unroll 4
+        for (int v = 0; v < CB; ++v) acc[j][v] += *(const mt_v16*)(p + j * s + 16 * v) * wv[v];
+    }
+  }
+#pragma GCC unroll 8
+  for (int j = 0; j < XB; ++j)
+#pragma GCC unroll 4
+    for (int v = 0; v < CB; ++v) *(mt_v16u*)(out + (x + j) * cp + c + 16 * v) = acc[j][v];
+}
+// The last rem (< 8) outputs of a row: rem accumulators per channel vector, or, for fewer than 4,
+// 4 channel vectors at once, so that at least 4 multiply-adds are always in flight.
+template <int R>
+inline void mt_dw_tail(int64_t x, int64_t cp, int64_t kh, int64_t kw, int64_t s, int64_t d,
+                       const float* const* rows, const float* w, float* out) {
+  int64_t c = 0;
+  if constexpr (R < 4) {
+    for (; c + 64 <= cp; c += 64) mt_dw_block<R, 4>(x, c, cp, kh, kw, s, d, rows, w, out);
+  }
+  for (; c < cp; c += 16) mt_dw_block<R, 1>(x, c, cp, kh, kw, s, d, rows, w, out);
+}
+// out[x*cp + c] = the sum over taps (r, q) of rows[r][x*s + q*d + c] * w[(r*kw + q)*cp + c].
+// Channel blocks outermost, so a block's weights stay in L1 across the row.
+inline void mt_dw_row(int64_t ow, int64_t cp, int64_t kh, int64_t kw, int64_t s, int64_t d,
+                      const float* const* rows, const float* w, float* out) {
+  const int64_t full = ow / 8 * 8;
+  if (full > 0) {
+    for (int64_t c = 0; c < cp; c += 16) {
+      for (int64_t x = 0; x < full; x += 8) mt_dw_block<8, 1>(x, c, cp, kh, kw, s, d, rows, w, out);
+    }
+  }
+  switch (ow - full) {
+    case 1: mt_dw_tail<1>(full, cp, kh, kw, s, d, rows, w, out); break;
+    case 2: mt_dw_tail<2>(full, cp, kh, kw, s, d, rows, w, out); break;
+    case 3: mt_dw_tail<3>(full, cp, kh, kw, s, d, rows, w, out); break;
+    case 4: mt_dw_tail<4>(full, cp, kh, kw, s, d, rows, w, out); break;
+    case 5: mt_dw_tail<5>(full, cp, kh, kw, s, d, rows, w, out); break;
+    case 6: mt_dw_tail<6>(full, cp, kh, kw, s, d, rows, w, out); break;
+    case 7: mt_dw_tail<7>(full, cp, kh, kw, s, d, rows, w, out); break;
+    default: break;
+  }
 }
 
 // A is M x K and B is K x N, row-major with leading dimensions lda and ldb; `a_trans` reads A

@@ -13,6 +13,7 @@
 #include "absl/strings/str_join.h"
 #include "backends/cpu/codegen.h"
 #include "backends/cpu/cpu_backend.h"
+#include "backends/cpu/gemm_shape.h"
 #include "backends/cpu/onednn.h"
 #include "gtest/gtest.h"
 #include "ir/hlo_parser.h"
@@ -415,6 +416,14 @@ TEST(CpuOpsImplTest, ConvolutionPrimitiveIsOfferedWhereOneDnnComputesIt) {
       const std::vector<int64_t> gemms =
           dnnl ? std::vector<int64_t>{0, 1} : std::vector<int64_t>{0};
       EXPECT_EQ(sorted(c.hlo), gemms) << name;
+      continue;
+    }
+    // Depthwise: the generated depthwise kernel besides, and the default.
+    if (name.rfind("conv_depthwise", 0) == 0) {
+      std::vector<int64_t> with_depthwise = all;
+      with_depthwise.push_back(kDepthwiseImpl);
+      EXPECT_EQ(sorted(c.hlo), with_depthwise) << name;
+      EXPECT_EQ(impls(c.hlo).front(), kDepthwiseImpl) << name;
       continue;
     }
     // Grouped, with the input's batch and feature dimensions swapped (fb01): no plain kernel.

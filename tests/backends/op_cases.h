@@ -365,6 +365,43 @@ ENTRY e {
   w = f32[6,1,3,3] parameter(1)
   ROOT c = f32[1,6,9,9] convolution(x, w), window={size=3x3 pad=2_2x2_2 rhs_dilate=2x2}, dim_labels=bf01_oi01->bf01, feature_group_count=6
 })"},
+    // Depthwise as EfficientNet's blocks have it: channels minor (20, not a multiple of the
+    // vector), strided, asymmetric padding, a fused operand expression (a SiLU) and a fused
+    // epilogue (a per-channel scale and shift).
+    {"conv_depthwise_nhwc_fused", R"(
+HloModule m
+ENTRY e {
+  x = f32[2,13,11,20] parameter(0)
+  w = f32[3,3,1,20] parameter(1)
+  g = f32[20] parameter(2)
+  ng = f32[2,13,11,20] negate(x)
+  ex = f32[2,13,11,20] exponential(ng)
+  one = f32[] constant(1)
+  ob = f32[2,13,11,20] broadcast(one), dimensions={}
+  de = f32[2,13,11,20] add(ex, ob)
+  sg = f32[2,13,11,20] divide(x, de)
+  c = f32[2,7,6,20] convolution(sg, w), window={size=3x3 stride=2x2 pad=1_1x1_2}, dim_labels=b01f_01io->b01f, feature_group_count=20
+  gb = f32[2,7,6,20] broadcast(g), dimensions={3}
+  ROOT s = f32[2,7,6,20] multiply(c, gb)
+})"},
+    // Depthwise on a 7x7 map with 80 channels (a multiple of 16): rows shorter than 8 outputs
+    // take blocks of channel vectors, and the output rows are written in place.
+    {"conv_depthwise_small_map", R"(
+HloModule m
+ENTRY e {
+  x = f32[2,7,7,80] parameter(0)
+  w = f32[5,5,1,80] parameter(1)
+  ROOT c = f32[2,7,7,80] convolution(x, w), window={size=5x5 pad=2_2x2_2}, dim_labels=b01f_01io->b01f, feature_group_count=80
+})"},
+    // A causal 1-D depthwise convolution over a sequence, as a selective state-space model has
+    // it before its scan: 17 positions, 4 taps, padded on the left only.
+    {"conv_depthwise_1d_causal", R"(
+HloModule m
+ENTRY e {
+  x = f32[2,17,33] parameter(0)
+  w = f32[4,1,33] parameter(1)
+  ROOT c = f32[2,17,33] convolution(x, w), window={size=4 pad=3_0}, dim_labels=b0f_0io->b0f, feature_group_count=33
+})"},
     // Grouped, strided, asymmetric padding, dimension orders oneDNN has no format tag for; the
     // convolution is an output and feeds a fused ReLU.
     {"conv_grouped_strided_relu", R"(
