@@ -7,7 +7,13 @@
 // L3 read bandwidth) reach `--fraction` of the peak.
 //
 //   taskset -c 1 build/release/bench/cpu_kinds [--zoo-role report|fit|all] [--models a,b]
-//       [--batches 1,8] [--seconds 0.5] [--out bench/results_cpu_kinds.md]
+//       [--batches 1,8] [--seconds 0.5] [--ab-impl 4:3 [--ab-rounds 3]]
+//       [--out bench/results_cpu_kinds.md]
+//
+// --ab-impl FROM:TO also compiles each model with every kernel whose default impl is FROM set to
+// TO (where offered) and times both programs alternately, --ab-rounds times each: the switched
+// kernels' time inside the module's run and the module's latency, default against switched, in
+// the same run (a kernel alone, with hot caches, can rank impls differently).
 #include <sched.h>
 
 #include <algorithm>
@@ -21,9 +27,11 @@
 #include <vector>
 
 #include "CLI/CLI.hpp"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 #include "backends/cpu/cpu_backend.h"
 #include "bench/cpu_bench_util.h"
 #include "bench/matrix_kinds.h"
@@ -50,6 +58,51 @@ std::string Today() {
   return text;
 }
 
+// The --ab-impl row of one model: `compiled` (the defaults) against the same module with every
+// kernel whose default impl is `from` switched to `to`, measured alternately.
+absl::StatusOr<std::string> AbImpl(const mltune::ir::Module& module,
+                                   const cpu::CompiledModule& compiled, int64_t from, int64_t to,
+                                   int rounds, const cpu::MeasureOptions& options,
+                                   const std::string& model, int64_t batch) {
+  std::vector<cpu::KernelConfig> configs = compiled.configs;
+  std::vector<int32_t> switched;
+  for (const cpu::Kernel& k : compiled.lowered.kernels) {
+    for (size_t p = 0; p < k.params.size(); ++p) {
+      const std::vector<int64_t>& c = k.params[p].choices;
+      if (k.params[p].name != "impl" || configs[static_cast<size_t>(k.id)][p] != from ||
+          std::find(c.begin(), c.end(), to) == c.end()) {
+        continue;
+      }
+      configs[static_cast<size_t>(k.id)][p] = to;
+      configs[static_cast<size_t>(k.id)] =
+          cpu::CanonicalConfig(k, configs[static_cast<size_t>(k.id)]);
+      switched.push_back(k.id);
+    }
+  }
+  if (switched.empty())
+    return absl::NotFoundError(absl::StrCat("no kernel defaults to impl ", from));
+  absl::StatusOr<cpu::CompiledModule> other = cpu::CompileModule(module, configs);
+  if (!other.ok()) return other.status();
+  double best[2][2] = {{1e30, 1e30}, {1e30, 1e30}};  // [program][module, switched kernels]
+  for (int r = 0; r < rounds; ++r) {
+    for (int which = 0; which < 2; ++which) {
+      const cpu::CompiledModule& c = which == 0 ? compiled : *other;
+      absl::StatusOr<cpu::Timing> t = cpu::Measure(c.object, c.program, 0, options);
+      if (!t.ok()) return t.status();
+      if (t->kernel_s.size() != c.lowered.kernels.size()) {
+        return absl::InternalError("no kernel times came back");
+      }
+      double kernels = 0;
+      for (int32_t id : switched) kernels += t->kernel_s[static_cast<size_t>(id)];
+      best[which][0] = std::min(best[which][0], t->median_s);
+      best[which][1] = std::min(best[which][1], kernels);
+    }
+  }
+  return absl::StrFormat("| %s | %d | %d | %.2f | %.2f | %.2f | %.2f | %.3fx |\n", model, batch,
+                         switched.size(), best[0][1] * 1e3, best[1][1] * 1e3, best[0][0] * 1e3,
+                         best[1][0] * 1e3, best[1][0] / best[0][0]);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -69,8 +122,24 @@ int main(int argc, char** argv) {
   app.add_option("--fraction", fraction,
                  "The fraction of the peak a compute-bound kernel should reach");
   app.add_option("--top", top, "The slowest kernels listed one by one");
+  std::string ab_impl;
+  int ab_rounds = 3;
+  app.add_option(
+      "--ab-impl", ab_impl,
+      "FROM:TO: also time each model with the kernels defaulting to impl FROM set to TO");
+  app.add_option("--ab-rounds", ab_rounds, "--ab-impl: alternate measurements of each program");
   app.add_option("--out", out, "Also write the markdown here");
   CLI11_PARSE(app, argc, argv);
+  int64_t ab_from = -1, ab_to = -1;
+  if (!ab_impl.empty()) {
+    const std::vector<std::string> parts = absl::StrSplit(ab_impl, ':');
+    if (parts.size() != 2 || !absl::SimpleAtoi(parts[0], &ab_from) ||
+        !absl::SimpleAtoi(parts[1], &ab_to)) {
+      std::cerr << "--ab-impl: expected FROM:TO (two impl numbers), got '" << ab_impl << "'\n";
+      return 1;
+    }
+  }
+  std::vector<std::string> ab_lines;  // one markdown row per model and batch
   const std::string models_given = absl::StrJoin(models, ",");
   if (models.empty()) {
     absl::StatusOr<std::vector<std::string>> of_role = bench::ZooModelsOfRole(zoo, role);
@@ -124,6 +193,16 @@ int main(int argc, char** argv) {
             model, " b", b, ": ",
             t.ok() ? "no kernel times came back" : bench::OneLine(t.status().ToString())));
         continue;
+      }
+      if (ab_from >= 0) {
+        absl::StatusOr<std::string> row =
+            AbImpl(**module, *compiled, ab_from, ab_to, ab_rounds, options, model, b);
+        if (row.ok()) {
+          ab_lines.push_back(*row);
+        } else {
+          notes.push_back(absl::StrCat(model, " b", b,
+                                       " (--ab-impl): ", bench::OneLine(row.status().ToString())));
+        }
       }
       for (const cpu::Kernel& k : compiled->lowered.kernels) {
         // Dots inside a while or conditional body run as their loop kernel's time, not alone.
@@ -205,6 +284,17 @@ int main(int argc, char** argv) {
        << untimed_loops
        << " while/conditional kernel(s): any dot inside their bodies is timed as part of the "
           "loop, not here.\n";
+  }
+  if (!ab_lines.empty()) {
+    md << "\n## Default impl " << ab_from << " against impl " << ab_to
+       << " inside the models (--ab-impl, " << ab_rounds
+       << " alternate rounds, the best of each)\n\n"
+          "| model | batch | kernels switched | their time, impl "
+       << ab_from << " (ms) | impl " << ab_to << " (ms) | module, impl " << ab_from
+       << " (ms) | impl " << ab_to
+       << " (ms) | module speed-up |\n"
+          "|---|---:|---:|---:|---:|---:|---:|---:|\n";
+    for (const std::string& l : ab_lines) md << l;
   }
   for (const std::string& note : notes) md << "\nNot measured: " << note << "\n";
 
