@@ -118,7 +118,8 @@ json RunPeers(const ZooBenchOptions& options, const std::vector<std::string>& mo
   std::string command =
       absl::StrCat("'", options.python, "' '", options.peers_script, "' --models ",
                    absl::StrJoin(models, ","), " --batches ", absl::StrJoin(batches, ","),
-                   " --min-seconds ", options.seconds, " --json '", out.string(), "'");
+                   " --min-seconds ", options.seconds, " --threads ", options.threads,
+                   " --json '", out.string(), "'");
   if (!options.peers.empty())
     absl::StrAppend(&command, " --peers ", absl::StrJoin(options.peers, ","));
   if (options.concurrent_peers) {

@@ -1,11 +1,12 @@
-"""Times the model zoo's inference models on one CPU thread in the field's compilers and runtimes.
+"""Times the model zoo's inference models on one CPU thread (--threads N: N) in the field's peers.
 
     build/peers-venv/bin/python bench/peers/models.py [--models a,b] [--batches 1,8]
         [--peers xla,torch,inductor,inductor-max-autotune,ort,tvm] [--min-seconds S]
         [--json out.json]
 
 Peers (each model, batch and peer runs in its own subprocess with every thread pool set to one
-thread, pinned to one CPU (--cpu) before any library loads; the Inductor peers compile on every
+thread, pinned to one CPU (--cpu) before any library loads; with --threads N, N threads on the N
+CPUs ending at --cpu, and XLA's Eigen pool on; the Inductor peers compile on every
 allowed CPU and pin all their threads before the first timed call):
     xla                    jax.jit of models/gen/jax_models.py's Flax model (XLA CPU), with
                            XLA_FLAGS=--xla_cpu_multi_thread_eigen=false
@@ -72,6 +73,19 @@ CACHE = ROOT / "build" / "peers-cache"
 PEERS = ("xla", "torch", "inductor", "inductor-max-autotune", "ort", "tvm")
 MARK = "@@peer@@ "                       # prefixes the worker's protocol lines on stdout
 XLA_FLAGS = "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1"
+THREADS = {"n": 1}                       # --threads: every peer's thread pools (1 by default)
+
+
+def xla_flags(threads):
+    """XLA CPU's flags for `threads` intra-op threads (Eigen's pool off at one thread)."""
+    if threads == 1:
+        return XLA_FLAGS
+    return f"--xla_cpu_multi_thread_eigen=true intra_op_parallelism_threads={threads}"
+
+
+def timing_cpus(cpu, threads):
+    """The CPUs a worker runs on: `threads` of them, ending at `cpu`."""
+    return set(range(max(0, cpu - threads + 1), cpu + 1))
 MIN_REPS = 5
 MAX_REPS = 5000
 LOAD_TIMEOUT_S = 900                     # building a model and exporting it to ONNX
@@ -145,7 +159,7 @@ def prepare_torch(name, batch, mode):
     import torch
     import torch_models
 
-    torch.set_num_threads(1)
+    torch.set_num_threads(THREADS["n"])
     module, inputs = torch_models.make(name, batch)
     emit("loaded")
     if mode is None:
@@ -176,7 +190,7 @@ def prepare_ort(name, batch):
     emit("loaded")
     options = ort.SessionOptions()
     options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-    options.intra_op_num_threads = 1
+    options.intra_op_num_threads = THREADS["n"]
     options.inter_op_num_threads = 1
     options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
     start = time.perf_counter()
@@ -293,11 +307,11 @@ def measure(run, min_seconds, case_seconds):
     return output, timing
 
 
-def pin_all_threads(cpu):
-    """Pins every thread of this process (and so the threads they start) to `cpu`."""
+def pin_all_threads(cpus):
+    """Pins every thread of this process (and so the threads they start) to the set `cpus`."""
     for tid in os.listdir("/proc/self/task"):
         try:
-            os.sched_setaffinity(int(tid), {cpu})
+            os.sched_setaffinity(int(tid), cpus)
         except OSError:                  # the thread has exited
             pass
 
@@ -310,7 +324,7 @@ def worker(args):
     try:
         run, info, reference = prepare(args.peer, args.model, args.batch)
         if not args.no_pin:
-            pin_all_threads(args.worker_cpu)
+            pin_all_threads(timing_cpus(args.worker_cpu, THREADS["n"]))
         emit("compiled", compile_s=info.get("compile_s"))
         output, timing = measure(run, args.min_seconds, args.case_seconds)
         info.update(timing)
@@ -344,11 +358,13 @@ def worker_peak(_args):
 # Parent: runs the workers, collects their results, prints the tables.
 
 def child_env(cold_dir=None):
-    """The environment of every worker: one thread everywhere; the compilation caches under
+    """The environment of every worker: --threads threads everywhere; the compilation caches under
     build/peers-cache/, or with `cold_dir` Inductor's in that fresh directory and XLA's off."""
     env = dict(os.environ)
-    env.update({"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1",
-                "TVM_NUM_THREADS": "1", "XLA_FLAGS": XLA_FLAGS, "TF_CPP_MIN_LOG_LEVEL": "2",
+    n = str(THREADS["n"])
+    env.update({"OMP_NUM_THREADS": n, "MKL_NUM_THREADS": n, "OPENBLAS_NUM_THREADS": n,
+                "TVM_NUM_THREADS": n, "XLA_FLAGS": xla_flags(THREADS["n"]),
+                "TF_CPP_MIN_LOG_LEVEL": "2",
                 "TORCHINDUCTOR_CACHE_DIR": str(cold_dir or CACHE / "inductor"),
                 "MLTUNE_PEERS_COLD": "1" if cold_dir else "0", "PYTHONWARNINGS": "ignore"})
     return env
@@ -356,7 +372,8 @@ def child_env(cold_dir=None):
 
 def run_worker(argv, args, stderr_path):
     """Runs a worker with per-phase deadlines; returns its protocol events (a list of dicts)."""
-    command = [sys.executable, str(Path(__file__).resolve()), "--worker-cpu", str(args.cpu)]
+    command = [sys.executable, str(Path(__file__).resolve()), "--worker-cpu", str(args.cpu),
+               "--threads", str(THREADS["n"])]
     command += argv + ["--min-seconds", str(args.min_seconds),
                        "--case-seconds", str(args.case_seconds)]
     if args.no_pin:
@@ -527,7 +544,10 @@ def parse_args():
     parser.add_argument("--compile-timeout", type=float, default=300.0,
                         help="seconds allowed for compilation (session creation, import)")
     parser.add_argument("--cpu", type=int, default=max(os.sched_getaffinity(0)),
-                        help="the CPU the workers are pinned to")
+                        help="the CPU the workers are pinned to (with --threads N, the N CPUs "
+                             "ending at it)")
+    parser.add_argument("--threads", type=int, default=1,
+                        help="threads of every peer (intra-op pools, OpenMP, XLA's Eigen pool)")
     parser.add_argument("--no-pin", action="store_true",
                         help="do not pin the workers (to check that they use one thread: "
                              "cpu_wall_ratio should stay near 1)")
@@ -545,9 +565,12 @@ def parse_args():
 
 def main():
     args = parse_args()
+    THREADS["n"] = max(1, args.threads)
     if args.worker or args.worker_peak:
         if not args.no_pin and not (args.worker and args.worker[0] in COMPILE_ON_ALL_CPUS):
-            os.sched_setaffinity(0, {args.worker_cpu})
+            cpus = {args.worker_cpu} if args.worker_peak else timing_cpus(args.worker_cpu,
+                                                                          THREADS["n"])
+            os.sched_setaffinity(0, cpus)
         if args.worker_peak:
             return worker_peak(args)
         args.peer, args.model, args.batch = args.worker[0], args.worker[1], int(args.worker[2])
@@ -568,14 +591,16 @@ def main():
               "settings": {"models": names, "batches": batches, "peers": peers,
                            "min_seconds": args.min_seconds, "min_reps": MIN_REPS,
                            "case_seconds": args.case_seconds,
-                           "compile_timeout_s": args.compile_timeout, "xla_flags": XLA_FLAGS,
+                           "compile_timeout_s": args.compile_timeout,
+                           "threads": THREADS["n"], "xla_flags": xla_flags(THREADS["n"]),
                            "compile_caches": "off (cold)" if args.cold_compile
                                              else f"on ({CACHE})",
                            "tvm_target": tvm_target_string(),
                            "tvm_tuning_trials": TVM_TUNING_TRIALS,
                            "tvm_pipeline": "relax default (cpu_generic), no tuning",
                            "inductor": "torch.compile default mode / mode='max-autotune'",
-                           "ort": "ORT_ENABLE_ALL, intra/inter-op threads 1, sequential",
+                           "ort": f"ORT_ENABLE_ALL, intra-op threads {THREADS['n']}, inter-op 1, "
+                                  "sequential",
                            "onnx_cache": str(CACHE / "onnx")},
               "results": []}
     started = time.monotonic()
