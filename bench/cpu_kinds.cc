@@ -7,13 +7,14 @@
 // L3 read bandwidth) reach `--fraction` of the peak.
 //
 //   taskset -c 1 build/release/bench/cpu_kinds [--zoo-role report|fit|all] [--models a,b]
-//       [--batches 1,8] [--seconds 0.5] [--ab-impl 4:3 [--ab-rounds 3]]
+//       [--batches 1,8] [--seconds 0.5] [--threads 1] [--ab impl=4:3 [--ab-rounds 3]]
 //       [--out bench/results_cpu_kinds.md]
 //
-// --ab-impl FROM:TO also compiles each model with every kernel whose default impl is FROM set to
-// TO (where offered) and times both programs alternately, --ab-rounds times each: the switched
-// kernels' time inside the module's run and the module's latency, default against switched, in
-// the same run (a kernel alone, with hot caches, can rank impls differently).
+// --ab PARAM=FROM:TO also compiles each model with every kernel whose default PARAM (impl,
+// parallel, ...) is FROM set to TO (where offered) and times both programs alternately,
+// --ab-rounds times each: the switched kernels' time inside the module's run and the module's
+// latency, default against switched, in the same run (a kernel alone, with hot caches, can rank
+// choices differently).
 #include <sched.h>
 
 #include <algorithm>
@@ -58,18 +59,19 @@ std::string Today() {
   return text;
 }
 
-// The --ab-impl row of one model: `compiled` (the defaults) against the same module with every
-// kernel whose default impl is `from` switched to `to`, measured alternately.
-absl::StatusOr<std::string> AbImpl(const mltune::ir::Module& module,
-                                   const cpu::CompiledModule& compiled, int64_t from, int64_t to,
-                                   int rounds, const cpu::MeasureOptions& options,
-                                   const std::string& model, int64_t batch) {
+// The --ab row of one model: `compiled` (the defaults) against the same module with every kernel
+// whose default `param` is `from` switched to `to`, measured alternately.
+absl::StatusOr<std::string> AbParam(const mltune::ir::Module& module,
+                                    const cpu::CompiledModule& compiled, const std::string& param,
+                                    int64_t from, int64_t to, int rounds,
+                                    const cpu::MeasureOptions& options, const std::string& model,
+                                    int64_t batch) {
   std::vector<cpu::KernelConfig> configs = compiled.configs;
   std::vector<int32_t> switched;
   for (const cpu::Kernel& k : compiled.lowered.kernels) {
     for (size_t p = 0; p < k.params.size(); ++p) {
       const std::vector<int64_t>& c = k.params[p].choices;
-      if (k.params[p].name != "impl" || configs[static_cast<size_t>(k.id)][p] != from ||
+      if (k.params[p].name != param || configs[static_cast<size_t>(k.id)][p] != from ||
           std::find(c.begin(), c.end(), to) == c.end()) {
         continue;
       }
@@ -79,8 +81,9 @@ absl::StatusOr<std::string> AbImpl(const mltune::ir::Module& module,
       switched.push_back(k.id);
     }
   }
-  if (switched.empty())
-    return absl::NotFoundError(absl::StrCat("no kernel defaults to impl ", from));
+  if (switched.empty()) {
+    return absl::NotFoundError(absl::StrCat("no kernel defaults to ", param, "=", from));
+  }
   absl::StatusOr<cpu::CompiledModule> other = cpu::CompileModule(module, configs);
   if (!other.ok()) return other.status();
   double best[2][2] = {{1e30, 1e30}, {1e30, 1e30}};  // [program][module, switched kernels]
@@ -122,22 +125,28 @@ int main(int argc, char** argv) {
   app.add_option("--fraction", fraction,
                  "The fraction of the peak a compute-bound kernel should reach");
   app.add_option("--top", top, "The slowest kernels listed one by one");
-  std::string ab_impl;
-  int ab_rounds = 3;
-  app.add_option(
-      "--ab-impl", ab_impl,
-      "FROM:TO: also time each model with the kernels defaulting to impl FROM set to TO");
-  app.add_option("--ab-rounds", ab_rounds, "--ab-impl: alternate measurements of each program");
+  std::string ab;
+  int ab_rounds = 3, threads = 1;
+  app.add_option("--ab", ab,
+                 "PARAM=FROM:TO: also time each model with the kernels whose default PARAM is FROM "
+                 "set to TO");
+  app.add_option("--ab-rounds", ab_rounds, "--ab: alternate measurements of each program");
+  app.add_option("--threads", threads, "Threads of the generated code (OMP_NUM_THREADS)");
   app.add_option("--out", out, "Also write the markdown here");
   CLI11_PARSE(app, argc, argv);
   int64_t ab_from = -1, ab_to = -1;
-  if (!ab_impl.empty()) {
-    const std::vector<std::string> parts = absl::StrSplit(ab_impl, ':');
-    if (parts.size() != 2 || !absl::SimpleAtoi(parts[0], &ab_from) ||
-        !absl::SimpleAtoi(parts[1], &ab_to)) {
-      std::cerr << "--ab-impl: expected FROM:TO (two impl numbers), got '" << ab_impl << "'\n";
+  std::string ab_param;
+  if (!ab.empty()) {
+    const std::vector<std::string> named = absl::StrSplit(ab, '=');
+    const std::vector<std::string> parts =
+        absl::StrSplit(named.size() == 2 ? named[1] : std::string(), ':');
+    if (named.size() != 2 || named[0].empty() || parts.size() != 2 ||
+        !absl::SimpleAtoi(parts[0], &ab_from) || !absl::SimpleAtoi(parts[1], &ab_to)) {
+      std::cerr << "--ab: expected PARAM=FROM:TO (a parameter and two of its values), got '" << ab
+                << "'\n";
       return 1;
     }
+    ab_param = named[0];
   }
   std::vector<std::string> ab_lines;  // one markdown row per model and batch
   const std::string models_given = absl::StrJoin(models, ",");
@@ -187,6 +196,7 @@ int main(int argc, char** argv) {
       cpu::MeasureOptions options;
       options.max_seconds = seconds;
       options.kernel_times = true;
+      options.threads = threads;
       absl::StatusOr<cpu::Timing> t = cpu::Measure(compiled->object, compiled->program, 0, options);
       if (!t.ok() || t->kernel_s.size() != compiled->lowered.kernels.size()) {
         notes.push_back(absl::StrCat(
@@ -196,12 +206,12 @@ int main(int argc, char** argv) {
       }
       if (ab_from >= 0) {
         absl::StatusOr<std::string> row =
-            AbImpl(**module, *compiled, ab_from, ab_to, ab_rounds, options, model, b);
+            AbParam(**module, *compiled, ab_param, ab_from, ab_to, ab_rounds, options, model, b);
         if (row.ok()) {
           ab_lines.push_back(*row);
         } else {
-          notes.push_back(absl::StrCat(model, " b", b,
-                                       " (--ab-impl): ", bench::OneLine(row.status().ToString())));
+          notes.push_back(
+              absl::StrCat(model, " b", b, " (--ab): ", bench::OneLine(row.status().ToString())));
         }
       }
       for (const cpu::Kernel& k : compiled->lowered.kernels) {
@@ -249,7 +259,8 @@ int main(int argc, char** argv) {
      << absl::StrJoin(batches, ",") << " --seconds " << seconds
      << (models_given.empty() ? "" : " --models " + models_given) << "`  \n";
   md << "Date: " << Today() << "; machine: " << bench::CpuModel() << " ("
-     << std::thread::hardware_concurrency() << " CPUs, shared), one thread"
+     << std::thread::hardware_concurrency() << " CPUs, shared), "
+     << (threads == 1 ? std::string("one thread") : absl::StrCat(threads, " threads"))
      << (pinned ? ", pinned" : ", NOT pinned") << "; " << absl::StrFormat("%.0f", wall)
      << " s for the models.  \n";
   md << absl::StrFormat(
@@ -286,12 +297,13 @@ int main(int argc, char** argv) {
           "loop, not here.\n";
   }
   if (!ab_lines.empty()) {
-    md << "\n## Default impl " << ab_from << " against impl " << ab_to
-       << " inside the models (--ab-impl, " << ab_rounds
+    const std::string a = absl::StrCat(ab_param, " ", ab_from),
+                      z = absl::StrCat(ab_param, " ", ab_to);
+    md << "\n## Default " << a << " against " << z << " inside the models (--ab, " << threads
+       << " thread(s), " << ab_rounds
        << " alternate rounds, the best of each)\n\n"
-          "| model | batch | kernels switched | their time, impl "
-       << ab_from << " (ms) | impl " << ab_to << " (ms) | module, impl " << ab_from
-       << " (ms) | impl " << ab_to
+          "| model | batch | kernels switched | their time, "
+       << a << " (ms) | " << z << " (ms) | module, " << a << " (ms) | " << z
        << " (ms) | module speed-up |\n"
           "|---|---:|---:|---:|---:|---:|---:|---:|\n";
     for (const std::string& l : ab_lines) md << l;

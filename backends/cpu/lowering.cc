@@ -632,6 +632,10 @@ std::vector<KernelParam> ParamsOf(const Kernel& kernel) {
       ArrayBytes(kernel.kind == KernelKind::kLoop ? kernel.outputs : kernel.inputs);
   if (no_loop || (!gemm && work_bytes < kParallelMinBytes)) {
     std::erase_if(params, [](const KernelParam& p) { return p.name == "parallel"; });
+  } else if (gemm && work_bytes >= kParallelDefaultGemmBytes) {
+    for (KernelParam& p : params) {
+      if (p.name == "parallel") p.choices = {1, 0};
+    }
   }
   if (kernel.kind == KernelKind::kLoop) {
     // `block` tiles the two innermost dimensions longer than 1, and codegen blocks only where

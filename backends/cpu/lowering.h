@@ -79,6 +79,12 @@ inline constexpr int64_t kShortInnerLoop = 64;
 // region for a speed-up.
 inline constexpr int64_t kParallelMinBytes = 128 * 1024;
 
+// The least operand bytes for which a dot's or convolution's `parallel` defaults to 1. Those
+// split through mt_for, which enters no OpenMP region at one thread, so the default costs
+// nothing there and splits the products at two. Loop, reduction and window kernels keep 0: their
+// parallel loop is outlined by OpenMP, which at one thread made them up to 1.5x slower (above).
+inline constexpr int64_t kParallelDefaultGemmBytes = 1 << 20;
+
 // The fewest bytes a loop kernel must read through a transpose that moves its operand's minor
 // dimension for `block=32` to be its default: such a read gathers one element per cache line,
 // and once the operand outgrows a core's L2 (1-2 MiB on the machines here) the lines are gone

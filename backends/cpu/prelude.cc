@@ -19,6 +19,9 @@ const char* Prelude() {
 #if defined(__x86_64__) || defined(__i386__)
 #include <xmmintrin.h>
 #endif
+#ifdef _OPENMP
+#include <omp.h>
+#endif
 
 namespace {
 
@@ -294,12 +297,21 @@ inline void mt_micro(int64_t kc, const float* __restrict a, const float* __restr
   }
 }
 
-// body(i) for i in [0, n), in an OpenMP region only when `parallel`. `omp parallel for
-// if (false)` still enters the runtime and runs a team of one, about a microsecond per loop,
-// which a batch of 1,528 dot products of length 72 paid once per product (1.9 ms of overhead
-// for 0.1 ms of work).
+// The threads an OpenMP region would run on (OMP_NUM_THREADS), read once.
+inline int mt_team() {
+#ifdef _OPENMP
+  static const int team = omp_get_max_threads();
+  return team;
+#else
+  return 1;
+#endif
+}
+// body(i) for i in [0, n), in an OpenMP region only when `parallel` and more than one thread
+// would run it. `omp parallel for if (false)` still enters the runtime and runs a team of one,
+// about a microsecond per loop, which a batch of 1,528 dot products of length 72 paid once per
+// product (1.9 ms of overhead for 0.1 ms of work).
 template <typename F> inline void mt_for(int64_t n, bool parallel, F body) {
-  if (parallel) {
+  if (parallel && n > 1 && mt_team() > 1) {
 #pragma omp parallel for schedule(static)
     for (int64_t i = 0; i < n; ++i) body(i);
   } else {
