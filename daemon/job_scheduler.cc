@@ -237,6 +237,17 @@ absl::StatusOr<JobView> JobScheduler::Cancel(const std::string& job_id) {
   // Queued (cancelled at once) or running on another daemon (which stops it at its next renewal).
   absl::StatusOr<storage::JobRecord> record = store_.RequestCancel(job_id);
   if (!record.ok()) return record.status();
+  if (record->state == storage::JobState::kRunning && record->owner == owner_) {
+    // Claimed here meanwhile: live now, or about to be (Claim then finds it pending).
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = live_.find(job_id);
+    if (it != live_.end()) {
+      it->second->cancel = true;
+      Touch(*it->second);
+    } else {
+      cancel_pending_.insert(job_id);
+    }
+  }
   if (record->state == storage::JobState::kCancelled) {
     std::lock_guard<std::mutex> lock(mu_);
     queued_gauge_ = std::max<int64_t>(0, queued_gauge_ - 1);
@@ -410,6 +421,7 @@ std::shared_ptr<JobScheduler::LiveJob> JobScheduler::Claim(int worker) {
   std::lock_guard<std::mutex> lock(mu_);
   RememberSpecLocked(job->id, spec);
   live_[job->id] = job;
+  if (cancel_pending_.erase(job->id) > 0 || job->record.cancel_requested) job->cancel = true;
   ++running_;
   workers_[worker].job_id = job->id;
   workers_[worker].target = spec->target;

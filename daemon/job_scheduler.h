@@ -18,6 +18,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -177,6 +178,10 @@ class JobScheduler {
   std::condition_variable change_cv_;  // watchers wait for job changes; the lease loop to stop
   int64_t submissions_ = 0;  // jobs submitted here: wakes idle workers without a lost wakeup
   std::map<std::string, std::shared_ptr<LiveJob>> live_;  // by job id: running here
+  // Cancels of jobs this daemon had claimed in the store but not yet made live: Claim reads them
+  // under mu_, so a cancel arriving between the claim and the job's start is not left to the
+  // next lease renewal (by which time a short job has finished).
+  std::set<std::string> cancel_pending_;
   // Specs of jobs submitted or run here, newest last (bounded): they spare a claim the decoding
   // of the stored request and let views of jobs running elsewhere name their tasks' cache keys.
   std::map<std::string, std::shared_ptr<const JobSpec>> specs_;
