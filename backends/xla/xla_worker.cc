@@ -151,7 +151,6 @@ class XlaWorker::Child {
         (no_device_ || std::chrono::steady_clock::now() - failed_at_ < kRetryAfter)) {
       return failed_start_;
     }
-    if (absl::Status s = EnsureScratch(); !s.ok()) return s;
     const std::string python = XlaPythonPath();
     const std::string script = XlaChildScriptPath();
     if (access(python.c_str(), X_OK) != 0) {
@@ -163,6 +162,7 @@ class XlaWorker::Child {
       return absl::UnavailableError(
           absl::StrCat("the XLA child script ", script, " is missing (or set MLTUNE_XLA_CHILD)"));
     }
+    if (absl::Status s = EnsureScratch(); !s.ok()) return s;
     // One socket pair carries requests and answers: a write to a child that died fails with
     // EPIPE (MSG_NOSIGNAL) instead of raising SIGPIPE in the daemon.
     int sv[2];
@@ -221,6 +221,12 @@ class XlaWorker::Child {
     if (!started.ok()) {
       failed_start_ = started;
       failed_at_ = std::chrono::steady_clock::now();
+      // Nothing of a child that never served is kept (its log's tail is in the error): a
+      // process that exits without destroying the worker leaves no folder behind.
+      Stop();
+      std::error_code ec;
+      fs::remove_all(scratch_, ec);
+      scratch_.clear();
     }
     return started;
   }

@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <sstream>
 #include <string>
 
@@ -140,4 +141,47 @@ TEST_F(XlaWorkerTest, SurvivesItsChildsDeath) {
 }
 
 }  // namespace
+// A child that exits before answering: the worker says why, and the scratch folder it made for
+// the child is gone with it (a process that exits without destroying its workers, such as a
+// CLI listing them, used to leave one per run in the temp folder). Needs only a Python.
+TEST(XlaWorkerStartTest, AFailedStartSaysWhyAndLeavesNoFolder) {
+  if (access("/usr/bin/python3", X_OK) != 0) GTEST_SKIP() << "no /usr/bin/python3 here";
+  std::string dir = (std::filesystem::temp_directory_path() / "xla-start-XXXXXX").string();
+  ASSERT_NE(mkdtemp(dir.data()), nullptr);
+  const std::string script = dir + "/exits.py";
+  std::ofstream(script) << "import sys\nsys.exit(3)\n";
+  auto saved = [](const char* name) {
+    const char* v = std::getenv(name);
+    return v == nullptr ? std::optional<std::string>() : std::optional<std::string>(v);
+  };
+  const std::optional<std::string> tmpdir = saved("TMPDIR"), python = saved("MLTUNE_XLA_PYTHON"),
+                                   child = saved("MLTUNE_XLA_CHILD");
+  setenv("TMPDIR", dir.c_str(), 1);
+  setenv("MLTUNE_XLA_PYTHON", "/usr/bin/python3", 1);
+  setenv("MLTUNE_XLA_CHILD", script.c_str(), 1);
+  {
+    XlaWorker worker("cpu");
+    absl::StatusOr<XlaWorkerInfo> info = worker.Describe();
+    EXPECT_TRUE(absl::IsUnavailable(info.status())) << info.status();
+    EXPECT_NE(info.status().message().find("does not start"), std::string::npos) << info.status();
+    int entries = 0;
+    for (const auto& e : std::filesystem::directory_iterator(dir)) {
+      ++entries;
+      EXPECT_EQ(e.path().filename(), "exits.py") << e.path();
+    }
+    EXPECT_EQ(entries, 1);
+  }
+  auto restore = [](const char* name, const std::optional<std::string>& v) {
+    if (v.has_value()) {
+      setenv(name, v->c_str(), 1);
+    } else {
+      unsetenv(name);
+    }
+  };
+  restore("TMPDIR", tmpdir);
+  restore("MLTUNE_XLA_PYTHON", python);
+  restore("MLTUNE_XLA_CHILD", child);
+  std::filesystem::remove_all(dir);
+}
+
 }  // namespace mltune::backends::xla
