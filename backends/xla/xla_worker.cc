@@ -129,7 +129,9 @@ class XlaWorker::Child {
 
  private:
   absl::Status EnsureScratch() {
-    if (!scratch_.empty()) return absl::OkStatus();
+    // A folder removed under a long-running daemon (a temp cleaner) is made again.
+    std::error_code ec;
+    if (!scratch_.empty() && fs::is_directory(scratch_, ec)) return absl::OkStatus();
     std::string tmpl = (fs::temp_directory_path() / "mltune-xla-XXXXXX").string();
     if (mkdtemp(tmpl.data()) == nullptr) {
       return absl::InternalError(absl::StrCat("mkdtemp failed: ", std::strerror(errno)));

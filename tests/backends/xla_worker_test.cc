@@ -141,6 +141,36 @@ TEST_F(XlaWorkerTest, SurvivesItsChildsDeath) {
 }
 
 }  // namespace
+// The worker's scratch folder removed under it (a temp cleaner on a long-running daemon): the
+// next request makes another and is measured.
+TEST_F(XlaWorkerTest, MakesItsScratchFolderAgainWhenItIsRemoved) {
+  std::string dir = (std::filesystem::temp_directory_path() / "xla-scratch-XXXXXX").string();
+  ASSERT_NE(mkdtemp(dir.data()), nullptr);
+  const char* old = std::getenv("TMPDIR");
+  const std::optional<std::string> saved =
+      old == nullptr ? std::nullopt : std::optional<std::string>(old);
+  setenv("TMPDIR", dir.c_str(), 1);
+  {
+    XlaWorker worker("cpu");
+    XlaMeasureRequest request;
+    request.hlo_text = Scale("2");
+    request.reference_hlo_text = Scale("2");
+    request.max_seconds = 0.02;
+    ASSERT_TRUE(worker.Measure(request).ok());
+    for (const auto& e : std::filesystem::directory_iterator(dir)) {
+      std::filesystem::remove_all(e.path());
+    }
+    absl::StatusOr<XlaTiming> again = worker.Measure(request);
+    EXPECT_TRUE(again.ok()) << again.status();
+  }
+  if (saved.has_value()) {
+    setenv("TMPDIR", saved->c_str(), 1);
+  } else {
+    unsetenv("TMPDIR");
+  }
+  std::filesystem::remove_all(dir);
+}
+
 // A child that exits before answering: the worker says why, and the scratch folder it made for
 // the child is gone with it (a process that exits without destroying its workers, such as a
 // CLI listing them, used to leave one per run in the temp folder). Needs only a Python.
