@@ -74,12 +74,15 @@ bool DepthwiseConvolutionFits(const ir::Instruction& conv) {
       od[static_cast<size_t>(dn.output_feature_dimension)] != channels) {
     return false;
   }
-  if (conv.window.has_value()) {
-    for (const ir::WindowDim& w : conv.window->dims) {
-      if (w.base_dilation != 1 || w.window_reversal || w.padding_low < 0 || w.padding_high < 0 ||
-          w.stride < 1 || w.window_dilation < 1) {
-        return false;
-      }
+  return PlainConvolutionWindow(conv);
+}
+
+bool PlainConvolutionWindow(const ir::Instruction& conv) {
+  if (!conv.window.has_value()) return true;
+  for (const ir::WindowDim& w : conv.window->dims) {
+    if (w.base_dilation != 1 || w.window_reversal || w.padding_low < 0 || w.padding_high < 0 ||
+        w.stride < 1 || w.window_dilation < 1) {
+      return false;
     }
   }
   return true;

@@ -38,6 +38,9 @@ inline constexpr int64_t kDepthwiseImpl = 4;
 // input and one output channel per feature group, no batch groups, 1 or 2 spatial dimensions,
 // no base (lhs) dilation, window reversal or negative padding.
 bool DepthwiseConvolutionFits(const ir::Instruction& conv);
+// Whether convolution `conv`'s window has no base (lhs) dilation, no reversal and no negative
+// padding, which the direct kernels (oneDNN's, the depthwise one) do not compute.
+bool PlainConvolutionWindow(const ir::Instruction& conv);
 
 // The generated GEMM's parameters with every choice, the default first: `micro` the register
 // tile (MicroKernel), `mc` / `kc` / `nc` the cache blocks of the lhs rows, the contraction and

@@ -404,15 +404,7 @@ bool OneDnnConvolutionFits(const Instruction& conv) {
   for (const ir::Shape* s : {&conv.shape(), &conv.operand(0)->shape(), &conv.operand(1)->shape()}) {
     if (s->ElementCount() == 0) return false;
   }
-  if (conv.window.has_value()) {
-    for (const ir::WindowDim& w : conv.window->dims) {
-      if (w.base_dilation != 1 || w.window_reversal || w.padding_low < 0 || w.padding_high < 0 ||
-          w.stride < 1 || w.window_dilation < 1) {
-        return false;
-      }
-    }
-  }
-  return true;
+  return PlainConvolutionWindow(conv);
 }
 
 // Whether reduce-window `r` can run as rows (the innermost output dimension as the vector loop,
