@@ -119,6 +119,27 @@ struct SynthesizeCommand {
 // synthetic_<seed>.hlo files: training data for `mltune collect` beyond the corpus.
 int RunSynthesize(const SynthesizeCommand& cmd, std::ostream& out, std::ostream& err);
 
+struct PartitionGraphCommand {
+  std::string out;  // the graph file (.json, the dnn-partitioning format)
+  // A module (HLO text, or gzipped): its op graph with CPU-roofline costs; "" = a random layered
+  // DAG of `nodes`.
+  std::string hlo;
+  int32_t microbatches = 1;  // --hlo: copies of the step, weights shared (GPipe's microbatches)
+  int32_t nodes = 10000;     // random: the node count, and its shape:
+  int32_t width = 32;
+  int32_t fan_in = 3;
+  int32_t reach = 3;
+  double cpu_only = 0;
+  double colocated = 0;
+  uint64_t seed = 0;
+  int32_t accelerators = 8;
+  double memory_slack = 1.5;  // each accelerator holds slack x the graph's bytes / accelerators
+  double link_gbps = 40;      // --hlo: GB/s an output moves at between devices
+};
+// `mltune partition-graph`: writes a graph for `mltune partition` (and bench/go_bench --large),
+// from a module's op graph or at random, of any size.
+int RunPartitionGraph(const PartitionGraphCommand& cmd, std::ostream& out, std::ostream& err);
+
 struct SimulateCommand {
   std::string file;
   std::string target;     // a spec name, or a simulated worker's name (tpu-sim, mcm-sim, ...)
@@ -138,6 +159,9 @@ struct PartitionCommand {
   // local-search (graphs) or annealing (modules).
   std::string strategy;
   int64_t budget = 0;  // evaluations; 0 = the strategy's (search 1000, go 16, local-search none)
+  // Wall-clock seconds for the iterative strategies (0: none); with --budget, whichever ends
+  // first. One-shot strategies and GO's first decision ignore it.
+  double seconds = 0;
   uint64_t seed = 0;
   bool json = false;
   std::string out;         // write the split (graphs) or the placement (modules) here

@@ -206,6 +206,41 @@ int main(int argc, char** argv) {
                        absl::StrJoin(mltune::costmodels::synthetic::SyntheticBlockNames(), ", "))
       ->delimiter(',');
 
+  PartitionGraphCommand graph_gen;
+  auto* graph_cmd = app.add_subcommand(
+      "partition-graph",
+      "Write a dnn-partitioning graph (.json) for partition: a module's op graph costed by the "
+      "CPU roofline (--hlo, microbatches stacked), or a random layered DAG (--nodes)");
+  graph_cmd->add_option("--out", graph_gen.out, "The graph file to write")->required();
+  graph_cmd->add_option("--hlo", graph_gen.hlo, "An HLO module (text or .gz); else a random DAG");
+  graph_cmd
+      ->add_option("--microbatches", graph_gen.microbatches,
+                   "--hlo: copies of the step, each weight-reading op colocated across "
+                   "them (a pipeline's microbatches)")
+      ->default_val(1);
+  graph_cmd->add_option("--nodes", graph_gen.nodes, "Random: nodes")->default_val(10000);
+  graph_cmd->add_option("--width", graph_gen.width, "Random: nodes per layer on average")
+      ->default_val(32);
+  graph_cmd->add_option("--fan-in", graph_gen.fan_in, "Random: most inputs per node")
+      ->default_val(3);
+  graph_cmd->add_option("--reach", graph_gen.reach, "Random: layers back an input may come from")
+      ->default_val(3);
+  graph_cmd->add_option("--cpu-only", graph_gen.cpu_only, "Random: fraction of CPU-only nodes")
+      ->default_val(0);
+  graph_cmd
+      ->add_option("--colocated", graph_gen.colocated,
+                   "Random: fraction of single-input nodes colocated with their producer")
+      ->default_val(0);
+  graph_cmd->add_option("--seed", graph_gen.seed, "Random: seed")->default_val(0);
+  graph_cmd->add_option("--accelerators", graph_gen.accelerators, "Accelerators (maxFPGAs)")
+      ->default_val(8);
+  graph_cmd
+      ->add_option("--memory-slack", graph_gen.memory_slack,
+                   "Each accelerator holds this times the graph's bytes / accelerators")
+      ->default_val(1.5);
+  graph_cmd->add_option("--link-gbps", graph_gen.link_gbps, "--hlo: GB/s between devices")
+      ->default_val(40);
+
   CollectCommand collect;
   auto* collect_cmd = app.add_subcommand(
       "collect",
@@ -463,6 +498,11 @@ int main(int argc, char** argv) {
   partition_cmd->add_option(
       "--budget", partition.budget,
       "Evaluations (0: search strategies 1000, go 16, local-search until it converges)");
+  partition_cmd->add_option(
+      "--seconds", partition.seconds,
+      "Wall-clock limit of the iterative strategies (local-search, the search and solver "
+      "strategies, go's samples and fine-tuning; with --budget whichever ends first; 0: none). "
+      "One-shot strategies and go's first decision ignore it; every run reports its time");
   partition_cmd->add_option("--seed", partition.seed, "Seed")->default_val(0);
   partition_cmd->add_flag("--json", partition.json, "Print one JSON object");
   partition_cmd->add_option(
@@ -602,6 +642,7 @@ int main(int argc, char** argv) {
   if (*opt_cmd) return RunOpt(opt, std::cout, std::cerr);
   if (*simulate_cmd) return RunSimulate(simulate, std::cout, std::cerr);
   if (*synthesize_cmd) return RunSynthesize(synthesize, std::cout, std::cerr);
+  if (*graph_cmd) return RunPartitionGraph(graph_gen, std::cout, std::cerr);
   if (*collect_cmd) {
     collect.live_progress = isatty(STDERR_FILENO);
     return RunCollect(collect, std::cout, std::cerr);

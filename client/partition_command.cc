@@ -43,7 +43,6 @@ namespace partition = opt::partition;
 namespace rl = opt::rl;
 using internal::Available;
 using internal::DefaultStrategy;
-using internal::kSearchBudget;
 using internal::Number;
 using internal::Print;
 using internal::RegistrySearch;
@@ -248,7 +247,7 @@ int PlaceModule(const PartitionCommand& cmd, std::ostream& out, std::ostream& er
     report.samples = result->samples;
   } else if (internal::IsRegistryStrategy(s)) {
     absl::StatusOr<opt::Result> result =
-        RegistrySearch(s, problem, cmd.budget > 0 ? cmd.budget : kSearchBudget, cmd.seed);
+        RegistrySearch(s, problem, internal::SearchBudget(cmd), cmd.seed);
     if (!result.ok()) {
       err << "error: " << s << ": " << result.status().message() << "\n";
       return 1;
@@ -282,6 +281,10 @@ int PlaceModule(const PartitionCommand& cmd, std::ostream& out, std::ostream& er
 int RunPartition(const PartitionCommand& cmd, std::ostream& out, std::ostream& err) {
   if (cmd.budget < 0) {
     err << "error: --budget must be >= 0 (0: the strategy's default)\n";
+    return 1;
+  }
+  if (!std::isfinite(cmd.seconds) || cmd.seconds < 0) {
+    err << "error: --seconds must be a finite number >= 0 (0: no time limit)\n";
     return 1;
   }
   if (cmd.graph.ends_with(".json")) return PartitionGraphFile(cmd, out, err);

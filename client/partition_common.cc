@@ -7,6 +7,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <sstream>
 
 #include "absl/strings/str_cat.h"
@@ -69,21 +70,29 @@ std::string Available(std::vector<std::string> own) {
 
 bool IsRegistryStrategy(const std::string& name) { return RegistryOf(name) != nullptr; }
 
+opt::Budget SearchBudget(const PartitionCommand& cmd) {
+  const int64_t steps = cmd.budget > 0 ? cmd.budget : cmd.seconds > 0 ? 0 : kSearchBudget;
+  return opt::Budget(steps, cmd.seconds);
+}
+
 absl::StatusOr<opt::Result> RegistrySearch(const std::string& name, opt::Problem& problem,
-                                           int64_t budget, uint64_t seed) {
+                                           const opt::Budget& budget, uint64_t seed,
+                                           int64_t* evaluations) {
   const opt::StrategyRegistry* registry = RegistryOf(name);
   if (registry == nullptr) {
     return absl::NotFoundError(absl::StrCat("unknown search strategy '", name, "'"));
   }
   absl::StatusOr<std::unique_ptr<opt::Strategy>> strategy = registry->Create(name);
   if (!strategy.ok()) return strategy.status();
-  opt::Budget limits;
-  limits.max_steps = budget;
-  absl::StatusOr<opt::Result> result = (*strategy)->Search(problem, limits, seed);
+  absl::StatusOr<opt::Result> result = (*strategy)->Search(problem, budget, seed);
   if (!result.ok()) return result.status();
+  if (evaluations != nullptr) *evaluations = result->evaluations;
   if (result->best.empty()) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("strategy ", name, " found no valid candidate within --budget ", budget));
+    std::vector<std::string> limits;
+    if (budget.max_steps > 0) limits.push_back(absl::StrCat("--budget ", budget.max_steps));
+    if (budget.max_seconds > 0) limits.push_back(absl::StrCat("--seconds ", budget.max_seconds));
+    return absl::FailedPreconditionError(absl::StrCat(
+        "strategy ", name, " found no valid candidate within ", absl::StrJoin(limits, " and ")));
   }
   return result;
 }
@@ -114,9 +123,19 @@ absl::StatusOr<rl::GoSolveResult> SolveWithGo(const PartitionCommand& cmd, rl::G
     return absl::UnimplementedError("--strategy go: this build has no GO environment for it");
   }
   rl::GoSolveOptions options;
-  options.max_samples = cmd.budget > 0 ? cmd.budget : kGoBudget;
+  // Fine-tuning under --seconds alone runs until the deadline; the zero-shot chain keeps its
+  // default samples. The first greedy decision runs whatever the deadline.
+  options.max_samples = cmd.budget > 0                     ? cmd.budget
+                        : cmd.fine_tune && cmd.seconds > 0 ? std::numeric_limits<int64_t>::max() / 4
+                                                           : kGoBudget;
   options.fine_tune = cmd.fine_tune;
   options.seed = cmd.seed;
+  if (cmd.seconds > 0) {
+    const auto deadline = std::chrono::steady_clock::now() +
+                          std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                              std::chrono::duration<double>(cmd.seconds));
+    options.stop = [deadline] { return std::chrono::steady_clock::now() >= deadline; };
+  }
   if (cmd.warm_start) options.starts = std::move(starts);
   absl::StatusOr<rl::GoSolveResult> result = (*policy)->Solve(*env, options);
   if (!result.ok()) {
@@ -153,6 +172,7 @@ void Print(const PartitionCommand& cmd, const Report& r, const std::string& summ
     j["strategy"] = r.strategy;
     j["samples"] = r.samples;
     j["seconds"] = r.seconds;
+    if (cmd.seconds > 0) j["seconds_limit"] = cmd.seconds;
     json refs = json::object();
     for (const auto& [name, value] : r.references) refs[name] = value;
     j["reference"] = std::move(refs);
@@ -163,8 +183,9 @@ void Print(const PartitionCommand& cmd, const Report& r, const std::string& summ
   out << summary << "\n";
   out << absl::StrFormat("%s: %s%s (%s)\n", r.label, Number(r.objective), r.unit,
                          r.feasible ? "feasible" : "infeasible: " + r.error);
-  out << absl::StrFormat("strategy %s: %d sample%s in %.3g s\n", r.strategy, r.samples,
-                         r.samples == 1 ? "" : "s", r.seconds);
+  out << absl::StrFormat("strategy %s: %d sample%s in %.3g s%s\n", r.strategy, r.samples,
+                         r.samples == 1 ? "" : "s", r.seconds,
+                         cmd.seconds > 0 ? absl::StrFormat(" (limit %g s)", cmd.seconds) : "");
   std::vector<std::string> refs;
   for (const auto& [name, value] : r.references) {
     refs.push_back(

@@ -29,11 +29,16 @@ std::string Number(double v);  // %.6g
 std::string DefaultStrategy(const PartitionCommand& cmd, const std::string& fallback);
 // `own` and the registries' strategies, sorted and joined.
 std::string Available(std::vector<std::string> own);
+// The search budget --budget and --seconds give: cmd.budget evaluations (0: kSearchBudget, or
+// unlimited when --seconds bounds the search) and cmd.seconds of wall time, whichever ends first.
+opt::Budget SearchBudget(const PartitionCommand& cmd);
 // A strategy of the search registry or the solver-backed ones (optimizers/constraints), run
-// within `budget` evaluations.
+// within `budget`. `evaluations` (optional) gets the evaluations spent, also when the search
+// found nothing valid.
 bool IsRegistryStrategy(const std::string& name);
 absl::StatusOr<opt::Result> RegistrySearch(const std::string& name, opt::Problem& problem,
-                                           int64_t budget, uint64_t seed);
+                                           const opt::Budget& budget, uint64_t seed,
+                                           int64_t* evaluations = nullptr);
 // Loads the GO policy (--model, else the pretrained one) and runs it on `env`; unless
 // --no-warm-start, it refines the best of `starts`.
 absl::StatusOr<opt::rl::GoSolveResult> SolveWithGo(const PartitionCommand& cmd,
@@ -55,7 +60,7 @@ struct Report {
   std::string error;  // why not feasible
   std::string strategy;
   int64_t samples = 0;
-  double seconds = 0;
+  double seconds = 0;  // the strategy's wall time, its validity repair included
   std::vector<std::pair<std::string, double>> references;  // +inf: infeasible
 };
 void Print(const PartitionCommand& cmd, const Report& r, const std::string& summary,

@@ -27,8 +27,9 @@ bool IsSolverStrategy(const std::string& name) {
 // The strategies this file runs itself; the registries' come on top.
 const std::vector<std::string>& OwnStrategies() {
   static const std::vector<std::string> own = {
-      "contiguous",   "contiguous-dp", "go",    "go-fix",          "go-sample",
-      "local-search", "m-etf",         "metis", "one-accelerator", "pipedream"};
+      "contiguous", "contiguous-dp",   "dp-descent",   "go",
+      "go-fix",     "go-sample",       "local-search", "m-etf",
+      "metis",      "one-accelerator", "pipedream"};
   return own;
 }
 
@@ -55,8 +56,22 @@ absl::StatusOr<GraphSplit> RunStrategy(const PartitionCommand& cmd,
     out.split = *std::move(metis);
   } else if (s == "local-search") {
     std::mt19937_64 rng(cmd.seed);
-    out.split = partition::LocalSearch(graph, objective, kLocalSearchRestarts, rng, cmd.budget,
-                                       &out.samples);
+    out.split = partition::LocalSearch(graph, objective, kLocalSearchRestarts, rng,
+                                       opt::Budget(cmd.budget, cmd.seconds), &out.samples);
+  } else if (s == "dp-descent") {
+    // Local search's descent from the better of the contiguous DP's and m-ETF's splits (both one
+    // pass), then random restarts while the budget lasts: the classic refinement at scale, where
+    // a descent from a random split does not converge in seconds.
+    partition::Split dp = partition::ContiguousDpSplit(graph, objective);
+    partition::Split etf = partition::EarliestFinish(graph);
+    const partition::SplitScore a = partition::Score(graph, dp, objective);
+    const partition::SplitScore b = partition::Score(graph, etf, objective);
+    const bool etf_better =
+        b.valid && b.feasible && (!a.valid || !a.feasible || b.objective < a.objective);
+    std::mt19937_64 rng(cmd.seed);
+    out.split = partition::LocalSearch(graph, objective, kLocalSearchRestarts, rng,
+                                       opt::Budget(cmd.budget, cmd.seconds), &out.samples,
+                                       etf_better ? &etf : &dp);
   } else if (IsGo(s)) {
     // go-fix and go-sample realize every decision through the split's constraint solver.
     const partition::PartitionProblem problem(graph, objective, cmd.contiguous);
@@ -85,8 +100,9 @@ absl::StatusOr<GraphSplit> RunStrategy(const PartitionCommand& cmd,
     // The registry's "random" is the best of --budget random splits (after the seeds); the
     // solver-backed strategies keep --contiguous.
     partition::PartitionProblem problem(graph, objective, cmd.contiguous);
-    const int64_t budget = cmd.budget > 0 ? cmd.budget : kSearchBudget;
-    absl::StatusOr<opt::Result> result = RegistrySearch(s, problem, budget, cmd.seed);
+    int64_t evaluations = 0;
+    absl::StatusOr<opt::Result> result =
+        RegistrySearch(s, problem, SearchBudget(cmd), cmd.seed, &evaluations);
     if (result.ok()) {
       out.split = problem.Decode(result->best);
       out.samples = result->evaluations;
@@ -95,7 +111,7 @@ absl::StatusOr<GraphSplit> RunStrategy(const PartitionCommand& cmd,
       // Nothing valid among the samples (valid splits can be rare): m-ETF, the problem's seed,
       // is repaired below like any other invalid answer.
       out.split = partition::EarliestFinish(graph);
-      out.samples = budget;
+      out.samples = evaluations;
     } else {
       return absl::Status(result.status().code(), absl::StrCat(s, ": ", result.status().message()));
     }

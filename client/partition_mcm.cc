@@ -107,8 +107,7 @@ int PartitionModuleOnMcm(const PartitionCommand& cmd, const backends::TargetSpec
     chips.assign(result->best.device.begin(), result->best.device.end());
     report.samples = result->samples;
   } else if (solver_backed) {
-    absl::StatusOr<opt::Result> result =
-        RegistrySearch(s, problem, cmd.budget > 0 ? cmd.budget : kSearchBudget, cmd.seed);
+    absl::StatusOr<opt::Result> result = RegistrySearch(s, problem, SearchBudget(cmd), cmd.seed);
     if (!result.ok()) {
       err << "error: " << s << ": " << result.status().message() << "\n";
       return 1;
@@ -118,8 +117,7 @@ int PartitionModuleOnMcm(const PartitionCommand& cmd, const backends::TargetSpec
   } else if (IsRegistryStrategy(s)) {
     // The registry's strategies search where each chip starts, in op order (as mltuned does).
     opt::mcm::McmPartitionProblem boundaries(graph, *sim);
-    absl::StatusOr<opt::Result> result =
-        RegistrySearch(s, boundaries, cmd.budget > 0 ? cmd.budget : kSearchBudget, cmd.seed);
+    absl::StatusOr<opt::Result> result = RegistrySearch(s, boundaries, SearchBudget(cmd), cmd.seed);
     if (!result.ok()) {
       err << "error: " << s << ": " << result.status().message() << "\n";
       return 1;

@@ -3,12 +3,14 @@
 #include <metis.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <limits>
 #include <map>
 
 #include "absl/strings/str_cat.h"
 #include "optimizers/device_partition/device_partition.h"
+#include "optimizers/device_partition/incremental_load.h"
 
 namespace mltune::opt::partition {
 namespace {
@@ -35,6 +37,42 @@ bool Better(const SplitScore& a, const SplitScore& b) {
   if (a.valid != b.valid) return a.valid;
   if (a.overflow_bytes != b.overflow_bytes) return a.overflow_bytes < b.overflow_bytes;
   return a.objective < b.objective - 1e-9;
+}
+
+// LocalSearch's steepest descent under max-load, each move scored incrementally (IncrementalLoad)
+// in time proportional to the class's edges; the same moves as scoring each candidate in full, up
+// to rounding. Returns the final split's score (recomputed in full).
+template <typename Left>
+SplitScore Descend(const PartitionGraph& g, const std::vector<bool>& cpu,
+                   std::vector<int32_t>& device, const Left& left, int64_t& spent) {
+  IncrementalLoad state(g, device);
+  SplitScore current = state.Score();
+  while (left()) {
+    SplitScore best_move = current;
+    int32_t move_class = -1, move_to = -1;
+    for (int32_t c = 0; c < g.groups && left(); ++c) {
+      if (cpu[static_cast<size_t>(c)]) continue;
+      const int32_t was = state.DeviceOf(c);
+      for (int32_t d = 1; d <= g.accelerators && left(); ++d) {
+        if (d == was) continue;
+        state.Move(c, d);
+        const SplitScore s = state.Score();
+        state.Move(c, was);
+        ++spent;
+        if (Better(s, best_move)) {
+          best_move = s;
+          move_class = c;
+          move_to = d;
+        }
+      }
+    }
+    if (move_to < 0) break;
+    state.Move(move_class, move_to);
+    state.Reset();
+    current = state.Score();
+  }
+  for (int32_t c = 0; c < g.groups; ++c) device[static_cast<size_t>(c)] = state.DeviceOf(c);
+  return Score(g, Expand(g, device), Objective::kThroughput);
 }
 
 }  // namespace
@@ -223,9 +261,30 @@ absl::StatusOr<Split> MetisSplit(const PartitionGraph& g, uint64_t seed) {
 
 Split LocalSearch(const PartitionGraph& g, Objective objective, int restarts, std::mt19937_64& rng,
                   int64_t max_evaluations, int64_t* evaluations) {
+  return LocalSearch(g, objective, restarts, rng, Budget(max_evaluations, 0), evaluations);
+}
+
+Split LocalSearch(const PartitionGraph& g, Objective objective, int restarts, std::mt19937_64& rng,
+                  const Budget& budget, int64_t* evaluations) {
+  return LocalSearch(g, objective, restarts, rng, budget, evaluations, nullptr);
+}
+
+Split LocalSearch(const PartitionGraph& g, Objective objective, int restarts, std::mt19937_64& rng,
+                  const Budget& budget, int64_t* evaluations, const Split* first) {
   const std::vector<bool> cpu = CpuGroups(g);
+  const auto start = std::chrono::steady_clock::now();
   int64_t spent = 0;
-  auto left = [&] { return max_evaluations <= 0 || spent < max_evaluations; };
+  // The first evaluation always runs, so a spent budget still answers a scored split.
+  auto left = [&] {
+    if (spent == 0) return true;
+    if (budget.max_steps > 0 && spent >= budget.max_steps) return false;
+    if (budget.max_seconds > 0 &&
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() >=
+            budget.max_seconds) {
+      return false;
+    }
+    return !(budget.stop && budget.stop());
+  };
   Split best_split = OneAccelerator(g);
   SplitScore best;
   best.overflow_bytes = std::numeric_limits<double>::infinity();
@@ -233,7 +292,12 @@ Split LocalSearch(const PartitionGraph& g, Objective objective, int restarts, st
   std::uniform_int_distribution<int32_t> pick(1, g.accelerators);
   for (int restart = 0; restart < restarts && left(); ++restart) {
     std::vector<int32_t> device(static_cast<size_t>(g.groups));
-    for (size_t c = 0; c < device.size(); ++c) device[c] = cpu[c] ? 0 : pick(rng);
+    for (size_t c = 0; c < device.size(); ++c) {
+      device[c] = restart == 0 && first != nullptr
+                      ? (*first)[static_cast<size_t>(g.group_nodes[c][0])]
+                  : cpu[c] ? 0
+                           : pick(rng);
+    }
     // A random split of a branchy graph is rarely valid under latency, and no single move may
     // make it so: descent starts from its repair (kept as drawn when nothing valid exists).
     if (absl::StatusOr<Split> valid = ValidSplit(g, objective, Expand(g, device)); valid.ok()) {
@@ -243,8 +307,11 @@ Split LocalSearch(const PartitionGraph& g, Objective objective, int restarts, st
     }
     SplitScore current = Score(g, Expand(g, device), objective);
     ++spent;
+    if (objective == Objective::kThroughput && current.valid) {
+      current = Descend(g, cpu, device, left, spent);
+    }
     // Steepest descent over moves of one class to another accelerator.
-    while (left()) {
+    while (objective == Objective::kLatency && left()) {
       SplitScore best_move = current;
       size_t move_class = 0;
       int32_t move_to = -1;

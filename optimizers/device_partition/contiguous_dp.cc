@@ -9,87 +9,109 @@ namespace {
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
 
-// cost[a][b - a - 1] and bytes of the run of classes [a, b), for every a < b: each start grows
-// its run one class at a time, tracking which outputs leave it and which inputs enter it. cost
-// is the model's device load (compute + send + receive); overlapped, PipeDream's stage time
-// (compute, sending and receiving at once).
-struct RunCosts {
-  std::vector<std::vector<double>> cost, overlapped, bytes;
-};
+// What a run's value is: the model's device load (compute + send + receive), or PipeDream's
+// stage time (compute, sending and receiving at once).
+enum class RunValue { kLoad, kOverlapped };
 
-RunCosts ComputeRunCosts(const PartitionGraph& g, const std::vector<bool>& cpu) {
-  const size_t groups = static_cast<size_t>(g.groups);
-  RunCosts runs;
-  runs.cost.resize(groups);
-  runs.overlapped.resize(groups);
-  runs.bytes.resize(groups);
-  std::vector<int32_t> in_run(g.nodes.size(), -1);  // the start `a` whose run holds the node
-  std::vector<int32_t> outside_succ(g.nodes.size(), 0), into_run(g.nodes.size(), 0);
-  std::vector<int32_t> stamp(g.nodes.size(), -1);  // into_run is valid for this start only
-  for (size_t a = 0; a < groups; ++a) {
-    double compute = 0, send = 0, receive = 0, bytes = 0;
-    const int32_t tag = static_cast<int32_t>(a);
-    for (size_t b = a; b < groups; ++b) {
-      for (int32_t w : g.group_nodes[b]) {
-        const PartitionNode& node = g.nodes[static_cast<size_t>(w)];
-        if (stamp[static_cast<size_t>(w)] == tag && into_run[static_cast<size_t>(w)] > 0) {
-          receive -= node.out_cost;  // an input that was received is now inside
-        }
-        in_run[static_cast<size_t>(w)] = tag;
-        compute += cpu[b] ? 0 : node.accelerator_latency;
-        bytes += node.bytes;
-        for (int32_t u : g.pred[static_cast<size_t>(w)]) {
-          if (in_run[static_cast<size_t>(u)] == tag) {
-            if (--outside_succ[static_cast<size_t>(u)] == 0) {
-              send -= g.nodes[static_cast<size_t>(u)].out_cost;
-            }
-          } else {
-            if (stamp[static_cast<size_t>(u)] != tag) {
-              stamp[static_cast<size_t>(u)] = tag;
-              into_run[static_cast<size_t>(u)] = 0;
-            }
-            if (into_run[static_cast<size_t>(u)]++ == 0) {
-              receive += g.nodes[static_cast<size_t>(u)].out_cost;
-            }
-          }
-        }
-        int32_t outside = 0;
-        for (int32_t s : g.succ[static_cast<size_t>(w)]) {
-          if (in_run[static_cast<size_t>(s)] != tag) ++outside;
-        }
-        outside_succ[static_cast<size_t>(w)] = outside;
-        if (outside > 0) send += node.out_cost;
-        // A successor already in the run (classes need not follow the node order) is not an
-        // edge out of it.
-      }
-      runs.cost[a].push_back(compute + send + receive);
-      runs.overlapped[a].push_back(std::max({compute, send, receive}));
-      runs.bytes[a].push_back(bytes);
+// The DP cuts between units: the classes themselves, or above kMaxDpUnits consecutive blocks of
+// about equal compute, so that time and memory stay O(units^2 k) on graphs of 100k nodes.
+std::vector<int32_t> UnitStarts(const PartitionGraph& g, const std::vector<bool>& cpu) {
+  const int32_t groups = g.groups;
+  std::vector<int32_t> starts;
+  if (groups <= kMaxDpUnits) {
+    for (int32_t c = 0; c <= groups; ++c) starts.push_back(c);
+    return starts;
+  }
+  std::vector<double> compute(static_cast<size_t>(groups), 0);
+  double total = 0;
+  for (const PartitionNode& n : g.nodes) {
+    // Every class weighs at least a little, so runs of free classes still split.
+    const double w = cpu[static_cast<size_t>(n.group)] ? 0 : n.accelerator_latency;
+    compute[static_cast<size_t>(n.group)] += w;
+    total += w;
+  }
+  const double floor = total / groups * 1e-3;
+  total += floor * groups;
+  const double per_unit = total / kMaxDpUnits;
+  starts.push_back(0);
+  double acc = 0;
+  for (int32_t c = 0; c < groups; ++c) {
+    acc += compute[static_cast<size_t>(c)] + floor;
+    if (acc >= per_unit * static_cast<double>(starts.size()) && c + 1 < groups) {
+      starts.push_back(c + 1);
     }
   }
-  return runs;
+  starts.push_back(groups);
+  return starts;
 }
 
-// The DP over cut points: the classes [0, j) in s runs, each run's value from `run_cost`
-// (summed for latency, the largest for throughput); runs that overflow an accelerator are
-// skipped. Returns one device per class (0 for CPU classes), or empty when nothing fits.
+// The DP over cut points: units [0, j) in s runs, each run's value summed (latency) or the
+// largest (throughput); runs that overflow an accelerator are skipped. A push DP: from each start
+// i in order, the runs [i, j) grow one unit at a time, tracking which outputs leave the run and
+// which inputs enter it, and relax best[s][j]; best[.][i] is final by then, since every run
+// ending at i starts before it. Returns one device per class (0 for CPU classes), or empty when
+// nothing fits.
 std::vector<int32_t> CutPointDp(const PartitionGraph& g, const std::vector<bool>& cpu,
-                                const std::vector<std::vector<double>>& run_cost,
-                                const std::vector<std::vector<double>>& run_bytes, bool sum) {
-  const size_t groups = static_cast<size_t>(g.groups);
+                                RunValue value, bool sum) {
+  const std::vector<int32_t> starts = UnitStarts(g, cpu);
+  const size_t units = starts.size() - 1;
   const size_t k = static_cast<size_t>(g.accelerators);
-  // best[s][j]: the classes [0, j) in s runs; choice[s][j]: where the last run starts.
-  std::vector<std::vector<double>> best(k + 1, std::vector<double>(groups + 1, kInf));
-  std::vector<std::vector<int32_t>> choice(k + 1, std::vector<int32_t>(groups + 1, -1));
+  // best[s][j]: units [0, j) in s runs; choice[s][j]: where the last run starts.
+  std::vector<std::vector<double>> best(k + 1, std::vector<double>(units + 1, kInf));
+  std::vector<std::vector<int32_t>> choice(k + 1, std::vector<int32_t>(units + 1, -1));
   best[0][0] = 0;
-  for (size_t s = 1; s <= k; ++s) {
-    for (size_t j = 1; j <= groups; ++j) {
-      for (size_t i = j; i-- > 0;) {
-        if (run_bytes[i][j - i - 1] > g.accelerator_bytes) break;  // longer runs only grow
+  std::vector<int32_t> in_run(g.nodes.size(), -1);  // the start whose run holds the node
+  std::vector<int32_t> outside_succ(g.nodes.size(), 0), into_run(g.nodes.size(), 0);
+  std::vector<int32_t> stamp(g.nodes.size(), -1);  // into_run is valid for this start only
+  for (size_t i = 0; i < units; ++i) {
+    bool reachable = false;
+    for (size_t s = 0; s < k; ++s) reachable |= best[s][i] < kInf;
+    if (!reachable) continue;
+    double compute = 0, send = 0, receive = 0, bytes = 0;
+    const int32_t tag = static_cast<int32_t>(i);
+    for (size_t j = i + 1; j <= units; ++j) {
+      for (int32_t c = starts[j - 1]; c < starts[j]; ++c) {
+        for (int32_t w : g.group_nodes[static_cast<size_t>(c)]) {
+          const PartitionNode& node = g.nodes[static_cast<size_t>(w)];
+          if (stamp[static_cast<size_t>(w)] == tag && into_run[static_cast<size_t>(w)] > 0) {
+            receive -= node.out_cost;  // an input that was received is now inside
+          }
+          in_run[static_cast<size_t>(w)] = tag;
+          compute += cpu[static_cast<size_t>(c)] ? 0 : node.accelerator_latency;
+          bytes += node.bytes;
+          for (int32_t u : g.pred[static_cast<size_t>(w)]) {
+            if (in_run[static_cast<size_t>(u)] == tag) {
+              if (--outside_succ[static_cast<size_t>(u)] == 0) {
+                send -= g.nodes[static_cast<size_t>(u)].out_cost;
+              }
+            } else {
+              if (stamp[static_cast<size_t>(u)] != tag) {
+                stamp[static_cast<size_t>(u)] = tag;
+                into_run[static_cast<size_t>(u)] = 0;
+              }
+              if (into_run[static_cast<size_t>(u)]++ == 0) {
+                receive += g.nodes[static_cast<size_t>(u)].out_cost;
+              }
+            }
+          }
+          // A successor already in the run (classes need not follow the node order) is not an
+          // edge out of it.
+          int32_t outside = 0;
+          for (int32_t s : g.succ[static_cast<size_t>(w)]) {
+            if (in_run[static_cast<size_t>(s)] != tag) ++outside;
+          }
+          outside_succ[static_cast<size_t>(w)] = outside;
+          if (outside > 0) send += node.out_cost;
+        }
+      }
+      if (bytes > g.accelerator_bytes) break;  // longer runs only grow
+      const double c =
+          value == RunValue::kLoad ? compute + send + receive : std::max({compute, send, receive});
+      for (size_t s = 1; s <= k; ++s) {
         if (best[s - 1][i] == kInf) continue;
-        const double c = run_cost[i][j - i - 1];
         const double v = sum ? best[s - 1][i] + c : std::max(best[s - 1][i], c);
-        if (v < best[s][j]) {
+        // On ties the latest start wins, as the pull form scanning starts downwards did.
+        if (v <= best[s][j] && v < kInf) {
           best[s][j] = v;
           choice[s][j] = static_cast<int32_t>(i);
         }
@@ -97,19 +119,21 @@ std::vector<int32_t> CutPointDp(const PartitionGraph& g, const std::vector<bool>
     }
   }
   size_t runs_used = 0;
-  double value = kInf;
+  double best_value = kInf;
   for (size_t s = 1; s <= k; ++s) {
-    if (best[s][groups] < value) {
-      value = best[s][groups];
+    if (best[s][units] < best_value) {
+      best_value = best[s][units];
       runs_used = s;
     }
   }
   if (runs_used == 0) return {};
-  std::vector<int32_t> device(groups, 1);
-  size_t j = groups;
+  std::vector<int32_t> device(static_cast<size_t>(g.groups), 1);
+  size_t j = units;
   for (size_t s = runs_used; s >= 1; --s) {
     const size_t i = static_cast<size_t>(choice[s][j]);
-    for (size_t c = i; c < j; ++c) device[c] = cpu[c] ? 0 : static_cast<int32_t>(s);
+    for (int32_t c = starts[i]; c < starts[j]; ++c) {
+      device[static_cast<size_t>(c)] = cpu[static_cast<size_t>(c)] ? 0 : static_cast<int32_t>(s);
+    }
     j = i;
   }
   return device;
@@ -135,16 +159,14 @@ std::vector<bool> CpuClasses(const PartitionGraph& g) {
 
 Split ContiguousDpSplit(const PartitionGraph& g, Objective objective) {
   const std::vector<bool> cpu = CpuClasses(g);
-  const RunCosts runs = ComputeRunCosts(g, cpu);
   const std::vector<int32_t> device =
-      CutPointDp(g, cpu, runs.cost, runs.bytes, objective == Objective::kLatency);
+      CutPointDp(g, cpu, RunValue::kLoad, objective == Objective::kLatency);
   return device.empty() ? ContiguousSplit(g) : SplitOf(g, device);
 }
 
 Split PipeDreamSplit(const PartitionGraph& g) {
   const std::vector<bool> cpu = CpuClasses(g);
-  const RunCosts runs = ComputeRunCosts(g, cpu);
-  const std::vector<int32_t> device = CutPointDp(g, cpu, runs.overlapped, runs.bytes, false);
+  const std::vector<int32_t> device = CutPointDp(g, cpu, RunValue::kOverlapped, false);
   return device.empty() ? ContiguousSplit(g) : SplitOf(g, device);
 }
 

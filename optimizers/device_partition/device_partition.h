@@ -67,6 +67,35 @@ PartitionGraph PartitionGraphFromOpGraph(const costmodels::OpGraph& graph,
                                          const std::vector<double>& seconds_per_node,
                                          int32_t accelerators, double accelerator_bytes,
                                          double link_bytes_per_s, double cpu_slowdown = 10);
+// `microbatches` copies of that graph, as a pipeline runs the microbatches of a training step
+// (GPipe): independent dataflow, and every op that reads a weight colocated with the first
+// copy's, where the weight lives (counted once). Node ids run copy after copy.
+PartitionGraph MicrobatchedPartitionGraph(const costmodels::OpGraph& graph,
+                                          const std::vector<double>& seconds_per_node,
+                                          int32_t microbatches, int32_t accelerators,
+                                          double accelerator_bytes, double link_bytes_per_s,
+                                          double cpu_slowdown = 10);
+
+// A random layered DAG in the model's costs, for graphs larger than the profiled ones.
+struct LayeredGraphOptions {
+  int32_t nodes = 10000;
+  int32_t width = 32;      // nodes per layer on average (each layer 1..2*width-1)
+  int32_t max_fan_in = 3;  // inputs per node, 1..max_fan_in, from the previous `reach` layers
+  int32_t reach = 3;       // layers back an input may come from (1: the previous layer only)
+  int32_t accelerators = 8;
+  double memory_slack = 1.5;         // accelerator_bytes = slack * total bytes / accelerators
+  double cpu_only_fraction = 0;      // nodes the accelerators do not support
+  double colocated_fraction = 0;     // single-input nodes colocated with their producer
+  double link_bytes_per_unit = 4e5;  // an output's move costs its bytes / this
+  uint64_t seed = 0;
+};
+// Accelerator latencies log-normal with median 10 (sigma 1), the CPU 5-20x slower; output bytes
+// log-normal with median 1 MB (an output's move costs about a quarter of an average op's
+// latency by default); a third of the nodes hold weights (median 4 MB). InvalidArgument for
+// options out of range.
+absl::StatusOr<PartitionGraph> LayeredRandomGraph(const LayeredGraphOptions& options);
+// The graph in the repository's format (ParsePartitionGraph reads it back to the same graph).
+std::string FormatPartitionGraph(const PartitionGraph& graph);
 
 // Where each node runs: 0 = the CPU, 1..k = an accelerator (the repository's numbering).
 using Split = std::vector<int32_t>;
@@ -120,7 +149,10 @@ Split ContiguousSplit(const PartitionGraph& graph);
 // programming over the cut points: a run's cost is its compute plus the outputs it sends and the
 // inputs it receives; throughput minimises the largest run, latency the sum; runs fit memory.
 // (The authors' DP ranges over every ideal of the graph; this one over one order, O(classes^2 k).)
+// Above kMaxDpUnits classes the cuts fall between kMaxDpUnits blocks of consecutive classes of
+// about equal compute: exact below, an approximation that keeps graphs of 100k nodes to seconds.
 // ContiguousSplit's result when no such split fits.
+inline constexpr int32_t kMaxDpUnits = 2048;
 Split ContiguousDpSplit(const PartitionGraph& graph, Objective objective);
 // PipeDream's planner (Narayanan et al., SOSP 2019) over the classes in topological order: the
 // same DP over cut points, with a stage's time its compute, its sends and its receives
@@ -131,8 +163,17 @@ Split PipeDreamSplit(const PartitionGraph& g);
 // transfer cost), balanced by latency.
 absl::StatusOr<Split> MetisSplit(const PartitionGraph& graph, uint64_t seed);
 // The repository's local search: from `restarts` random splits, move the one class whose move to
-// another accelerator lowers the objective most, until no move helps. Stops after
-// `max_evaluations` objective evaluations (<= 0: unlimited). `evaluations` gets the count spent.
+// another accelerator lowers the objective most, until no move helps. Stops when the search
+// budget is spent: max_steps objective evaluations, max_seconds of wall time or `stop` (each
+// <= 0 or unset: unlimited), checked before each evaluation after the first. `evaluations` gets
+// the count spent.
+Split LocalSearch(const PartitionGraph& graph, Objective objective, int restarts,
+                  std::mt19937_64& rng, const Budget& budget, int64_t* evaluations);
+// The same, the first descent starting from `first` (nullptr: a random split like the others).
+Split LocalSearch(const PartitionGraph& graph, Objective objective, int restarts,
+                  std::mt19937_64& rng, const Budget& budget, int64_t* evaluations,
+                  const Split* first);
+// The same with an evaluation count alone (<= 0: unlimited).
 Split LocalSearch(const PartitionGraph& graph, Objective objective, int restarts,
                   std::mt19937_64& rng, int64_t max_evaluations, int64_t* evaluations);
 

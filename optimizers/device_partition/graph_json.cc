@@ -173,6 +173,38 @@ absl::StatusOr<PartitionGraph> ParsePartitionGraph(std::string_view text, std::s
   return g;
 }
 
+std::string FormatPartitionGraph(const PartitionGraph& g) {
+  // A class of one node needs no colorClass: the reader gives such a node a class of its own.
+  std::vector<int32_t> class_size(static_cast<size_t>(g.groups), 0);
+  for (const PartitionNode& n : g.nodes) ++class_size[static_cast<size_t>(n.group)];
+  json nodes = json::array();
+  for (const PartitionNode& n : g.nodes) {
+    json node = {{"id", n.id},
+                 {"name", n.name},
+                 {"supportedOnFpga", n.accelerator_ok ? 1 : 0},
+                 {"cpuLatency", n.cpu_latency},
+                 {"fpgaLatency", n.accelerator_latency},
+                 {"isBackwardNode", n.backward ? 1 : 0},
+                 {"size", n.bytes}};
+    if (class_size[static_cast<size_t>(n.group)] > 1) node["colorClass"] = n.group;
+    nodes.push_back(std::move(node));
+  }
+  json edges = json::array();
+  for (size_t v = 0; v < g.nodes.size(); ++v) {
+    for (int32_t w : g.succ[v]) {
+      edges.push_back({{"sourceId", g.nodes[v].id},
+                       {"destId", g.nodes[static_cast<size_t>(w)].id},
+                       {"cost", g.nodes[v].out_cost}});
+    }
+  }
+  json out = {{"maxSizePerFPGA", g.accelerator_bytes},
+              {"maxFPGAs", g.accelerators},
+              {"maxCPUs", g.cpus},
+              {"nodes", std::move(nodes)},
+              {"edges", std::move(edges)}};
+  return out.dump() + "\n";
+}
+
 absl::StatusOr<PartitionGraph> LoadPartitionGraph(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) return absl::NotFoundError(absl::StrCat(path, ": cannot open"));

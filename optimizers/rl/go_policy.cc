@@ -172,8 +172,10 @@ class TorchGoPolicy : public GoPolicy {
       if (left() <= 0 || stopped()) break;
       consider(start);
     }
-    // The greedy chain: each decision sees the best one so far.
-    for (int t = 0; t < std::max(1, config_.refinements) && left() > 0 && !stopped(); ++t) {
+    // The greedy chain: each decision sees the best one so far. The first runs even when `stop`
+    // already holds, so a deadline spent on the starts still gets the policy's own decision.
+    for (int t = 0; t < std::max(1, config_.refinements) && left() > 0 && (t == 0 || !stopped());
+         ++t) {
       const auto pass = Clock::now();
       GoDecision d =
           Greedy(g, tensors, heads, result.best.device.empty() ? nullptr : &result.best, &env);

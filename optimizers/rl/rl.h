@@ -360,6 +360,8 @@ struct GoSolveOptions {
   int sampled = 8;           // sampled decisions after the greedy refinement chain
   bool fine_tune = false;    // then train on this graph alone with what is left
   uint64_t seed = 0;
+  // Checked before each sample (a deadline, a cancellation); the first greedy decision is made
+  // regardless, so a result always holds one.
   std::function<bool()> stop;
   // Warm start: decisions evaluated first (each a sample), the best of them refined by the chain
   // instead of a decision from nothing (the compiler's default, a baseline's placement).

@@ -203,6 +203,47 @@ TEST_F(PartitionCliTest, BadInputExitsOneWithAMessage) {
   EXPECT_NE(syntax.err.find("broken_graph.json"), std::string::npos) << syntax.err;
 }
 
+TEST_F(PartitionCliTest, PartitionGraphWritesGraphsThatSecondsBoundedStrategiesSplit) {
+  const std::string random = (dir_ / "layered.json").string();
+  Result made = RunCli(absl::StrCat("partition-graph --out ", random, " --nodes 600 --seed 2"));
+  ASSERT_EQ(made.exit_code, 0) << made.err;
+  EXPECT_NE(made.out.find("600 nodes"), std::string::npos) << made.out;
+  graph_ = random;
+  for (const char* strategy : {"dp-descent", "local-search", "annealing"}) {
+    nlohmann::json j = Json(
+        absl::StrCat("--objective throughput --strategy ", strategy, " --seconds 0.2 --seed 1"));
+    EXPECT_EQ(j["feasible"], true) << strategy;
+    EXPECT_EQ(j["seconds_limit"], 0.2) << strategy;
+    EXPECT_LE(j["objective"].get<double>(), j["reference"]["m-etf"].get<double>() * (1 + 1e-9))
+        << strategy;
+  }
+
+  // A module's op graph, its step stacked as microbatches: twice the nodes for two.
+  const std::string hlo = MLTUNE_SOURCE_DIR "/models/hlo/mobilenet_v2.infer.b1.before.hlo";
+  auto nodes = [&](int microbatches) {
+    const std::string out = (dir_ / absl::StrCat("mb", microbatches, ".json")).string();
+    Result r = RunCli(absl::StrCat("partition-graph --out ", out, " --hlo ", hlo,
+                                   " --microbatches ", microbatches));
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    std::ifstream in(out);
+    return nlohmann::json::parse(in, nullptr, false)["nodes"].size();
+  };
+  const size_t one = nodes(1);
+  EXPECT_GT(one, 50u);
+  EXPECT_EQ(nodes(2), 2 * one);
+}
+
+TEST_F(PartitionCliTest, PartitionGraphAndSecondsRejectBadValues) {
+  Result nodes =
+      RunCli(absl::StrCat("partition-graph --out ", (dir_ / "x.json").string(), " --nodes 0"));
+  EXPECT_EQ(nodes.exit_code, 1);
+  EXPECT_NE(nodes.err.find("nodes"), std::string::npos) << nodes.err;
+  Result seconds =
+      RunCli(absl::StrCat("partition ", graph_, " --objective throughput --seconds -1"));
+  EXPECT_EQ(seconds.exit_code, 1);
+  EXPECT_NE(seconds.err.find("--seconds"), std::string::npos) << seconds.err;
+}
+
 TEST_F(PartitionCliTest, GoWithoutItsCheckpointSaysSo) {
   Result r = RunCli(absl::StrCat(
       "partition ", graph_, " --objective throughput --strategy go --model /nonexistent.ckpt"));

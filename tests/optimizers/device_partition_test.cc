@@ -3,6 +3,7 @@
 // baselines and bad input.
 #include "optimizers/device_partition/device_partition.h"
 
+#include <chrono>
 #include <cmath>
 #include <filesystem>
 #include <random>
@@ -10,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 #include "optimizers/core/search.h"
+#include "optimizers/device_partition/incremental_load.h"
 #include "tests/support/corpus.h"
 
 namespace mltune::opt::partition {
@@ -425,6 +427,136 @@ TEST(DevicePartitionTest, EveryGraphLoadsAndEveryStrategySearchesIt) {
     EXPECT_TRUE(std::isfinite(result->best_score));
   }
   EXPECT_EQ(graphs, 18);
+}
+
+LayeredGraphOptions SmallLayered(int32_t nodes, uint64_t seed) {
+  LayeredGraphOptions o;
+  o.nodes = nodes;
+  o.width = 12;
+  o.accelerators = 4;
+  o.cpu_only_fraction = 0.05;
+  o.colocated_fraction = 0.3;
+  o.memory_slack = 1.2;
+  o.seed = seed;
+  return o;
+}
+
+TEST(DevicePartitionTest, LayeredRandomGraphIsADagThatRoundTripsThroughItsFile) {
+  absl::StatusOr<PartitionGraph> g = LayeredRandomGraph(SmallLayered(3000, 5));
+  ASSERT_TRUE(g.ok()) << g.status();
+  EXPECT_EQ(g->size(), 3000);
+  EXPECT_TRUE(g->IsDag());
+  EXPECT_LT(g->groups, 3000);  // some nodes colocated with their producer
+  absl::StatusOr<PartitionGraph> back = ParsePartitionGraph(FormatPartitionGraph(*g), "back");
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(back->size(), g->size());
+  EXPECT_EQ(back->groups, g->groups);
+  std::mt19937_64 rng(3);
+  const Split split = RandomSplit(*g, rng);
+  for (Objective o : {Objective::kThroughput, Objective::kLatency}) {
+    // A random split is valid under throughput; under latency its pieces may form a cycle,
+    // which both copies must then report.
+    const SplitScore a = Score(*g, split, o), b = Score(*back, split, o);
+    EXPECT_TRUE(a.valid || o == Objective::kLatency) << a.error;
+    EXPECT_EQ(a.valid, b.valid);
+    EXPECT_EQ(a.error, b.error);
+    if (a.valid) {
+      EXPECT_NEAR(a.objective, b.objective, 1e-6 * a.objective);
+    }
+    EXPECT_EQ(a.feasible, b.feasible);
+  }
+}
+
+TEST(DevicePartitionTest, LayeredRandomGraphRejectsOptionsOutOfRange) {
+  LayeredGraphOptions o;
+  o.nodes = 0;
+  EXPECT_NE(LayeredRandomGraph(o).status().message().find("nodes"), std::string::npos);
+  o = {};
+  o.cpu_only_fraction = 1.5;
+  EXPECT_NE(LayeredRandomGraph(o).status().message().find("cpu_only_fraction"), std::string::npos);
+  o = {};
+  o.memory_slack = 0;
+  EXPECT_FALSE(LayeredRandomGraph(o).ok());
+}
+
+TEST(DevicePartitionTest, IncrementalLoadAgreesWithMaxLoadUnderRandomMoves) {
+  const PartitionGraph g = *LayeredRandomGraph(SmallLayered(1500, 7));
+  std::mt19937_64 rng(11);
+  const Split start = RandomSplit(g, rng);
+  std::vector<int32_t> device(static_cast<size_t>(g.groups));
+  for (int32_t c = 0; c < g.groups; ++c) {
+    device[static_cast<size_t>(c)] = start[static_cast<size_t>(g.group_nodes[c][0])];
+  }
+  IncrementalLoad state(g, device);
+  std::uniform_int_distribution<int32_t> pick_class(0, g.groups - 1), pick(1, g.accelerators);
+  for (int step = 0; step < 400; ++step) {
+    const int32_t c = pick_class(rng);
+    if (device[static_cast<size_t>(c)] == 0) continue;  // CPU-only classes stay
+    device[static_cast<size_t>(c)] = pick(rng);
+    state.Move(c, device[static_cast<size_t>(c)]);
+    Split split(g.nodes.size());
+    for (size_t v = 0; v < split.size(); ++v) split[v] = device[g.nodes[v].group];
+    const SplitScore full = MaxLoad(g, split), fast = state.Score();
+    ASSERT_TRUE(full.valid) << full.error;
+    ASSERT_NEAR(fast.objective, full.objective, 1e-6 * full.objective) << "step " << step;
+    ASSERT_EQ(fast.feasible, full.feasible) << "step " << step;
+  }
+}
+
+TEST(DevicePartitionTest, ThroughputLocalSearchEndsWhereNoSingleMoveHelps) {
+  const PartitionGraph g = *LayeredRandomGraph(SmallLayered(300, 9));
+  std::mt19937_64 rng(1);
+  int64_t evaluations = 0;
+  const Split split = LocalSearch(g, Objective::kThroughput, 1, rng, 0, &evaluations);
+  const SplitScore found = MaxLoad(g, split);
+  ASSERT_TRUE(found.valid && found.feasible) << found.error;
+  // Every move of one class to another accelerator, scored in full, is no better.
+  for (int32_t c = 0; c < g.groups; ++c) {
+    const int32_t was = split[static_cast<size_t>(g.group_nodes[c][0])];
+    if (was == 0) continue;
+    for (int32_t d = 1; d <= g.accelerators; ++d) {
+      if (d == was) continue;
+      Split moved = split;
+      for (int32_t v : g.group_nodes[static_cast<size_t>(c)]) moved[static_cast<size_t>(v)] = d;
+      const SplitScore s = MaxLoad(g, moved);
+      if (s.feasible) {
+        EXPECT_GE(s.objective, found.objective - 1e-6) << "class " << c << " to " << d;
+      }
+    }
+  }
+}
+
+TEST(DevicePartitionTest, ContiguousDpOnAGraphAboveItsUnitLimitIsValidAndBeatsEqualRuns) {
+  LayeredGraphOptions o = SmallLayered(3 * kMaxDpUnits, 13);
+  o.colocated_fraction = 0;
+  o.accelerators = 8;
+  o.memory_slack = 1.5;
+  const PartitionGraph g = *LayeredRandomGraph(o);
+  ASSERT_GT(g.groups, kMaxDpUnits);
+  for (Objective objective : {Objective::kThroughput, Objective::kLatency}) {
+    const Split dp = ContiguousDpSplit(g, objective);
+    EXPECT_EQ(SplitError(g, dp, objective, /*contiguous=*/true), "");
+    const SplitScore a = Score(g, dp, objective);
+    const SplitScore equal_runs = Score(g, ContiguousSplit(g), objective);
+    ASSERT_TRUE(a.feasible) << a.error;
+    EXPECT_LE(a.objective, equal_runs.objective * (1 + 1e-9)) << ObjectiveName(objective);
+  }
+}
+
+TEST(DevicePartitionTest, LocalSearchStopsAtItsWallClockBudget) {
+  LayeredGraphOptions o = SmallLayered(20000, 17);
+  o.accelerators = 8;
+  const PartitionGraph g = *LayeredRandomGraph(o);
+  std::mt19937_64 rng(1);
+  int64_t evaluations = 0;
+  const auto start = std::chrono::steady_clock::now();
+  const Split split = LocalSearch(g, Objective::kThroughput, 10, rng, Budget(0, 0.2), &evaluations);
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  // Generous: the budget is checked before each evaluation, the start's repair runs once.
+  EXPECT_LT(seconds, 5.0);
+  EXPECT_GT(evaluations, 1);
+  EXPECT_EQ(SplitError(g, split, Objective::kThroughput), "");
 }
 
 }  // namespace
