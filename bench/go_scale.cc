@@ -141,17 +141,21 @@ int main(int argc, char** argv) {
       std::map<std::string, Run> shot;
       for (const std::string& s : one_shot) shot[s] = Partition(file, objective, s, 0, seed);
       // Per budget: the best classic answer within it, and who gave it.
+      // A run counts at a budget when it ended within it (a fifth and 50 ms of slack for the
+      // last step and the validity check): an iterative strategy whose start alone takes longer
+      // (the DP under dp-descent on 100k nodes) does not.
       std::vector<std::pair<double, std::string>> best(budgets.size(), {kInf, "-"});
+      auto within = [](const Run& r, double budget) { return r.seconds <= 1.2 * budget + 0.05; };
       for (size_t b = 0; b < budgets.size(); ++b) {
         for (const auto& [s, r] : shot) {
-          if (r.seconds <= budgets[b] && r.objective < best[b].first) best[b] = {r.objective, s};
+          if (within(r, budgets[b]) && r.objective < best[b].first) best[b] = {r.objective, s};
         }
         for (const std::string& s : iterative) {
           // Latency scores every local-search move in full: 10 s runs of it at 100k nodes are
           // the same random start, so they are skipped above 30k nodes.
           if (objective == std::string("latency") && s != "annealing" && nodes > 30000) continue;
           const Run r = Partition(file, objective, s, budgets[b], seed);
-          if (r.objective < best[b].first) best[b] = {r.objective, s};
+          if (within(r, budgets[b]) && r.objective < best[b].first) best[b] = {r.objective, s};
         }
       }
       const Run go = Partition(file, objective, "go", 1, seed);

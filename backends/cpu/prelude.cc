@@ -379,11 +379,13 @@ inline void mt_gemv_col(int64_t M, int64_t K, const float* A, int64_t lda, const
 }
 // C[0, :] = A[0, :] B: rows of B scaled and accumulated, contiguous in j, four rows per pass over
 // C so that C is loaded and stored once per four rows of B rather than once per row.
-// Serial, one pass streams B; parallel, each thread takes a band of columns.
+// Serial, one pass streams B; parallel, each thread takes one band of columns (a multiple of 16,
+// at least 64 wide): fixed 256-wide bands split an LSTM's 650 columns 512:138 over two threads.
 inline void mt_gemv_row(int64_t N, int64_t K, const float* A, const float* B, int64_t ldb,
                         float* C, bool parallel) {
-  const int64_t chunk =
-      parallel ? std::max<int64_t>(256, (N / 16 + 15) / 16 * 16) : std::max<int64_t>(N, 1);
+  const int64_t team = parallel ? mt_team() : 1;
+  const int64_t chunk = team > 1 ? std::max<int64_t>(64, ((N + team - 1) / team + 15) / 16 * 16)
+                                 : std::max<int64_t>(N, 1);
   mt_for((N + chunk - 1) / chunk, parallel, [&](int64_t band) {
     const int64_t j0 = band * chunk, n = std::min(N, j0 + chunk) - j0;
     float* __restrict c = C + j0;
