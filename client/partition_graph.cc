@@ -87,8 +87,15 @@ absl::StatusOr<GraphSplit> RunStrategy(const PartitionCommand& cmd,
         metis.ok()) {
       baselines.push_back(*std::move(metis));
     }
+    // Each start as that strategy answers it: repaired when invalid or over memory (a raw METIS
+    // split often is, and GO would only refine the others).
     std::vector<rl::GoDecision> starts;
-    for (const partition::Split& b : baselines) {
+    for (partition::Split& b : baselines) {
+      if (absl::StatusOr<partition::Split> valid =
+              partition::ValidSplit(graph, objective, b, cmd.contiguous);
+          valid.ok()) {
+        b = *std::move(valid);
+      }
       const opt::Candidate c = problem.Encode(b);
       starts.emplace_back().device.assign(c.begin(), c.end());
     }
