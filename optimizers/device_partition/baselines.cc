@@ -1,12 +1,15 @@
 // The baselines every partitioning strategy is compared with: one accelerator, random, Baechi's
 // m-ETF, METIS and the repository's local search.
 #include <metis.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <limits>
 #include <map>
+#include <mutex>
 
 #include "absl/strings/str_cat.h"
 #include "optimizers/device_partition/device_partition.h"
@@ -245,9 +248,24 @@ absl::StatusOr<Split> MetisSplit(const PartitionGraph& g, uint64_t seed) {
   options[METIS_OPTION_SEED] = static_cast<idx_t>(seed % 1000003);
   options[METIS_OPTION_NUMBERING] = 0;
   std::vector<idx_t> part(static_cast<size_t>(g.groups), 0);
-  const int rc =
-      METIS_PartGraphKway(&vertices, &constraints, xadj.data(), adjncy.data(), vwgt.data(), nullptr,
-                          adjwgt.data(), &parts, nullptr, nullptr, options, &cut, part.data());
+  int rc = METIS_OK;
+  {
+    // METIS printf()s some warnings ("***Cannot bisect a graph with 0 vertices!" on 100k-node
+    // graphs), which broke `mltune partition --json`'s output: they go to stderr instead.
+    static std::mutex mu;
+    std::lock_guard<std::mutex> lock(mu);
+    std::fflush(stdout);
+    const int saved = dup(STDOUT_FILENO);
+    if (saved >= 0) dup2(STDERR_FILENO, STDOUT_FILENO);
+    rc = METIS_PartGraphKway(&vertices, &constraints, xadj.data(), adjncy.data(), vwgt.data(),
+                             nullptr, adjwgt.data(), &parts, nullptr, nullptr, options, &cut,
+                             part.data());
+    std::fflush(stdout);
+    if (saved >= 0) {
+      dup2(saved, STDOUT_FILENO);
+      close(saved);
+    }
+  }
   if (rc != METIS_OK) {
     return absl::InternalError(
         absl::StrCat("METIS_PartGraphKway failed with code ", rc, " on ", g.name));
