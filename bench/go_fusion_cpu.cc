@@ -23,7 +23,10 @@
 #include "bench/go_bench_util.h"
 #include "costmodels/analytical/kernels.h"
 #include "costmodels/analytical/op_graph.h"
+#include "costmodels/learned/learned_model.h"
+#include "optimizers/core/model_topk.h"
 #include "optimizers/fusion/cpu_fusion_problem.h"
+#include "optimizers/guided/rankers.h"
 #include "optimizers/rl/rl.h"
 #include "optimizers/tiling/cpu_tile_problem.h"
 
@@ -72,6 +75,9 @@ struct Row {
   int64_t producers = 0, plans = 0;
   double measure_seconds = 0;
   double xla = 0, unfused = 0, sa1 = 0, sa10 = 0, go_zero = 0, go_warm = 0, go_fine = 0;
+  double topk = 0;  // model-topk with the shipped cpu fusion cost model, GO fine-tuning's samples
+  // Measurements each needed to reach annealing 10x's best (-1: not within its budget).
+  int64_t go_fine_to_sa10 = -1, topk_to_sa10 = -1, sa_to_sa10 = -1;
   // Re-timed finalists: XLA's plan, annealing 10x's best, GO zero-shot's and GO fine-tuned's.
   double re_xla = 0, re_sa10 = 0, re_zero = 0, re_fine = 0;
 };
@@ -96,6 +102,9 @@ int main(int argc, char** argv) {
   app.add_option("--retime-rounds", retime_rounds, "Alternating re-timings of the finalists");
   app.add_option("--seed", seed, "Seed");
   app.add_option("--out", out_path, "Write the markdown table here too");
+  std::string cost_model =
+      std::string(MLTUNE_SOURCE_DIR) + "/models/pretrained/cost-model--fusion-cpu.ckpt";
+  app.add_option("--cost-model", cost_model, "model-topk's cpu fusion cost model (checkpoint)");
   CLI11_PARSE(app, argc, argv);
   if (files.empty()) files = DefaultFiles();
 
@@ -135,6 +144,19 @@ int main(int argc, char** argv) {
     if (!checkpoint.empty()) std::ofstream(checkpoint, std::ios::binary) << saved;
   }
   std::cerr << training << "\n";
+
+  std::shared_ptr<const mltune::costmodels::learned::LearnedModel> learned;
+  {
+    std::ifstream in(cost_model, std::ios::binary);
+    const std::string bytes{std::istreambuf_iterator<char>(in), {}};
+    absl::StatusOr<std::unique_ptr<mltune::costmodels::learned::LearnedModel>> m =
+        mltune::costmodels::learned::LearnedModel::Load(bytes);
+    if (!m.ok()) {
+      std::cerr << cost_model << ": " << m.status().message() << "\n";
+      return 1;
+    }
+    learned = *std::move(m);
+  }
 
   const cpu::MeasureOptions measure_options = mltune::opt::tiling::ModuleTuningMeasureOptions();
   std::vector<Row> rows;
@@ -184,6 +206,34 @@ int main(int argc, char** argv) {
     const mltune::opt::Result sa10 =
         *(*strategy)->Search(problem, mltune::opt::Budget(10 * fine_samples, 0), seed);
     r.sa10 = sa10.best_score;
+    // Steps (measurements) at which a search's best first reached annealing 10x's best.
+    auto first_reach = [&](const mltune::opt::Result& result) -> int64_t {
+      for (const mltune::opt::TracePoint& t : result.trace) {
+        if (t.best_score <= r.sa10) return t.step;
+      }
+      return -1;
+    };
+    r.sa_to_sa10 = first_reach(sa10);
+
+    // model-topk: the same measurements (shared memo), plans explored with the shipped cost model.
+    mltune::opt::fusion::CpuFusionProblem guided(
+        graph,
+        [&](const costmodels::FusionPlan& plan) -> absl::StatusOr<mltune::opt::fusion::PlanTiming> {
+          absl::StatusOr<double> s = measure(plan);
+          if (!s.ok()) return s.status();
+          return mltune::opt::fusion::PlanTiming{*s, {}};
+        });
+    guided.SetRanker(mltune::opt::guided::CpuFusionRanker(learned, **module));
+    auto topk = mltune::opt::CreateModelTopK(mltune::opt::FusionModelTopKParams());
+    if (absl::StatusOr<mltune::opt::Result> t =
+            (*topk)->Search(guided, mltune::opt::Budget(fine_samples, 0), seed);
+        t.ok()) {
+      r.topk = t->best_score;
+      r.topk_to_sa10 = first_reach(*t);
+    } else {
+      std::cerr << "  model-topk: " << t.status().message() << "\n";
+      r.topk = INFINITY;
+    }
 
     std::unique_ptr<rl::GoEnvironment> env = rl::MakeMeasuredFusionEnvironment(graph, measure);
     rl::GoSolveOptions solve;
@@ -200,6 +250,12 @@ int main(int argc, char** argv) {
     solve.fine_tune = true;
     const rl::GoSolveResult fine = *(*rl::GoPolicy::Load(saved))->Solve(*env, solve);
     r.go_fine = fine.best_score;
+    for (const auto& [samples, best] : fine.trace) {
+      if (best <= r.sa10) {
+        r.go_fine_to_sa10 = samples;
+        break;
+      }
+    }
     r.plans = static_cast<int64_t>(memo.size());
 
     // The finalists re-timed in turn; the best median of the rounds.
@@ -225,18 +281,26 @@ int main(int argc, char** argv) {
   };
   std::string table = absl::StrFormat(
       "| module (cpu worker, 1 thread, us) | fusible producers | XLA fusion | no fusion | SA %d | "
-      "SA %d | GO zero-shot (%d) | GO warm-started | GO fine-tuned (%d) | distinct plans "
+      "SA %d | GO zero-shot (%d) | GO warm-started | GO fine-tuned (%d) | model-topk (%d) | "
+      "measurements to SA %d's best: SA / model-topk / GO fine-tuned | distinct plans "
       "measured (s) | re-timed: XLA / SA %d / GO zero-shot / GO fine-tuned |\n"
-      "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|\n",
-      fine_samples, 10 * fine_samples, zero_samples, fine_samples, 10 * fine_samples);
+      "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|---|\n",
+      fine_samples, 10 * fine_samples, zero_samples, fine_samples, fine_samples, 10 * fine_samples,
+      10 * fine_samples);
+  auto reach = [](int64_t n) { return n < 0 ? std::string("-") : absl::StrCat(n); };
+  Geomean topk_sa1{"modules"}, fine_topk{"modules"};
   Geomean zero_xla{"modules"}, zero_unfused{"modules"}, warm_xla{"modules"}, fine_sa1{"modules"},
       fine_sa10{"modules"}, re_zero_xla{"modules"}, re_fine_sa10{"modules"};
   for (const Row& r : rows) {
     table += absl::StrFormat(
-        "| %s | %d | %s | %s | %s | %s | %s | %s | %s | %d (%.0f) | %s / %s / %s / %s |\n",
+        "| %s | %d | %s | %s | %s | %s | %s | %s | %s | %s | %s / %s / %s | %d (%.0f) | %s / %s / "
+        "%s / %s |\n",
         r.module, r.producers, us(r.xla), us(r.unfused), us(r.sa1), us(r.sa10), us(r.go_zero),
-        us(r.go_warm), us(r.go_fine), r.plans, r.measure_seconds, us(r.re_xla), us(r.re_sa10),
+        us(r.go_warm), us(r.go_fine), us(r.topk), reach(r.sa_to_sa10), reach(r.topk_to_sa10),
+        reach(r.go_fine_to_sa10), r.plans, r.measure_seconds, us(r.re_xla), us(r.re_sa10),
         us(r.re_zero), us(r.re_fine));
+    topk_sa1.Add(r.sa1, r.topk);
+    fine_topk.Add(r.topk, r.go_fine);
     zero_xla.Add(r.xla, r.go_zero);
     zero_unfused.Add(r.unfused, r.go_zero);
     warm_xla.Add(r.xla, r.go_warm);
@@ -248,9 +312,11 @@ int main(int argc, char** argv) {
   table += absl::StrFormat(
       "\nGeomeans, baseline / GO (> 1: GO better):\n- zero-shot vs XLA fusion: %s (re-timed: "
       "%s)\n- zero-shot vs no fusion: %s\n- warm-started vs XLA fusion: %s\n- fine-tuned vs SA "
-      "%d: %s\n- fine-tuned vs SA %d: %s (re-timed: %s)\n\n- %s\n",
+      "%d: %s\n- fine-tuned vs SA %d: %s (re-timed: %s)\n- fine-tuned vs model-topk (%d "
+      "measurements each): %s\n- model-topk vs SA %d (baseline / model-topk): %s\n\n- %s\n",
       zero_xla.Text(), re_zero_xla.Text(), zero_unfused.Text(), warm_xla.Text(), fine_samples,
-      fine_sa1.Text(), 10 * fine_samples, fine_sa10.Text(), re_fine_sa10.Text(), training);
+      fine_sa1.Text(), 10 * fine_samples, fine_sa10.Text(), re_fine_sa10.Text(), fine_samples,
+      fine_topk.Text(), fine_samples, topk_sa1.Text(), training);
   std::cout << "\n" << table;
   if (!out_path.empty()) std::ofstream(out_path) << table;
   return 0;
