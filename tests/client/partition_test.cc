@@ -209,6 +209,12 @@ TEST_F(PartitionCliTest, PartitionGraphWritesGraphsThatSecondsBoundedStrategiesS
   ASSERT_EQ(made.exit_code, 0) << made.err;
   EXPECT_NE(made.out.find("600 nodes"), std::string::npos) << made.out;
   graph_ = random;
+  // GO makes its first decision however short the deadline: a result always holds one.
+  nlohmann::json go = Json(absl::StrCat("--objective throughput --strategy go --model ",
+                                        MLTUNE_SOURCE_DIR "/models/pretrained/partition--go.ckpt",
+                                        " --seconds 0.000001 --no-warm-start"));
+  EXPECT_EQ(go["feasible"], true);
+  EXPECT_GE(go["samples"].get<int64_t>(), 1);
   for (const char* strategy : {"dp-descent", "local-search", "annealing"}) {
     nlohmann::json j = Json(
         absl::StrCat("--objective throughput --strategy ", strategy, " --seconds 0.2 --seed 1"));
