@@ -33,7 +33,8 @@ struct PartitionNode {
   bool backward = false;           // isBackwardNode
   double bytes = 0;                // size: memory on an accelerator
   double out_cost = 0;             // cost of every edge leaving the node: moving its output once
-  // Colocation class, dense in [0, groups), numbered in topological order of first nodes.
+  // Colocation class, dense in [0, groups), numbered in a topological order of the graph of
+  // classes where it is acyclic (ties by first node), else in topological order of first nodes.
   int32_t group = 0;
   std::string kind;  // op kind where known (HLO opcode), else ""
 };
@@ -194,11 +195,11 @@ absl::StatusOr<Split> ValidSplit(const PartitionGraph& graph, Objective objectiv
 
 // A split as a configuration: one accelerator (action a = accelerator a + 1) per colocation
 // class; classes holding an unsupported node are fixed to the CPU. Scores the objective;
-// splits over the memory limit score +infinity. Seeds: one accelerator (when it fits) and m-ETF.
-// Its solver (for the solver-backed strategies and GO's FIX and SAMPLE modes) holds the memory
-// per accelerator, classes that must run on the CPU, and, with `contiguous` or the latency
-// objective, that no class feeds a lower-numbered accelerator, directly or through CPU classes
-// (each accelerator's classes contiguous, which keeps latency's pieces acyclic).
+// splits over the memory limit score +infinity. Seeds: one accelerator (when it fits), m-ETF and
+// the contiguous DP. Its solver (for the solver-backed strategies and GO's FIX and SAMPLE modes)
+// holds the memory per accelerator, classes that must run on the CPU, and, with `contiguous` or the
+// latency objective, that no class feeds a lower-numbered accelerator, directly or through CPU
+// classes (each accelerator's classes contiguous, which keeps latency's pieces acyclic).
 class PartitionProblem : public constraints::ConstrainedProblem {
  public:
   PartitionProblem(const PartitionGraph& graph, Objective objective, bool contiguous = false);

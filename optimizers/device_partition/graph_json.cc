@@ -2,7 +2,9 @@
 #include <algorithm>
 #include <cmath>
 #include <fstream>
+#include <functional>
 #include <map>
+#include <queue>
 #include <sstream>
 #include <utility>
 
@@ -59,6 +61,43 @@ void FinishGraph(PartitionGraph& g) {
   for (int32_t v : g.topo) visit(v);
   for (int32_t v = 0; v < g.size(); ++v) visit(v);
   for (PartitionNode& n : g.nodes) n.group = renumber[static_cast<size_t>(n.group)];
+  // Then, where the graph of classes is acyclic, in its topological order (ties by that first
+  // node): a class spanning the order (one layer's op in every microbatch) is otherwise numbered
+  // before classes that feed it, and a run of classes in number order (the contiguous DP, the
+  // pipeline stages) is then not contiguous.
+  std::vector<std::vector<int32_t>> class_succ(static_cast<size_t>(g.groups));
+  std::vector<int32_t> indegree(static_cast<size_t>(g.groups), 0);
+  for (int32_t v = 0; v < g.size(); ++v) {
+    const int32_t a = g.nodes[static_cast<size_t>(v)].group;
+    for (int32_t w : g.succ[static_cast<size_t>(v)]) {
+      const int32_t b = g.nodes[static_cast<size_t>(w)].group;
+      if (a != b) class_succ[static_cast<size_t>(a)].push_back(b);
+    }
+  }
+  for (auto& list : class_succ) {
+    std::sort(list.begin(), list.end());
+    list.erase(std::unique(list.begin(), list.end()), list.end());
+    for (int32_t b : list) ++indegree[static_cast<size_t>(b)];
+  }
+  std::priority_queue<int32_t, std::vector<int32_t>, std::greater<int32_t>> ready;
+  for (int32_t c = 0; c < g.groups; ++c) {
+    if (indegree[static_cast<size_t>(c)] == 0) ready.push(c);
+  }
+  std::vector<int32_t> order;
+  while (!ready.empty()) {
+    const int32_t c = ready.top();
+    ready.pop();
+    order.push_back(c);
+    for (int32_t b : class_succ[static_cast<size_t>(c)]) {
+      if (--indegree[static_cast<size_t>(b)] == 0) ready.push(b);
+    }
+  }
+  if (order.size() == static_cast<size_t>(g.groups)) {
+    std::vector<int32_t> position(static_cast<size_t>(g.groups));
+    for (size_t i = 0; i < order.size(); ++i)
+      position[static_cast<size_t>(order[i])] = static_cast<int32_t>(i);
+    for (PartitionNode& n : g.nodes) n.group = position[static_cast<size_t>(n.group)];
+  }
   g.group_nodes.assign(static_cast<size_t>(g.groups), {});
   for (int32_t v = 0; v < g.size(); ++v) {
     g.group_nodes[static_cast<size_t>(g.nodes[static_cast<size_t>(v)].group)].push_back(v);

@@ -29,6 +29,9 @@ PartitionProblem::PartitionProblem(const PartitionGraph& graph, Objective object
   const SplitScore one_score = Score(graph, one, objective);
   if (one_score.valid && one_score.feasible) (void)AddSeed(Encode(one));
   (void)AddSeed(Encode(EarliestFinish(graph)));
+  // The contiguous DP's split: valid under latency where m-ETF's pieces form a cycle (ResNet-50's
+  // latency operator graph), and a strong start under throughput.
+  (void)AddSeed(Encode(ContiguousDpSplit(graph, objective)));
 }
 
 Split PartitionProblem::Decode(const Candidate& candidate) const {
