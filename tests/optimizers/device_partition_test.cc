@@ -429,6 +429,32 @@ TEST(DevicePartitionTest, EveryGraphLoadsAndEveryStrategySearchesIt) {
   EXPECT_EQ(graphs, 18);
 }
 
+// Two microbatches of x -> w -> y with both w colocated (their weight): by first node the class
+// {w1, w2} came before x2, which feeds it, so runs of classes in number order were not contiguous.
+TEST(DevicePartitionTest, ClassesAreNumberedInATopologicalOrderOfTheClassGraph) {
+  constexpr char kMicrobatches[] = R"({"maxSizePerFPGA": 2, "maxFPGAs": 3, "maxCPUs": 1,
+    "nodes": [
+      {"id": 1, "supportedOnFpga": 1, "cpuLatency": 10, "fpgaLatency": 1, "size": 1},
+      {"id": 2, "supportedOnFpga": 1, "cpuLatency": 10, "fpgaLatency": 1, "size": 1, "colorClass": 9},
+      {"id": 3, "supportedOnFpga": 1, "cpuLatency": 10, "fpgaLatency": 1, "size": 1},
+      {"id": 4, "supportedOnFpga": 1, "cpuLatency": 10, "fpgaLatency": 1, "size": 1},
+      {"id": 5, "supportedOnFpga": 1, "cpuLatency": 10, "fpgaLatency": 1, "size": 0, "colorClass": 9},
+      {"id": 6, "supportedOnFpga": 1, "cpuLatency": 10, "fpgaLatency": 1, "size": 1}],
+    "edges": [
+      {"sourceId": 1, "destId": 2, "cost": 1}, {"sourceId": 2, "destId": 3, "cost": 1},
+      {"sourceId": 4, "destId": 5, "cost": 1}, {"sourceId": 5, "destId": 6, "cost": 1}]})";
+  absl::StatusOr<PartitionGraph> g = ParsePartitionGraph(kMicrobatches, "microbatches");
+  ASSERT_TRUE(g.ok()) << g.status();
+  auto group = [&](int id) { return g->nodes[static_cast<size_t>(id - 1)].group; };
+  EXPECT_LT(group(4), group(2));  // x2 feeds the weight class
+  EXPECT_LT(group(2), group(3));
+  EXPECT_LT(group(2), group(6));
+  for (Objective o : {Objective::kThroughput, Objective::kLatency}) {
+    EXPECT_EQ(SplitError(*g, ContiguousSplit(*g), o, /*contiguous=*/true), "");
+    EXPECT_EQ(SplitError(*g, ContiguousDpSplit(*g, o), o, /*contiguous=*/true), "");
+  }
+}
+
 LayeredGraphOptions SmallLayered(int32_t nodes, uint64_t seed) {
   LayeredGraphOptions o;
   o.nodes = nodes;
