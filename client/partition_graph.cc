@@ -75,7 +75,7 @@ absl::StatusOr<GraphSplit> RunStrategy(const PartitionCommand& cmd,
                                        etf_better ? &etf : &dp);
   } else if (IsGo(s)) {
     // go-fix and go-sample realize every decision through the split's constraint solver.
-    const partition::PartitionProblem problem(graph, objective, cmd.contiguous);
+    const partition::PartitionProblem problem(graph, objective, cmd.contiguous, /*seeds=*/false);
     std::unique_ptr<rl::GoEnvironment> env = rl::MakePartitionEnvironment(graph, objective);
     if (s != "go") {
       env = rl::MakeConstrainedEnvironment(

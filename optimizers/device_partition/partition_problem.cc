@@ -8,7 +8,7 @@
 namespace mltune::opt::partition {
 
 PartitionProblem::PartitionProblem(const PartitionGraph& graph, Objective objective,
-                                   bool contiguous)
+                                   bool contiguous, bool seeds)
     : graph_(graph),
       objective_(objective),
       contiguous_(contiguous),
@@ -25,6 +25,7 @@ PartitionProblem::PartitionProblem(const PartitionGraph& graph, Objective object
   } else {
     space_.choices = {graph.accelerators};
   }
+  if (!seeds) return;
   const Split one = OneAccelerator(graph);
   const SplitScore one_score = Score(graph, one, objective);
   if (one_score.valid && one_score.feasible) (void)AddSeed(Encode(one));

@@ -56,7 +56,7 @@ absl::StatusOr<Split> ValidSplit(const PartitionGraph& g, Objective objective,
     return proposal;
   }
   // The cheap bound first: what the accelerators must hold against what k of them can.
-  const PartitionProblem problem(g, objective, contiguous);
+  const PartitionProblem problem(g, objective, contiguous, /*seeds=*/false);
   std::vector<bool> cpu(static_cast<size_t>(g.groups), false);
   for (const PartitionNode& n : g.nodes) {
     if (!n.accelerator_ok) cpu[static_cast<size_t>(n.group)] = true;

@@ -18,7 +18,7 @@ using internal::UnitFacts;
 class PartitionEnvironment : public GoEnvironment {
  public:
   PartitionEnvironment(const partition::PartitionGraph& graph, partition::Objective objective)
-      : graph_(graph), problem_(graph, objective) {
+      : graph_(graph), problem_(graph, objective, /*contiguous=*/false, /*seeds=*/false) {
     std::vector<UnitFacts> units(static_cast<size_t>(graph.groups));
     for (const partition::PartitionNode& n : graph.nodes) {
       UnitFacts& u = units[static_cast<size_t>(n.group)];
