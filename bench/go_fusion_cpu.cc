@@ -191,13 +191,14 @@ int main(int argc, char** argv) {
       }
       return it->second;
     };
-    mltune::opt::fusion::CpuFusionProblem problem(
-        graph,
+    // Both problems (annealing's and model-topk's) measure through the shared memo.
+    const mltune::opt::fusion::CpuFusionProblem::MeasureFn plan_timing =
         [&](const costmodels::FusionPlan& plan) -> absl::StatusOr<mltune::opt::fusion::PlanTiming> {
-          absl::StatusOr<double> s = measure(plan);
-          if (!s.ok()) return s.status();
-          return mltune::opt::fusion::PlanTiming{*s, {}};
-        });
+      absl::StatusOr<double> s = measure(plan);
+      if (!s.ok()) return s.status();
+      return mltune::opt::fusion::PlanTiming{*s, {}};
+    };
+    mltune::opt::fusion::CpuFusionProblem problem(graph, plan_timing);
     r.xla = problem.Evaluate(problem.DefaultCandidate());
     // Action 1 is priority 0: every producer kept apart.
     r.unfused = problem.Evaluate(mltune::opt::Candidate(problem.DefaultCandidate().size(), 1));
@@ -216,13 +217,7 @@ int main(int argc, char** argv) {
     r.sa_to_sa10 = first_reach(sa10);
 
     // model-topk: the same measurements (shared memo), plans explored with the shipped cost model.
-    mltune::opt::fusion::CpuFusionProblem guided(
-        graph,
-        [&](const costmodels::FusionPlan& plan) -> absl::StatusOr<mltune::opt::fusion::PlanTiming> {
-          absl::StatusOr<double> s = measure(plan);
-          if (!s.ok()) return s.status();
-          return mltune::opt::fusion::PlanTiming{*s, {}};
-        });
+    mltune::opt::fusion::CpuFusionProblem guided(graph, plan_timing);
     guided.SetRanker(mltune::opt::guided::CpuFusionRanker(learned, **module));
     auto topk = mltune::opt::CreateModelTopK(mltune::opt::FusionModelTopKParams());
     if (absl::StatusOr<mltune::opt::Result> t =
