@@ -62,6 +62,8 @@ Run Partition(const std::string& graph, const std::string& objective, const std:
 }
 
 std::string Fmt(double v) { return std::isfinite(v) ? absl::StrFormat("%.6g", v) : "-"; }
+// A ratio, or "-" where there is none.
+std::string x(double r) { return std::isfinite(r) ? absl::StrFormat("%.3fx", r) : "-"; }
 
 }  // namespace
 
@@ -83,18 +85,20 @@ int main(int argc, char** argv) {
   CLI11_PARSE(app, argc, argv);
   fs::create_directories(work);
 
-  // The graphs: (file, description).
+  // The graphs: (file, description), each written by `mltune partition-graph`.
   std::vector<std::pair<std::string, std::string>> graphs;
+  auto write = [](const PartitionGraphCommand& g) {
+    std::ostringstream o, e;
+    const bool ok = mltune::client::RunPartitionGraph(g, o, e) == 0;
+    if (!ok) std::cerr << e.str();
+    return ok;
+  };
   for (int n : random_nodes) {
     PartitionGraphCommand g;
     g.nodes = n;
     g.seed = seed;
     g.out = absl::StrCat(work, "/layered-", n, ".json");
-    std::ostringstream o, e;
-    if (mltune::client::RunPartitionGraph(g, o, e) != 0) {
-      std::cerr << e.str();
-      return 1;
-    }
+    if (!write(g)) return 1;
     graphs.emplace_back(g.out, absl::StrCat("random layered, ", n, " nodes"));
   }
   for (const std::string& model : zoo) {
@@ -107,17 +111,10 @@ int main(int argc, char** argv) {
     PartitionGraphCommand g;
     g.hlo = hlo;
     g.out = absl::StrCat(work, "/", model, "-train.json");
-    std::ostringstream o, e;
-    if (mltune::client::RunPartitionGraph(g, o, e) != 0) {
-      std::cerr << e.str();
-      return 1;
-    }
+    if (!write(g)) return 1;
     const int ops = partition::LoadPartitionGraph(g.out)->size();
     g.microbatches = std::max(1, (min_nodes + ops - 1) / ops);
-    if (mltune::client::RunPartitionGraph(g, o, e) != 0) {
-      std::cerr << e.str();
-      return 1;
-    }
+    if (!write(g)) return 1;
     graphs.emplace_back(g.out, absl::StrCat(model, " training step, ", g.microbatches, " x ", ops,
                                             " ops (analytical costs)"));
   }
@@ -178,7 +175,6 @@ int main(int argc, char** argv) {
                           Fmt(shot["m-etf"].objective), Fmt(shot["metis"].objective),
                           Fmt(shot["contiguous-dp"].objective), shot["contiguous-dp"].seconds);
       for (const auto& [v, s] : best) absl::StrAppend(&row, " ", Fmt(v), " (", s, ") |");
-      auto x = [](double r) { return std::isfinite(r) ? absl::StrFormat("%.3fx", r) : "-"; };
       absl::StrAppend(&row, absl::StrFormat(" %s (%.2f) | %s | %s |\n", Fmt(go.objective),
                                             go.seconds, x(same), x(last)));
       table += row;
@@ -191,9 +187,9 @@ int main(int argc, char** argv) {
   };
   table += absl::StrFormat(
       "\nGeomean of GO at 1 s over the best classic (lower is better for GO; below 1x GO wins): "
-      "%.3fx at 1 s (%d cases), %.3fx at %g s (%d cases); cases where either found no feasible "
+      "%s at 1 s (%d cases), %s at %g s (%d cases); cases where either found no feasible "
       "split, or GO ran over the budget, are left out.\n",
-      geomean(ratio_same), ratio_same.size(), geomean(ratio_last),
+      x(geomean(ratio_same)), ratio_same.size(), x(geomean(ratio_last)),
       budgets.empty() ? 0 : budgets.back(), ratio_last.size());
   std::cout << table;
   if (!out_path.empty()) std::ofstream(out_path) << table;
