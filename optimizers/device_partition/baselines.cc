@@ -283,11 +283,6 @@ Split LocalSearch(const PartitionGraph& g, Objective objective, int restarts, st
 }
 
 Split LocalSearch(const PartitionGraph& g, Objective objective, int restarts, std::mt19937_64& rng,
-                  const Budget& budget, int64_t* evaluations) {
-  return LocalSearch(g, objective, restarts, rng, budget, evaluations, nullptr);
-}
-
-Split LocalSearch(const PartitionGraph& g, Objective objective, int restarts, std::mt19937_64& rng,
                   const Budget& budget, int64_t* evaluations, const Split* first) {
   const std::vector<bool> cpu = CpuGroups(g);
   const auto start = std::chrono::steady_clock::now();

@@ -167,13 +167,11 @@ absl::StatusOr<Split> MetisSplit(const PartitionGraph& graph, uint64_t seed);
 // another accelerator lowers the objective most, until no move helps. Stops when the search
 // budget is spent: max_steps objective evaluations, max_seconds of wall time or `stop` (each
 // <= 0 or unset: unlimited), checked before each evaluation after the first. `evaluations` gets
-// the count spent.
-Split LocalSearch(const PartitionGraph& graph, Objective objective, int restarts,
-                  std::mt19937_64& rng, const Budget& budget, int64_t* evaluations);
-// The same, the first descent starting from `first` (nullptr: a random split like the others).
+// the count spent. `first`: where the first descent starts (nullptr: a random split like the
+// others).
 Split LocalSearch(const PartitionGraph& graph, Objective objective, int restarts,
                   std::mt19937_64& rng, const Budget& budget, int64_t* evaluations,
-                  const Split* first);
+                  const Split* first = nullptr);
 // The same with an evaluation count alone (<= 0: unlimited).
 Split LocalSearch(const PartitionGraph& graph, Objective objective, int restarts,
                   std::mt19937_64& rng, int64_t max_evaluations, int64_t* evaluations);
