@@ -167,10 +167,18 @@ class KernelEmitter : public ElementEmitter {
   std::vector<std::vector<const Instruction*>> RowCachePlan(
       const std::vector<const Instruction*>& reduces, const std::vector<int64_t>& outer) const;
   absl::Status EmitMatmul();
+  // True when `x`'s value depends on frozen inputs (Kernel::frozen_inputs) and constants alone,
+  // so a packed copy of it stays valid until the parameters change.
+  bool Frozen(const Instruction* x) const;
+  // Declares float* `name`, a packed copy of `bytes` that the code emitted until EndPack fills:
+  // scratch filled on every call, or, where `once`, a buffer of its own filled once per
+  // parameter epoch (mt_params_epoch).
+  void BeginPack(const std::string& name, int64_t bytes, bool once);
+  void EndPack(const std::string& name, bool once);
   // The convolution `mm` on oneDNN's primitive (impl 2 and 3), then the epilogue;
-  // `weights_constant`: reordered once (a program constant), not on every call.
+  // `weights_frozen`: reordered once per parameter epoch, not on every call.
   absl::Status EmitConvPrimitive(const std::string& src, const std::string& weights,
-                                 bool weights_constant,
+                                 bool weights_frozen,
                                  const std::vector<const Instruction*>& others);
   // The depthwise convolution `k_.root` (impl kDepthwiseImpl) into `out`, the row-major array of
   // its shape: its operand expression computed row by row into a ring of the rows the window
@@ -1353,6 +1361,41 @@ absl::Status KernelEmitter::EmitRow() {
   return absl::OkStatus();
 }
 
+bool KernelEmitter::Frozen(const Instruction* x) const {
+  if (!k_.Contains(x)) {
+    const Instruction* base = BaseValue(x);
+    return base->opcode() == Opcode::kConstant || k_.frozen_inputs.count(base) != 0;
+  }
+  const Opcode op = x->opcode();
+  if (op == Opcode::kRng || op == Opcode::kRngBitGenerator ||
+      op == Opcode::kRngGetAndUpdateState || op == Opcode::kCustomCall ||
+      op == Opcode::kParameter) {
+    return false;
+  }
+  for (const Instruction* operand : x->operands()) {
+    if (!Frozen(operand)) return false;
+  }
+  return true;
+}
+
+void KernelEmitter::BeginPack(const std::string& name, int64_t bytes, bool once) {
+  if (!once) {
+    Line(absl::StrCat("float* ", name, " = (float*)(ws + ", Alloc(bytes), ");"));
+    return;
+  }
+  Line(absl::StrCat("static float* const ", name, " = mt_keep(", bytes, ");"));
+  Line(absl::StrCat("static uint64_t ", name, "_epoch = 0;"));
+  Open(absl::StrCat("if (", name, "_epoch != mt_params_epoch) {"));
+  PushScope();
+}
+
+void KernelEmitter::EndPack(const std::string& name, bool once) {
+  if (!once) return;
+  PopScope();
+  Line(absl::StrCat(name, "_epoch = mt_params_epoch;"));
+  Close();
+}
+
 void KernelEmitter::EmitGemm(const std::string& a, const std::string& b, const std::string& c,
                              int64_t batch, int64_t m, int64_t n, int64_t kdim, bool a_trans,
                              bool b_trans) {
@@ -1437,9 +1480,9 @@ absl::Status KernelEmitter::EmitMatmul() {
       }
       if (!k_.Contains(x)) return in_place(x);
     }
-    const int64_t off = Alloc(Product(dims) * 4);
     const std::string name = NewName("pk");
-    Line(absl::StrCat("float* ", name, " = (float*)(ws + ", off, ");"));
+    const bool once = Frozen(operand);
+    BeginPack(name, Product(dims) * 4, once);
     LoopNest(dims, LoopOptions{.simd = map == nullptr}, [&](const Idx& ni) {
       Idx oi(operand->shape().dimensions().size());
       std::string guard;
@@ -1461,6 +1504,7 @@ absl::Status KernelEmitter::EmitMatmul() {
         Line(absl::StrCat("else ", name, "[", Linear(dims, ni), "] = 0.f;"));
       }
     });
+    EndPack(name, once);
     return name;
   };
 
@@ -1560,9 +1604,7 @@ absl::Status KernelEmitter::EmitMatmul() {
       };
       const std::string src = operand(lhs);
       const std::string weights = operand(rhs);
-      const bool weights_constant =
-          !k_.Contains(rhs) && BaseValue(rhs)->opcode() == Opcode::kConstant;
-      return EmitConvPrimitive(src, weights, weights_constant, others);
+      return EmitConvPrimitive(src, weights, Frozen(rhs), others);
     }
     // Feature groups split the input features, batch groups (a depthwise convolution's weight
     // gradient) the input batch; each group is one product of the batch, on its block of output
@@ -1661,7 +1703,7 @@ absl::Status KernelEmitter::EmitMatmul() {
 }
 
 absl::Status KernelEmitter::EmitConvPrimitive(const std::string& src, const std::string& weights,
-                                              bool weights_constant,
+                                              bool weights_frozen,
                                               const std::vector<const Instruction*>& others) {
   const Instruction* mm = k_.root;
   const std::vector<int64_t>& od = mm->shape().dimensions();
@@ -1697,7 +1739,7 @@ absl::Status KernelEmitter::EmitConvPrimitive(const std::string& src, const std:
   indent_.resize(indent_.size() - 2);
   Line("}();");
   Line(absl::StrCat("mt_conv_run(", state, ", ", src, ", ", weights, ", ", dst, ", ",
-                    weights_constant ? "true" : "false", ");"));
+                    weights_frozen ? "mt_params_epoch" : "0", ");"));
   if (!others.empty()) {
     heavy_buffer_ = dst;
     heavy_index_ = [this, od](const Idx& idx) { return LinearIndex(od, idx); };
@@ -1747,7 +1789,8 @@ void KernelEmitter::EmitDepthwise(const std::string& out) {
   const int64_t o_off = Alloc(rings * ow * cp * 4);
   Line(absl::StrCat("float* ", ring, " = (float*)(ws + ", ring_off, ");"));
   // Weights stored [kh][kw][channels] with channels a multiple of 16 (HWIO, as JAX and
-  // TensorFlow keep them) are read where they lie; others are packed so, per call.
+  // TensorFlow keep them) are read where they lie; others are packed so, per call or, frozen,
+  // once.
   const Instruction* wbase = rhs;
   while (k_.Contains(wbase) &&
          (wbase->opcode() == Opcode::kReshape || wbase->opcode() == Opcode::kBitcast)) {
@@ -1769,7 +1812,8 @@ void KernelEmitter::EmitDepthwise(const std::string& out) {
                       base->opcode() == Opcode::kConstant ? pool_->Name(base) : in_ptr_.at(base),
                       ";"));
   } else {
-    Line(absl::StrCat("float* ", wts, " = (float*)(ws + ", Alloc(kh * kw * cp * 4), ");"));
+    const bool once = Frozen(rhs);
+    BeginPack(wts, kh * kw * cp * 4, once);
     Line(absl::StrCat("std::memset(", wts, ", 0, ", kh * kw * cp * 4, ");"));
     LoopNest({kh, kw, c}, LoopOptions{.simd = true}, [&](const Idx& i) {
       Idx wi(rd.size(), "0");
@@ -1780,6 +1824,7 @@ void KernelEmitter::EmitDepthwise(const std::string& out) {
       Line(absl::StrCat(wts, "[((", i[0], ")*", kw, " + ", i[1], ")*", cp, " + ", i[2], "] = ", v,
                         ";"));
     });
+    EndPack(wts, once);
   }
   Line(absl::StrCat("float* ", orow, " = (float*)(ws + ", o_off, ");"));
   // Padding columns and channels are never written after this: they read as zeros. Where no
@@ -2020,7 +2065,8 @@ std::string Assemble(const ConstantPool& pool, const std::string& kernels, const
   std::string out = absl::StrCat(
       onednn_conv ? "#include <oneapi/dnnl/dnnl.h>\n" : "", Prelude(),
       onednn_conv ? OneDnnConvPrelude() : "",
-      segment ? absl::StrCat(kHidden, "extern const char* mt_constants;\n") : "",
+      segment ? absl::StrCat(kHidden, "extern const char* mt_constants;\n") : "", kHidden,
+      "extern uint64_t mt_params_epoch;\n",
       profiled.empty() ? ""
                        : "\n#include <time.h>\n"
                          "static inline int64_t mltune_now_ns() {\n  timespec t;\n"
@@ -2034,6 +2080,9 @@ std::string Assemble(const ConstantPool& pool, const std::string& kernels, const
                     "extern \"C\" void mltune_bind_constants(const void* segment) {\n",
                     "  mt_constants = static_cast<const char*>(segment);\n}\n");
   }
+  // Frozen weights' packed copies (lowering.h's FrozenWeights) are made again once this moves.
+  absl::StrAppend(&out, kHidden, "uint64_t mt_params_epoch = 1;\n",
+                  "extern \"C\" void mltune_params_changed() { ++mt_params_epoch; }\n");
   absl::StrAppend(&out, "extern \"C\" int64_t mltune_scratch_bytes() { return ", scratch, "; }\n",
                   "extern \"C\" void mltune_entry(void* const* args, void* const* results, "
                   "char* scratch) {\n  (void)args; (void)results; (void)scratch;\n",

@@ -2,6 +2,7 @@
 //   extern "C" void mltune_entry(void* const* args, void* const* results, char* scratch);
 //   extern "C" int64_t mltune_scratch_bytes();
 //   extern "C" void mltune_bind_constants(const void* segment);  // where `constants` is set
+//   extern "C" void mltune_params_changed();  // frozen weights' values changed: pack them again
 // over logical row-major buffers: the whole module (its kernels in order, temporaries placed in
 // `scratch` with reuse), or one kernel alone (its inputs as args, its outputs as results), which
 // is what the tile search measures.

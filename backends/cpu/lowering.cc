@@ -976,7 +976,15 @@ absl::StatusOr<LoweredModule> LowerComputation(const ir::Module& module,
 
 absl::StatusOr<LoweredModule> Lower(const ir::Module& module, const costmodels::FusionPlan* plan) {
   if (absl::Status s = CheckSupported(module); !s.ok()) return s;
-  return LowerComputation(module, *module.entry(), plan);
+  absl::StatusOr<LoweredModule> lowered = LowerComputation(module, *module.entry(), plan);
+  if (!lowered.ok()) return lowered;
+  const std::unordered_set<const Instruction*> frozen = FrozenWeights(*module.entry());
+  for (Kernel& kernel : lowered->kernels) {
+    for (const Instruction* in : kernel.inputs) {
+      if (frozen.count(in) != 0) kernel.frozen_inputs.insert(in);
+    }
+  }
+  return lowered;
 }
 
 }  // namespace mltune::backends::cpu

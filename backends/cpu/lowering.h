@@ -61,6 +61,9 @@ struct Kernel {
   std::vector<const ir::Instruction*> operand_leaves;
   // while: [condition, body]; conditional: its branches; each lowered as a program of its own.
   std::vector<std::shared_ptr<const LoweredModule>> called;
+  // The inputs that are frozen weights (FrozenWeights): their packed copies are made once per
+  // parameter epoch, not on every call. Empty in called programs, whose parameters change.
+  std::unordered_set<const ir::Instruction*> frozen_inputs;
   bool Contains(const ir::Instruction* i) const { return member_set.count(i) != 0; }
 };
 
@@ -149,6 +152,16 @@ void NormalizeTupleUses(ir::Module& module);
 // kernel of its own, written out at full size and read back by each consumer (ViT b1: 453 ms
 // before, 365 ms after). RunCpuPasses runs it before NormalizeTupleUses.
 void DuplicateSharedBroadcasts(ir::Module& module);
+
+// The entry parameters read only as weights: every use, through bitcasts, reshapes, transposes,
+// converts and copies, is the right-hand operand of a dot or the kernel of a convolution (an
+// inference step's weights; a training step's are also updated, so they are not). The program
+// takes their values not to change between calls unless told (mltune_params_changed, codegen.h),
+// as ONNX Runtime takes initializers and PyTorch a frozen module's parameters, so its GEMMs and
+// convolutions pack them once. Empty where MLTUNE_NO_FROZEN_WEIGHTS is set (not 0): every call
+// then packs them again, as XLA does.
+std::unordered_set<const ir::Instruction*> FrozenWeights(const ir::Computation& entry);
+bool FrozenWeightsEnabled();
 
 // OK when the backend can compile the module; otherwise Unimplemented naming the first op (and
 // its line) it cannot lower and why.

@@ -12,6 +12,7 @@ const char* Prelude() {
 #include <bit>
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <limits>
 #include <type_traits>
@@ -24,6 +25,11 @@ const char* Prelude() {
 #endif
 
 namespace {
+
+// A buffer kept for the process's life, 64-byte aligned: a frozen weight's packed copy.
+inline float* mt_keep(int64_t bytes) {
+  return static_cast<float*>(std::aligned_alloc(64, static_cast<size_t>((bytes + 63) / 64 * 64)));
+}
 
 // XLA CPU's floating-point environment while a module runs (its PJRT client's
 // ScopedFlushDenormal and ScopedSetRound): subnormals flushed to zero on input and output, round
@@ -612,8 +618,9 @@ struct mt_conv {
   // writes (inner: the same memory, or oneDNN's layout with a reorder from or to the user's).
   dnnl_memory_t user[3] = {}, inner[3] = {};
   dnnl_primitive_t reorder[3] = {};
-  // Constant weights already reordered into inner[1] (their address never changes).
+  // Frozen or constant weights already reordered into inner[1], and the epoch they were.
   const float* packed_weights = nullptr;
+  uint64_t packed_epoch = 0;
 };
 
 // Dimensions and strides (elements) in oneDNN's order: source {N, C, spatial...}, weights
@@ -694,14 +701,18 @@ inline void mt_reorder(dnnl_primitive_t reorder, dnnl_memory_t from, dnnl_memory
 
 // `weights_constant`: the weights are a program constant, reordered on the first call only (as
 // onnxruntime and PyTorch's frozen graphs prepack them); parameters are reordered on every call.
+// `weights_epoch`: 0 where the weights change between calls; else the parameter epoch of
+// frozen or constant weights, which are reordered once per epoch and buffer.
 inline void mt_conv_run(mt_conv* c, const float* src, const float* weights, float* dst,
-                        bool weights_constant) {
+                        uint64_t weights_epoch) {
   void* handles[3] = {(void*)src, (void*)weights, dst};
   for (int i = 0; i < 3; ++i) MT_DNNL(dnnl_memory_set_data_handle(c->user[i], handles[i]));
   if (c->reorder[0] != nullptr) mt_reorder(c->reorder[0], c->user[0], c->inner[0]);
-  if (c->reorder[1] != nullptr && !(weights_constant && c->packed_weights == weights)) {
+  if (c->reorder[1] != nullptr &&
+      !(weights_epoch != 0 && c->packed_weights == weights && c->packed_epoch == weights_epoch)) {
     mt_reorder(c->reorder[1], c->user[1], c->inner[1]);
-    c->packed_weights = weights_constant ? weights : nullptr;
+    c->packed_weights = weights_epoch != 0 ? weights : nullptr;
+    c->packed_epoch = weights_epoch;
   }
   const dnnl_exec_arg_t args[3] = {
       {DNNL_ARG_SRC, c->inner[0]}, {DNNL_ARG_WEIGHTS, c->inner[1]}, {DNNL_ARG_DST, c->inner[2]}};

@@ -1,0 +1,223 @@
+// Frozen weights: entry parameters read only as a dot's or convolution's weights are packed once
+// per parameter epoch. Checked on the rule (which parameters qualify) and in process on compiled
+// programs of every convolution impl: the first call matches the evaluator, new weights are not
+// read until mltune_params_changed (the packed copy is kept) where the impl packs them, and after
+// it the results match the evaluator on the new weights.
+#include <dlfcn.h>
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "backends/cpu/cpu_backend.h"
+#include "backends/cpu/gemm_shape.h"
+#include "backends/cpu/onednn.h"
+#include "gtest/gtest.h"
+#include "ir/evaluator/evaluator.h"
+#include "ir/hlo_parser.h"
+
+namespace mltune::backends::cpu {
+namespace {
+
+class CpuFrozenWeightsTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() { setenv("MLTUNE_KERNEL_CACHE", MLTUNE_TEST_KERNEL_CACHE, 0); }
+};
+
+std::unique_ptr<ir::Module> Parse(const std::string& text) {
+  absl::StatusOr<std::unique_ptr<ir::Module>> m = ir::ParseHloText(text);
+  EXPECT_TRUE(m.ok()) << m.status();
+  return m.ok() ? *std::move(m) : nullptr;
+}
+
+std::vector<std::string> FrozenNames(const ir::Module& m) {
+  std::vector<std::string> names;
+  for (const ir::Instruction* p : m.entry()->parameters()) {
+    if (FrozenWeights(*m.entry()).count(p) != 0) names.push_back(p->name());
+  }
+  return names;
+}
+
+TEST_F(CpuFrozenWeightsTest, OnlyParametersReadAsWeightsAreFrozen) {
+  // w: a dot's rhs through a transpose; k: a convolution's kernel; x: a dot's lhs; u: a weight
+  // that is also updated (a training step's); b: a bias.
+  std::unique_ptr<ir::Module> m = Parse(R"(
+HloModule rule
+ENTRY e {
+  x = f32[4,32] parameter(0)
+  w = f32[24,32] parameter(1)
+  u = f32[24,24] parameter(2)
+  b = f32[24] parameter(3)
+  i = f32[1,6,6,3] parameter(4)
+  k = f32[3,3,3,8] parameter(5)
+  wt = f32[32,24] transpose(w), dimensions={1,0}
+  d = f32[4,24] dot(x, wt), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+  d2 = f32[4,24] dot(d, u), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+  un = f32[24,24] add(u, u)
+  bb = f32[4,24] broadcast(b), dimensions={1}
+  s = f32[4,24] add(d2, bb)
+  c = f32[1,4,4,8] convolution(i, k), window={size=3x3}, dim_labels=b01f_01io->b01f
+  ROOT t = (f32[4,24], f32[24,24], f32[1,4,4,8]) tuple(s, un, c)
+})");
+  ASSERT_NE(m, nullptr);
+  if (!FrozenWeightsEnabled()) GTEST_SKIP() << "MLTUNE_NO_FROZEN_WEIGHTS is set";
+  EXPECT_EQ(FrozenNames(*m), (std::vector<std::string>{"w", "k"}));
+  setenv("MLTUNE_NO_FROZEN_WEIGHTS", "1", 1);
+  EXPECT_TRUE(FrozenNames(*m).empty());
+  unsetenv("MLTUNE_NO_FROZEN_WEIGHTS");
+}
+
+// A compiled module loaded into this process, called on buffers the test owns.
+class LoadedProgram {
+ public:
+  explicit LoadedProgram(const CompiledModule& c) : compiled_(c) {
+    handle_ = dlopen(c.object.path.c_str(), RTLD_NOW | RTLD_LOCAL);
+    EXPECT_NE(handle_, nullptr) << dlerror();
+    if (handle_ == nullptr) return;
+    entry_ = reinterpret_cast<Entry>(dlsym(handle_, "mltune_entry"));
+    changed_ = reinterpret_cast<void (*)()>(dlsym(handle_, "mltune_params_changed"));
+    auto scratch = reinterpret_cast<int64_t (*)()>(dlsym(handle_, "mltune_scratch_bytes"));
+    EXPECT_NE(entry_, nullptr);
+    EXPECT_NE(changed_, nullptr);
+    scratch_.resize(static_cast<size_t>(scratch()) / sizeof(float) + 16);
+  }
+  ~LoadedProgram() {
+    if (handle_ != nullptr) dlclose(handle_);
+  }
+  bool ok() const { return entry_ != nullptr && changed_ != nullptr; }
+  void ParamsChanged() { changed_(); }
+
+  // The one f32 result of the entry on `args`, each copied where the previous call's was (a
+  // frozen weight is read where it lies), 64-byte aligned as the runner allocates buffers.
+  std::vector<float> Run(const std::vector<ir::Literal>& args) {
+    in_.resize(args.size());
+    std::vector<void*> in;
+    for (size_t i = 0; i < args.size(); ++i) {
+      in_[i].resize(static_cast<size_t>(args[i].size_bytes()) / sizeof(float) + 16);
+      in.push_back(Aligned(in_[i]));
+      std::memcpy(in.back(), args[i].untyped_data(), static_cast<size_t>(args[i].size_bytes()));
+    }
+    const size_t n = static_cast<size_t>(compiled_.program.results[0].ElementCount());
+    std::vector<float> out(n + 16);
+    void* results[1] = {Aligned(out)};
+    entry_(in.data(), results, static_cast<char*>(Aligned(scratch_)));
+    const float* r = static_cast<const float*>(results[0]);
+    return std::vector<float>(r, r + n);
+  }
+
+ private:
+  using Entry = void (*)(void* const*, void* const*, char*);
+  const CompiledModule& compiled_;
+  void* handle_ = nullptr;
+  Entry entry_ = nullptr;
+  void (*changed_)() = nullptr;
+  static void* Aligned(std::vector<float>& v) {
+    return reinterpret_cast<void*>((reinterpret_cast<uintptr_t>(v.data()) + 63) / 64 * 64);
+  }
+  std::vector<float> scratch_;
+  std::vector<std::vector<float>> in_;
+};
+
+float MaxDifference(const ir::Literal& expected, const std::vector<float>& actual) {
+  float worst = 0;
+  for (size_t i = 0; i < actual.size(); ++i) {
+    worst = std::max(worst, std::fabs(expected.Get<float>(static_cast<int64_t>(i)) - actual[i]));
+  }
+  return worst;
+}
+
+TEST_F(CpuFrozenWeightsTest, PackedOncePerEpochOnEveryImpl) {
+  // A 3x3 convolution with a bias and ReLU epilogue; its OIHW weights need packing for every
+  // impl that packs (the generated GEMM's layout, oneDNN's blocked one).
+  std::unique_ptr<ir::Module> m = Parse(R"(
+HloModule conv
+ENTRY e {
+  x = f32[1,8,8,16] parameter(0)
+  w = f32[32,16,3,3] parameter(1)
+  c = f32[1,8,8,32] convolution(x, w), window={size=3x3 pad=1_1x1_1}, dim_labels=b01f_oi01->b01f
+  zero = f32[] constant(0)
+  z = f32[1,8,8,32] broadcast(zero), dimensions={}
+  ROOT r = f32[1,8,8,32] maximum(c, z)
+})");
+  ASSERT_NE(m, nullptr);
+  absl::StatusOr<LoweredModule> lowered = Lower(*m);
+  ASSERT_TRUE(lowered.ok()) << lowered.status();
+  ASSERT_EQ(lowered->kernels.size(), 1u);
+  const Kernel& conv = lowered->kernels[0];
+  ASSERT_EQ(conv.frozen_inputs.size(), 1u);
+  size_t impl_param = conv.params.size();
+  for (size_t p = 0; p < conv.params.size(); ++p) {
+    if (conv.params[p].name == "impl") impl_param = p;
+  }
+  ASSERT_LT(impl_param, conv.params.size());
+  absl::StatusOr<std::vector<ir::Literal>> first = ir::MakeRandomArguments(*m, 1);
+  absl::StatusOr<std::vector<ir::Literal>> second = ir::MakeRandomArguments(*m, 2);
+  ASSERT_TRUE(first.ok() && second.ok());
+  for (int64_t impl : conv.params[impl_param].choices) {
+    SCOPED_TRACE(::testing::Message() << "impl " << impl);
+    KernelConfig config = DefaultConfig(conv);
+    config[impl_param] = impl;
+    absl::StatusOr<CompiledModule> compiled = CompileModule(*m, {config});
+    ASSERT_TRUE(compiled.ok()) << compiled.status();
+    LoadedProgram program(*compiled);
+    ASSERT_TRUE(program.ok());
+    std::vector<ir::Literal> args = {(*first)[0], (*first)[1]};
+    absl::StatusOr<ir::Literal> old_result = ir::Evaluate(*m, args);
+    ASSERT_TRUE(old_result.ok());
+    EXPECT_LT(MaxDifference(*old_result, program.Run(args)), 1e-4);
+    // New weight values, the parameters' epoch unchanged: impls that pack keep their copy.
+    args[1] = (*second)[1];
+    const std::vector<float> stale = program.Run(args);
+    absl::StatusOr<ir::Literal> new_result = ir::Evaluate(*m, args);
+    ASSERT_TRUE(new_result.ok());
+    if (impl == 2) {
+      EXPECT_LT(MaxDifference(*new_result, stale), 1e-4) << "impl 2 reads weights in place";
+    } else {
+      EXPECT_LT(MaxDifference(*old_result, stale), 1e-4) << "weights were packed again";
+    }
+    program.ParamsChanged();
+    EXPECT_LT(MaxDifference(*new_result, program.Run(args)), 1e-4);
+  }
+}
+
+TEST_F(CpuFrozenWeightsTest, WeightsThatAreNotFrozenArePackedOnEveryCall) {
+  // The weights also feed the result, so they are not frozen: new values are read at once.
+  std::unique_ptr<ir::Module> m = Parse(R"(
+HloModule dot
+add {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT c = f32[] add(a, b)
+}
+ENTRY e {
+  x = f32[8,32] parameter(0)
+  w = f32[24,32] parameter(1)
+  wt = f32[32,24] transpose(w), dimensions={1,0}
+  d = f32[8,24] dot(x, wt), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+  zero = f32[] constant(0)
+  s = f32[24] reduce(w, zero), dimensions={1}, to_apply=add
+  sb = f32[8,24] broadcast(s), dimensions={1}
+  ROOT r = f32[8,24] add(d, sb)
+})");
+  ASSERT_NE(m, nullptr);
+  ASSERT_TRUE(FrozenNames(*m).empty());
+  absl::StatusOr<CompiledModule> compiled = CompileModule(*m);
+  ASSERT_TRUE(compiled.ok()) << compiled.status();
+  LoadedProgram program(*compiled);
+  ASSERT_TRUE(program.ok());
+  absl::StatusOr<std::vector<ir::Literal>> first = ir::MakeRandomArguments(*m, 1);
+  absl::StatusOr<std::vector<ir::Literal>> second = ir::MakeRandomArguments(*m, 2);
+  ASSERT_TRUE(first.ok() && second.ok());
+  std::vector<ir::Literal> args = {(*first)[0], (*first)[1]};
+  program.Run(args);
+  args[1] = (*second)[1];
+  absl::StatusOr<ir::Literal> expected = ir::Evaluate(*m, args);
+  ASSERT_TRUE(expected.ok());
+  EXPECT_LT(MaxDifference(*expected, program.Run(args)), 1e-4);
+}
+
+}  // namespace
+}  // namespace mltune::backends::cpu
