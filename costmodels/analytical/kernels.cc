@@ -57,6 +57,18 @@ double Elements(const OpNode& node) {
   return static_cast<double>(node.rows) * static_cast<double>(node.cols);
 }
 
+// How many times a kernel computes each element of `node` fused into `user`, whose elements it
+// computes `user_reuse` times: a matrix op packs its operands once, whatever its epilogue does;
+// a concatenate or pad places each operand element once, however much larger its result; other
+// ops that outgrow their operand repeat it (a broadcast). Counting a concatenate as a broadcast
+// kept Swin's exact GELU (exp and divides, under the patch merging's concatenate) out of its
+// GEMM: six single-op kernels each wrote 4.8 MB.
+double FusedReuse(const OpNode& user, const OpNode& node, double user_reuse) {
+  if (user.matmul) return 1.0;
+  if (user.opcode == "concatenate" || user.opcode == "pad") return user_reuse;
+  return user_reuse * std::max(1.0, Elements(user) / Elements(node));
+}
+
 }  // namespace
 
 std::vector<int32_t> FusibleProducers(const OpGraph& graph) {
@@ -96,9 +108,8 @@ FusionPlan PlanFusion(const OpGraph& graph, const std::vector<uint8_t>& allow) {
       target = kernel_of[static_cast<size_t>(node.users.front())];
       for (int32_t user : node.users) {
         if (kernel_of[static_cast<size_t>(user)] != target) target = -1;
-        const OpNode& u = Node(graph, user);
-        const double growth = u.matmul ? 1.0 : std::max(1.0, Elements(u) / Elements(node));
-        fused_reuse = std::max(fused_reuse, reuse[static_cast<size_t>(user)] * growth);
+        fused_reuse = std::max(
+            fused_reuse, FusedReuse(Node(graph, user), node, reuse[static_cast<size_t>(user)]));
       }
       if (target >= 0 && (root_opaque[static_cast<size_t>(target)] != 0 ||
                           heavy[static_cast<size_t>(target)] + (IsHeavy(node) ? 1 : 0) > 1)) {
@@ -179,9 +190,8 @@ FusionPlan PlanFusionByPriority(const OpGraph& graph, const std::vector<int32_t>
     double fused_reuse = 1.0;
     for (int32_t user : op.users) {
       ok &= find(user) == target;
-      const OpNode& u = Node(graph, user);
-      const double growth = u.matmul ? 1.0 : std::max(1.0, Elements(u) / Elements(op));
-      fused_reuse = std::max(fused_reuse, reuse[static_cast<size_t>(user)] * growth);
+      fused_reuse = std::max(fused_reuse,
+                             FusedReuse(Node(graph, user), op, reuse[static_cast<size_t>(user)]));
     }
     const int32_t own = find(node);
     if (!ok || own == target || opaque[static_cast<size_t>(target)] != 0 ||

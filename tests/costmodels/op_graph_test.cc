@@ -163,6 +163,40 @@ ENTRY e {
   EXPECT_EQ(by_priority.kernel_of, plan.kernel_of);
 }
 
+// A concatenate or pad places each operand element once, and a matrix op packs its operands
+// once, so neither reuses elements: an expensive op under them is fused. Counted as broadcasts,
+// they kept Swin's exact GELU (exp and divides before a GEMM whose result a concatenate places)
+// in single-op kernels.
+TEST(FusionTest, ConcatenatesPadsAndMatrixOperandsDoNotReuseElements) {
+  auto m = Parse(R"(HloModule gelu_concat
+ENTRY e {
+  x = f32[64,32] parameter(0)
+  w = f32[32,16] parameter(1)
+  ex = f32[64,32] exponential(x)
+  one = f32[] constant(1)
+  ob = f32[64,32] broadcast(one), dimensions={}
+  dv = f32[64,32] divide(ob, ex)
+  d = f32[64,16] dot(dv, w), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+  c = f32[64,64] concatenate(d, d, d, d), dimensions={1}
+  ec = f32[64,16] exponential(d)
+  zero = f32[] constant(0)
+  p = f32[64,80] pad(ec, zero), padding=0_0x32_32
+  ROOT t = (f32[64,64], f32[64,80]) tuple(c, p)
+})");
+  const OpGraph g = BuildOpGraph(*m);
+  const FusionPlan plan = PlanFusion(g);
+  ASSERT_TRUE(ValidateFusion(g, plan).ok());
+  auto kernel = [&](const char* name) {
+    return plan.kernel_of[static_cast<size_t>(Find(g, name))];
+  };
+  EXPECT_EQ(kernel("ex"), kernel("d"));  // exp and divide packed into the dot's operand
+  EXPECT_EQ(kernel("dv"), kernel("d"));
+  EXPECT_EQ(kernel("ec"), kernel("p"));  // exp fused under the pad
+  const FusionPlan by_priority =
+      PlanFusionByPriority(g, std::vector<int32_t>(FusibleProducers(g).size(), 1));
+  EXPECT_EQ(by_priority.kernel_of, plan.kernel_of);
+}
+
 TEST(FusionTest, SoftmaxKeepsOneReductionPerKernel) {
   auto m = Parse(R"(HloModule softmax
 max {
