@@ -628,16 +628,28 @@ absl::Status KernelEmitter::EmitWhile() {
   const size_t n = k_.outputs.size();
   std::vector<std::string> state, next;
   std::vector<std::pair<size_t, int64_t>> copies;  // (leaf, bytes) copied back each iteration
+  std::vector<std::pair<size_t, int64_t>> after;   // (leaf, bytes) copied out once, at the end
   for (size_t i = 0; i < n; ++i) {
     const int64_t bytes = k_.outputs[i]->shape().ByteSize();
+    const bool through = i < body.results.size() && i < body.parameters.size() &&
+                         body.results[i] == body.parameters[i];
+    if (through) {
+      // A leaf the body passes through unchanged (an RNN's weights) is read where it lies and
+      // copied out once, where anything reads the result: the 2-layer LSTM LM copied 14 MB of
+      // weights into each loop's state per call.
+      state.push_back(absl::StrCat("(char*)", LeafArray(k_.operand_leaves[i])));
+      const Instruction* o = k_.outputs[i];
+      const bool live = !o->users().empty() || o->parent()->root() == o;
+      if (bytes > 0 && live) after.emplace_back(i, bytes);
+      next.push_back(state[i]);
+      continue;
+    }
     state.push_back(absl::StrCat("(char*)", OutPtr(k_.outputs[i])));
     if (bytes > 0) {
       Line(absl::StrCat("std::memcpy(", state[i], ", ", LeafArray(k_.operand_leaves[i]), ", ",
                         bytes, ");"));
     }
-    const bool through = i < body.results.size() && i < body.parameters.size() &&
-                         body.results[i] == body.parameters[i];
-    if (through || UpdatesLeafInPlace(body, i)) {
+    if (UpdatesLeafInPlace(body, i)) {
       next.push_back(state[i]);
     } else {
       next.push_back(absl::StrCat("ws + ", Alloc(bytes)));
@@ -658,6 +670,10 @@ absl::Status KernelEmitter::EmitWhile() {
     Line(absl::StrCat("std::memcpy(", state[i], ", ", next[i], ", ", bytes, ");"));
   }
   Close();
+  for (const auto& [i, bytes] : after) {
+    Line(absl::StrCat("std::memcpy((char*)", OutPtr(k_.outputs[i]), ", ", state[i], ", ", bytes,
+                      ");"));
+  }
   return absl::OkStatus();
 }
 

@@ -594,6 +594,51 @@ ENTRY e {
   s = f32[8,16] negate(g1)
   ROOT r = (s32[], f32[8,16], f32[3]) tuple(g0, s, g3)
 })"},
+    // Leaves the body passes through are read where they lie, not copied into the state: one
+    // returned (copied out once, after the loop), one a constant read after it, one unused.
+    {"while_passed_through_leaves", R"(
+HloModule m
+cond {
+  c_p = (s32[], f32[4,8], f32[8,8], f32[8], f32[8,8]) parameter(0)
+  c_i = s32[] get-tuple-element(c_p), index=0
+  c_x = f32[4,8] get-tuple-element(c_p), index=1
+  c_w = f32[8,8] get-tuple-element(c_p), index=2
+  c_k = f32[8] get-tuple-element(c_p), index=3
+  c_u = f32[8,8] get-tuple-element(c_p), index=4
+  c_n = s32[] constant(3)
+  ROOT c_lt = pred[] compare(c_i, c_n), direction=LT
+}
+body {
+  b_p = (s32[], f32[4,8], f32[8,8], f32[8], f32[8,8]) parameter(0)
+  b_i = s32[] get-tuple-element(b_p), index=0
+  b_x = f32[4,8] get-tuple-element(b_p), index=1
+  b_w = f32[8,8] get-tuple-element(b_p), index=2
+  b_k = f32[8] get-tuple-element(b_p), index=3
+  b_u = f32[8,8] get-tuple-element(b_p), index=4
+  b_one = s32[] constant(1)
+  b_i1 = s32[] add(b_i, b_one)
+  b_d = f32[4,8] dot(b_x, b_w), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+  b_kb = f32[4,8] broadcast(b_k), dimensions={1}
+  b_s = f32[4,8] add(b_d, b_kb)
+  b_t = f32[4,8] tanh(b_s)
+  ROOT b_r = (s32[], f32[4,8], f32[8,8], f32[8], f32[8,8]) tuple(b_i1, b_t, b_w, b_k, b_u)
+}
+ENTRY e {
+  x = f32[4,8] parameter(0)
+  w = f32[8,8] parameter(1)
+  u = f32[8,8] parameter(2)
+  z = s32[] constant(0)
+  k = f32[8] constant({1, -2, 3, -4, 5, -6, 7, -8})
+  init = (s32[], f32[4,8], f32[8,8], f32[8], f32[8,8]) tuple(z, x, w, k, u)
+  wh = (s32[], f32[4,8], f32[8,8], f32[8], f32[8,8]) while(init), condition=cond, body=body
+  g0 = s32[] get-tuple-element(wh), index=0
+  g1 = f32[4,8] get-tuple-element(wh), index=1
+  g2 = f32[8,8] get-tuple-element(wh), index=2
+  g3 = f32[8] get-tuple-element(wh), index=3
+  g4 = f32[8,8] get-tuple-element(wh), index=4
+  n3 = f32[8] negate(g3)
+  ROOT r = (f32[4,8], f32[8,8], f32[8]) tuple(g1, g2, n3)
+})"},
     // A scan stacking one row per step: `ys` is updated in place in the loop's state; `zs` is
     // also read by the step (its running sum), so its update cannot be.
     {"while_scan_rows", R"(
