@@ -57,6 +57,10 @@ std::string ImplName(int64_t impl) {
       return "2 (oneDNN conv)";
     case 3:
       return "3 (oneDNN conv, blocked)";
+    case 4:
+      return "4 (depthwise)";
+    case 5:
+      return "5 (oneDNN matmul)";
     default:
       return "-";
   }

@@ -196,7 +196,7 @@ class KernelEmitter : public ElementEmitter {
   std::unordered_map<const Instruction*, std::string> in_ptr_, out_ptr_;
   int64_t ws_bytes_ = 0;
   bool onednn_ = false;
-  bool onednn_conv_ = false;  // the oneDNN convolution primitive (needs its header)
+  bool onednn_conv_ = false;  // oneDNN's convolution or matmul primitive (needs its header)
   // After a matrix op's GEMM, its value is read from `heavy_buffer_` (HeavyLoad).
   std::string heavy_buffer_;
   std::function<std::string(const Idx&)> heavy_index_;
@@ -1418,6 +1418,16 @@ void KernelEmitter::EmitGemm(const std::string& a, const std::string& b, const s
   if (batch * m * n == 0) return;
   const bool parallel = Param("parallel") != 0;
   const int64_t lda = a_trans ? m : kdim, ldb = b_trans ? kdim : n;
+  if (Param("impl") == kMatmulPrimitiveImpl) {
+    // Created on the kernel's first call (it JIT-compiles), then run on each call's buffers.
+    onednn_ = onednn_conv_ = true;
+    const std::string state = NewName("matmul");
+    Line(absl::StrCat("static mt_matmul* const ", state, " = mt_matmul_create(", batch, ", ", m,
+                      ", ", n, ", ", kdim, ", ", a_trans ? "true" : "false", ", ",
+                      b_trans ? "true" : "false", ");"));
+    Line(absl::StrCat("mt_matmul_run(", state, ", ", a, ", ", b, ", ", c, ");"));
+    return;
+  }
   if (Param("impl") == 1) {
     onednn_ = true;
     Open(absl::StrCat("for (int64_t g = 0; g < ", batch, "; ++g) {"));

@@ -33,8 +33,8 @@ struct Program {
 
 // The source every program starts with (prelude.cc).
 const char* Prelude();
-// What a program using oneDNN's convolution primitive adds after <oneapi/dnnl/dnnl.h> and the
-// prelude (prelude.cc).
+// What a program using oneDNN's convolution or matmul primitive adds after
+// <oneapi/dnnl/dnnl.h> and the prelude (prelude.cc).
 const char* OneDnnConvPrelude();
 
 // The register tile (rows, 16-float vectors) of GEMM micro-kernel choice `micro`.

@@ -34,6 +34,9 @@ bool PreferOneDnnGemm(const GemmShape& shape);
 
 // The convolution kernels' `impl` choice of the generated depthwise kernel (mt_dw_row).
 inline constexpr int64_t kDepthwiseImpl = 4;
+// The dot kernels' `impl` choice of oneDNN's matmul primitive over all the products of a batch
+// at once (brgemm kernels), offered for batched products of more than one row and column.
+inline constexpr int64_t kMatmulPrimitiveImpl = 5;
 // Whether `conv` is a depthwise convolution the generated depthwise kernel computes: f32, one
 // input and one output channel per feature group, no batch groups, 1 or 2 spatial dimensions,
 // no base (lhs) dilation, window reversal or negative padding.

@@ -721,6 +721,46 @@ inline void mt_conv_run(mt_conv* c, const float* src, const float* weights, floa
   MT_DNNL(dnnl_stream_wait(mt_dnnl_stream()));
 }
 
+// oneDNN's matmul primitive (dot impl 5): `batch` products of an [m, k] by a [k, n] matrix in
+// one call, each operand at its strides (a transposed operand is read where it lies).
+struct mt_matmul {
+  dnnl_primitive_t matmul = nullptr;
+  dnnl_memory_t mem[3] = {};  // A, B, C over the caller's buffers, set per call
+};
+
+inline mt_matmul* mt_matmul_create(int64_t batch, int64_t m, int64_t n, int64_t k, bool a_trans,
+                                   bool b_trans) {
+  mt_matmul* mm = new mt_matmul;
+  dnnl_engine_t engine = mt_dnnl_engine();
+  const dnnl_dims_t dims[3] = {{batch, m, k}, {batch, k, n}, {batch, m, n}};
+  const dnnl_dims_t strides[3] = {{m * k, a_trans ? 1 : k, a_trans ? m : 1},
+                                  {k * n, b_trans ? 1 : n, b_trans ? k : 1},
+                                  {m * n, n, 1}};
+  dnnl_memory_desc_t md[3];
+  for (int i = 0; i < 3; ++i) {
+    MT_DNNL(dnnl_memory_desc_init_by_strides(&md[i], 3, dims[i], dnnl_f32, strides[i]));
+    MT_DNNL(dnnl_memory_create(&mm->mem[i], &md[i], engine, DNNL_MEMORY_NONE));
+  }
+  dnnl_matmul_desc_t desc;
+  MT_DNNL(dnnl_matmul_desc_init(&desc, &md[0], &md[1], nullptr, &md[2]));
+  dnnl_primitive_desc_t pd;
+  MT_DNNL(dnnl_primitive_desc_create(&pd, &desc, nullptr, engine, nullptr));
+  MT_DNNL(dnnl_primitive_create(&mm->matmul, pd));
+  MT_DNNL(dnnl_primitive_desc_destroy(pd));
+  return mm;
+}
+
+inline void mt_matmul_run(mt_matmul* mm, const float* a, const float* b, float* c) {
+  const void* handles[3] = {a, b, c};
+  for (int i = 0; i < 3; ++i) {
+    MT_DNNL(dnnl_memory_set_data_handle(mm->mem[i], const_cast<void*>(handles[i])));
+  }
+  const dnnl_exec_arg_t args[3] = {
+      {DNNL_ARG_SRC, mm->mem[0]}, {DNNL_ARG_WEIGHTS, mm->mem[1]}, {DNNL_ARG_DST, mm->mem[2]}};
+  MT_DNNL(dnnl_primitive_execute(mm->matmul, mt_dnnl_stream(), 3, args));
+  MT_DNNL(dnnl_stream_wait(mt_dnnl_stream()));
+}
+
 }  // namespace
 )PRELUDE";
 }

@@ -53,9 +53,13 @@ TEST_P(CpuOpsTest, MatchesEvaluatorUnderEveryParameterValue) {
     ASSERT_TRUE(variant.ok()) << variant.status();
     absl::Status s = CheckAgainstEvaluator(**module, *variant, 11);
     EXPECT_TRUE(s.ok()) << v.label << ": " << s;
-    if (v.param == "impl" && v.value >= 2) {
+    if (v.param == "impl" && (v.value == 2 || v.value == 3)) {
       EXPECT_NE(variant->program.source.find("mt_conv_run("), std::string::npos)
           << "impl " << v.value << " did not use oneDNN's primitive";
+    }
+    if (v.param == "impl" && v.value == kMatmulPrimitiveImpl) {
+      EXPECT_NE(variant->program.source.find("mt_matmul_run("), std::string::npos)
+          << "impl " << v.value << " did not use oneDNN's matmul primitive";
     }
   }
 }
