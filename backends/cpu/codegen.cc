@@ -168,13 +168,15 @@ class KernelEmitter : public ElementEmitter {
       const std::vector<const Instruction*>& reduces, const std::vector<int64_t>& outer) const;
   absl::Status EmitMatmul();
   // True when `x`'s value depends on frozen inputs (Kernel::frozen_inputs) and constants alone,
-  // so a packed copy of it stays valid until the parameters change.
-  bool Frozen(const Instruction* x) const;
-  // Declares float* `name`, a packed copy of `bytes` that the code emitted until EndPack fills:
-  // scratch filled on every call, or, where `once`, a buffer of its own filled once per
-  // parameter epoch (mt_params_epoch).
-  void BeginPack(const std::string& name, int64_t bytes, bool once);
-  void EndPack(const std::string& name, bool once);
+  // so a packed copy of it stays valid until the parameters change; `inputs` gets the inputs it
+  // reads.
+  bool Frozen(const Instruction* x, std::vector<const Instruction*>* inputs = nullptr) const;
+  // Declares float* `name`, a packed copy of `operand` (`bytes`) that the code emitted until
+  // EndPack fills: scratch filled on every call or, where the operand is Frozen (and reads at
+  // most 4 inputs), a buffer of its own per set of input buffers, filled once per parameter
+  // epoch (mt_params_epoch). Returns which.
+  bool BeginPack(const std::string& name, int64_t bytes, const Instruction* operand);
+  void EndPack(bool once);
   // The convolution `mm` on oneDNN's primitive (impl 2 and 3), then the epilogue;
   // `weights_frozen`: reordered once per parameter epoch, not on every call.
   absl::Status EmitConvPrimitive(const std::string& src, const std::string& weights,
@@ -1377,10 +1379,15 @@ absl::Status KernelEmitter::EmitRow() {
   return absl::OkStatus();
 }
 
-bool KernelEmitter::Frozen(const Instruction* x) const {
+bool KernelEmitter::Frozen(const Instruction* x, std::vector<const Instruction*>* inputs) const {
   if (!k_.Contains(x)) {
     const Instruction* base = BaseValue(x);
-    return base->opcode() == Opcode::kConstant || k_.frozen_inputs.count(base) != 0;
+    if (base->opcode() == Opcode::kConstant) return true;
+    if (k_.frozen_inputs.count(base) == 0) return false;
+    if (inputs != nullptr && std::find(inputs->begin(), inputs->end(), base) == inputs->end()) {
+      inputs->push_back(base);
+    }
+    return true;
   }
   const Opcode op = x->opcode();
   if (op == Opcode::kRng || op == Opcode::kRngBitGenerator ||
@@ -1389,26 +1396,35 @@ bool KernelEmitter::Frozen(const Instruction* x) const {
     return false;
   }
   for (const Instruction* operand : x->operands()) {
-    if (!Frozen(operand)) return false;
+    if (!Frozen(operand, inputs)) return false;
   }
   return true;
 }
 
-void KernelEmitter::BeginPack(const std::string& name, int64_t bytes, bool once) {
-  if (!once) {
+bool KernelEmitter::BeginPack(const std::string& name, int64_t bytes,
+                              const Instruction* operand) {
+  std::vector<const Instruction*> inputs;
+  if (!Frozen(operand, &inputs) || inputs.size() > 4) {
     Line(absl::StrCat("float* ", name, " = (float*)(ws + ", Alloc(bytes), ");"));
-    return;
+    return false;
   }
-  Line(absl::StrCat("static float* const ", name, " = mt_keep(", bytes, ");"));
-  Line(absl::StrCat("static uint64_t ", name, "_epoch = 0;"));
-  Open(absl::StrCat("if (", name, "_epoch != mt_params_epoch) {"));
+  std::vector<std::string> key;
+  for (const Instruction* in : inputs) key.push_back(in_ptr_.at(in));
+  while (key.size() < 4) key.push_back("nullptr");
+  Line(absl::StrCat("static mt_pack* ", name, "_packs = nullptr;"));
+  Line(absl::StrCat("const void* const ", name, "_key[4] = {", absl::StrJoin(key, ", "), "};"));
+  Line(absl::StrCat("bool ", name, "_fill = false;"));
+  Line(absl::StrCat("float* ", name, " = (float*)mt_pack_for(&", name, "_packs, ", name,
+                    "_key, mt_params_epoch, &", name, "_fill, [] { return (void*)mt_keep(", bytes,
+                    "); })->data;"));
+  Open(absl::StrCat("if (", name, "_fill) {"));
   PushScope();
+  return true;
 }
 
-void KernelEmitter::EndPack(const std::string& name, bool once) {
+void KernelEmitter::EndPack(bool once) {
   if (!once) return;
   PopScope();
-  Line(absl::StrCat(name, "_epoch = mt_params_epoch;"));
   Close();
 }
 
@@ -1507,8 +1523,7 @@ absl::Status KernelEmitter::EmitMatmul() {
       if (!k_.Contains(x)) return in_place(x);
     }
     const std::string name = NewName("pk");
-    const bool once = Frozen(operand);
-    BeginPack(name, Product(dims) * 4, once);
+    const bool once = BeginPack(name, Product(dims) * 4, operand);
     LoopNest(dims, LoopOptions{.simd = map == nullptr}, [&](const Idx& ni) {
       Idx oi(operand->shape().dimensions().size());
       std::string guard;
@@ -1530,7 +1545,7 @@ absl::Status KernelEmitter::EmitMatmul() {
         Line(absl::StrCat("else ", name, "[", Linear(dims, ni), "] = 0.f;"));
       }
     });
-    EndPack(name, once);
+    EndPack(once);
     return name;
   };
 
@@ -1838,8 +1853,7 @@ void KernelEmitter::EmitDepthwise(const std::string& out) {
                       base->opcode() == Opcode::kConstant ? pool_->Name(base) : in_ptr_.at(base),
                       ";"));
   } else {
-    const bool once = Frozen(rhs);
-    BeginPack(wts, kh * kw * cp * 4, once);
+    const bool once = BeginPack(wts, kh * kw * cp * 4, rhs);
     Line(absl::StrCat("std::memset(", wts, ", 0, ", kh * kw * cp * 4, ");"));
     LoopNest({kh, kw, c}, LoopOptions{.simd = true}, [&](const Idx& i) {
       Idx wi(rd.size(), "0");
@@ -1850,7 +1864,7 @@ void KernelEmitter::EmitDepthwise(const std::string& out) {
       Line(absl::StrCat(wts, "[((", i[0], ")*", kw, " + ", i[1], ")*", cp, " + ", i[2], "] = ", v,
                         ";"));
     });
-    EndPack(wts, once);
+    EndPack(once);
   }
   Line(absl::StrCat("float* ", orow, " = (float*)(ws + ", o_off, ");"));
   // Padding columns and channels are never written after this: they read as zeros. Where no

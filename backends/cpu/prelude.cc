@@ -31,6 +31,32 @@ inline float* mt_keep(int64_t bytes) {
   return static_cast<float*>(std::aligned_alloc(64, static_cast<size_t>((bytes + 63) / 64 * 64)));
 }
 
+// The packed copies of frozen weights a kernel function keeps, one per set of input buffers the
+// weights are read from: one function serves every kernel of identical code (each layer of a
+// stack), each with its own weights.
+struct mt_pack {
+  const void* key[4];  // the input buffers the packed value reads (unused slots null)
+  void* data;
+  uint64_t epoch;
+  mt_pack* next;
+};
+// The entry of `list` for `key` (made on first use, with `data` from `make`); `*fill` is set
+// where its data must be packed: new, or packed before the parameter epoch moved to `epoch`.
+template <typename Make>
+inline mt_pack* mt_pack_for(mt_pack** list, const void* const (&key)[4], uint64_t epoch,
+                            bool* fill, Make make) {
+  for (mt_pack* p = *list; p != nullptr; p = p->next) {
+    if (std::equal(key, key + 4, p->key)) {
+      *fill = p->epoch != epoch;
+      p->epoch = epoch;
+      return p;
+    }
+  }
+  *list = new mt_pack{{key[0], key[1], key[2], key[3]}, make(), epoch, *list};
+  *fill = true;
+  return *list;
+}
+
 // XLA CPU's floating-point environment while a module runs (its PJRT client's
 // ScopedFlushDenormal and ScopedSetRound): subnormals flushed to zero on input and output, round
 // to nearest. Without it a softmax's tiny probabilities run the arithmetic through microcode
@@ -618,9 +644,9 @@ struct mt_conv {
   // writes (inner: the same memory, or oneDNN's layout with a reorder from or to the user's).
   dnnl_memory_t user[3] = {}, inner[3] = {};
   dnnl_primitive_t reorder[3] = {};
-  // Frozen or constant weights already reordered into inner[1], and the epoch they were.
-  const float* packed_weights = nullptr;
-  uint64_t packed_epoch = 0;
+  // Frozen or constant weights reordered, one copy per weights buffer (a kernel function
+  // serves every layer of identical shape); each entry's data is a dnnl_memory_t.
+  mt_pack* packed = nullptr;
 };
 
 // Dimensions and strides (elements) in oneDNN's order: source {N, C, spatial...}, weights
@@ -708,14 +734,24 @@ inline void mt_conv_run(mt_conv* c, const float* src, const float* weights, floa
   void* handles[3] = {(void*)src, (void*)weights, dst};
   for (int i = 0; i < 3; ++i) MT_DNNL(dnnl_memory_set_data_handle(c->user[i], handles[i]));
   if (c->reorder[0] != nullptr) mt_reorder(c->reorder[0], c->user[0], c->inner[0]);
-  if (c->reorder[1] != nullptr &&
-      !(weights_epoch != 0 && c->packed_weights == weights && c->packed_epoch == weights_epoch)) {
+  dnnl_memory_t w = c->inner[1];
+  if (c->reorder[1] != nullptr && weights_epoch != 0) {
+    bool fill = false;
+    const void* const key[4] = {weights, nullptr, nullptr, nullptr};
+    mt_pack* p = mt_pack_for(&c->packed, key, weights_epoch, &fill, [&] {
+      const dnnl_memory_desc_t* md = nullptr;
+      MT_DNNL(dnnl_memory_get_memory_desc(c->inner[1], &md));
+      dnnl_memory_t m = nullptr;
+      MT_DNNL(dnnl_memory_create(&m, md, mt_dnnl_engine(), DNNL_MEMORY_ALLOCATE));
+      return static_cast<void*>(m);
+    });
+    w = static_cast<dnnl_memory_t>(p->data);
+    if (fill) mt_reorder(c->reorder[1], c->user[1], w);
+  } else if (c->reorder[1] != nullptr) {
     mt_reorder(c->reorder[1], c->user[1], c->inner[1]);
-    c->packed_weights = weights_epoch != 0 ? weights : nullptr;
-    c->packed_epoch = weights_epoch;
   }
   const dnnl_exec_arg_t args[3] = {
-      {DNNL_ARG_SRC, c->inner[0]}, {DNNL_ARG_WEIGHTS, c->inner[1]}, {DNNL_ARG_DST, c->inner[2]}};
+      {DNNL_ARG_SRC, c->inner[0]}, {DNNL_ARG_WEIGHTS, w}, {DNNL_ARG_DST, c->inner[2]}};
   MT_DNNL(dnnl_primitive_execute(c->conv, mt_dnnl_stream(), 3, args));
   if (c->reorder[2] != nullptr) mt_reorder(c->reorder[2], c->inner[2], c->user[2]);
   MT_DNNL(dnnl_stream_wait(mt_dnnl_stream()));

@@ -90,8 +90,31 @@ class LoadedProgram {
   bool ok() const { return entry_ != nullptr && changed_ != nullptr; }
   void ParamsChanged() { changed_(); }
 
-  // The one f32 result of the entry on `args`, each copied where the previous call's was (a
-  // frozen weight is read where it lies), 64-byte aligned as the runner allocates buffers.
+  // The f32 results of the entry on `args`, each argument copied where the previous call's was
+  // (a frozen weight is read where it lies), 64-byte aligned as the runner allocates buffers.
+  std::vector<std::vector<float>> RunAll(const std::vector<ir::Literal>& args) {
+    in_.resize(args.size());
+    std::vector<void*> in;
+    for (size_t i = 0; i < args.size(); ++i) {
+      in_[i].resize(static_cast<size_t>(args[i].size_bytes()) / sizeof(float) + 16);
+      in.push_back(Aligned(in_[i]));
+      std::memcpy(in.back(), args[i].untyped_data(), static_cast<size_t>(args[i].size_bytes()));
+    }
+    std::vector<std::vector<float>> out;
+    std::vector<void*> results;
+    for (const ir::Shape& r : compiled_.program.results) {
+      out.emplace_back(static_cast<size_t>(r.ElementCount()) + 16);
+      results.push_back(Aligned(out.back()));
+    }
+    entry_(in.data(), results.data(), static_cast<char*>(Aligned(scratch_)));
+    for (size_t i = 0; i < out.size(); ++i) {
+      const float* r = static_cast<const float*>(results[i]);
+      out[i] = std::vector<float>(
+          r, r + compiled_.program.results[i].ElementCount());
+    }
+    return out;
+  }
+  // The one f32 result of the entry on `args`.
   std::vector<float> Run(const std::vector<ir::Literal>& args) {
     in_.resize(args.size());
     std::vector<void*> in;
@@ -180,6 +203,63 @@ ENTRY e {
     }
     program.ParamsChanged();
     EXPECT_LT(MaxDifference(*new_result, program.Run(args)), 1e-4);
+  }
+}
+
+// Two convolutions of identical code share one kernel function, each with its own weights: the
+// function keeps one packed copy per weights buffer, on every impl that packs.
+TEST_F(CpuFrozenWeightsTest, KernelsSharingAFunctionKeepTheirOwnPackedWeights) {
+  std::unique_ptr<ir::Module> m = Parse(R"(
+HloModule twins
+ENTRY e {
+  x1 = f32[1,6,6,8] parameter(0)
+  w1 = f32[8,8,3,3] parameter(1)
+  x2 = f32[1,6,6,8] parameter(2)
+  w2 = f32[8,8,3,3] parameter(3)
+  c1 = f32[1,6,6,8] convolution(x1, w1), window={size=3x3 pad=1_1x1_1}, dim_labels=b01f_oi01->b01f
+  c2 = f32[1,6,6,8] convolution(x2, w2), window={size=3x3 pad=1_1x1_1}, dim_labels=b01f_oi01->b01f
+  ROOT t = (f32[1,6,6,8], f32[1,6,6,8]) tuple(c1, c2)
+})");
+  ASSERT_NE(m, nullptr);
+  absl::StatusOr<LoweredModule> lowered = Lower(*m);
+  ASSERT_TRUE(lowered.ok()) << lowered.status();
+  ASSERT_EQ(lowered->kernels.size(), 2u);
+  size_t impl_param = 0;
+  while (impl_param < lowered->kernels[0].params.size() &&
+         lowered->kernels[0].params[impl_param].name != "impl") {
+    ++impl_param;
+  }
+  ASSERT_LT(impl_param, lowered->kernels[0].params.size());
+  absl::StatusOr<std::vector<ir::Literal>> first = ir::MakeRandomArguments(*m, 3);
+  absl::StatusOr<std::vector<ir::Literal>> second = ir::MakeRandomArguments(*m, 4);
+  ASSERT_TRUE(first.ok() && second.ok());
+  for (int64_t impl : lowered->kernels[0].params[impl_param].choices) {
+    SCOPED_TRACE(::testing::Message() << "impl " << impl);
+    std::vector<KernelConfig> configs;
+    for (const Kernel& k : lowered->kernels) {
+      configs.push_back(DefaultConfig(k));
+      configs.back()[impl_param] = impl;
+    }
+    absl::StatusOr<CompiledModule> compiled = CompileModule(*m, configs);
+    ASSERT_TRUE(compiled.ok()) << compiled.status();
+    LoadedProgram program(*compiled);
+    ASSERT_TRUE(program.ok());
+    std::vector<ir::Literal> args = *first;
+    for (int call = 0; call < 3; ++call) {
+      if (call == 2) {  // new weights, said so
+        args[1] = (*second)[1];
+        args[3] = (*second)[3];
+        program.ParamsChanged();
+      }
+      absl::StatusOr<ir::Literal> expected = ir::Evaluate(*m, args);
+      ASSERT_TRUE(expected.ok());
+      const std::vector<std::vector<float>> got = program.RunAll(args);
+      ASSERT_EQ(got.size(), 2u);
+      for (size_t r = 0; r < 2; ++r) {
+        EXPECT_LT(MaxDifference(expected->elements()[r], got[r]), 1e-4)
+            << "call " << call << ", result " << r;
+      }
+    }
   }
 }
 
