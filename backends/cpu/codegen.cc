@@ -1390,9 +1390,8 @@ bool KernelEmitter::Frozen(const Instruction* x, std::vector<const Instruction*>
     return true;
   }
   const Opcode op = x->opcode();
-  if (op == Opcode::kRng || op == Opcode::kRngBitGenerator ||
-      op == Opcode::kRngGetAndUpdateState || op == Opcode::kCustomCall ||
-      op == Opcode::kParameter) {
+  if (op == Opcode::kRng || op == Opcode::kRngBitGenerator || op == Opcode::kRngGetAndUpdateState ||
+      op == Opcode::kCustomCall || op == Opcode::kParameter) {
     return false;
   }
   for (const Instruction* operand : x->operands()) {
@@ -1401,8 +1400,7 @@ bool KernelEmitter::Frozen(const Instruction* x, std::vector<const Instruction*>
   return true;
 }
 
-bool KernelEmitter::BeginPack(const std::string& name, int64_t bytes,
-                              const Instruction* operand) {
+bool KernelEmitter::BeginPack(const std::string& name, int64_t bytes, const Instruction* operand) {
   std::vector<const Instruction*> inputs;
   if (!Frozen(operand, &inputs) || inputs.size() > 4) {
     Line(absl::StrCat("float* ", name, " = (float*)(ws + ", Alloc(bytes), ");"));

@@ -7,8 +7,8 @@
 
 #include <cmath>
 #include <cstdint>
-#include <cstring>
 #include <cstdlib>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -109,27 +109,12 @@ class LoadedProgram {
     entry_(in.data(), results.data(), static_cast<char*>(Aligned(scratch_)));
     for (size_t i = 0; i < out.size(); ++i) {
       const float* r = static_cast<const float*>(results[i]);
-      out[i] = std::vector<float>(
-          r, r + compiled_.program.results[i].ElementCount());
+      out[i] = std::vector<float>(r, r + compiled_.program.results[i].ElementCount());
     }
     return out;
   }
   // The one f32 result of the entry on `args`.
-  std::vector<float> Run(const std::vector<ir::Literal>& args) {
-    in_.resize(args.size());
-    std::vector<void*> in;
-    for (size_t i = 0; i < args.size(); ++i) {
-      in_[i].resize(static_cast<size_t>(args[i].size_bytes()) / sizeof(float) + 16);
-      in.push_back(Aligned(in_[i]));
-      std::memcpy(in.back(), args[i].untyped_data(), static_cast<size_t>(args[i].size_bytes()));
-    }
-    const size_t n = static_cast<size_t>(compiled_.program.results[0].ElementCount());
-    std::vector<float> out(n + 16);
-    void* results[1] = {Aligned(out)};
-    entry_(in.data(), results, static_cast<char*>(Aligned(scratch_)));
-    const float* r = static_cast<const float*>(results[0]);
-    return std::vector<float>(r, r + n);
-  }
+  std::vector<float> Run(const std::vector<ir::Literal>& args) { return RunAll(args)[0]; }
 
  private:
   using Entry = void (*)(void* const*, void* const*, char*);
