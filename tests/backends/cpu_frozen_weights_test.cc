@@ -129,6 +129,13 @@ class LoadedProgram {
   std::vector<std::vector<float>> in_;
 };
 
+// The index of `kernel`'s `impl` parameter, or params.size() where it has none.
+size_t ImplParam(const Kernel& kernel) {
+  size_t p = 0;
+  while (p < kernel.params.size() && kernel.params[p].name != "impl") ++p;
+  return p;
+}
+
 float MaxDifference(const ir::Literal& expected, const std::vector<float>& actual) {
   float worst = 0;
   for (size_t i = 0; i < actual.size(); ++i) {
@@ -156,10 +163,7 @@ ENTRY e {
   ASSERT_EQ(lowered->kernels.size(), 1u);
   const Kernel& conv = lowered->kernels[0];
   ASSERT_EQ(conv.frozen_inputs.size(), 1u);
-  size_t impl_param = conv.params.size();
-  for (size_t p = 0; p < conv.params.size(); ++p) {
-    if (conv.params[p].name == "impl") impl_param = p;
-  }
+  const size_t impl_param = ImplParam(conv);
   ASSERT_LT(impl_param, conv.params.size());
   absl::StatusOr<std::vector<ir::Literal>> first = ir::MakeRandomArguments(*m, 1);
   absl::StatusOr<std::vector<ir::Literal>> second = ir::MakeRandomArguments(*m, 2);
@@ -209,11 +213,7 @@ ENTRY e {
   absl::StatusOr<LoweredModule> lowered = Lower(*m);
   ASSERT_TRUE(lowered.ok()) << lowered.status();
   ASSERT_EQ(lowered->kernels.size(), 2u);
-  size_t impl_param = 0;
-  while (impl_param < lowered->kernels[0].params.size() &&
-         lowered->kernels[0].params[impl_param].name != "impl") {
-    ++impl_param;
-  }
+  const size_t impl_param = ImplParam(lowered->kernels[0]);
   ASSERT_LT(impl_param, lowered->kernels[0].params.size());
   absl::StatusOr<std::vector<ir::Literal>> first = ir::MakeRandomArguments(*m, 3);
   absl::StatusOr<std::vector<ir::Literal>> second = ir::MakeRandomArguments(*m, 4);
