@@ -2,7 +2,8 @@
 // convolution kernel of the zoo's inference models (kernels compiling to one program counted
 // once), alone, one thread, as tuning measures it, under every impl it offers (0: the generated
 // GEMM, default blocking; 1: dnnl_sgemm; convolutions oneDNN's primitive takes, 2: plain layouts
-// where offered, 3: blocked layouts; depthwise convolutions, 4: the generated depthwise kernel).
+// where offered, 3: blocked layouts; depthwise convolutions, 4: the generated depthwise kernel;
+// batched dots, 5: oneDNN's matmul primitive; grouped convolutions, 6: the generated grouped one).
 // Reports per kernel each time and the default's pick
 // (cpu::PreferOneDnnGemm for dots and the other convolutions, lowering.cc's pointwise rule for
 // the primitive's), and separately for the manifest's fit models (the defaults were fitted on
@@ -224,10 +225,9 @@ int main(int argc, char** argv) {
   md << "## The default impl of the zoo's dot and convolution kernels against the best impl\n\n";
   md << "impl 0: the generated GEMM (default blocking); 1: dnnl_sgemm; 2: oneDNN's convolution "
         "primitive on plain layouts; 3: the same on its blocked layouts; 4: the generated "
-        "depthwise "
-        "kernel. Times weighted by each "
-        "kernel's copies in its model. Fit: the manifest's models the defaults were fitted on; "
-        "report: its held-out models, for the check.\n\n";
+        "depthwise kernel; 5: oneDNN's matmul primitive (batched dots); 6: the generated grouped "
+        "kernel. Times weighted by each kernel's copies in its model. Fit: the manifest's models "
+        "the defaults were fitted on; report: its held-out models, for the check.\n\n";
   for (const std::string& set : {std::string("fit"), std::string("report"), std::string("")}) {
     Tally all, dots_generated, dots_onednn;
     std::vector<Tally> kinds(bench::kMatrixKinds);
@@ -254,17 +254,18 @@ int main(int argc, char** argv) {
     md << "\n";
   }
   md << "| model | role | batch | kernel | kind | GEMM batch | m | n | k | copies | impl 0 (us) | "
-        "impl 1 (us) | impl 2 (us) | impl 3 (us) | impl 4 (us) | default | best | default / best "
-        "|\n"
-        "|---|---|---:|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n";
+        "impl 1 (us) | impl 2 (us) | impl 3 (us) | impl 4 (us) | impl 5 (us) | impl 6 (us) | "
+        "default | best | default / best |\n"
+        "|---|---|---:|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+        "---:|---:|\n";
   for (const Row& r : rows) {
     md << absl::StrFormat(
         "| %s | %s | %d | %s | %s | %d | %d | %d | %d | %d | %s | %s | %s | %s "
-        "| %s | %d | %d | %.2f |\n",
+        "| %s | %s | %s | %d | %d | %.2f |\n",
         r.model, r.role, r.batch_size, r.kernel, bench::MatrixKindName(r.kind), r.shape.batch,
         r.shape.m, r.shape.n, r.shape.k, r.copies, Us(r.Seconds(0)), Us(r.Seconds(1)),
-        Us(r.Seconds(2)), Us(r.Seconds(3)), Us(r.Seconds(4)), r.impls.front(), r.impls[r.Best()],
-        r.Default() / r.seconds[r.Best()]);
+        Us(r.Seconds(2)), Us(r.Seconds(3)), Us(r.Seconds(4)), Us(r.Seconds(5)), Us(r.Seconds(6)),
+        r.impls.front(), r.impls[r.Best()], r.Default() / r.seconds[r.Best()]);
   }
   std::cout << md.str();
   if (!out.empty()) std::ofstream(out) << md.str();

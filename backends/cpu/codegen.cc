@@ -182,10 +182,11 @@ class KernelEmitter : public ElementEmitter {
   absl::Status EmitConvPrimitive(const std::string& src, const std::string& weights,
                                  bool weights_frozen,
                                  const std::vector<const Instruction*>& others);
-  // The depthwise convolution `k_.root` (impl kDepthwiseImpl) into `out`, the row-major array of
-  // its shape: its operand expression computed row by row into a ring of the rows the window
-  // needs (channel-minor, zero-padded), each output row by mt_dw_row.
-  void EmitDepthwise(const std::string& out);
+  // The depthwise (impl kDepthwiseImpl) or grouped (kGroupedImpl) convolution `k_.root` into
+  // `out`, the row-major array of its shape: its operand expression computed row by row into a
+  // ring of the rows the window needs (channel-minor, zero-padded), each output row by mt_dw_row
+  // or mt_gc_row.
+  void EmitRowConvolution(const std::string& out);
   // GEMM over packed A [batch][m][k], B [batch][k][n] into C [batch][m][n].
   // `a_trans`: A is stored [batch][k][m]; `b_trans`: B is stored [batch][n][k].
   void EmitGemm(const std::string& a, const std::string& b, const std::string& c, int64_t batch,
@@ -1611,9 +1612,9 @@ absl::Status KernelEmitter::EmitMatmul() {
     for (const ir::WindowDim& w : win) {
       if (w.window_reversal) return absl::UnimplementedError("window reversal is not lowered");
     }
-    if (Param("impl") == kDepthwiseImpl) {
-      // The depthwise kernel writes the convolution's row-major array: the output itself where
-      // that is the kernel's one output, else scratch the epilogue reads.
+    if (Param("impl") == kDepthwiseImpl || Param("impl") == kGroupedImpl) {
+      // The depthwise and grouped kernels write the convolution's row-major array: the output
+      // itself where that is the kernel's one output, else scratch the epilogue reads.
       std::string out;
       if (sole_output != nullptr) {
         out = OutPtr(sole_output);
@@ -1621,7 +1622,7 @@ absl::Status KernelEmitter::EmitMatmul() {
         out = NewName("acc");
         Line(absl::StrCat("float* ", out, " = (float*)(ws + ", Alloc(Product(od) * 4), ");"));
       }
-      EmitDepthwise(out);
+      EmitRowConvolution(out);
       if (sole_output == nullptr) {
         heavy_buffer_ = out;
         heavy_index_ = [this, od](const Idx& idx) { return LinearIndex(od, idx); };
@@ -1787,7 +1788,7 @@ absl::Status KernelEmitter::EmitConvPrimitive(const std::string& src, const std:
   return absl::OkStatus();
 }
 
-void KernelEmitter::EmitDepthwise(const std::string& out) {
+void KernelEmitter::EmitRowConvolution(const std::string& out) {
   const Instruction* conv = k_.root;
   const Instruction* lhs = conv->operand(0);
   const Instruction* rhs = conv->operand(1);
@@ -1814,7 +1815,15 @@ void KernelEmitter::EmitDepthwise(const std::string& out) {
   const int64_t sy = std::max<int64_t>(1, wy.stride), sx = std::max<int64_t>(1, wx.stride);
   const int64_t dy = std::max<int64_t>(1, wy.window_dilation);
   const int64_t dx = std::max<int64_t>(1, wx.window_dilation);
-  const int64_t cp = AlignUp(c, 16);
+  // Depthwise, rows and weights hold the channels padded to a multiple of 16 (cp); grouped, the
+  // ring rows hold the input's ci channels and the weights and output rows its co, each group's
+  // gi inputs feeding go outputs.
+  const bool grouped = Param("impl") == kGroupedImpl;
+  const int64_t co = at(od, dn.output_feature_dimension);
+  const int64_t gi = at(rd, dn.kernel_input_feature_dimension);
+  const int64_t go = co / conv->feature_group_count;
+  const int64_t cp = grouped ? c : AlignUp(c, 16);  // a ring row's channels
+  const int64_t cop = grouped ? co : cp;            // an output row's and the weights' channels
   const int64_t wp = w + wx.padding_low + wx.padding_high;  // a ring row's width, padding included
   const int64_t span = (kh - 1) * dy + 1;                   // the input rows one output row reads
   // Parallel, each task takes a band of one image's output rows with a ring of its own (the
@@ -1825,19 +1834,21 @@ void KernelEmitter::EmitDepthwise(const std::string& out) {
   const int64_t ring_floats = span * wp * cp;
   const std::string ring = NewName("dwring"), wts = NewName("dww"), orow = NewName("dwo");
   const int64_t ring_off = Alloc(rings * ring_floats * 4);
-  const int64_t o_off = Alloc(rings * ow * cp * 4);
+  const int64_t o_off = Alloc(rings * ow * cop * 4);
   Line(absl::StrCat("float* ", ring, " = (float*)(ws + ", ring_off, ");"));
-  // Weights stored [kh][kw][channels] with channels a multiple of 16 (HWIO, as JAX and
-  // TensorFlow keep them) are read where they lie; others are packed so, per call or, frozen,
-  // once.
+  // Depthwise, weights stored [kh][kw][cp] (HWIO, as JAX and TensorFlow keep them) are read where
+  // they lie; others are packed so, per call or, frozen, once. Grouped, they are always packed
+  // per vector of output channels, [co/lanes][kh][kw][gi][lanes] (mt_gc_row).
+  const int64_t lanes = go % 16 == 0 ? 16 : go % 8 == 0 ? 8 : 4;
   const Instruction* wbase = rhs;
   while (k_.Contains(wbase) &&
          (wbase->opcode() == Opcode::kReshape || wbase->opcode() == Opcode::kBitcast)) {
     wbase = wbase->operand(0);
   }
+  const int64_t rrank = static_cast<int64_t>(rd.size());
   bool weights_in_place =
-      cp == c && !k_.Contains(wbase) && wbase == rhs &&
-      dn.kernel_output_feature_dimension == static_cast<int64_t>(rd.size()) - 1 &&
+      !grouped && cop == co && !k_.Contains(wbase) && wbase == rhs &&
+      dn.kernel_output_feature_dimension == rrank - 1 &&
       (ns == 1 || dn.kernel_spatial_dimensions[0] < dn.kernel_spatial_dimensions[1]);
   for (size_t d = 0; d < rd.size(); ++d) {
     weights_in_place &=
@@ -1851,16 +1862,24 @@ void KernelEmitter::EmitDepthwise(const std::string& out) {
                       base->opcode() == Opcode::kConstant ? pool_->Name(base) : in_ptr_.at(base),
                       ";"));
   } else {
-    const bool once = BeginPack(wts, kh * kw * cp * 4, rhs);
-    Line(absl::StrCat("std::memset(", wts, ", 0, ", kh * kw * cp * 4, ");"));
-    LoopNest({kh, kw, c}, LoopOptions{.simd = true}, [&](const Idx& i) {
+    const int64_t bytes = kh * kw * gi * cop * 4;
+    const bool once = BeginPack(wts, bytes, rhs);
+    if (cop != co) Line(absl::StrCat("std::memset(", wts, ", 0, ", bytes, ");"));
+    LoopNest({kh, kw, gi, co}, LoopOptions{.simd = true}, [&](const Idx& i) {
       Idx wi(rd.size(), "0");
       if (ns == 2) wi[static_cast<size_t>(dn.kernel_spatial_dimensions[0])] = i[0];
       wi[static_cast<size_t>(dn.kernel_spatial_dimensions[ns - 1])] = i[1];
-      wi[static_cast<size_t>(dn.kernel_output_feature_dimension)] = i[2];
+      wi[static_cast<size_t>(dn.kernel_input_feature_dimension)] = i[2];
+      wi[static_cast<size_t>(dn.kernel_output_feature_dimension)] = i[3];
       const std::string v = Value(rhs, wi);
-      Line(absl::StrCat(wts, "[((", i[0], ")*", kw, " + ", i[1], ")*", cp, " + ", i[2], "] = ", v,
-                        ";"));
+      if (grouped) {
+        Line(absl::StrCat(wts, "[((((", i[3], ")/", lanes, "*", kh, " + ", i[0], ")*", kw, " + ",
+                          i[1], ")*", gi, " + ", i[2], ")*", lanes, " + (", i[3], ")%", lanes,
+                          "] = ", v, ";"));
+      } else {
+        Line(absl::StrCat(wts, "[((", i[0], ")*", kw, " + ", i[1], ")*", cop, " + ", i[3],
+                          "] = ", v, ";"));
+      }
     });
     EndPack(once);
   }
@@ -1890,7 +1909,7 @@ void KernelEmitter::EmitDepthwise(const std::string& out) {
   index_.Bound(img, 0, n - 1);
   const std::string slot = parallel ? t : "0";
   Line(absl::StrCat("float* const ", r0, " = ", ring, " + ", slot, "*", ring_floats, "LL;"));
-  Line(absl::StrCat("float* const ", o0, " = ", orow, " + ", slot, "*", ow * cp, "LL;"));
+  Line(absl::StrCat("float* const ", o0, " = ", orow, " + ", slot, "*", ow * cop, "LL;"));
   // Input rows below `filled` are in the ring: rows are needed in increasing order, and a ring
   // of `span` rows holds every row the current output row reads.
   Line(absl::StrCat("int64_t ", filled, " = 0;"));
@@ -1931,29 +1950,36 @@ void KernelEmitter::EmitDepthwise(const std::string& out) {
   Close();  // for fy
   Line(absl::StrCat(filled, " = std::max<int64_t>(", filled, ", ", iy, " + 1);"));
   Close();  // for r
-  // A channel-minor output with channels a multiple of 16 holds the row as mt_dw_row writes it:
+  // A channel-minor output with no padding channels holds the row as the row kernel writes it:
   // written in place, not through the row buffer.
   const size_t rank = od.size();
-  const bool in_place = cp == c && dn.output_feature_dimension == static_cast<int64_t>(rank) - 1 &&
+  const bool in_place = cop == co &&
+                        dn.output_feature_dimension == static_cast<int64_t>(rank) - 1 &&
                         dn.output_spatial_dimensions[ns - 1] == static_cast<int64_t>(rank) - 2;
   Idx row_start(rank, "0");
   row_start[static_cast<size_t>(dn.output_batch_dimension)] = img;
   if (ns == 2) row_start[static_cast<size_t>(dn.output_spatial_dimensions[0])] = row;
   const std::string target = in_place ? absl::StrCat(out, " + ", LinearIndex(od, row_start)) : o0;
-  Line(absl::StrCat("mt_dw_row(", ow, ", ", cp, ", ", kh, ", ", kw, ", ", sx * cp, ", ", dx * cp,
-                    ", ", rows, ", ", wts, ", ", target, ");"));
+  if (grouped) {
+    Line(absl::StrCat("mt_gc_row<", lanes, ", ", sx * cp, ", ", co, ", ", gi, ">(", ow, ", ", go,
+                      ", ", kh, ", ", kw, ", ", dx * cp, ", ", rows, ", ", wts, ", ", target,
+                      ");"));
+  } else {
+    Line(absl::StrCat("mt_dw_row(", ow, ", ", cp, ", ", kh, ", ", kw, ", ", sx * cp, ", ", dx * cp,
+                      ", ", rows, ", ", wts, ", ", target, ");"));
+  }
   if (!in_place) {
     const bool out_channel_minor =
         dn.output_feature_dimension > dn.output_spatial_dimensions[ns - 1];
     const std::vector<int64_t> store_dims =
-        out_channel_minor ? std::vector<int64_t>{ow, c} : std::vector<int64_t>{c, ow};
+        out_channel_minor ? std::vector<int64_t>{ow, co} : std::vector<int64_t>{co, ow};
     LoopNest(store_dims, LoopOptions{.simd = true}, [&](const Idx& i) {
       const std::string& x = out_channel_minor ? i[0] : i[1];
       const std::string& ch = out_channel_minor ? i[1] : i[0];
       Idx oi = row_start;
       oi[static_cast<size_t>(dn.output_spatial_dimensions[ns - 1])] = x;
       oi[static_cast<size_t>(dn.output_feature_dimension)] = ch;
-      Line(absl::StrCat(out, "[", LinearIndex(od, oi), "] = ", o0, "[(", x, ")*", cp, " + ", ch,
+      Line(absl::StrCat(out, "[", LinearIndex(od, oi), "] = ", o0, "[(", x, ")*", cop, " + ", ch,
                         "];"));
     });
   }

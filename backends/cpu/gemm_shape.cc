@@ -77,6 +77,32 @@ bool DepthwiseConvolutionFits(const ir::Instruction& conv) {
   return PlainConvolutionWindow(conv);
 }
 
+bool GroupedConvolutionFits(const ir::Instruction& conv) {
+  if (conv.opcode() != ir::Opcode::kConvolution || !conv.conv_dnums.has_value()) return false;
+  const ir::ConvolutionDimensionNumbers& dn = *conv.conv_dnums;
+  const size_t ns = dn.input_spatial_dimensions.size();
+  const int64_t groups = conv.feature_group_count;
+  if (ns < 1 || ns > 2 || conv.batch_group_count > 1 || groups < 2) return false;
+  for (const ir::Instruction* x : {&conv, static_cast<const ir::Instruction*>(conv.operand(0)),
+                                   static_cast<const ir::Instruction*>(conv.operand(1))}) {
+    if (x->shape().element_type() != ir::PrimitiveType::kF32 || x->shape().ElementCount() == 0) {
+      return false;
+    }
+  }
+  const int64_t out_channels =
+      conv.shape().dimensions()[static_cast<size_t>(dn.output_feature_dimension)];
+  if (out_channels % groups != 0 || (out_channels / groups) % 4 != 0) return false;
+  return PlainConvolutionWindow(conv);
+}
+
+bool PreferGroupedKernel(const ir::Instruction& conv) {
+  if (!GroupedConvolutionFits(conv)) return false;
+  const int64_t out_channels =
+      conv.shape().dimensions()[static_cast<size_t>(conv.conv_dnums->output_feature_dimension)];
+  const int64_t group = out_channels / conv.feature_group_count;
+  return group == 8 || group == 16;
+}
+
 bool PlainConvolutionWindow(const ir::Instruction& conv) {
   if (!conv.window.has_value()) return true;
   for (const ir::WindowDim& w : conv.window->dims) {

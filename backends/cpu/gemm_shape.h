@@ -37,6 +37,17 @@ inline constexpr int64_t kDepthwiseImpl = 4;
 // The dot kernels' `impl` choice of oneDNN's matmul primitive over all the products of a batch
 // at once (brgemm kernels), offered for batched products of more than one row and column.
 inline constexpr int64_t kMatmulPrimitiveImpl = 5;
+// The convolution kernels' `impl` choice of the generated grouped kernel (mt_gc_row).
+inline constexpr int64_t kGroupedImpl = 6;
+// Whether `conv` is a grouped convolution the generated grouped kernel computes: f32, more than
+// one feature group, each group's output channels a multiple of 4 (a vector), no batch groups, 1
+// or 2 spatial dimensions, and a window PlainConvolutionWindow accepts.
+bool GroupedConvolutionFits(const ir::Instruction& conv);
+// Whether a convolution GroupedConvolutionFits defaults to the grouped kernel rather than
+// oneDNN's primitive: groups of 8 or 16 output channels. Narrower groups take 4-lane vectors (half
+// the multiply-add rate); wider ones are GEMMs oneDNN's blocking serves as well or better
+// (bench/results_gemm_defaults_grouped.md).
+bool PreferGroupedKernel(const ir::Instruction& conv);
 // Whether `conv` is a depthwise convolution the generated depthwise kernel computes: f32, one
 // input and one output channel per feature group, no batch groups, 1 or 2 spatial dimensions,
 // no base (lhs) dilation, window reversal or negative padding.

@@ -531,7 +531,8 @@ std::vector<KernelParam> KindParams(const Kernel& kernel) {
       // impl 0: the generated GEMM; 1: oneDNN's sgemm (when the build found it); for the
       // convolutions oneDNN's primitive handles, 2: its convolution primitive on the buffers as
       // they are (strided memory descriptors), 3: the same with oneDNN's preferred (blocked)
-      // layouts and reorders around it, as PyTorch does; for depthwise convolutions, 4. Which of 2
+      // layouts and reorders around it, as PyTorch does; for depthwise convolutions, 4; for batched
+      // dots, 5; for grouped convolutions, 6. Which of 2
       // and 3 wins depends on the shape (measured: blocked layouts win on 3x3 layers, reorders lose
       // on 1x1 ones). Then the generated GEMM's register tile and cache blocks, those that can
       // change its code for this shape (GemmParamsFor).
@@ -573,6 +574,16 @@ std::vector<KernelParam> KindParams(const Kernel& kernel) {
       // EfficientNet's, Mamba's 1-D), bench/results_gemm_defaults_depthwise.md.
       if (kernel.kind == KernelKind::kConvolution && DepthwiseConvolutionFits(root)) {
         impls.insert(impls.begin(), kDepthwiseImpl);
+      }
+      // 6: the generated grouped kernel, for groups of 4k output channels; the default on groups
+      // of 8 and 16 (PreferGroupedKernel), fitted on a ResNeXt-50's grouped layers and checked on
+      // the held-out RegNet's (bench/results_gemm_defaults_grouped.md).
+      if (kernel.kind == KernelKind::kConvolution && GroupedConvolutionFits(root)) {
+        if (PreferGroupedKernel(root)) {
+          impls.insert(impls.begin(), kGroupedImpl);
+        } else {
+          impls.push_back(kGroupedImpl);
+        }
       }
       std::vector<KernelParam> params = {{"impl", impls}};
       for (KernelParam& p : GemmParamsFor(GemmShapeOf(root))) params.push_back(std::move(p));
@@ -768,10 +779,11 @@ KernelConfig CanonicalConfig(const Kernel& kernel, KernelConfig config) {
     if (kernel.params[i].name == "impl") impl = config[i];
   }
   if (impl == 0) return config;
-  // The library calls ignore `parallel` and the GEMM's blocks; the depthwise kernel only those.
+  // The library calls ignore `parallel` and the GEMM's blocks; the row kernels only the blocks.
   for (size_t i = 0; i < config.size(); ++i) {
     const std::string& name = kernel.params[i].name;
-    if ((name == "parallel" && impl != kDepthwiseImpl) || IsGemmParam(name)) {
+    if ((name == "parallel" && impl != kDepthwiseImpl && impl != kGroupedImpl) ||
+        IsGemmParam(name)) {
       config[i] = kernel.params[i].choices.front();
     }
   }

@@ -506,6 +506,68 @@ inline void mt_dw_row(int64_t ow, int64_t cp, int64_t kh, int64_t kw, int64_t s,
   }
 }
 
+// --- Grouped convolution (GI input and go output channels per group), one output row at a time. ---
+// A vector of V output channels lies in one group (go is a multiple of V), so each of the group's
+// GI input channels is one broadcast scalar times one weight vector; XB outputs of the row share
+// each weight vector and keep XB accumulators in flight. Rows are channel-minor, S floats from
+// one output's window to the next (stride x input channels), so with S, CO and GI compile-time
+// constants every load has a constant offset and no register holds one. Weights are packed per
+// vector, [CO/V][kh][kw][GI][V], so a vector's stay in L1 across the row and stream in order.
+template <int V>
+struct mt_gvec {
+  typedef float t __attribute__((vector_size(4 * V)));
+  typedef float u __attribute__((vector_size(4 * V), aligned(4)));
+};
+template <int V, int XB, int64_t S, int64_t CO, int64_t GI>
+inline void mt_gc_block(int64_t x, int64_t oc, int64_t ic, int64_t kh, int64_t kw, int64_t d,
+                        const float* const* rows, const float* w, float* out) {
+  typedef typename mt_gvec<V>::t vt;
+  typedef typename mt_gvec<V>::u vu;
+  vt acc[XB];
+#pragma GCC unroll 8
+  for (int j = 0; j < XB; ++j) acc[j] = vt{};
+  for (int64_t r = 0; r < kh; ++r) {
+    if (rows[r] == nullptr) continue;
+    const float* in = rows[r] + x * S + ic;
+    const float* wr = w + (oc * kh + r * V) * kw * GI;
+    for (int64_t q = 0; q < kw; ++q) {
+      const float* p = in + q * d;
+      const float* wq = wr + q * GI * V;
+#pragma GCC unroll 4
+      for (int64_t c = 0; c < GI; ++c) {
+        const vt wv = *(const vu*)(wq + c * V);
+#pragma GCC unroll 8
+        for (int j = 0; j < XB; ++j) acc[j] += p[j * S + c] * wv;
+      }
+    }
+  }
+#pragma GCC unroll 8
+  for (int j = 0; j < XB; ++j) *(vu*)(out + (x + j) * CO + oc) = acc[j];
+}
+// out[x*CO + o] = the sum over taps (r, q) and the group's input channels c of
+// rows[r][x*S + q*d + o/go*GI + c] * w[(((o/V*kh + r)*kw + q)*GI + c)*V + o%V]. Channel vectors
+// outermost, so a vector's weights stay in L1 across the row.
+template <int V, int64_t S, int64_t CO, int64_t GI>
+inline void mt_gc_row(int64_t ow, int64_t go, int64_t kh, int64_t kw, int64_t d,
+                      const float* const* rows, const float* w, float* out) {
+  const int64_t full = ow / 8 * 8;
+  for (int64_t oc = 0; oc < CO; oc += V) {
+    const int64_t ic = oc / go * GI;
+    for (int64_t x = 0; x < full; x += 8)
+      mt_gc_block<V, 8, S, CO, GI>(x, oc, ic, kh, kw, d, rows, w, out);
+    switch (ow - full) {
+      case 1: mt_gc_block<V, 1, S, CO, GI>(full, oc, ic, kh, kw, d, rows, w, out); break;
+      case 2: mt_gc_block<V, 2, S, CO, GI>(full, oc, ic, kh, kw, d, rows, w, out); break;
+      case 3: mt_gc_block<V, 3, S, CO, GI>(full, oc, ic, kh, kw, d, rows, w, out); break;
+      case 4: mt_gc_block<V, 4, S, CO, GI>(full, oc, ic, kh, kw, d, rows, w, out); break;
+      case 5: mt_gc_block<V, 5, S, CO, GI>(full, oc, ic, kh, kw, d, rows, w, out); break;
+      case 6: mt_gc_block<V, 6, S, CO, GI>(full, oc, ic, kh, kw, d, rows, w, out); break;
+      case 7: mt_gc_block<V, 7, S, CO, GI>(full, oc, ic, kh, kw, d, rows, w, out); break;
+      default: break;
+    }
+  }
+}
+
 // A is M x K and B is K x N, row-major with leading dimensions lda and ldb; `a_trans` reads A
 // stored as K x M and `b_trans` B stored as N x K (a dot whose operand's contracting dimension is
 // minor, such as a tied embedding's transpose), so no transpose is materialized before packing.

@@ -57,6 +57,10 @@ TEST_P(CpuOpsTest, MatchesEvaluatorUnderEveryParameterValue) {
       EXPECT_NE(variant->program.source.find("mt_conv_run("), std::string::npos)
           << "impl " << v.value << " did not use oneDNN's primitive";
     }
+    if (v.param == "impl" && v.value == kGroupedImpl) {
+      EXPECT_NE(variant->program.source.find("mt_gc_row<"), std::string::npos)
+          << "impl " << v.value << " did not use the grouped kernel";
+    }
     if (v.param == "impl" && v.value == kMatmulPrimitiveImpl) {
       EXPECT_NE(variant->program.source.find("mt_matmul_run("), std::string::npos)
           << "impl " << v.value << " did not use oneDNN's matmul primitive";
@@ -428,6 +432,15 @@ TEST(CpuOpsImplTest, ConvolutionPrimitiveIsOfferedWhereOneDnnComputesIt) {
       with_depthwise.push_back(kDepthwiseImpl);
       EXPECT_EQ(sorted(c.hlo), with_depthwise) << name;
       EXPECT_EQ(impls(c.hlo).front(), kDepthwiseImpl) << name;
+      continue;
+    }
+    // Groups of 4k output channels: the generated grouped kernel besides, the default on groups
+    // of 8 and 16.
+    if (name.rfind("conv_grouped", 0) == 0 && name != "conv_grouped_strided_relu") {
+      const std::vector<int64_t> offered = impls(c.hlo);
+      EXPECT_EQ(std::count(offered.begin(), offered.end(), kGroupedImpl), 1) << name;
+      const bool preferred = name != "conv_grouped_four_wide";
+      EXPECT_EQ(offered.front() == kGroupedImpl, preferred) << name;
       continue;
     }
     // Grouped, with the input's batch and feature dimensions swapped (fb01): no plain kernel.

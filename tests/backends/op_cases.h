@@ -415,6 +415,49 @@ ENTRY e {
   r = f32[2,4,11,6] maximum(c, zb)
   ROOT t = (f32[2,4,11,6], f32[2,4,11,6]) tuple(c, r)
 })"},
+    // Grouped as RegNet's blocks have it: 4 groups of 8 channels, channels minor, strided, a fused
+    // operand expression (a scale, shift and ReLU) and a fused epilogue; 7 outputs a row, so every
+    // block is a tail.
+    {"conv_grouped_nhwc_fused", R"(
+HloModule m
+ENTRY e {
+  x = f32[2,9,13,32] parameter(0)
+  w = f32[3,3,8,32] parameter(1)
+  g = f32[32] parameter(2)
+  gb = f32[2,9,13,32] broadcast(g), dimensions={3}
+  xs = f32[2,9,13,32] multiply(x, gb)
+  z = f32[] constant(0)
+  zb = f32[2,9,13,32] broadcast(z), dimensions={}
+  xr = f32[2,9,13,32] maximum(xs, zb)
+  c = f32[2,5,7,32] convolution(xr, w), window={size=3x3 stride=2x2 pad=1_1x1_1}, dim_labels=b01f_01io->b01f, feature_group_count=4
+  cb = f32[2,5,7,32] broadcast(g), dimensions={3}
+  ROOT s = f32[2,5,7,32] add(c, cb)
+})"},
+    // Grouped with 16 output channels a group (a 16-lane vector), 12 inputs each, a dilated 1-D
+    // window over 19 positions (one block of 8 and a tail of 3), weights OIW: packed.
+    {"conv_grouped_1d_wide_groups", R"(
+HloModule m
+ENTRY e {
+  x = f32[1,24,19] parameter(0)
+  w = f32[32,12,3] parameter(1)
+  ROOT c = f32[1,32,19] convolution(x, w), window={size=3 pad=2_2 rhs_dilate=2}, dim_labels=bf0_oi0->bf0, feature_group_count=2
+})"},
+    // A depthwise convolution with a channel multiplier of 8: one input channel, 8 outputs a group.
+    {"conv_grouped_channel_multiplier", R"(
+HloModule m
+ENTRY e {
+  x = f32[1,6,6,3] parameter(0)
+  w = f32[3,3,1,24] parameter(1)
+  ROOT c = f32[1,6,6,24] convolution(x, w), window={size=3x3 pad=1_1x1_1}, dim_labels=b01f_01io->b01f, feature_group_count=3
+})"},
+    // ResNeXt-50's first stage: groups of 4 channels (a 4-lane vector), 11 outputs a row.
+    {"conv_grouped_four_wide", R"(
+HloModule m
+ENTRY e {
+  x = f32[2,6,11,16] parameter(0)
+  w = f32[3,3,4,16] parameter(1)
+  ROOT c = f32[2,6,11,16] convolution(x, w), window={size=3x3 pad=1_1x1_1}, dim_labels=b01f_01io->b01f, feature_group_count=4
+})"},
     // Batch groups: each group of input images convolved with its block of output features.
     {"conv_batch_grouped", R"(
 HloModule m
