@@ -247,27 +247,26 @@ template <typename To, typename From> inline To mt_convert(From x) {
   }
 }
 
-// exp for floats: Cody-Waite reduction to |r| <= ln2/2 (n rounded to nearest), degree-7 Taylor polynomial, the power of
-// two applied in two halves so 2^128 does not overflow before the product. Branch-free, so loops
-// calling it vectorize.
+// exp for floats: Cody-Waite reduction to |r| <= ln2/2 (n rounded to nearest), a degree-6
+// polynomial fitted for least relative error on that interval (8.7e-8 at most, as the degree-7
+// Taylor one it replaced), the power of two applied in two halves. The clamp keeps n in
+// [-150, 128], where the product itself overflows to inf and underflows through the denormals to
+// 0, and passes NaN through: no selects, so loops calling it vectorize to about 20 instructions.
 inline float mt_expf(float x) {
-  const float xc = std::min(std::max(x, -87.33654f), 88.72283f);
+  const float xc = std::min(std::max(x, -104.f), 88.8f);
   // Round to nearest by the 1.5 * 2^23 trick: exact here (|xc * log2 e| < 2^22) and vectorizes
-  // under any flags, unlike floor.
-  const float n = (xc * 1.44269504088896341f + 12582912.f) - 12582912.f;
+  // under any flags, unlike floor; t's low bits then hold n.
+  const float t = xc * 1.44269504088896341f + 12582912.f;
+  const float n = t - 12582912.f;
   const float r = (xc - n * 0.693145751953125f) - n * 1.428606765330187e-06f;
   const float p =
-      1.f + r * (1.f + r * (0.5f + r * (0.166666672f + r * (0.0416666679f + r * (0.00833333377f +
-      r * (0.00138888892f + r * 0.000198412701f))))));
-  const int32_t ni = (int32_t)n;
+      1.f + r * (1.f + r * (0.4999999404f + r * (0.1666643173f + r * (0.04166800156f +
+      r * (0.008374155499f + r * 0.001384365372f)))));
+  const int32_t ni = std::bit_cast<int32_t>(t) - 0x4B400000;
   const int32_t n1 = ni >> 1;
-  const int32_t n2 = ni - n1;
   const float s1 = std::bit_cast<float>((n1 + 127) << 23);
-  const float s2 = std::bit_cast<float>((n2 + 127) << 23);
-  float y = p * s1 * s2;
-  y = x > 88.72283f ? std::numeric_limits<float>::infinity() : y;
-  y = x < -103.972f ? 0.f : y;
-  return x != x ? x : y;
+  const float s2 = std::bit_cast<float>((ni - n1 + 127) << 23);
+  return p * s1 * s2;
 }
 template <typename T> inline T mt_exp(T x) {
   if constexpr (std::is_same_v<T, float>) return mt_expf(x); else return std::exp(x);

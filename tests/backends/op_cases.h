@@ -415,6 +415,19 @@ ENTRY e {
   r = f32[2,4,11,6] maximum(c, zb)
   ROOT t = (f32[2,4,11,6], f32[2,4,11,6]) tuple(c, r)
 })"},
+    // exp over its whole range, two vectors' worth: underflow to 0 and through the denormals,
+    // overflow to inf, the infinities themselves.
+    {"exponential_range", R"(
+HloModule m
+ENTRY e {
+  x = f32[32] parameter(0)
+  zero = f32[] constant(0)
+  zb = f32[32] broadcast(zero), dimensions={}
+  z = f32[32] multiply(x, zb)
+  c = f32[32] constant({-200, -103.9, -95, -87.5, -10, -0.3, 0, 1, 20, 88.5, 88.8, 100, inf, -inf, -1e-3, 1e-3, -200, -103.9, -95, -87.5, -10, -0.3, 0, 1, 20, 88.5, 88.8, 100, inf, -inf, -1e-3, 1e-3})
+  s = f32[32] add(z, c)
+  ROOT e = f32[32] exponential(s)
+})"},
     // Grouped as RegNet's blocks have it: 4 groups of 8 channels, channels minor, strided, a fused
     // operand expression (a scale, shift and ReLU) and a fused epilogue; 7 outputs a row, so every
     // block is a tail.
