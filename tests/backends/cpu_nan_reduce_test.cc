@@ -23,7 +23,8 @@ namespace {
 // rows: maximum over 130-element rows (8-lane folds and a 2-element tail); mins: f64 minimum;
 // soft: a softmax, whose maximum is a row kernel's first pass; pool: max pooling; pool2: max
 // pooling with the window on the minor dimension (NCHW), folded inside the row loop, with NaNs
-// in its border and interior columns; cols: a maximum over the leading dimension.
+// in its border and interior columns; pool3: the same over a fused ReLU (ResNet's stem), whose
+// selects once kept the flagged fold from vectorizing; cols: a maximum over the leading dimension.
 constexpr char kModule[] = R"(
 HloModule m
 max {
@@ -62,7 +63,10 @@ ENTRY e {
   pool = f32[1,6,65,1] reduce-window(p, ninf), window={size=1x3x3x1 stride=1x2x2x1 pad=0_0x1_1x1_1x0_0}, to_apply=max
   q = f32[1,1,12,130] reshape(a)
   pool2 = f32[1,1,6,65] reduce-window(q, ninf), window={size=1x1x3x3 stride=1x1x2x2 pad=0_0x0_0x1_1x1_1}, to_apply=max
-  ROOT t = (f32[12], f64[12], f32[130], f32[12,130], f32[1,6,65,1], f32[1,1,6,65]) tuple(rows, mins, cols, soft, pool, pool2)
+  zb = f32[1,1,12,130] broadcast(z), dimensions={}
+  rq = f32[1,1,12,130] maximum(q, zb)
+  pool3 = f32[1,1,6,65] reduce-window(rq, ninf), window={size=1x1x3x3 stride=1x1x2x2 pad=0_0x0_0x1_1x1_1}, to_apply=max
+  ROOT t = (f32[12], f64[12], f32[130], f32[12,130], f32[1,6,65,1], f32[1,1,6,65], f32[1,1,6,65]) tuple(rows, mins, cols, soft, pool, pool2, pool3)
 })";
 
 // Row r of a [12,130] argument gets NaNs at these columns (rows 0, 1, 6, 8, 10, 11 stay finite).
