@@ -56,50 +56,47 @@ bool PreferOneDnnGemm(const GemmShape& shape) {
   return !shape.matrix_vector() && shape.m * shape.n * shape.k >= 64 * 1024;
 }
 
-bool DepthwiseConvolutionFits(const ir::Instruction& conv) {
+namespace {
+
+// What the row kernels (depthwise and grouped) share: an f32 convolution with elements, 1 or 2
+// spatial dimensions, more than one feature group, no batch groups, and a plain window.
+bool RowKernelConvolution(const ir::Instruction& conv) {
   if (conv.opcode() != ir::Opcode::kConvolution || !conv.conv_dnums.has_value()) return false;
-  const ir::ConvolutionDimensionNumbers& dn = *conv.conv_dnums;
-  const size_t ns = dn.input_spatial_dimensions.size();
-  if (ns < 1 || ns > 2 || conv.batch_group_count > 1) return false;
+  const size_t ns = conv.conv_dnums->input_spatial_dimensions.size();
+  if (ns < 1 || ns > 2 || conv.batch_group_count > 1 || conv.feature_group_count < 2) {
+    return false;
+  }
   for (const ir::Instruction* x : {&conv, static_cast<const ir::Instruction*>(conv.operand(0)),
                                    static_cast<const ir::Instruction*>(conv.operand(1))}) {
     if (x->shape().element_type() != ir::PrimitiveType::kF32 || x->shape().ElementCount() == 0) {
       return false;
     }
-  }
-  const std::vector<int64_t>& ld = conv.operand(0)->shape().dimensions();
-  const std::vector<int64_t>& od = conv.shape().dimensions();
-  const int64_t channels = ld[static_cast<size_t>(dn.input_feature_dimension)];
-  if (channels < 2 || conv.feature_group_count != channels ||
-      od[static_cast<size_t>(dn.output_feature_dimension)] != channels) {
-    return false;
   }
   return PlainConvolutionWindow(conv);
 }
 
+int64_t OutputChannels(const ir::Instruction& conv) {
+  return conv.shape().dimensions()[static_cast<size_t>(conv.conv_dnums->output_feature_dimension)];
+}
+
+}  // namespace
+
+bool DepthwiseConvolutionFits(const ir::Instruction& conv) {
+  if (!RowKernelConvolution(conv)) return false;
+  const int64_t channels = conv.operand(0)->shape().dimensions()[static_cast<size_t>(
+      conv.conv_dnums->input_feature_dimension)];
+  return conv.feature_group_count == channels && OutputChannels(conv) == channels;
+}
+
 bool GroupedConvolutionFits(const ir::Instruction& conv) {
-  if (conv.opcode() != ir::Opcode::kConvolution || !conv.conv_dnums.has_value()) return false;
-  const ir::ConvolutionDimensionNumbers& dn = *conv.conv_dnums;
-  const size_t ns = dn.input_spatial_dimensions.size();
-  const int64_t groups = conv.feature_group_count;
-  if (ns < 1 || ns > 2 || conv.batch_group_count > 1 || groups < 2) return false;
-  for (const ir::Instruction* x : {&conv, static_cast<const ir::Instruction*>(conv.operand(0)),
-                                   static_cast<const ir::Instruction*>(conv.operand(1))}) {
-    if (x->shape().element_type() != ir::PrimitiveType::kF32 || x->shape().ElementCount() == 0) {
-      return false;
-    }
-  }
-  const int64_t out_channels =
-      conv.shape().dimensions()[static_cast<size_t>(dn.output_feature_dimension)];
-  if (out_channels % groups != 0 || (out_channels / groups) % 4 != 0) return false;
-  return PlainConvolutionWindow(conv);
+  if (!RowKernelConvolution(conv)) return false;
+  const int64_t out_channels = OutputChannels(conv), groups = conv.feature_group_count;
+  return out_channels % groups == 0 && (out_channels / groups) % 4 == 0;
 }
 
 bool PreferGroupedKernel(const ir::Instruction& conv) {
   if (!GroupedConvolutionFits(conv)) return false;
-  const int64_t out_channels =
-      conv.shape().dimensions()[static_cast<size_t>(conv.conv_dnums->output_feature_dimension)];
-  const int64_t group = out_channels / conv.feature_group_count;
+  const int64_t group = OutputChannels(conv) / conv.feature_group_count;
   return group == 8 || group == 16;
 }
 
