@@ -188,9 +188,11 @@ class KernelEmitter : public ElementEmitter {
   // or mt_gc_row.
   void EmitRowConvolution(const std::string& out);
   // GEMM over packed A [batch][m][k], B [batch][k][n] into C [batch][m][n].
-  // `a_trans`: A is stored [batch][k][m]; `b_trans`: B is stored [batch][n][k].
+  // `a_trans`: A is stored [batch][k][m]; `b_trans`: B is stored [batch][n][k]. `b_frozen`: B
+  // depends on frozen inputs and constants alone (oneDNN's matmul then keeps it prepacked).
   void EmitGemm(const std::string& a, const std::string& b, const std::string& c, int64_t batch,
-                int64_t m, int64_t n, int64_t kdim, bool a_trans = false, bool b_trans = false);
+                int64_t m, int64_t n, int64_t kdim, bool a_trans = false, bool b_trans = false,
+                bool b_frozen = false);
 
   KernelConfig config_;
   ConstantPool* pool_;
@@ -1433,7 +1435,7 @@ void KernelEmitter::EndPack(bool once) {
 
 void KernelEmitter::EmitGemm(const std::string& a, const std::string& b, const std::string& c,
                              int64_t batch, int64_t m, int64_t n, int64_t kdim, bool a_trans,
-                             bool b_trans) {
+                             bool b_trans, bool b_frozen) {
   if (batch * m * n == 0) return;
   const bool parallel = Param("parallel") != 0;
   const int64_t lda = a_trans ? m : kdim, ldb = b_trans ? kdim : n;
@@ -1443,8 +1445,9 @@ void KernelEmitter::EmitGemm(const std::string& a, const std::string& b, const s
     const std::string state = NewName("matmul");
     Line(absl::StrCat("static mt_matmul* const ", state, " = mt_matmul_create(", batch, ", ", m,
                       ", ", n, ", ", kdim, ", ", a_trans ? "true" : "false", ", ",
-                      b_trans ? "true" : "false", ");"));
-    Line(absl::StrCat("mt_matmul_run(", state, ", ", a, ", ", b, ", ", c, ");"));
+                      b_trans ? "true" : "false", ", ", b_frozen ? "true" : "false", ");"));
+    Line(absl::StrCat("mt_matmul_run(", state, ", ", a, ", ", b, ", ", c, ", ",
+                      b_frozen ? "mt_params_epoch" : "0", ");"));
     return;
   }
   if (Param("impl") == 1) {
@@ -1733,7 +1736,8 @@ absl::Status KernelEmitter::EmitMatmul() {
     c = NewName("acc");
     Line(absl::StrCat("float* ", c, " = (float*)(ws + ", Alloc(batch * m * n * 4), ");"));
   }
-  EmitGemm(a, b, c, batch, m, n, kdim, a_trans, b_trans);
+  EmitGemm(a, b, c, batch, m, n, kdim, a_trans, b_trans,
+           mm->opcode() == Opcode::kDot && Frozen(rhs));
   if (!direct) {
     heavy_buffer_ = c;
     std::vector<const Instruction*> outs = others;

@@ -559,13 +559,14 @@ std::vector<KernelParam> KindParams(const Kernel& kernel) {
           std::swap(impls[0], impls[1]);  // dnnl_sgemm first: the default
         }
         // 5: oneDNN's matmul primitive, one call for the whole batch of products (attention's),
-        // a choice for the tuner, not the default: alone it beat per-product dnnl_sgemm calls
-        // 1.05-1.55x on attention shapes, but inside the fit models the switched kernels ran
-        // slower in 4 of 5 (ViT 25.8 against 22.9 ms), and on the held-out ones in 2 of 3 (MoE
-        // 59.1 against 50.1 ms; Swin's faster, 7.5 against 8.3 ms):
-        // bench/results_gemm_defaults_matmul.md.
+        // with frozen weights of one product prepacked; a choice for the tuner, not the
+        // default: alone it beat per-product dnnl_sgemm calls 1.05-1.55x on attention shapes
+        // and 1.13x on BERT's 768->3072 layers, but lost on others, and inside the fit models
+        // the switched kernels ran slower in 4 of 5 (ViT 25.8 against 22.9 ms), on the held-out
+        // ones in 2 of 3 (MoE 59.1 against 50.1 ms; Swin's faster, 7.5 against 8.3 ms):
+        // bench/results_gemm_defaults_matmul.md, docs/cpu_backend.md.
         const GemmShape shape = GemmShapeOf(root);
-        if (kernel.kind == KernelKind::kDot && shape.batch > 1 && !shape.matrix_vector()) {
+        if (kernel.kind == KernelKind::kDot && !shape.matrix_vector()) {
           impls.push_back(kMatmulPrimitiveImpl);
         }
       }

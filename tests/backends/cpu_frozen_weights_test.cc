@@ -5,6 +5,7 @@
 // it the results match the evaluator on the new weights.
 #include <dlfcn.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
@@ -232,6 +233,69 @@ ENTRY e {
     std::vector<ir::Literal> args = *first;
     for (int call = 0; call < 3; ++call) {
       if (call == 2) {  // new weights, said so
+        args[1] = (*second)[1];
+        args[3] = (*second)[3];
+        program.ParamsChanged();
+      }
+      absl::StatusOr<ir::Literal> expected = ir::Evaluate(*m, args);
+      ASSERT_TRUE(expected.ok());
+      const std::vector<std::vector<float>> got = program.RunAll(args);
+      ASSERT_EQ(got.size(), 2u);
+      for (size_t r = 0; r < 2; ++r) {
+        EXPECT_LT(MaxDifference(expected->elements()[r], got[r]), 1e-4)
+            << "call " << call << ", result " << r;
+      }
+    }
+  }
+}
+
+// The same for dots, whose impl 5 (oneDNN's matmul primitive) keeps frozen weights reordered into
+// its own layout: two products of identical code, on every impl, right on every call, and right
+// again after new weights are announced.
+TEST_F(CpuFrozenWeightsTest, DotsSharingAFunctionKeepTheirOwnPackedWeights) {
+  std::unique_ptr<ir::Module> m = Parse(R"(
+HloModule twin_dots
+ENTRY e {
+  x1 = f32[16,64] parameter(0)
+  w1 = f32[64,96] parameter(1)
+  x2 = f32[16,64] parameter(2)
+  w2 = f32[64,96] parameter(3)
+  d1 = f32[16,96] dot(x1, w1), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+  d2 = f32[16,96] dot(x2, w2), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+  ROOT t = (f32[16,96], f32[16,96]) tuple(d1, d2)
+})");
+  ASSERT_NE(m, nullptr);
+  absl::StatusOr<LoweredModule> lowered = Lower(*m);
+  ASSERT_TRUE(lowered.ok()) << lowered.status();
+  ASSERT_EQ(lowered->kernels.size(), 2u);
+  ASSERT_EQ(lowered->kernels[0].frozen_inputs.size(), 1u);
+  const size_t impl_param = ImplParam(lowered->kernels[0]);
+  ASSERT_LT(impl_param, lowered->kernels[0].params.size());
+  const std::vector<int64_t>& impls = lowered->kernels[0].params[impl_param].choices;
+  if (OneDnnAvailable()) {
+    EXPECT_NE(std::find(impls.begin(), impls.end(), kMatmulPrimitiveImpl), impls.end());
+  }
+  absl::StatusOr<std::vector<ir::Literal>> first = ir::MakeRandomArguments(*m, 5);
+  absl::StatusOr<std::vector<ir::Literal>> second = ir::MakeRandomArguments(*m, 6);
+  ASSERT_TRUE(first.ok() && second.ok());
+  for (int64_t impl : impls) {
+    SCOPED_TRACE(::testing::Message() << "impl " << impl);
+    std::vector<KernelConfig> configs;
+    for (const Kernel& k : lowered->kernels) {
+      configs.push_back(DefaultConfig(k));
+      configs.back()[impl_param] = impl;
+    }
+    absl::StatusOr<CompiledModule> compiled = CompileModule(*m, configs);
+    ASSERT_TRUE(compiled.ok()) << compiled.status();
+    if (impl == kMatmulPrimitiveImpl) {
+      EXPECT_NE(compiled->program.source.find("mt_params_epoch);"), std::string::npos)
+          << "the matmul primitive was not told its weights are frozen";
+    }
+    LoadedProgram program(*compiled);
+    ASSERT_TRUE(program.ok());
+    std::vector<ir::Literal> args = *first;
+    for (int call = 0; call < 3; ++call) {
+      if (call == 2) {
         args[1] = (*second)[1];
         args[3] = (*second)[3];
         program.ParamsChanged();
