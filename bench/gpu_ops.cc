@@ -71,7 +71,8 @@ struct Case {
 // Compiles the case into its program; `row` gets the outcome (the caller publishes it).
 void Prepare(Case* c, const gpu::DeviceDescriptor& device, Row* out) {
   Row& row = *out;
-  absl::StatusOr<std::unique_ptr<ir::Module>> optimized = cpu::RunCpuPipeline(*c->module);
+  absl::StatusOr<std::unique_ptr<ir::Module>> optimized =
+      cpu::RunCpuPipeline(*c->module, /*nhwc_convolutions=*/false);
   if (!optimized.ok()) {
     row.error = std::string(optimized.status().message());
     return;

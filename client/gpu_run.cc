@@ -34,7 +34,8 @@ std::string Ms(double s) { return absl::StrFormat("%.4g ms", s * 1e3); }
 int RunGpuRun(const RunCommand& cmd, std::ostream& out, std::ostream& err) {
   std::unique_ptr<ir::Module> original = LoadVerified(cmd.file, err);
   if (original == nullptr) return 1;
-  absl::StatusOr<std::unique_ptr<ir::Module>> module = cpu::RunCpuPipeline(*original);
+  absl::StatusOr<std::unique_ptr<ir::Module>> module =
+      cpu::RunCpuPipeline(*original, /*nhwc_convolutions=*/false);
   if (!module.ok()) {
     err << "error: " << cmd.file << ": " << module.status().message() << "\n";
     return 1;

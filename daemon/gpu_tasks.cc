@@ -43,7 +43,8 @@ absl::StatusOr<TaskOutcome> SearchGpuTiles(const TaskRequest& request,
     return absl::FailedPreconditionError(
         absl::StrCat("no GPU to measure on: ", device.status().message()));
   }
-  absl::StatusOr<std::unique_ptr<ir::Module>> module = cpu::RunCpuPipeline(*request.module);
+  absl::StatusOr<std::unique_ptr<ir::Module>> module =
+      cpu::RunCpuPipeline(*request.module, /*nhwc_convolutions=*/false);
   if (!module.ok()) return absl::FailedPreconditionError(module.status().message());
   absl::StatusOr<cpu::LoweredModule> lowered = cpu::Lower(**module);
   if (!lowered.ok()) return absl::FailedPreconditionError(lowered.status().message());
@@ -136,7 +137,8 @@ absl::StatusOr<TaskOutcome> SearchGpuFusion(const TaskRequest& request,
     return absl::FailedPreconditionError(
         absl::StrCat("no GPU to measure on: ", device.status().message()));
   }
-  absl::StatusOr<std::unique_ptr<ir::Module>> module = cpu::RunCpuPipeline(*request.module);
+  absl::StatusOr<std::unique_ptr<ir::Module>> module =
+      cpu::RunCpuPipeline(*request.module, /*nhwc_convolutions=*/false);
   if (!module.ok()) return absl::FailedPreconditionError(module.status().message());
   gpu::NvrtcOptions nvrtc;
   nvrtc.arch = device->Arch();

@@ -8,7 +8,8 @@
 
 namespace mltune::backends::cpu {
 
-absl::StatusOr<std::unique_ptr<ir::Module>> RunCpuPasses(const ir::Module& module) {
+absl::StatusOr<std::unique_ptr<ir::Module>> RunCpuPasses(const ir::Module& module,
+                                                         bool nhwc_convolutions) {
   static const passes::Registry* const registry = [] {
     auto* r = new passes::Registry();
     for (const passes::PassInfo* p : passes::Registry::Global().List()) {
@@ -31,6 +32,11 @@ absl::StatusOr<std::unique_ptr<ir::Module>> RunCpuPasses(const ir::Module& modul
     return absl::InternalError(
         absl::StrCat("while-loop-dot-batching failed: ", changed.status().message()));
   }
+  // NCHW convolutions to NHWC, the transposes cancelled between them, as XLA's CPU compiler
+  // does before layout assignment.
+  if (nhwc_convolutions) {
+    if (absl::Status s = CanonicalizeConvolutionLayouts(*copy, *registry); !s.ok()) return s;
+  }
   DecomposeTopK(*copy);
   UpcastLowPrecisionMatrixOps(*copy);
   DuplicateSharedBroadcasts(*copy);
@@ -38,8 +44,9 @@ absl::StatusOr<std::unique_ptr<ir::Module>> RunCpuPasses(const ir::Module& modul
   return copy;
 }
 
-absl::StatusOr<std::unique_ptr<ir::Module>> RunCpuPipeline(const ir::Module& module) {
-  absl::StatusOr<std::unique_ptr<ir::Module>> optimized = RunCpuPasses(module);
+absl::StatusOr<std::unique_ptr<ir::Module>> RunCpuPipeline(const ir::Module& module,
+                                                           bool nhwc_convolutions) {
+  absl::StatusOr<std::unique_ptr<ir::Module>> optimized = RunCpuPasses(module, nhwc_convolutions);
   if (!optimized.ok()) return optimized.status();
   if (absl::Status s = CheckSupported(**optimized); !s.ok()) return s;
   return optimized;

@@ -23,11 +23,15 @@ namespace mltune::backends::cpu {
 // already, and the generated reduce kernels keep vector partial accumulators, so the split would
 // only add a kernel and a pass over memory (and hide the row structure from row fusion). Errors:
 // Internal for a failing pass, Unimplemented (CheckSupported's) for an op the backend lacks.
-absl::StatusOr<std::unique_ptr<ir::Module>> RunCpuPipeline(const ir::Module& module);
+absl::StatusOr<std::unique_ptr<ir::Module>> RunCpuPipeline(const ir::Module& module,
+                                                           bool nhwc_convolutions = true);
 // The pipeline's passes alone (then the rewrites of hlo_rewrites.h: topk as a sort, bf16/f16
 // matrix ops in f32; then DuplicateSharedBroadcasts and NormalizeTupleUses), without
-// CheckSupported (for CutUnsupported).
-absl::StatusOr<std::unique_ptr<ir::Module>> RunCpuPasses(const ir::Module& module);
+// CheckSupported (for CutUnsupported). `nhwc_convolutions`: CanonicalizeConvolutionLayouts after
+// XLA's passes (NCHW networks run NHWC, as oneDNN's CPU kernels want them); the GPU backend,
+// which shares this pipeline, keeps the module's layouts for cuDNN.
+absl::StatusOr<std::unique_ptr<ir::Module>> RunCpuPasses(const ir::Module& module,
+                                                         bool nhwc_convolutions = true);
 
 struct CompiledModule {
   LoweredModule lowered;

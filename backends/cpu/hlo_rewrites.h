@@ -2,7 +2,9 @@
 // take directly run as ops they do, the way XLA's CPU compiler rewrites them.
 #pragma once
 
+#include "absl/status/status.h"
 #include "ir/module.h"
+#include "passes/registry.h"
 
 namespace mltune::backends::cpu {
 
@@ -17,5 +19,14 @@ int64_t UpcastLowPrecisionMatrixOps(ir::Module& module);
 // TopkDecomposer: ties keep the lower index first, +NaN sorts above +inf and -NaN below -inf.
 // Returns how many were rewritten.
 int64_t DecomposeTopK(ir::Module& module);
+
+// Every forward NCHW 2-D convolution reads and writes [batch, spatial..., feature], as XLA's CPU
+// compiler makes them (ConvCanonicalization), with transposes around it. Returns how many were
+// rewritten.
+int64_t CanonicalizeConvolutions(ir::Module& module);
+// CanonicalizeConvolutions, then the transposes sunk below elementwise ops (reshape-mover) and
+// reduce-windows and cancelled (algsimp), so an NCHW network runs NHWC from its first
+// convolution to its last; `registry` provides the passes.
+absl::Status CanonicalizeConvolutionLayouts(ir::Module& module, const passes::Registry& registry);
 
 }  // namespace mltune::backends::cpu

@@ -32,7 +32,8 @@ Lowered LowerHlo(const char* hlo) {
   absl::StatusOr<std::unique_ptr<ir::Module>> parsed = ir::ParseHloText(hlo);
   EXPECT_TRUE(parsed.ok()) << parsed.status();
   if (!parsed.ok()) return out;
-  absl::StatusOr<std::unique_ptr<ir::Module>> optimized = cpu::RunCpuPipeline(**parsed);
+  absl::StatusOr<std::unique_ptr<ir::Module>> optimized =
+      cpu::RunCpuPipeline(**parsed, /*nhwc_convolutions=*/false);
   EXPECT_TRUE(optimized.ok()) << optimized.status();
   if (!optimized.ok()) return out;
   out.module = *std::move(optimized);

@@ -43,7 +43,8 @@ Compiled Compile(const char* hlo, Variant variant = Variant::kDefaults) {
   EXPECT_TRUE(parsed.ok()) << parsed.status();
   if (!parsed.ok()) return c;
   c.original = *std::move(parsed);
-  absl::StatusOr<std::unique_ptr<ir::Module>> optimized = cpu::RunCpuPipeline(*c.original);
+  absl::StatusOr<std::unique_ptr<ir::Module>> optimized =
+      cpu::RunCpuPipeline(*c.original, /*nhwc_convolutions=*/false);
   EXPECT_TRUE(optimized.ok()) << optimized.status();
   if (!optimized.ok()) return c;
   c.optimized = *std::move(optimized);
