@@ -50,7 +50,7 @@ std::string ElementwiseExprInType(const Instruction& instr, const std::vector<st
       {Opcode::kExpm1, "expm1"}, {Opcode::kLog, "log"},   {Opcode::kLog1p, "log1p"},
       {Opcode::kSqrt, "sqrt"},   {Opcode::kCbrt, "cbrt"}, {Opcode::kSin, "sin"},
       {Opcode::kCos, "cos"},     {Opcode::kTan, "tan"},   {Opcode::kFloor, "floor"},
-      {Opcode::kCeil, "ceil"},   {Opcode::kErf, "erf"}};
+      {Opcode::kCeil, "ceil"}};
   if (auto it = kLibm.find(instr.opcode()); it != kLibm.end()) {
     return absl::StrCat("(", ct, ")", std_call(it->second));
   }
@@ -125,6 +125,8 @@ std::string ElementwiseExprInType(const Instruction& instr, const std::vector<st
       return call("mt_clz");
     case Opcode::kExp:
       return call("mt_exp");
+    case Opcode::kErf:
+      return call("mt_erf");
     case Opcode::kTanh:
       return call("mt_tanh");
     case Opcode::kLogistic:

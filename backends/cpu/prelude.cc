@@ -285,6 +285,23 @@ template <typename T> inline T mt_tanh(T x) {
   }
 }
 template <typename T> inline T mt_logistic(T x) { return T(1) / (T(1) + mt_exp(-x)); }
+// erf for floats: x * P(x^2) / Q(x^2), degrees 6 and 4, fitted here for least relative error on
+// [0, 4] (3.2e-7 at most with float coefficients), clamped to [-1, 1] (it reads 1 + 1 ulp at 4).
+// Branch-free, so the exact GELU's loops vectorize (std::erf does not: 26 ms of a ConvNeXt
+// layer's 27).
+template <typename T> inline T mt_erf(T x) {
+  if constexpr (std::is_same_v<T, float>) {
+    const float xc = std::min(std::max(x, -4.f), 4.f);
+    const float z = xc * xc;
+    const float p = 1.12837911f + z * (0.207154378f + z * (0.0515289120f + z * (0.00399185112f +
+                    z * (0.000147319413f + z * (-1.94248514e-06f + z * 1.91110630e-08f)))));
+    const float q = 1.f + z * (0.516917050f + z * (0.117982939f + z * (0.0149606531f +
+                    z * 0.00102142931f)));
+    return std::min(std::max(xc * p / q, -1.f), 1.f);
+  } else {
+    return std::erf(x);
+  }
+}
 
 // --- GEMM: C[M,N] (=, or += when !first) A[M,K] * B[K,N], row-major, BLIS-style blocking. ---
 typedef float mt_v16 __attribute__((vector_size(64)));

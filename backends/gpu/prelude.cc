@@ -233,6 +233,7 @@ template <typename T> MT_D T mt_not(T a) {
 }
 template <typename T> MT_D T mt_exp(T x) { return mt_std::exp(x); }
 template <typename T> MT_D T mt_tanh(T x) { return mt_std::tanh(x); }
+template <typename T> MT_D T mt_erf(T x) { return mt_std::erf(x); }
 template <typename T> MT_D T mt_logistic(T x) { return T(1) / (T(1) + mt_exp(-x)); }
 // bf16 and f16 are stored as their bits and computed in float; each op's result is rounded to
 // the type (round to nearest even; a NaN stays a quiet NaN).

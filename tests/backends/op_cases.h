@@ -428,6 +428,19 @@ ENTRY e {
   s = f32[32] add(z, c)
   ROOT e = f32[32] exponential(s)
 })"},
+    // erf over its whole range (the exact GELU's), a vector's worth and a tail: its tails are
+    // +-1 exactly, never beyond.
+    {"erf_range", R"(
+HloModule m
+ENTRY e {
+  x = f32[24] parameter(0)
+  zero = f32[] constant(0)
+  zb = f32[24] broadcast(zero), dimensions={}
+  z = f32[24] multiply(x, zb)
+  c = f32[24] constant({-200, -4.5, -4, -3.9, -2, -1, -0.5, -1e-3, 0, 1e-6, 0.25, 0.5, 1, 2.5, 3.9, 4, 4.5, inf, -inf, 1e-30, -0.75, 1.5, 3, -3})
+  s = f32[24] add(z, c)
+  ROOT e = f32[24] erf(s)
+})"},
     // Grouped as RegNet's blocks have it: 4 groups of 8 channels, channels minor, strided, a fused
     // operand expression (a scale, shift and ReLU) and a fused epilogue; 7 outputs a row, so every
     // block is a tail.
