@@ -1,5 +1,5 @@
 // The source every generated object starts with: XLA's scalar semantics (integer division by
-// zero, saturating float-to-int converts, NaN-propagating max/min), vectorizable exp/tanh (the
+// zero, saturating float-to-int converts, NaN-propagating max/min), vectorizable exp/tanh/erf (the
 // libm calls do not vectorize without -ffast-math), and the GEMM template with its register
 // micro-kernel. Kept as one string so the generated code needs no headers of the project.
 #include "backends/cpu/codegen.h"
