@@ -119,8 +119,25 @@ int64_t CanonicalizeConvolutions(ir::Module& module) {
   return rewritten;
 }
 
-absl::Status CanonicalizeConvolutionLayouts(ir::Module& module, const passes::Registry& registry) {
-  if (CanonicalizeConvolutions(module) == 0) return absl::OkStatus();
+// Transposes that stay copies: those read by anything but reductions (a reduce reads its operand
+// through the transpose's index map, as a squeeze-and-excitation block's pool does).
+int64_t TransposeCopies(const ir::Module& module) {
+  int64_t n = 0;
+  for (const ir::Computation* comp : module.computations()) {
+    for (const Instruction* i : comp->instructions()) {
+      if (i->opcode() != Opcode::kTranspose) continue;
+      bool reduced = !i->users().empty();
+      for (const Instruction* u : i->users()) reduced &= u->opcode() == Opcode::kReduce;
+      n += !reduced;
+    }
+  }
+  return n;
+}
+
+absl::StatusOr<bool> CanonicalizeConvolutionLayouts(ir::Module& module,
+                                                    const passes::Registry& registry) {
+  const int64_t before = TransposeCopies(module);
+  if (CanonicalizeConvolutions(module) == 0) return false;
   // A few rounds: each may expose transposes the next one moves (below a pool, then below the
   // residual add after it).
   for (int round = 0; round < 4; ++round) {
@@ -138,7 +155,9 @@ absl::Status CanonicalizeConvolutionLayouts(ir::Module& module, const passes::Re
   }
   absl::StatusOr<std::unique_ptr<passes::Pass>> dce = registry.Create("dce");
   if (!dce.ok()) return dce.status();
-  return (*dce)->Run(module).status();
+  if (absl::Status s = (*dce)->Run(module).status(); !s.ok()) return s;
+  // Worth it where the transposes cancelled, leaving at most the input's and the output's.
+  return TransposeCopies(module) <= before + 2;
 }
 
 }  // namespace mltune::backends::cpu

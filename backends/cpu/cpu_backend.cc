@@ -35,7 +35,10 @@ absl::StatusOr<std::unique_ptr<ir::Module>> RunCpuPasses(const ir::Module& modul
   // NCHW convolutions to NHWC, the transposes cancelled between them, as XLA's CPU compiler
   // does before layout assignment.
   if (nhwc_convolutions) {
-    if (absl::Status s = CanonicalizeConvolutionLayouts(*copy, *registry); !s.ok()) return s;
+    std::unique_ptr<ir::Module> nhwc = copy->Clone();
+    absl::StatusOr<bool> better = CanonicalizeConvolutionLayouts(*nhwc, *registry);
+    if (!better.ok()) return better.status();
+    if (*better) copy = std::move(nhwc);
   }
   DecomposeTopK(*copy);
   UpcastLowPrecisionMatrixOps(*copy);

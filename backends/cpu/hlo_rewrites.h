@@ -2,7 +2,7 @@
 // take directly run as ops they do, the way XLA's CPU compiler rewrites them.
 #pragma once
 
-#include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "ir/module.h"
 #include "passes/registry.h"
 
@@ -26,7 +26,11 @@ int64_t DecomposeTopK(ir::Module& module);
 int64_t CanonicalizeConvolutions(ir::Module& module);
 // CanonicalizeConvolutions, then the transposes sunk below elementwise ops (reshape-mover) and
 // reduce-windows and cancelled (algsimp), so an NCHW network runs NHWC from its first
-// convolution to its last; `registry` provides the passes.
-absl::Status CanonicalizeConvolutionLayouts(ir::Module& module, const passes::Registry& registry);
+// convolution to its last; `registry` provides the passes. True when that left at most two
+// transposes more than the module had (the input's and the output's; one a reduction reads
+// through is not counted): where others stay (a GroupNorm's reshapes of the channels stop them),
+// they are strided copies the caller should not keep.
+absl::StatusOr<bool> CanonicalizeConvolutionLayouts(ir::Module& module,
+                                                    const passes::Registry& registry);
 
 }  // namespace mltune::backends::cpu

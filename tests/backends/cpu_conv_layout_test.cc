@@ -65,7 +65,10 @@ TEST(CpuConvLayoutTest, NchwBlockRunsNhwcWithTransposesOnlyAtItsInput) {
   absl::StatusOr<std::unique_ptr<ir::Module>> module = ir::ParseHloText(kNchwBlock);
   ASSERT_TRUE(module.ok()) << module.status();
   std::unique_ptr<ir::Module> rewritten = (*module)->Clone();
-  ASSERT_TRUE(CanonicalizeConvolutionLayouts(*rewritten, passes::Registry::Global()).ok());
+  absl::StatusOr<bool> better =
+      CanonicalizeConvolutionLayouts(*rewritten, passes::Registry::Global());
+  ASSERT_TRUE(better.ok()) << better.status();
+  EXPECT_TRUE(*better);
   int convolutions = 0, transposes = 0;
   for (const ir::Instruction* i : rewritten->entry()->MakePostOrder()) {
     if (i->opcode() == ir::Opcode::kConvolution) {
@@ -100,6 +103,34 @@ TEST(CpuConvLayoutTest, NchwBlockRunsNhwcWithTransposesOnlyAtItsInput) {
   for (int64_t k = 0; k < before->shape().ElementCount(); ++k) {
     EXPECT_NEAR(before->GetAsDouble(k), after->GetAsDouble(k), 1e-4) << k;
   }
+}
+
+// A GroupNorm between convolutions reshapes the channels into groups: the transposes cannot
+// pass the reshapes, so NHWC would leave strided copies around every layer; the rewrite says so.
+TEST(CpuConvLayoutTest, TransposesThatDoNotCancelAreReported) {
+  absl::StatusOr<std::unique_ptr<ir::Module>> module = ir::ParseHloText(R"(HloModule groupnorm
+add {
+  u = f32[] parameter(0)
+  v = f32[] parameter(1)
+  ROOT t = f32[] add(u, v)
+}
+ENTRY e {
+  x = f32[1,8,6,6] parameter(0)
+  w = f32[8,8,3,3] parameter(1)
+  c = f32[1,8,6,6] convolution(x, w), window={size=3x3 pad=1_1x1_1}, dim_labels=bf01_oi01->bf01
+  g = f32[1,2,4,6,6] reshape(c)
+  z = f32[] constant(0)
+  s = f32[1,2] reduce(g, z), dimensions={2,3,4}, to_apply=add
+  sb = f32[1,2,4,6,6] broadcast(s), dimensions={0,1}
+  d = f32[1,2,4,6,6] subtract(g, sb)
+  r = f32[1,8,6,6] reshape(d)
+  ROOT c2 = f32[1,8,6,6] convolution(r, w), window={size=3x3 pad=1_1x1_1}, dim_labels=bf01_oi01->bf01
+})");
+  ASSERT_TRUE(module.ok()) << module.status();
+  absl::StatusOr<bool> better =
+      CanonicalizeConvolutionLayouts(**module, passes::Registry::Global());
+  ASSERT_TRUE(better.ok()) << better.status();
+  EXPECT_FALSE(*better);
 }
 
 TEST(CpuConvLayoutTest, NhwcConvolutionsAreLeftAsTheyAre) {
