@@ -145,6 +145,31 @@ float MaxDifference(const ir::Literal& expected, const std::vector<float>& actua
   return worst;
 }
 
+// Two kernels of identical code, weights in arguments 1 and 3, results 0 and 1: right on two calls
+// with the first weights, and on a third with the second ones after mltune_params_changed.
+void ExpectTwinsRightOnEveryCall(const ir::Module& m, const CompiledModule& compiled,
+                                 const std::vector<ir::Literal>& first,
+                                 const std::vector<ir::Literal>& second) {
+  LoadedProgram program(compiled);
+  ASSERT_TRUE(program.ok());
+  std::vector<ir::Literal> args = first;
+  for (int call = 0; call < 3; ++call) {
+    if (call == 2) {  // new weights, said so
+      args[1] = second[1];
+      args[3] = second[3];
+      program.ParamsChanged();
+    }
+    absl::StatusOr<ir::Literal> expected = ir::Evaluate(m, args);
+    ASSERT_TRUE(expected.ok());
+    const std::vector<std::vector<float>> got = program.RunAll(args);
+    ASSERT_EQ(got.size(), 2u);
+    for (size_t r = 0; r < 2; ++r) {
+      EXPECT_LT(MaxDifference(expected->elements()[r], got[r]), 1e-4)
+          << "call " << call << ", result " << r;
+    }
+  }
+}
+
 TEST_F(CpuFrozenWeightsTest, PackedOncePerEpochOnEveryImpl) {
   // A 3x3 convolution with a bias and ReLU epilogue; its OIHW weights need packing for every
   // impl that packs (the generated GEMM's layout, oneDNN's blocked one).
@@ -228,24 +253,7 @@ ENTRY e {
     }
     absl::StatusOr<CompiledModule> compiled = CompileModule(*m, configs);
     ASSERT_TRUE(compiled.ok()) << compiled.status();
-    LoadedProgram program(*compiled);
-    ASSERT_TRUE(program.ok());
-    std::vector<ir::Literal> args = *first;
-    for (int call = 0; call < 3; ++call) {
-      if (call == 2) {  // new weights, said so
-        args[1] = (*second)[1];
-        args[3] = (*second)[3];
-        program.ParamsChanged();
-      }
-      absl::StatusOr<ir::Literal> expected = ir::Evaluate(*m, args);
-      ASSERT_TRUE(expected.ok());
-      const std::vector<std::vector<float>> got = program.RunAll(args);
-      ASSERT_EQ(got.size(), 2u);
-      for (size_t r = 0; r < 2; ++r) {
-        EXPECT_LT(MaxDifference(expected->elements()[r], got[r]), 1e-4)
-            << "call " << call << ", result " << r;
-      }
-    }
+    ExpectTwinsRightOnEveryCall(*m, *compiled, *first, *second);
   }
 }
 
@@ -291,24 +299,7 @@ ENTRY e {
       EXPECT_NE(compiled->program.source.find("mt_params_epoch);"), std::string::npos)
           << "the matmul primitive was not told its weights are frozen";
     }
-    LoadedProgram program(*compiled);
-    ASSERT_TRUE(program.ok());
-    std::vector<ir::Literal> args = *first;
-    for (int call = 0; call < 3; ++call) {
-      if (call == 2) {
-        args[1] = (*second)[1];
-        args[3] = (*second)[3];
-        program.ParamsChanged();
-      }
-      absl::StatusOr<ir::Literal> expected = ir::Evaluate(*m, args);
-      ASSERT_TRUE(expected.ok());
-      const std::vector<std::vector<float>> got = program.RunAll(args);
-      ASSERT_EQ(got.size(), 2u);
-      for (size_t r = 0; r < 2; ++r) {
-        EXPECT_LT(MaxDifference(expected->elements()[r], got[r]), 1e-4)
-            << "call " << call << ", result " << r;
-      }
-    }
+    ExpectTwinsRightOnEveryCall(*m, *compiled, *first, *second);
   }
 }
 
