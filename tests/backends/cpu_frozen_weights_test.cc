@@ -145,6 +145,18 @@ float MaxDifference(const ir::Literal& expected, const std::vector<float>& actua
   return worst;
 }
 
+// Every kernel's default configuration with its `impl` parameter (at index impl_param) set to
+// `impl`.
+std::vector<KernelConfig> DefaultsWithImpl(const LoweredModule& lowered, size_t impl_param,
+                                           int64_t impl) {
+  std::vector<KernelConfig> configs;
+  for (const Kernel& k : lowered.kernels) {
+    configs.push_back(DefaultConfig(k));
+    configs.back()[impl_param] = impl;
+  }
+  return configs;
+}
+
 // Two kernels of identical code, weights in arguments 1 and 3, results 0 and 1: right on two calls
 // with the first weights, and on a third with the second ones after mltune_params_changed.
 void ExpectTwinsRightOnEveryCall(const ir::Module& m, const CompiledModule& compiled,
@@ -246,12 +258,8 @@ ENTRY e {
   ASSERT_TRUE(first.ok() && second.ok());
   for (int64_t impl : lowered->kernels[0].params[impl_param].choices) {
     SCOPED_TRACE(::testing::Message() << "impl " << impl);
-    std::vector<KernelConfig> configs;
-    for (const Kernel& k : lowered->kernels) {
-      configs.push_back(DefaultConfig(k));
-      configs.back()[impl_param] = impl;
-    }
-    absl::StatusOr<CompiledModule> compiled = CompileModule(*m, configs);
+    absl::StatusOr<CompiledModule> compiled =
+        CompileModule(*m, DefaultsWithImpl(*lowered, impl_param, impl));
     ASSERT_TRUE(compiled.ok()) << compiled.status();
     ExpectTwinsRightOnEveryCall(*m, *compiled, *first, *second);
   }
@@ -288,12 +296,8 @@ ENTRY e {
   ASSERT_TRUE(first.ok() && second.ok());
   for (int64_t impl : impls) {
     SCOPED_TRACE(::testing::Message() << "impl " << impl);
-    std::vector<KernelConfig> configs;
-    for (const Kernel& k : lowered->kernels) {
-      configs.push_back(DefaultConfig(k));
-      configs.back()[impl_param] = impl;
-    }
-    absl::StatusOr<CompiledModule> compiled = CompileModule(*m, configs);
+    absl::StatusOr<CompiledModule> compiled =
+        CompileModule(*m, DefaultsWithImpl(*lowered, impl_param, impl));
     ASSERT_TRUE(compiled.ok()) << compiled.status();
     if (impl == kMatmulPrimitiveImpl) {
       EXPECT_NE(compiled->program.source.find("mt_params_epoch);"), std::string::npos)
