@@ -26,6 +26,24 @@ bool ChannelsFirst(int64_t batch, const std::vector<int64_t>& spatial, int64_t f
   return true;
 }
 
+// Whether CanonicalizeConvolutions rewrites `conv`: a forward NCHW 2-D convolution.
+bool Rewritable(const Instruction& conv) {
+  if (conv.opcode() != Opcode::kConvolution || !conv.conv_dnums.has_value() ||
+      !conv.shape().IsArray() || conv.operand_count() != 2) {
+    return false;
+  }
+  const ir::ConvolutionDimensionNumbers& dn = *conv.conv_dnums;
+  // 2-D only: WaveNet's dilated causal 1-D convolutions ran 1.9x slower as NWC (its module
+  // 116 -> 205 ms), where oneDNN's NCW kernels served them well. Forward convolutions of NCHW
+  // networks only: a weight gradient's (f01b_i01o->01bf, the batch contracted) runs on the
+  // GEMMs, where transposes would only add copies.
+  return dn.input_spatial_dimensions.size() == 2 &&
+         ChannelsFirst(dn.input_batch_dimension, dn.input_spatial_dimensions,
+                       dn.input_feature_dimension) &&
+         ChannelsFirst(dn.output_batch_dimension, dn.output_spatial_dimensions,
+                       dn.output_feature_dimension);
+}
+
 // The permutation to [batch, spatial..., feature] (a transpose's: result dim i = operand dim
 // perm[i]).
 std::vector<int64_t> ToCanonical(int64_t batch, const std::vector<int64_t>& spatial,
@@ -71,26 +89,21 @@ int64_t SinkTransposesBelowReduceWindows(ir::Module& module) {
 
 }  // namespace
 
+bool HasChannelsFirstConvolutions(const ir::Module& module) {
+  for (const ir::Computation* comp : module.computations()) {
+    for (const Instruction* i : comp->instructions()) {
+      if (Rewritable(*i)) return true;
+    }
+  }
+  return false;
+}
+
 int64_t CanonicalizeConvolutions(ir::Module& module) {
   int64_t rewritten = 0;
   for (ir::Computation* comp : module.computations()) {
     for (Instruction* conv : comp->MakePostOrder()) {
-      if (conv->opcode() != Opcode::kConvolution || !conv->conv_dnums.has_value() ||
-          !conv->shape().IsArray() || conv->operand_count() != 2) {
-        continue;
-      }
+      if (!Rewritable(*conv)) continue;
       const ir::ConvolutionDimensionNumbers dn = *conv->conv_dnums;
-      // 2-D only: WaveNet's dilated causal 1-D convolutions ran 1.9x slower as NWC (its
-      // module 116 -> 205 ms), where oneDNN's NCW kernels served them well.
-      if (dn.input_spatial_dimensions.size() != 2) continue;
-      // Forward convolutions of NCHW networks only: a weight gradient's (f01b_i01o->01bf, the
-      // batch contracted) runs on the GEMMs, where transposes would only add copies.
-      if (!ChannelsFirst(dn.input_batch_dimension, dn.input_spatial_dimensions,
-                         dn.input_feature_dimension) ||
-          !ChannelsFirst(dn.output_batch_dimension, dn.output_spatial_dimensions,
-                         dn.output_feature_dimension)) {
-        continue;
-      }
       const int64_t k = static_cast<int64_t>(dn.input_spatial_dimensions.size());
       Instruction* input =
           ir::MakeTranspose(*comp, conv->operand(0),

@@ -34,7 +34,9 @@ absl::StatusOr<std::unique_ptr<ir::Module>> RunCpuPasses(const ir::Module& modul
   }
   // NCHW convolutions to NHWC, the transposes cancelled between them, as XLA's CPU compiler
   // does before layout assignment.
-  if (nhwc_convolutions) {
+  // The trial runs on a copy, made only where there is something to rewrite (a model's constant
+  // weights are copied with it).
+  if (nhwc_convolutions && HasChannelsFirstConvolutions(*copy)) {
     std::unique_ptr<ir::Module> nhwc = copy->Clone();
     absl::StatusOr<bool> better = CanonicalizeConvolutionLayouts(*nhwc, *registry);
     if (!better.ok()) return better.status();

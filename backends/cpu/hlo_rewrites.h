@@ -24,6 +24,9 @@ int64_t DecomposeTopK(ir::Module& module);
 // compiler makes them (ConvCanonicalization), with transposes around it. Returns how many were
 // rewritten.
 int64_t CanonicalizeConvolutions(ir::Module& module);
+// Whether `module` has a convolution CanonicalizeConvolutions rewrites (checked before a trial
+// copy of a module is made for it).
+bool HasChannelsFirstConvolutions(const ir::Module& module);
 // CanonicalizeConvolutions, then the transposes sunk below elementwise ops (reshape-mover) and
 // reduce-windows and cancelled (algsimp), so an NCHW network runs NHWC from its first
 // convolution to its last; `registry` provides the passes. True when that left at most two
