@@ -29,6 +29,14 @@
 namespace mltune::backends::cpu {
 namespace {
 
+std::vector<int64_t> NonUnitDimensions(const std::vector<int64_t>& dims) {
+  std::vector<int64_t> out;
+  for (int64_t n : dims) {
+    if (n != 1) out.push_back(n);
+  }
+  return out;
+}
+
 using ir::Instruction;
 using ir::Opcode;
 using ir::PrimitiveType;
@@ -137,6 +145,9 @@ class KernelEmitter : public ElementEmitter {
   void StoreDynamicUpdateSlice(const Instruction* dus, const LoopOptions& opts);
   // Output `concat`, a concatenate of more than kMaxFusedConcatOperands operands, written
   // operand by operand, so each element computes one operand rather than selecting among all.
+  // A member operand that later operands use is read back from the output once stored: an
+  // unrolled scan (h[t] = a[t] * h[t-1] + b[t], every h[t] an operand) is then linear, not
+  // quadratic (a Mamba ONNX export's scans took 77 ms each).
   void StoreConcatenate(const Instruction* concat, const LoopOptions& opts);
   std::string OutPtr(const Instruction* o) const { return out_ptr_.at(o); }
 
@@ -208,6 +219,14 @@ class KernelEmitter : public ElementEmitter {
   std::unordered_map<const ir::Computation*, ReducerFns> reducers_;
   // Row kernels: members read from a row cache (its name), indexed by the minor index.
   std::unordered_map<const Instruction*, std::string> row_cache_;
+  // Members already stored as a concatenate's operand: the concatenate and the operand's offset
+  // along its dimension (StoreConcatenate).
+  struct StoredOperand {
+    const Instruction* concat;
+    const Instruction* operand;
+    int64_t offset;
+  };
+  std::unordered_map<const Instruction*, StoredOperand> stored_operands_;
 };
 
 std::string KernelEmitter::Provided(const Instruction* instr, const Idx& idx) {
@@ -216,6 +235,25 @@ std::string KernelEmitter::Provided(const Instruction* instr, const Idx& idx) {
                absl::StrCat(cached->second, "[", idx.back(), "]"));
   }
   if (!heavy_buffer_.empty() && instr == k_.root) return HeavyLoad(idx);
+  if (auto stored = stored_operands_.find(instr); stored != stored_operands_.end()) {
+    const Instruction* concat = stored->second.concat;
+    // The operand is `instr` or a reshape of it that adds or drops unit dimensions.
+    Idx at;
+    size_t next = 0;
+    for (int64_t n : stored->second.operand->shape().dimensions()) {
+      if (n == 1) {
+        at.push_back("0");
+        continue;
+      }
+      while (instr->shape().dimensions()[next] == 1) ++next;
+      at.push_back(idx[next++]);
+    }
+    const size_t d = static_cast<size_t>(concat->dimensions[0]);
+    at[d] = absl::StrCat("(", at[d], ") + ", stored->second.offset);
+    const PrimitiveType t = concat->shape().element_type();
+    return Var(CType(t), LoadAs(t, absl::StrCat(OutPtr(concat), "[",
+                                                Linear(concat->shape().dimensions(), at), "]")));
+  }
   return "";
 }
 
@@ -436,6 +474,14 @@ void KernelEmitter::StoreConcatenate(const Instruction* concat, const LoopOption
         Line(absl::StrCat(OutPtr(concat), "[", Linear(od, at),
                           "] = ", StoreAs(t, Value(operand, idx)), ";"));
       });
+      // Each block is its own loop nest (and parallel region), so later ones may read it: the
+      // operand, and what it reshapes by adding or dropping unit dimensions.
+      for (const Instruction* x = operand; k_.Contains(x);) {
+        stored_operands_.emplace(x, StoredOperand{concat, operand, offset});
+        if (x->opcode() != Opcode::kReshape && x->opcode() != Opcode::kBitcast) break;
+        x = x->operand(0);
+        if (NonUnitDimensions(x->shape().dimensions()) != NonUnitDimensions(dims)) break;
+      }
     }
     offset += dims[d];
   }
@@ -1603,8 +1649,15 @@ absl::Status KernelEmitter::EmitMatmul() {
     }
     a_trans = in_order(lhs, dn.lhs_batch_dimensions, dn.lhs_contracting_dimensions, lfree) &&
               !in_order(lhs, dn.lhs_batch_dimensions, lfree, dn.lhs_contracting_dimensions);
+    // A frozen B stored [n][k] is transposed once for the library GEMM: dnnl_sgemm runs 'N','N'
+    // 1.1-2x faster than 'N','T' on this machine's shapes (an LSTM LM's 10,000-word head 47 ->
+    // 79 GFLOP/s; PyTorch's exports store every Linear's weight so).
+    std::vector<const Instruction*> frozen_inputs;
+    const bool pack_frozen_b =
+        Param("impl") == 1 && Frozen(rhs, &frozen_inputs) && frozen_inputs.size() <= 4;
     b_trans = in_order(rhs, dn.rhs_batch_dimensions, rfree, dn.rhs_contracting_dimensions) &&
-              !in_order(rhs, dn.rhs_batch_dimensions, dn.rhs_contracting_dimensions, rfree);
+              !in_order(rhs, dn.rhs_batch_dimensions, dn.rhs_contracting_dimensions, rfree) &&
+              !pack_frozen_b;
     a = a_trans ? in_place(lhs) : pack(lhs, lorder, lp, nullptr);
     b = b_trans ? in_place(rhs) : pack(rhs, rorder, rp, nullptr);
     direct = sole_output != nullptr;

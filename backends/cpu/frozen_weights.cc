@@ -13,11 +13,13 @@ namespace {
 using ir::Instruction;
 using ir::Opcode;
 
-// Ops that move or convert a value without mixing it with others: a weight read through them is
-// still only a weight.
+// Ops that move, select or convert elements without computing new ones: a weight read through
+// them is still only a weight. Slices and concatenates are how ONNX exports reorder an LSTM's
+// gate weights (computed on every call, they took 8 of 38 ms of an LSTM LM).
 bool MovesOnly(Opcode op) {
   return op == Opcode::kBitcast || op == Opcode::kReshape || op == Opcode::kTranspose ||
-         op == Opcode::kConvert || op == Opcode::kCopy;
+         op == Opcode::kConvert || op == Opcode::kCopy || op == Opcode::kSlice ||
+         op == Opcode::kConcatenate;
 }
 
 // Every use of `value` (through MovesOnly ops) is operand 1 of a dot or a convolution.

@@ -154,12 +154,12 @@ void NormalizeTupleUses(ir::Module& module);
 void DuplicateSharedBroadcasts(ir::Module& module);
 
 // The entry parameters read only as weights: every use, through bitcasts, reshapes, transposes,
-// converts and copies, is the right-hand operand of a dot or the kernel of a convolution (an
-// inference step's weights; a training step's are also updated, so they are not). The program
-// takes their values not to change between calls unless told (mltune_params_changed, codegen.h),
-// as ONNX Runtime takes initializers and PyTorch a frozen module's parameters, so its GEMMs and
-// convolutions pack them once. Empty where MLTUNE_NO_FROZEN_WEIGHTS is set (not 0): every call
-// then packs them again, as XLA does.
+// converts, copies, slices and concatenates, is the right-hand operand of a dot or the kernel of a
+// convolution (an inference step's weights; a training step's are also updated, so they are not).
+// The program takes their values not to change between calls unless told (mltune_params_changed,
+// codegen.h), as ONNX Runtime takes initializers and PyTorch a frozen module's parameters, so its
+// GEMMs and convolutions pack them once. Empty where MLTUNE_NO_FROZEN_WEIGHTS is set (not 0): every
+// call then packs them again, as XLA does.
 std::unordered_set<const ir::Instruction*> FrozenWeights(const ir::Computation& entry);
 bool FrozenWeightsEnabled();
 

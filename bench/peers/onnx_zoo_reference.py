@@ -1,8 +1,10 @@
 """ONNX Runtime's outputs on the zoo's ONNX exports, sampled, as the reference mltune must match.
 
     build/peers-venv/bin/python bench/peers/onnx_zoo_reference.py [--models a,b] [--out DIR]
+        [--onnx-dir DIR] [--min-seconds S]
 
-For each models/onnx/NAME.onnx, writes DIR/NAME.json (default models/onnx/reference/):
+For each NAME.onnx of --onnx-dir (default models/onnx), writes DIR/NAME.json (default
+models/onnx/reference/):
   inputs:  the recipe of every graph input, computed the same way by bench/onnx_zoo and
            tests/frontends/onnx_zoo_test (frontends/onnx/conformance): floats x[i] = bias + scale * sin(0.1 * i
            + k) (k the input's position; scale 0.5 / sqrt(fan-in), variances of batch norms 1 +
@@ -11,7 +13,8 @@ For each models/onnx/NAME.onnx, writes DIR/NAME.json (default models/onnx/refere
            ScatterElements indices, after ops that move values), else 1 with offset 1 (masks).
   outputs: per graph output its shape, type, element count, mean and largest magnitude, and 512
            values at evenly spaced flat indices (index i * count // 512).
-  ort_ms:  onnxruntime's median latency on one thread (informational; machine-dependent).
+  ort_ms:  onnxruntime's median latency on one thread, over at least --min-seconds of runs and
+           5 runs (bench/onnx_zoo --ort compares it with mltune's in the same run).
 """
 
 import argparse
@@ -110,10 +113,12 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--models", default="")
     parser.add_argument("--out", default=os.path.join(ROOT, "models", "onnx", "reference"))
+    parser.add_argument("--onnx-dir", default=os.path.join(ROOT, "models", "onnx"))
+    parser.add_argument("--min-seconds", type=float, default=2.0)
     args = parser.parse_args()
     os.makedirs(args.out, exist_ok=True)
     wanted = set(filter(None, args.models.split(",")))
-    for path in sorted(glob.glob(os.path.join(ROOT, "models", "onnx", "*.onnx"))):
+    for path in sorted(glob.glob(os.path.join(args.onnx_dir, "*.onnx"))):
         name = os.path.basename(path)[:-len(".onnx")]
         if wanted and name.split(".")[0] not in wanted:
             continue
@@ -126,7 +131,7 @@ def main():
         feeds = {e["name"]: make_input(e) for e in inputs}
         outputs = session.run(None, feeds)
         times = []
-        while len(times) < 5 or (sum(times) < 2.0 and len(times) < 50):
+        while len(times) < 5 or (sum(times) < args.min_seconds and len(times) < 200):
             start = time.perf_counter()
             session.run(None, feeds)
             times.append(time.perf_counter() - start)

@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <string>
 
+#include "absl/strings/str_cat.h"
 #include "backends/cpu/cpu_backend.h"
 #include "gtest/gtest.h"
 #include "ir/hlo_parser.h"
@@ -88,6 +89,56 @@ TEST_F(CpuConcatTest, WideConcatenatesAreKernelRootsWrittenOperandByOperand) {
   EXPECT_EQ(narrow_roots, 0);
   // Each of the 12 operands gets a loop nest of its own: its offset along the steps appears.
   EXPECT_NE(compiled->program.source.find(") + 11"), std::string::npos);
+  EXPECT_TRUE(CheckAgainstEvaluator(**module, *compiled, 1).ok());
+  for (const ConfigVariant& v : SingleParameterVariants(compiled->lowered, compiled->configs)) {
+    absl::StatusOr<CompiledModule> variant = CompileModule(**module, v.configs);
+    ASSERT_TRUE(variant.ok()) << v.label << ": " << variant.status();
+    const absl::Status s = CheckAgainstEvaluator(**module, *variant, 1);
+    EXPECT_TRUE(s.ok()) << v.label << ": " << s;
+  }
+}
+
+// An unrolled linear scan, as ONNX exports of state-space models have it: h[t] = a[t] * h[t-1] +
+// b[t], every step's state reshaped to [1,64,16] and stacked. `steps` of them.
+std::string UnrolledScan(int steps) {
+  std::string text =
+      absl::StrCat("HloModule m\nENTRY e {\n  a = f32[", steps, ",64,16] parameter(0)\n  b = f32[",
+                   steps, ",64,16] parameter(1)\n");
+  std::string operands;
+  for (int t = 0; t < steps; ++t) {
+    const std::string slice = absl::StrCat("slice={[", t, ":", t + 1, "], [0:64], [0:16]}");
+    absl::StrAppend(&text, "  as", t, " = f32[1,64,16] slice(a), ", slice, "\n  ar", t,
+                    " = f32[64,16] reshape(as", t, ")\n  bs", t, " = f32[1,64,16] slice(b), ",
+                    slice, "\n  br", t, " = f32[64,16] reshape(bs", t, ")\n");
+    if (t == 0) {
+      absl::StrAppend(&text, "  h0 = f32[64,16] add(ar0, br0)\n");
+    } else {
+      absl::StrAppend(&text, "  m", t, " = f32[64,16] multiply(ar", t, ", h", t - 1, ")\n  h", t,
+                      " = f32[64,16] add(m", t, ", br", t, ")\n");
+    }
+    absl::StrAppend(&text, "  o", t, " = f32[1,64,16] reshape(h", t, ")\n");
+    absl::StrAppend(&operands, t == 0 ? "" : ", ", "o", t);
+  }
+  absl::StrAppend(&text, "  ROOT c = f32[", steps, ",64,16] concatenate(", operands,
+                  "), dimensions={0}\n}\n");
+  return text;
+}
+
+// Each step reads the previous state back from the output: the kernel does one multiply per step,
+// not the whole chain again for each (quadratic: a Mamba export's scans took 77 ms each).
+TEST_F(CpuConcatTest, UnrolledScanReadsEarlierStepsBackFromTheOutput) {
+  constexpr int kSteps = 24;
+  absl::StatusOr<std::unique_ptr<ir::Module>> module = ir::ParseHloText(UnrolledScan(kSteps));
+  ASSERT_TRUE(module.ok()) << module.status();
+  absl::StatusOr<CompiledModule> compiled = CompileModule(**module);
+  ASSERT_TRUE(compiled.ok()) << compiled.status();
+  ASSERT_EQ(compiled->lowered.kernels.size(), 1u);
+  int64_t multiplies = 0;
+  for (size_t at = compiled->program.source.find("mt_mul("); at != std::string::npos;
+       at = compiled->program.source.find("mt_mul(", at + 1)) {
+    ++multiplies;
+  }
+  EXPECT_LE(multiplies, kSteps + 4);  // quadratic would be 276
   EXPECT_TRUE(CheckAgainstEvaluator(**module, *compiled, 1).ok());
   for (const ConfigVariant& v : SingleParameterVariants(compiled->lowered, compiled->configs)) {
     absl::StatusOr<CompiledModule> variant = CompileModule(**module, v.configs);

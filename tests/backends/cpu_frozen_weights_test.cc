@@ -44,7 +44,8 @@ std::vector<std::string> FrozenNames(const ir::Module& m) {
 
 TEST_F(CpuFrozenWeightsTest, OnlyParametersReadAsWeightsAreFrozen) {
   // w: a dot's rhs through a transpose; k: a convolution's kernel; x: a dot's lhs; u: a weight
-  // that is also updated (a training step's); b: a bias.
+  // that is also updated (a training step's); b: a bias; g: a dot's rhs with its column blocks
+  // swapped through slices and a concatenate (an ONNX LSTM's gate order).
   std::unique_ptr<ir::Module> m = Parse(R"(
 HloModule rule
 ENTRY e {
@@ -61,11 +62,16 @@ ENTRY e {
   bb = f32[4,24] broadcast(b), dimensions={1}
   s = f32[4,24] add(d2, bb)
   c = f32[1,4,4,8] convolution(i, k), window={size=3x3}, dim_labels=b01f_01io->b01f
-  ROOT t = (f32[4,24], f32[24,24], f32[1,4,4,8]) tuple(s, un, c)
+  g = f32[32,16] parameter(6)
+  g0 = f32[32,8] slice(g), slice={[0:32], [0:8]}
+  g1 = f32[32,8] slice(g), slice={[0:32], [8:16]}
+  gc = f32[32,16] concatenate(g1, g0), dimensions={1}
+  dg = f32[4,16] dot(x, gc), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+  ROOT t = (f32[4,24], f32[24,24], f32[1,4,4,8], f32[4,16]) tuple(s, un, c, dg)
 })");
   ASSERT_NE(m, nullptr);
   if (!FrozenWeightsEnabled()) GTEST_SKIP() << "MLTUNE_NO_FROZEN_WEIGHTS is set";
-  EXPECT_EQ(FrozenNames(*m), (std::vector<std::string>{"w", "k"}));
+  EXPECT_EQ(FrozenNames(*m), (std::vector<std::string>{"w", "k", "g"}));
   setenv("MLTUNE_NO_FROZEN_WEIGHTS", "1", 1);
   EXPECT_TRUE(FrozenNames(*m).empty());
   unsetenv("MLTUNE_NO_FROZEN_WEIGHTS");
@@ -305,6 +311,44 @@ ENTRY e {
     }
     ExpectTwinsRightOnEveryCall(*m, *compiled, *first, *second);
   }
+}
+
+// A frozen weight stored [n][k] (a PyTorch Linear's) is transposed once for the library GEMM,
+// which then runs 'N','N'; its copy is kept until new weights are announced.
+TEST_F(CpuFrozenWeightsTest, TransposedWeightsAreTransposedOnceForTheLibraryGemm) {
+  std::unique_ptr<ir::Module> m = Parse(R"(
+HloModule linear
+ENTRY e {
+  x = f32[12,40] parameter(0)
+  w = f32[72,40] parameter(1)
+  ROOT d = f32[12,72] dot(x, w), lhs_contracting_dims={1}, rhs_contracting_dims={1}
+})");
+  ASSERT_NE(m, nullptr);
+  if (!OneDnnAvailable()) GTEST_SKIP() << "oneDNN is not available";
+  absl::StatusOr<LoweredModule> lowered = Lower(*m);
+  ASSERT_TRUE(lowered.ok()) << lowered.status();
+  ASSERT_EQ(lowered->kernels.size(), 1u);
+  const size_t impl_param = ImplParam(lowered->kernels[0]);
+  ASSERT_LT(impl_param, lowered->kernels[0].params.size());
+  absl::StatusOr<CompiledModule> compiled =
+      CompileModule(*m, DefaultsWithImpl(*lowered, impl_param, 1));
+  ASSERT_TRUE(compiled.ok()) << compiled.status();
+  EXPECT_NE(compiled->program.source.find("dnnl_sgemm('N', 'N'"), std::string::npos);
+  absl::StatusOr<std::vector<ir::Literal>> first = ir::MakeRandomArguments(*m, 7);
+  absl::StatusOr<std::vector<ir::Literal>> second = ir::MakeRandomArguments(*m, 8);
+  ASSERT_TRUE(first.ok() && second.ok());
+  LoadedProgram program(*compiled);
+  ASSERT_TRUE(program.ok());
+  std::vector<ir::Literal> args = *first;
+  absl::StatusOr<ir::Literal> old_result = ir::Evaluate(*m, args);
+  ASSERT_TRUE(old_result.ok());
+  EXPECT_LT(MaxDifference(*old_result, program.Run(args)), 1e-4);
+  args[1] = (*second)[1];
+  EXPECT_LT(MaxDifference(*old_result, program.Run(args)), 1e-4) << "transposed again";
+  program.ParamsChanged();
+  absl::StatusOr<ir::Literal> new_result = ir::Evaluate(*m, args);
+  ASSERT_TRUE(new_result.ok());
+  EXPECT_LT(MaxDifference(*new_result, program.Run(args)), 1e-4);
 }
 
 TEST_F(CpuFrozenWeightsTest, WeightsThatAreNotFrozenArePackedOnEveryCall) {
