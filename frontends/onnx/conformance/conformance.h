@@ -75,8 +75,9 @@ absl::StatusOr<ZooReference> ReadZooReference(const std::string& path);
 absl::StatusOr<Literal> ZooInput(const ZooReference::Input& input);
 
 // Why `outputs` (the module's result leaves, in graph-output order) differ from the reference,
-// or "" when every sampled element is within rtol * |ref| + atol * max_abs of the output.
+// or "" when every sampled element is within rtol * |ref| + atol * max_abs of the output. The
+// default atol is what f32 rounding reaches through the UNet's 20 group norms (1.2e-4).
 std::string CompareWithZooReference(const std::vector<Literal>& outputs, const ZooReference& ref,
-                                    double rtol = 1e-3, double atol = 1e-4);
+                                    double rtol = 1e-3, double atol = 2e-4);
 
 }  // namespace mltune::ir::onnx
