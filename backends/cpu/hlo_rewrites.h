@@ -27,8 +27,9 @@ int64_t CanonicalizeConvolutions(ir::Module& module);
 // Whether `module` has a convolution CanonicalizeConvolutions rewrites (checked before a trial
 // copy of a module is made for it).
 bool HasChannelsFirstConvolutions(const ir::Module& module);
-// CanonicalizeConvolutions, then the transposes sunk below elementwise ops (reshape-mover) and
-// reduce-windows and cancelled (algsimp), so an NCHW network runs NHWC from its first
+// CanonicalizeConvolutions, then the transposes sunk below elementwise ops (reshape-mover, and
+// whole elementwise regions such as a SiLU that reads its input twice) and reduce-windows and
+// cancelled (algsimp), so an NCHW network runs NHWC from its first
 // convolution to its last; `registry` provides the passes. True when that left at most two
 // transposes more than the module had (the input's and the output's; one a reduction reads
 // through is not counted): where others stay (a GroupNorm's reshapes of the channels stop them),

@@ -105,6 +105,75 @@ TEST(CpuConvLayoutTest, NchwBlockRunsNhwcWithTransposesOnlyAtItsInput) {
   }
 }
 
+// An EfficientNet block as ONNX exports it: bias, SiLU (x * logistic(x), the activation read
+// twice), a depthwise convolution, SiLU, a squeeze-and-excitation scale, a projection. The SiLUs
+// run NHWC with the convolutions; no transpose is left between them.
+constexpr char kNchwSiluBlock[] = R"(HloModule mbconv
+add {
+  u = f32[] parameter(0)
+  v = f32[] parameter(1)
+  ROOT t = f32[] add(u, v)
+}
+ENTRY e {
+  x = f32[1,4,10,10] parameter(0)
+  w0 = f32[8,4,1,1] parameter(1)
+  b0 = f32[8] parameter(2)
+  wd = f32[8,1,3,3] parameter(3)
+  w2 = f32[4,8,1,1] parameter(4)
+  c0 = f32[1,8,10,10] convolution(x, w0), window={size=1x1}, dim_labels=bf01_oi01->bf01
+  bb = f32[1,8,10,10] broadcast(b0), dimensions={1}
+  a0 = f32[1,8,10,10] add(c0, bb)
+  n0 = f32[1,8,10,10] negate(a0)
+  e0 = f32[1,8,10,10] exponential(n0)
+  one = f32[] constant(1)
+  ones = f32[1,8,10,10] broadcast(one), dimensions={}
+  d0 = f32[1,8,10,10] add(ones, e0)
+  l0 = f32[1,8,10,10] divide(ones, d0)
+  s0 = f32[1,8,10,10] multiply(a0, l0)
+  c1 = f32[1,8,10,10] convolution(s0, wd), window={size=3x3 pad=1_1x1_1}, dim_labels=bf01_oi01->bf01, feature_group_count=8
+  l1 = f32[1,8,10,10] logistic(c1)
+  s1 = f32[1,8,10,10] multiply(c1, l1)
+  z = f32[] constant(0)
+  m = f32[1,8] reduce(s1, z), dimensions={2,3}, to_apply=add
+  g = f32[1,8] logistic(m)
+  gb = f32[1,8,10,10] broadcast(g), dimensions={0,1}
+  se = f32[1,8,10,10] multiply(s1, gb)
+  ROOT c2 = f32[1,4,10,10] convolution(se, w2), window={size=1x1}, dim_labels=bf01_oi01->bf01
+})";
+
+TEST(CpuConvLayoutTest, SiluAndExcitationBetweenConvolutionsRunNhwc) {
+  absl::StatusOr<std::unique_ptr<ir::Module>> module = ir::ParseHloText(kNchwSiluBlock);
+  ASSERT_TRUE(module.ok()) << module.status();
+  std::unique_ptr<ir::Module> rewritten = (*module)->Clone();
+  absl::StatusOr<bool> better =
+      CanonicalizeConvolutionLayouts(*rewritten, passes::Registry::Global());
+  ASSERT_TRUE(better.ok()) << better.status();
+  EXPECT_TRUE(*better);
+  for (const ir::Instruction* i : rewritten->entry()->MakePostOrder()) {
+    if (i->opcode() != ir::Opcode::kTranspose) continue;
+    bool reduce_reads = !i->users().empty();
+    for (const ir::Instruction* u : i->users()) reduce_reads &= u->opcode() == ir::Opcode::kReduce;
+    const bool boundary =
+        i->operand(0)->opcode() == ir::Opcode::kParameter || rewritten->entry()->root() == i;
+    EXPECT_TRUE(boundary || reduce_reads) << i->name() << " sits between convolutions";
+  }
+  absl::StatusOr<std::vector<ir::Literal>> args = ir::MakeRandomArguments(**module, 5);
+  ASSERT_TRUE(args.ok());
+  absl::StatusOr<ir::Literal> before = ir::Evaluate(**module, *args);
+  absl::StatusOr<ir::Literal> after = ir::Evaluate(*rewritten, *args);
+  ASSERT_TRUE(before.ok() && after.ok());
+  ASSERT_EQ(before->shape().dimensions(), after->shape().dimensions());
+  for (int64_t k = 0; k < before->shape().ElementCount(); ++k) {
+    EXPECT_NEAR(before->GetAsDouble(k), after->GetAsDouble(k), 1e-4) << k;
+  }
+}
+
+TEST(CpuConvLayoutTest, SiluBlockMatchesTheEvaluatorThroughThePipeline) {
+  absl::StatusOr<Pipelined> p = CompileThroughPipeline(kNchwSiluBlock);
+  ASSERT_TRUE(p.ok()) << p.status();
+  ExpectMatchesEvaluator(*p, {1, 2});
+}
+
 // A GroupNorm between convolutions reshapes the channels into groups: the transposes cannot
 // pass the reshapes, so NHWC would leave strided copies around every layer; the rewrite says so.
 TEST(CpuConvLayoutTest, TransposesThatDoNotCancelAreReported) {
