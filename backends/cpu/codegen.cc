@@ -11,6 +11,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
@@ -186,6 +187,9 @@ class KernelEmitter : public ElementEmitter {
   // EndPack fills: scratch filled on every call or, where the operand is Frozen (and reads at
   // most 4 inputs), a buffer of its own per set of input buffers, filled once per parameter
   // epoch (mt_params_epoch). Returns which.
+  // A copy made from constants alone is kept in a global that every kernel whose packing code is
+  // the same shares: an unrolled LSTM's 33 steps each kept their own 6.8 MB copy of one weight,
+  // streamed from memory on every step.
   bool BeginPack(const std::string& name, int64_t bytes, const Instruction* operand);
   void EndPack(bool once);
   // The convolution `mm` on oneDNN's primitive (impl 2 and 3), then the epilogue;
@@ -227,6 +231,17 @@ class KernelEmitter : public ElementEmitter {
     int64_t offset;
   };
   std::unordered_map<const Instruction*, StoredOperand> stored_operands_;
+  bool top_ = false;  // a kernel of the program itself (Emit's `top`)
+  // The packs BeginPack opened: where the declaration of its list and its filling code start.
+  struct OpenPack {
+    std::string name;
+    int64_t bytes;
+    size_t declaration, body;
+    bool constant;  // made from constants alone
+  };
+  std::vector<OpenPack> open_packs_;
+  // File-scope declarations of the shared packs' lists.
+  std::string shared_packs_;
 };
 
 std::string KernelEmitter::Provided(const Instruction* instr, const Idx& idx) {
@@ -1462,6 +1477,7 @@ bool KernelEmitter::BeginPack(const std::string& name, int64_t bytes, const Inst
   std::vector<std::string> key;
   for (const Instruction* in : inputs) key.push_back(in_ptr_.at(in));
   while (key.size() < 4) key.push_back("nullptr");
+  const size_t declaration = code_.size();
   Line(absl::StrCat("static mt_pack* ", name, "_packs = nullptr;"));
   Line(absl::StrCat("const void* const ", name, "_key[4] = {", absl::StrJoin(key, ", "), "};"));
   Line(absl::StrCat("bool ", name, "_fill = false;"));
@@ -1470,6 +1486,7 @@ bool KernelEmitter::BeginPack(const std::string& name, int64_t bytes, const Inst
                     "); })->data;"));
   Open(absl::StrCat("if (", name, "_fill) {"));
   PushScope();
+  open_packs_.push_back({name, bytes, declaration, code_.size(), top_ && inputs.empty()});
   return true;
 }
 
@@ -1477,6 +1494,21 @@ void KernelEmitter::EndPack(bool once) {
   if (!once) return;
   PopScope();
   Close();
+  const OpenPack pack = open_packs_.back();
+  open_packs_.pop_back();
+  if (!pack.constant) return;
+  // Equal filling code reads the same constants into the same places: one copy serves both.
+  const std::string list = absl::StrCat(
+      "mt_cpack_",
+      absl::Hex(std::hash<std::string>{}(absl::StrCat(pack.bytes, ":", code_.substr(pack.body)))));
+  const std::string local = absl::StrCat("static mt_pack* ", pack.name, "_packs = nullptr;");
+  const size_t at = code_.find(local, pack.declaration);
+  if (at == std::string::npos) return;
+  code_.replace(at, local.size(), absl::StrCat("mt_pack*& ", pack.name, "_packs = ", list, ";"));
+  const std::string guard = absl::AsciiStrToUpper(list);
+  absl::StrAppend(&shared_packs_, "#ifndef ", guard, "\n#define ", guard,
+                  "\n[[gnu::visibility(\"hidden\")]] inline mt_pack* ", list,
+                  " = nullptr;\n#endif\n");
 }
 
 void KernelEmitter::EmitGemm(const std::string& a, const std::string& b, const std::string& c,
@@ -2050,6 +2082,7 @@ void KernelEmitter::EmitRowConvolution(const std::string& out) {
 }
 
 absl::StatusOr<std::string> KernelEmitter::Emit(const std::string& fn, bool top) {
+  top_ = top;
   if (config_.empty()) config_ = DefaultConfig(k_);
   if (config_.size() != k_.params.size()) {
     return absl::InvalidArgumentError(absl::StrCat(
@@ -2120,9 +2153,10 @@ absl::StatusOr<std::string> KernelEmitter::Emit(const std::string& fn, bool top)
   const std::string helpers = !top || helpers_.empty()
                                   ? helpers_
                                   : absl::StrCat("namespace {\n", helpers_, "}  // namespace\n");
-  return absl::StrCat(helpers, "// kernel ", k_.id, ": ", KernelKindName(k_.kind), " '", k_.name,
-                      "', ", k_.members.size(), " ops\n", top ? "static " : "", "void ", fn,
-                      "(char* const* b, char* ws) {\n  (void)ws;\n", header, code_, "}\n");
+  return absl::StrCat(shared_packs_, helpers, "// kernel ", k_.id, ": ", KernelKindName(k_.kind),
+                      " '", k_.name, "', ", k_.members.size(), " ops\n", top ? "static " : "",
+                      "void ", fn, "(char* const* b, char* ws) {\n  (void)ws;\n", header, code_,
+                      "}\n");
 }
 
 struct Emitted {

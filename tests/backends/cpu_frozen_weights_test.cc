@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "backends/cpu/cpu_backend.h"
 #include "backends/cpu/gemm_shape.h"
 #include "backends/cpu/onednn.h"
@@ -349,6 +350,53 @@ ENTRY e {
   absl::StatusOr<ir::Literal> new_result = ir::Evaluate(*m, args);
   ASSERT_TRUE(new_result.ok());
   EXPECT_LT(MaxDifference(*new_result, program.Run(args)), 1e-4);
+}
+
+// A constant weight that three products read through kernels of different code (each step of an
+// unrolled LSTM has its own epilogue) is packed into one copy they share.
+TEST_F(CpuFrozenWeightsTest, KernelsPackingOneConstantShareTheirCopy) {
+  std::string rows;
+  for (int r = 0; r < 72; ++r) {
+    absl::StrAppend(&rows, r == 0 ? "" : ", ", "{");
+    for (int c = 0; c < 40; ++c) absl::StrAppend(&rows, c == 0 ? "" : ", ", (r * 40 + c) % 13 - 6);
+    absl::StrAppend(&rows, "}");
+  }
+  std::unique_ptr<ir::Module> m = Parse(absl::StrCat(R"(
+HloModule steps
+ENTRY e {
+  x = f32[12,40] parameter(0)
+  w = f32[72,40] constant({)",
+                                                     rows, R"(})
+  d1 = f32[12,72] dot(x, w), lhs_contracting_dims={1}, rhs_contracting_dims={1}
+  e1 = f32[12,72] exponential(d1)
+  d2 = f32[12,72] dot(x, w), lhs_contracting_dims={1}, rhs_contracting_dims={1}
+  e2 = f32[12,72] negate(d2)
+  d3 = f32[12,72] dot(x, w), lhs_contracting_dims={1}, rhs_contracting_dims={1}
+  e3 = f32[12,72] abs(d3)
+  ROOT t = (f32[12,72], f32[12,72], f32[12,72]) tuple(e1, e2, e3)
+})"));
+  ASSERT_NE(m, nullptr);
+  if (!OneDnnAvailable()) GTEST_SKIP() << "oneDNN is not available";
+  absl::StatusOr<LoweredModule> lowered = Lower(*m);
+  ASSERT_TRUE(lowered.ok()) << lowered.status();
+  ASSERT_EQ(lowered->kernels.size(), 3u);
+  const size_t impl_param = ImplParam(lowered->kernels[0]);
+  ASSERT_LT(impl_param, lowered->kernels[0].params.size());
+  absl::StatusOr<CompiledModule> compiled =
+      CompileModule(*m, DefaultsWithImpl(*lowered, impl_param, 1));
+  ASSERT_TRUE(compiled.ok()) << compiled.status();
+  const std::string& source = compiled->program.source;
+  const size_t definition = source.find("inline mt_pack* mt_cpack_");
+  ASSERT_NE(definition, std::string::npos) << "the copy is not shared";
+  const std::string list =
+      source.substr(definition + 16, source.find(' ', definition + 16) - definition - 16);
+  int uses = 0;
+  for (size_t at = source.find(absl::StrCat("_packs = ", list, ";")); at != std::string::npos;
+       at = source.find(absl::StrCat("_packs = ", list, ";"), at + 1)) {
+    ++uses;
+  }
+  EXPECT_EQ(uses, 3) << list;
+  EXPECT_TRUE(CheckAgainstEvaluator(*m, *compiled, 1).ok());
 }
 
 TEST_F(CpuFrozenWeightsTest, WeightsThatAreNotFrozenArePackedOnEveryCall) {
