@@ -170,6 +170,9 @@ struct PartitionCommand {
   // go: refine the best of the baselines (m-ETF, contiguous, METIS) rather than start from
   // nothing; each is one of the budget's samples.
   bool warm_start = true;
+  // go on graphs with --seconds: the policy gets half the time left after its warm starts, a
+  // descent from its split (local search's move, as dp-descent's from the DP's) the rest.
+  bool refine = true;
   std::string evaluate;  // graphs: score this split file instead of searching
   std::string target;    // modules: a gpu-cluster or mcm target ("" = gpu-4x-nvlink)
   // Graphs, solver-backed strategies and go-fix/go-sample: each accelerator's classes a

@@ -516,6 +516,9 @@ int main(int argc, char** argv) {
                           "go: train on this graph with what is left of the budget");
   partition_cmd->add_flag("!--no-warm-start", partition.warm_start,
                           "go: start from nothing rather than refine the baselines' best");
+  partition_cmd->add_flag("!--no-refine", partition.refine,
+                          "go on graphs with --seconds: return the policy's split as it is, not "
+                          "refined by a descent with half the time");
   partition_cmd->add_option(
       "--target", partition.target,
       "Modules: a gpu-cluster target (gpu-{2,4,8}x-{nvlink,pcie}, cluster-sim; default "

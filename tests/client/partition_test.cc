@@ -215,6 +215,19 @@ TEST_F(PartitionCliTest, PartitionGraphWritesGraphsThatSecondsBoundedStrategiesS
                                         " --seconds 0.000001 --no-warm-start"));
   EXPECT_EQ(go["feasible"], true);
   EXPECT_GE(go["samples"].get<int64_t>(), 1);
+  // With --seconds, GO's split is refined by a descent: never worse than its warm start (which
+  // holds the DP's split) or than the policy's own split (--no-refine), and within the budget.
+  const std::string go_args = absl::StrCat(
+      "--objective throughput --strategy go --model ",
+      MLTUNE_SOURCE_DIR "/models/pretrained/partition--go.ckpt", " --seconds 0.5 --seed 1");
+  nlohmann::json refined = Json(go_args);
+  nlohmann::json policy = Json(go_args + " --no-refine");
+  nlohmann::json dp = Json("--objective throughput --strategy contiguous-dp");
+  EXPECT_EQ(refined["feasible"], true);
+  EXPECT_LE(refined["objective"].get<double>(), policy["objective"].get<double>() * (1 + 1e-9));
+  EXPECT_LE(refined["objective"].get<double>(), dp["objective"].get<double>() * (1 + 1e-9));
+  EXPECT_GT(refined["samples"].get<int64_t>(), policy["samples"].get<int64_t>());
+  EXPECT_LT(refined["seconds"].get<double>(), 0.5 * 1.2 + 0.05);
   for (const char* strategy : {"dp-descent", "local-search", "annealing"}) {
     nlohmann::json j = Json(
         absl::StrCat("--objective throughput --strategy ", strategy, " --seconds 0.2 --seed 1"));
