@@ -174,7 +174,10 @@ struct PartitionCommand {
   // descent from its split (local search's move, as dp-descent's from the DP's) the rest.
   bool refine = true;
   std::string evaluate;  // graphs: score this split file instead of searching
-  std::string target;    // modules: a gpu-cluster or mcm target ("" = gpu-4x-nvlink)
+  std::string target;    // modules: a gpu-cluster, cpu-cluster or mcm target ("" = gpu-4x-nvlink)
+  // Modules on a cluster: place the CPU worker's kernels, each costed by its time measured on
+  // this host (backends/cpu MeasuredKernelGraph), not the module's ops by the roofline.
+  bool measured = false;
   // Graphs, solver-backed strategies and go-fix/go-sample: each accelerator's classes a
   // contiguous piece (no class feeds a lower-numbered accelerator).
   bool contiguous = false;

@@ -516,6 +516,10 @@ int main(int argc, char** argv) {
                           "go: train on this graph with what is left of the budget");
   partition_cmd->add_flag("!--no-warm-start", partition.warm_start,
                           "go: start from nothing rather than refine the baselines' best");
+  partition_cmd->add_flag("--measured", partition.measured,
+                          "Modules on a cluster target: place the CPU worker's kernels, each "
+                          "costed by its time measured on this host (e.g. --target "
+                          "cpu-4x-ethernet)");
   partition_cmd->add_flag("!--no-refine", partition.refine,
                           "go on graphs with --seconds: return the policy's split as it is, not "
                           "refined by a descent with half the time");

@@ -22,6 +22,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "backends/cluster_sim/cluster_sim.h"
+#include "backends/cpu/cpu_backend.h"
 #include "backends/spec/target_spec.h"
 #include "client/cli_commands.h"
 #include "client/load.h"
@@ -61,9 +62,9 @@ double FeasibleObjective(const partition::SplitScore& s) {
 }
 
 int PartitionGraphFile(const PartitionCommand& cmd, std::ostream& out, std::ostream& err) {
-  if (!cmd.target.empty()) {
-    err << "error: --target places an HLO module; a partition graph names its own accelerators "
-           "(maxFPGAs)\n";
+  if (!cmd.target.empty() || cmd.measured) {
+    err << "error: --target and --measured place an HLO module; a partition graph names its own "
+           "accelerators (maxFPGAs) and costs\n";
     return 1;
   }
   if (cmd.objective.empty()) {
@@ -178,11 +179,16 @@ int PlaceModule(const PartitionCommand& cmd, std::ostream& out, std::ostream& er
     err << "error: unknown target '" << target << "' (" << KnownTargets() << ")\n";
     return 1;
   }
+  if (spec->kind == "mcm" && cmd.measured) {
+    err << "error: --measured places kernels on a cluster target (e.g. cpu-4x-ethernet), not on "
+           "a multi-chip module\n";
+    return 1;
+  }
   if (spec->kind == "mcm") return internal::PartitionModuleOnMcm(cmd, *spec, out, err);
-  if (spec->kind != "gpu-cluster") {
+  if (spec->kind != "gpu-cluster" && spec->kind != "cpu-cluster") {
     err << "error: target '" << spec->name << "' is of kind '" << spec->kind
-        << "'; partition places ops on a gpu-cluster target (e.g. gpu-4x-nvlink, cluster-sim) "
-           "or partitions them onto a multi-chip module (mcm-36, mcm-sim)\n";
+        << "'; partition places ops on a cluster target (e.g. gpu-4x-nvlink, cluster-sim, "
+           "cpu-4x-ethernet) or partitions them onto a multi-chip module (mcm-36, mcm-sim)\n";
     return 1;
   }
   absl::StatusOr<backends::cluster::ClusterSimulator> sim =
@@ -193,7 +199,20 @@ int PlaceModule(const PartitionCommand& cmd, std::ostream& out, std::ostream& er
   }
   std::unique_ptr<ir::Module> module = LoadVerified(cmd.graph, err);
   if (module == nullptr) return 1;
-  opt::placement::PlacementProblem problem(costmodels::BuildOpGraph(*module), *sim);
+  costmodels::OpGraph ops;
+  if (cmd.measured) {
+    // Every kernel timed inside the module's run, once, before any strategy scores a placement.
+    absl::StatusOr<costmodels::OpGraph> measured =
+        backends::cpu::MeasuredKernelGraph(*module, {}, cmd.seed);
+    if (!measured.ok()) {
+      err << "error: --measured: " << cmd.graph << ": " << measured.status().message() << "\n";
+      return 1;
+    }
+    ops = *std::move(measured);
+  } else {
+    ops = costmodels::BuildOpGraph(*module);
+  }
+  opt::placement::PlacementProblem problem(std::move(ops), *sim);
   const costmodels::OpGraph& graph = problem.graph();
   if (graph.size() == 0) {
     err << "error: " << cmd.graph << ": the entry computation has no ops to place\n";

@@ -709,6 +709,7 @@ absl::StatusOr<ClusterSimulator> ClusterSimulator::Create(const TargetSpec& spec
 }
 
 double ClusterSimulator::NodeSeconds(const costmodels::OpNode& node) const {
+  if (node.measured_s > 0) return node.measured_s;
   return costmodels::RooflineSeconds(node.cost, spec_, node.element_type);
 }
 

@@ -69,7 +69,8 @@ class ClusterSimulator {
   // among devices with memory left for it; all on device 0 when one device.
   std::vector<int32_t> EarliestFinishPlacement(const costmodels::OpGraph& graph) const;
 
-  // Compute time of one node on one device: roofline on the spec plus the kernel overhead.
+  // Compute time of one node on one device: its measured time where it has one, else the
+  // roofline on the spec plus the kernel overhead.
   double NodeSeconds(const costmodels::OpNode& node) const;
 
   const TargetSpec& spec() const { return spec_; }

@@ -47,6 +47,15 @@ absl::StatusOr<CompiledModule> CompileModule(const ir::Module& module,
                                              const costmodels::FusionPlan* plan = nullptr,
                                              const CompilerOptions& options = {});
 
+// The module as this CPU worker runs it, as an op graph for the placement simulator: one node per
+// kernel of its default compilation (costmodels::FuseOpGraph over the kernels' fusion plan), each
+// with its median seconds inside the module's run on this host (OpNode::measured_s), on
+// ir::MakeRandomArguments(module, seed). Node names are the kernels' roots in the module after
+// RunCpuPipeline.
+absl::StatusOr<costmodels::OpGraph> MeasuredKernelGraph(const ir::Module& module,
+                                                        const MeasureOptions& options = {},
+                                                        uint64_t seed = 0);
+
 // Runs the compiled module once on ir::MakeRandomArguments(module, seed) and compares with the
 // evaluator's results: OK, DataLoss naming the first difference, or the evaluator's or runner's
 // error. Elements outside `tolerance` pass when within its spread_factor times their

@@ -54,6 +54,9 @@ struct OpNode {
   std::vector<int32_t> users;     // consumers, each listed once
   std::vector<OpWeight> weights;  // parameters and constants read
   bool is_output = false;         // part of the entry's result
+  // Seconds its kernel was measured to take on one of the target's devices (a CPU worker's
+  // kernel times, backends/cpu MeasuredKernelGraph); 0: the simulators estimate it.
+  double measured_s = 0;
 };
 
 struct OpGraph {

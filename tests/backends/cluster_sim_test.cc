@@ -87,6 +87,17 @@ TEST(ClusterSimTest, NodeSecondsIsTheRooflinePlusTheKernelOverhead) {
                    costmodels::RooflineSeconds(graph.nodes[1].cost, spec, "f32"));
 }
 
+// A node with a measured time (a CPU worker's kernel time) runs for that time, not the roofline's.
+TEST(ClusterSimTest, MeasuredNodesRunForTheirMeasuredTime) {
+  const ClusterSimulator sim = MakeSimulator(TestSpec());
+  OpGraph graph = Chain();
+  graph.nodes[0].measured_s = 5e-3;
+  EXPECT_DOUBLE_EQ(sim.NodeSeconds(graph.nodes[0]), 5e-3);
+  const ClusterResult result = sim.Simulate(graph, {0, 0});
+  ASSERT_TRUE(result.valid) << result.error;
+  EXPECT_NEAR(result.makespan_s, 9e-3, kTolerance);  // 5 ms measured, then B's 4 ms
+}
+
 TEST(ClusterSimTest, ChainOnOneDeviceTakesTheSumOfItsOps) {
   const ClusterSimulator sim = MakeSimulator(TestSpec());
   const ClusterResult result = sim.Simulate(Chain(), {0, 0});

@@ -319,7 +319,34 @@ TEST_F(PartitionCliTest, PlacesAnHloModuleOnACluster) {
   Result tpu = RunCli(absl::StrCat("partition ", testing::SourcePath("examples/mlp_train_step.hlo"),
                                    " --target tpu-v4-core"));
   EXPECT_EQ(tpu.exit_code, 1);
-  EXPECT_NE(tpu.err.find("gpu-cluster"), std::string::npos) << tpu.err;
+  EXPECT_NE(tpu.err.find("cluster target"), std::string::npos) << tpu.err;
+}
+
+// --measured places the CPU worker's kernels, each costed by its time measured on this host, on a
+// cluster of CPU hosts: fewer nodes than the module's ops (fused kernels), a makespan no worse than
+// one host's, every kernel placed; a partition graph refuses it.
+TEST_F(PartitionCliTest, PlacesMeasuredKernelsOnACpuCluster) {
+  const std::string hlo = testing::SourcePath("examples/mlp_train_step.hlo");
+  const std::string out = (dir_ / "measured.json").string();
+  Result ops = RunCli(absl::StrCat("partition ", hlo, " --target cpu-4x-ethernet --json"));
+  ASSERT_EQ(ops.exit_code, 0) << ops.err;
+  Result r = RunCli(absl::StrCat("partition ", hlo,
+                                 " --target cpu-4x-ethernet --measured --strategy annealing "
+                                 "--budget 50 --json --out ",
+                                 out));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  nlohmann::json j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["target"], "cpu-4x-ethernet");
+  EXPECT_EQ(j["feasible"], true);
+  EXPECT_LT(j["ops"].get<int64_t>(), nlohmann::json::parse(ops.out)["ops"].get<int64_t>());
+  EXPECT_GT(j["objective"].get<double>(), 0);
+  EXPECT_LE(j["objective"].get<double>(), j["reference"]["one-device"].get<double>() * (1 + 1e-9));
+  std::ifstream in(out);
+  EXPECT_EQ(nlohmann::json::parse(in)["placement"].size(), j["ops"].get<size_t>());
+
+  Result graph = RunCli(absl::StrCat("partition ", graph_, " --objective throughput --measured"));
+  EXPECT_EQ(graph.exit_code, 1);
+  EXPECT_NE(graph.err.find("--measured"), std::string::npos) << graph.err;
 }
 
 // An HLO module on a multi-chip module: the solver's strategies, the DP and GO through the
