@@ -68,6 +68,17 @@ ENTRY e {
   ROOT t = (f32[64,16], f32[3,64,16]) tuple(r, n)
 })";
 
+// `compiled` and every single-parameter variant of its kernels match the evaluator.
+void ExpectEveryVariantMatches(const ir::Module& module, const CompiledModule& compiled) {
+  EXPECT_TRUE(CheckAgainstEvaluator(module, compiled, 1).ok());
+  for (const ConfigVariant& v : SingleParameterVariants(compiled.lowered, compiled.configs)) {
+    absl::StatusOr<CompiledModule> variant = CompileModule(module, v.configs);
+    ASSERT_TRUE(variant.ok()) << v.label << ": " << variant.status();
+    const absl::Status s = CheckAgainstEvaluator(module, *variant, 1);
+    EXPECT_TRUE(s.ok()) << v.label << ": " << s;
+  }
+}
+
 class CpuConcatTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() { setenv("MLTUNE_KERNEL_CACHE", MLTUNE_TEST_KERNEL_CACHE, 0); }
@@ -89,13 +100,7 @@ TEST_F(CpuConcatTest, WideConcatenatesAreKernelRootsWrittenOperandByOperand) {
   EXPECT_EQ(narrow_roots, 0);
   // Each of the 12 operands gets a loop nest of its own: its offset along the steps appears.
   EXPECT_NE(compiled->program.source.find(") + 11"), std::string::npos);
-  EXPECT_TRUE(CheckAgainstEvaluator(**module, *compiled, 1).ok());
-  for (const ConfigVariant& v : SingleParameterVariants(compiled->lowered, compiled->configs)) {
-    absl::StatusOr<CompiledModule> variant = CompileModule(**module, v.configs);
-    ASSERT_TRUE(variant.ok()) << v.label << ": " << variant.status();
-    const absl::Status s = CheckAgainstEvaluator(**module, *variant, 1);
-    EXPECT_TRUE(s.ok()) << v.label << ": " << s;
-  }
+  ExpectEveryVariantMatches(**module, *compiled);
 }
 
 // An unrolled linear scan, as ONNX exports of state-space models have it: h[t] = a[t] * h[t-1] +
@@ -139,13 +144,7 @@ TEST_F(CpuConcatTest, UnrolledScanReadsEarlierStepsBackFromTheOutput) {
     ++multiplies;
   }
   EXPECT_LE(multiplies, kSteps + 4);  // quadratic would be 276
-  EXPECT_TRUE(CheckAgainstEvaluator(**module, *compiled, 1).ok());
-  for (const ConfigVariant& v : SingleParameterVariants(compiled->lowered, compiled->configs)) {
-    absl::StatusOr<CompiledModule> variant = CompileModule(**module, v.configs);
-    ASSERT_TRUE(variant.ok()) << v.label << ": " << variant.status();
-    const absl::Status s = CheckAgainstEvaluator(**module, *variant, 1);
-    EXPECT_TRUE(s.ok()) << v.label << ": " << s;
-  }
+  ExpectEveryVariantMatches(**module, *compiled);
 }
 
 }  // namespace

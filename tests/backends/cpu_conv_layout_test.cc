@@ -53,6 +53,19 @@ ENTRY e {
   ROOT gap = f32[2,8] reduce(r2, z), dimensions={2,3}, to_apply=add
 })";
 
+// `original` and `rewritten` evaluate to the same values on seeded arguments.
+void ExpectSameValues(const ir::Module& original, const ir::Module& rewritten, uint64_t seed) {
+  absl::StatusOr<std::vector<ir::Literal>> args = ir::MakeRandomArguments(original, seed);
+  ASSERT_TRUE(args.ok());
+  absl::StatusOr<ir::Literal> before = ir::Evaluate(original, *args);
+  absl::StatusOr<ir::Literal> after = ir::Evaluate(rewritten, *args);
+  ASSERT_TRUE(before.ok() && after.ok());
+  ASSERT_EQ(before->shape().dimensions(), after->shape().dimensions());
+  for (int64_t k = 0; k < before->shape().ElementCount(); ++k) {
+    EXPECT_NEAR(before->GetAsDouble(k), after->GetAsDouble(k), 1e-4) << k;
+  }
+}
+
 bool CanonicalConvolution(const ir::Instruction& conv) {
   const ir::ConvolutionDimensionNumbers& dn = *conv.conv_dnums;
   return dn.input_batch_dimension == 0 && dn.input_feature_dimension == 3 &&
@@ -94,15 +107,7 @@ TEST(CpuConvLayoutTest, NchwBlockRunsNhwcWithTransposesOnlyAtItsInput) {
   EXPECT_EQ(convolutions, 3);
   EXPECT_LE(transposes, 2);
   // The rewrite keeps the values: evaluated before and after on the same arguments.
-  absl::StatusOr<std::vector<ir::Literal>> args = ir::MakeRandomArguments(**module, 3);
-  ASSERT_TRUE(args.ok());
-  absl::StatusOr<ir::Literal> before = ir::Evaluate(**module, *args);
-  absl::StatusOr<ir::Literal> after = ir::Evaluate(*rewritten, *args);
-  ASSERT_TRUE(before.ok() && after.ok());
-  ASSERT_EQ(before->shape().dimensions(), after->shape().dimensions());
-  for (int64_t k = 0; k < before->shape().ElementCount(); ++k) {
-    EXPECT_NEAR(before->GetAsDouble(k), after->GetAsDouble(k), 1e-4) << k;
-  }
+  ExpectSameValues(**module, *rewritten, 3);
 }
 
 // An EfficientNet block as ONNX exports it: bias, SiLU (x * logistic(x), the activation read
@@ -157,15 +162,7 @@ TEST(CpuConvLayoutTest, SiluAndExcitationBetweenConvolutionsRunNhwc) {
         i->operand(0)->opcode() == ir::Opcode::kParameter || rewritten->entry()->root() == i;
     EXPECT_TRUE(boundary || reduce_reads) << i->name() << " sits between convolutions";
   }
-  absl::StatusOr<std::vector<ir::Literal>> args = ir::MakeRandomArguments(**module, 5);
-  ASSERT_TRUE(args.ok());
-  absl::StatusOr<ir::Literal> before = ir::Evaluate(**module, *args);
-  absl::StatusOr<ir::Literal> after = ir::Evaluate(*rewritten, *args);
-  ASSERT_TRUE(before.ok() && after.ok());
-  ASSERT_EQ(before->shape().dimensions(), after->shape().dimensions());
-  for (int64_t k = 0; k < before->shape().ElementCount(); ++k) {
-    EXPECT_NEAR(before->GetAsDouble(k), after->GetAsDouble(k), 1e-4) << k;
-  }
+  ExpectSameValues(**module, *rewritten, 5);
 }
 
 TEST(CpuConvLayoutTest, SiluBlockMatchesTheEvaluatorThroughThePipeline) {
