@@ -164,6 +164,18 @@ std::vector<KernelConfig> DefaultsWithImpl(const LoweredModule& lowered, size_t 
   return configs;
 }
 
+// `m` compiled with every kernel's `impl` parameter (the first kernel's) set to `impl`.
+absl::StatusOr<CompiledModule> CompileWithImpl(const ir::Module& m, int64_t impl) {
+  absl::StatusOr<LoweredModule> lowered = Lower(m);
+  if (!lowered.ok()) return lowered.status();
+  if (lowered->kernels.empty()) return absl::InternalError("the module has no kernels");
+  const size_t impl_param = ImplParam(lowered->kernels[0]);
+  if (impl_param >= lowered->kernels[0].params.size()) {
+    return absl::InternalError("the first kernel has no impl parameter");
+  }
+  return CompileModule(m, DefaultsWithImpl(*lowered, impl_param, impl));
+}
+
 // Two kernels of identical code, weights in arguments 1 and 3, results 0 and 1: right on two calls
 // with the first weights, and on a third with the second ones after mltune_params_changed.
 void ExpectTwinsRightOnEveryCall(const ir::Module& m, const CompiledModule& compiled,
@@ -326,14 +338,9 @@ ENTRY e {
 })");
   ASSERT_NE(m, nullptr);
   if (!OneDnnAvailable()) GTEST_SKIP() << "oneDNN is not available";
-  absl::StatusOr<LoweredModule> lowered = Lower(*m);
-  ASSERT_TRUE(lowered.ok()) << lowered.status();
-  ASSERT_EQ(lowered->kernels.size(), 1u);
-  const size_t impl_param = ImplParam(lowered->kernels[0]);
-  ASSERT_LT(impl_param, lowered->kernels[0].params.size());
-  absl::StatusOr<CompiledModule> compiled =
-      CompileModule(*m, DefaultsWithImpl(*lowered, impl_param, 1));
+  absl::StatusOr<CompiledModule> compiled = CompileWithImpl(*m, 1);
   ASSERT_TRUE(compiled.ok()) << compiled.status();
+  ASSERT_EQ(compiled->lowered.kernels.size(), 1u);
   EXPECT_NE(compiled->program.source.find("dnnl_sgemm('N', 'N'"), std::string::npos);
   absl::StatusOr<std::vector<ir::Literal>> first = ir::MakeRandomArguments(*m, 7);
   absl::StatusOr<std::vector<ir::Literal>> second = ir::MakeRandomArguments(*m, 8);
@@ -377,14 +384,9 @@ ENTRY e {
 })"));
   ASSERT_NE(m, nullptr);
   if (!OneDnnAvailable()) GTEST_SKIP() << "oneDNN is not available";
-  absl::StatusOr<LoweredModule> lowered = Lower(*m);
-  ASSERT_TRUE(lowered.ok()) << lowered.status();
-  ASSERT_EQ(lowered->kernels.size(), 3u);
-  const size_t impl_param = ImplParam(lowered->kernels[0]);
-  ASSERT_LT(impl_param, lowered->kernels[0].params.size());
-  absl::StatusOr<CompiledModule> compiled =
-      CompileModule(*m, DefaultsWithImpl(*lowered, impl_param, 1));
+  absl::StatusOr<CompiledModule> compiled = CompileWithImpl(*m, 1);
   ASSERT_TRUE(compiled.ok()) << compiled.status();
+  ASSERT_EQ(compiled->lowered.kernels.size(), 3u);
   const std::string& source = compiled->program.source;
   const size_t definition = source.find("inline mt_pack* mt_cpack_");
   ASSERT_NE(definition, std::string::npos) << "the copy is not shared";
