@@ -21,6 +21,11 @@ namespace rl = opt::rl;
 
 constexpr int kLocalSearchRestarts = 10;
 
+// Whether `b` is a better answer than `a`: valid and feasible, and `a` is not or is worse.
+bool Better(const partition::SplitScore& b, const partition::SplitScore& a) {
+  return b.valid && b.feasible && (!a.valid || !a.feasible || b.objective < a.objective);
+}
+
 bool IsSolverStrategy(const std::string& name) {
   return opt::constraints::SolverStrategies().Create(name).ok();
 }
@@ -65,10 +70,8 @@ absl::StatusOr<GraphSplit> RunStrategy(const PartitionCommand& cmd,
     // a descent from a random split does not converge in seconds.
     partition::Split dp = partition::ContiguousDpSplit(graph, objective);
     partition::Split etf = partition::EarliestFinish(graph);
-    const partition::SplitScore a = partition::Score(graph, dp, objective);
-    const partition::SplitScore b = partition::Score(graph, etf, objective);
     const bool etf_better =
-        b.valid && b.feasible && (!a.valid || !a.feasible || b.objective < a.objective);
+        Better(partition::Score(graph, etf, objective), partition::Score(graph, dp, objective));
     std::mt19937_64 rng(cmd.seed);
     out.split = partition::LocalSearch(graph, objective, kLocalSearchRestarts, rng,
                                        opt::Budget(cmd.budget, cmd.seconds), &out.samples,
@@ -132,10 +135,8 @@ absl::StatusOr<GraphSplit> RunStrategy(const PartitionCommand& cmd,
       const partition::Split refined =
           partition::LocalSearch(graph, objective, /*restarts=*/1, rng,
                                  opt::Budget(0, cmd.seconds - elapsed()), &evaluations, &out.split);
-      const partition::SplitScore before = partition::Score(graph, out.split, objective);
-      const partition::SplitScore after = partition::Score(graph, refined, objective);
-      if (after.valid && after.feasible &&
-          (!before.valid || !before.feasible || after.objective < before.objective)) {
+      if (Better(partition::Score(graph, refined, objective),
+                 partition::Score(graph, out.split, objective))) {
         out.split = refined;
       }
       out.samples += evaluations;
