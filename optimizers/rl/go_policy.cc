@@ -168,13 +168,16 @@ class TorchGoPolicy : public GoPolicy {
       }
       return o;
     };
-    for (const GoDecision& start : options.starts) {
-      if (left() <= 0 || stopped()) break;
-      consider(start);
+    // A deadline already spent still gets one answer: the first start's when it is valid, else
+    // the policy's first decision (a decision costs a forward pass and its realization, seconds
+    // at 100k nodes, so it is not made past the deadline when a start holds).
+    for (size_t i = 0; i < options.starts.size(); ++i) {
+      if (left() <= 0 || (i > 0 && stopped())) break;
+      consider(options.starts[i]);
     }
-    // The greedy chain: each decision sees the best one so far. The first runs even when `stop`
-    // already holds, so a deadline spent on the starts still gets the policy's own decision.
-    for (int t = 0; t < std::max(1, config_.refinements) && left() > 0 && (t == 0 || !stopped());
+    // The greedy chain: each decision sees the best one so far.
+    for (int t = 0; t < std::max(1, config_.refinements) && left() > 0 &&
+                    (!stopped() || (t == 0 && result.best.device.empty()));
          ++t) {
       const auto pass = Clock::now();
       GoDecision d =

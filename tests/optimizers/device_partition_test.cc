@@ -161,6 +161,47 @@ TEST(DevicePartitionTest, BaselinesRespectTheModel) {
   EXPECT_GT(evaluations, 3);
 }
 
+// Two chains a1 -> a2 -> a3 and b1 -> b2 -> b3 of unit latency, listed interleaved; the classes
+// are numbered chain by chain (a1, a2, a3, b1, b2, b3: the graph's order is depth-first). Every
+// output costs 1 to send.
+constexpr char kTwoChains[] = R"({"maxSizePerFPGA": 100, "maxFPGAs": 2, "maxCPUs": 1,
+  "nodes": [
+    {"id": 1, "supportedOnFpga": 1, "cpuLatency": 10, "fpgaLatency": 1, "isBackwardNode": 0, "size": 1},
+    {"id": 4, "supportedOnFpga": 1, "cpuLatency": 10, "fpgaLatency": 1, "isBackwardNode": 0, "size": 1},
+    {"id": 2, "supportedOnFpga": 1, "cpuLatency": 10, "fpgaLatency": 1, "isBackwardNode": 0, "size": 1},
+    {"id": 5, "supportedOnFpga": 1, "cpuLatency": 10, "fpgaLatency": 1, "isBackwardNode": 0, "size": 1},
+    {"id": 3, "supportedOnFpga": 1, "cpuLatency": 10, "fpgaLatency": 1, "isBackwardNode": 0, "size": 1},
+    {"id": 6, "supportedOnFpga": 1, "cpuLatency": 10, "fpgaLatency": 1, "isBackwardNode": 0, "size": 1}],
+  "edges": [
+    {"sourceId": 1, "destId": 2, "cost": 1}, {"sourceId": 2, "destId": 3, "cost": 1},
+    {"sourceId": 4, "destId": 5, "cost": 1}, {"sourceId": 5, "destId": 6, "cost": 1}]})";
+
+TEST(DevicePartitionTest, RankedDpCutsTheOrderItsRanksPropose) {
+  absl::StatusOr<PartitionGraph> g = ParsePartitionGraph(kTwoChains, "two chains");
+  ASSERT_TRUE(g.ok()) << g.status();
+  // Equal ranks keep the numbered order.
+  for (Objective o : {Objective::kThroughput, Objective::kLatency}) {
+    EXPECT_EQ(RankedDpSplit(*g, o, std::vector<double>(6, 0.5)), ContiguousDpSplit(*g, o));
+  }
+  // Splits are by node (a1, b1, a2, b2, a3, b3), ranks by class (a1, a2, a3, b1, b2, b3). The
+  // numbered order cuts between the chains: 3 per accelerator, nothing sent.
+  const Split by_number = ContiguousDpSplit(*g, Objective::kThroughput);
+  EXPECT_EQ(by_number, (Split{1, 2, 1, 2, 1, 2}));
+  EXPECT_DOUBLE_EQ(MaxLoad(*g, by_number).objective, 3);
+  // Chain b first: the same cut, the chains swapped.
+  EXPECT_EQ(RankedDpSplit(*g, Objective::kThroughput, {1, 1, 1, 0, 0, 0}),
+            (Split{2, 1, 2, 1, 2, 1}));
+  // Interleaved ranks: every cut splits both chains, at best {a1, b1, a2} | {b2, a3, b3}: 3 plus
+  // two outputs sent against 3 plus two received.
+  const Split interleaved = RankedDpSplit(*g, Objective::kThroughput, {0, 2, 4, 1, 3, 5});
+  EXPECT_DOUBLE_EQ(MaxLoad(*g, interleaved).objective, 5);
+  // Ranks against the edges cannot break them: b3 ranked first still waits for b1 and b2.
+  const Split against = RankedDpSplit(*g, Objective::kLatency, {1, 1, 1, 1, 1, 0});
+  EXPECT_EQ(SplitError(*g, against, Objective::kLatency, /*contiguous=*/false), "");
+  // A rank per class or none: another length falls back to the numbered order.
+  EXPECT_EQ(RankedDpSplit(*g, Objective::kThroughput, {0, 1}), by_number);
+}
+
 // A random DAG of `n` nodes, some colocated and some CPU-only, whose memory fills about 70% of
 // `k` accelerators (a node's output costs the same on each of its edges).
 std::string RandomGraphJson(std::mt19937_64& rng, int n, int k, bool colocate) {
