@@ -124,7 +124,8 @@ absl::StatusOr<rl::GoSolveResult> SolveWithGo(const PartitionCommand& cmd, rl::G
   }
   rl::GoSolveOptions options;
   // Fine-tuning under --seconds alone runs until the deadline; the zero-shot chain keeps its
-  // default samples. The first greedy decision runs whatever the deadline.
+  // default samples. A deadline already spent returns the first start (or, without a valid one,
+  // the first greedy decision); no decision starts that would end past it.
   options.max_samples = cmd.budget > 0                     ? cmd.budget
                         : cmd.fine_tune && cmd.seconds > 0 ? std::numeric_limits<int64_t>::max() / 4
                                                            : kGoBudget;
@@ -135,6 +136,7 @@ absl::StatusOr<rl::GoSolveResult> SolveWithGo(const PartitionCommand& cmd, rl::G
                           std::chrono::duration_cast<std::chrono::steady_clock::duration>(
                               std::chrono::duration<double>(cmd.seconds));
     options.stop = [deadline] { return std::chrono::steady_clock::now() >= deadline; };
+    options.seconds = cmd.seconds;
   }
   if (cmd.warm_start) options.starts = std::move(starts);
   absl::StatusOr<rl::GoSolveResult> result = (*policy)->Solve(*env, options);

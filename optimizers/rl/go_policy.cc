@@ -157,7 +157,11 @@ class TorchGoPolicy : public GoPolicy {
     const Heads heads = HeadsOf(g);
     GoSolveResult result;
     auto left = [&] { return options.max_samples - result.samples; };
-    auto stopped = [&] { return options.stop && options.stop(); };
+    double slowest = 0;  // the slowest decision so far, from its start to its evaluation
+    auto stopped = [&] {
+      return (options.stop && options.stop()) ||
+             (options.seconds > 0 && Since(start) + slowest > options.seconds);
+    };
     auto consider = [&](const GoDecision& d) {
       const GoEnvironment::Outcome o = env.Evaluate(d);
       ++result.samples;
@@ -173,7 +177,10 @@ class TorchGoPolicy : public GoPolicy {
     // at 100k nodes, so it is not made past the deadline when a start holds).
     for (size_t i = 0; i < options.starts.size(); ++i) {
       if (left() <= 0 || (i > 0 && stopped())) break;
-      consider(options.starts[i]);
+      const auto begin = Clock::now();
+      // A realizing environment reads a start as it reads a decision (an invalid one made valid).
+      consider(env.realizes() ? env.Realize(options.starts[i], {}) : options.starts[i]);
+      slowest = std::max(slowest, Since(begin));
     }
     // The greedy chain: each decision sees the best one so far.
     for (int t = 0; t < std::max(1, config_.refinements) && left() > 0 &&
@@ -184,6 +191,7 @@ class TorchGoPolicy : public GoPolicy {
           Greedy(g, tensors, heads, result.best.device.empty() ? nullptr : &result.best, &env);
       if (t == 0) result.first_decision_seconds = Since(pass);
       consider(d);
+      slowest = std::max(slowest, Since(pass));
       if (result.best.device.empty()) result.best = d;  // nothing valid yet: refine from it
     }
     // Samples around the best.
@@ -195,19 +203,25 @@ class TorchGoPolicy : public GoPolicy {
       const Actions a = Sample(logits, heads, sampled);
       const std::vector<float> probabilities = DeviceProbabilities(env, logits);
       for (int64_t s = 0; s < sampled && !stopped(); ++s) {
+        const auto begin = Clock::now();
         const GoDecision d = DecisionAt(g, a, s);
         consider(env.realizes() ? env.Realize(d, probabilities) : d);
+        slowest = std::max(slowest, Since(begin));
       }
     }
     if (options.fine_tune) {
       // PPO on this graph alone, keeping enough for the last greedy chain.
       const int64_t per_round = static_cast<int64_t>(std::max(1, config_.refinements)) * 8;
-      while (left() >= per_round + config_.refinements && !stopped()) {
+      double slowest_round = 0;
+      while (left() >= per_round + config_.refinements && !stopped() &&
+             !(options.seconds > 0 && Since(start) + slowest_round > options.seconds)) {
+        const auto begin = Clock::now();
         std::vector<Batch> batches;
         double reward_sum = 0;
         int64_t count = 0;
         result.samples += Collect(env, 8, &batches, &reward_sum, &count, &result);
         Update(batches);
+        slowest_round = std::max(slowest_round, Since(begin));
       }
       for (int t = 0; t < std::max(1, config_.refinements) && left() > 0 && !stopped(); ++t) {
         consider(Greedy(g, tensors, heads, &result.best, &env));

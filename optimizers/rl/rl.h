@@ -360,9 +360,13 @@ struct GoSolveOptions {
   int sampled = 8;           // sampled decisions after the greedy refinement chain
   bool fine_tune = false;    // then train on this graph alone with what is left
   uint64_t seed = 0;
-  // Checked before each sample (a deadline, a cancellation); the first greedy decision is made
-  // regardless, so a result always holds one.
+  // Checked before each sample (a deadline, a cancellation). When it already holds, the first
+  // start is still evaluated, and the first greedy decision made when no start is valid, so a
+  // result always holds one.
   std::function<bool()> stop;
+  // A wall-clock budget (<= 0: none): no decision starts that the slowest one so far (forward
+  // pass, realization, evaluation: seconds each at 100k nodes) says would end past it.
+  double seconds = 0;
   // Warm start: decisions evaluated first (each a sample), the best of them refined by the chain
   // instead of a decision from nothing (the compiler's default, a baseline's placement).
   std::vector<GoDecision> starts;

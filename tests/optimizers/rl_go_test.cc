@@ -1,8 +1,10 @@
 // The GO policy: checkpoints round-trip, serving keeps to its budget, bad input is refused, and
 // training across graphs of one family transfers to a larger graph of it never seen.
+#include <chrono>
 #include <cmath>
 #include <memory>
 #include <string>
+#include <thread>
 
 #include "absl/strings/str_cat.h"
 #include "backends/cluster_sim/cluster_sim.h"
@@ -207,6 +209,37 @@ TEST(GoPolicyTest, AWarmStartIsNeverLost) {
   ASSERT_TRUE(r.ok()) << r.status();
   EXPECT_LE(r->best_score, partition::MaxLoad(g, best).objective);
   EXPECT_EQ(r->samples, 4);
+}
+
+// A partition environment whose every evaluation takes 40 ms, as a latency score does on a graph
+// of 100k nodes.
+class SlowEnvironment : public GoEnvironment {
+ public:
+  explicit SlowEnvironment(std::unique_ptr<GoEnvironment> inner) : inner_(std::move(inner)) {}
+  const GoGraph& graph() const override { return inner_->graph(); }
+  Outcome Evaluate(const GoDecision& decision) override {
+    std::this_thread::sleep_for(std::chrono::milliseconds(40));
+    return inner_->Evaluate(decision);
+  }
+  double reference_score() const override { return inner_->reference_score(); }
+
+ private:
+  std::unique_ptr<GoEnvironment> inner_;
+};
+
+TEST(GoPolicyTest, NoDecisionStartsThatWouldEndPastItsSeconds) {
+  const partition::PartitionGraph g = TwoChains(8);
+  SlowEnvironment env(MakePartitionEnvironment(g, partition::Objective::kThroughput));
+  std::unique_ptr<GoPolicy> policy = *GoPolicy::Create(SmallConfig());
+  GoSolveOptions options;
+  options.max_samples = 16;
+  options.seconds = 0.1;  // two decisions of 40 ms fit, a third would end at 120 ms
+  absl::StatusOr<GoSolveResult> r = policy->Solve(env, options);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_GE(r->samples, 1);
+  EXPECT_LT(r->samples, 3);
+  EXPECT_LE(r->seconds, options.seconds);
+  EXPECT_TRUE(std::isfinite(r->best_score));
 }
 
 // The fusion and joint environments agree with the problems the search strategies use.
