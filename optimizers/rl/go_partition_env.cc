@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <optional>
 #include <random>
 #include <set>
 
@@ -69,29 +70,39 @@ class PartitionEnvironment : public GoEnvironment {
     return o;
   }
   double reference_score() const override { return reference_; }
-  // A decision is read two ways, and the better valid one is evaluated: as it stands (repaired
-  // by ValidSplit's solver when it overflows memory or, under latency, forms a cycle of pieces),
-  // and as an order of the classes, device by device (ties by the expected device under `probs`),
-  // whose cuts the contiguous DP places. The second makes a roughly right decision a good one:
-  // the policy need only say which classes go early and which late, not where to cut.
+  // A decision is read several ways, and the best valid reading is evaluated: as it stands, and
+  // as an order of the classes, device by device (ties by the expected device under `probs`),
+  // whose cuts the contiguous DP places: a topological order, and under throughput also the
+  // order by rank alone (a run may hold a layer's forward and backward classes). The orders make
+  // a roughly right decision a good one: the policy need only say which classes go together
+  // and in what order, not where to cut. When no reading is valid, ValidSplit's solver repairs
+  // the decision as it stands (memory, or under latency a cycle of pieces).
   bool realizes() const override { return true; }
   GoDecision Realize(const GoDecision& proposal, const std::vector<float>& probs) override {
     const partition::Objective objective = problem_.objective();
     const partition::Split as_is = problem_.Decode(proposal.device);
     const partition::SplitScore as_is_score = partition::Score(graph_, as_is, objective);
-    const partition::Split ordered =
-        partition::RankedDpSplit(graph_, objective, Rank(proposal, probs));
-    const partition::SplitScore ordered_score = partition::Score(graph_, ordered, objective);
-    const bool ordered_valid = ordered_score.valid && ordered_score.feasible;
-    if (as_is_score.valid && as_is_score.feasible) {
-      return ordered_valid && ordered_score.objective < as_is_score.objective
-                 ? Remember(Encode(ordered), ordered_score)
-                 : Remember(proposal, as_is_score);
+    auto valid = [](const partition::SplitScore& s) { return s.valid && s.feasible; };
+    std::optional<partition::Split> best;
+    partition::SplitScore best_score;
+    if (valid(as_is_score)) {
+      best = as_is;
+      best_score = as_is_score;
     }
-    if (ordered_valid) return Remember(Encode(ordered), ordered_score);
-    absl::StatusOr<partition::Split> valid = partition::ValidSplit(graph_, objective, as_is);
-    if (!valid.ok()) return Remember(proposal, as_is_score);  // none exists: evaluated as proposed
-    return Remember(Encode(*valid), partition::Score(graph_, *valid, objective));
+    const std::vector<double> rank = Rank(proposal, probs);
+    for (bool follow_edges : {true, false}) {
+      if (!follow_edges && objective != partition::Objective::kThroughput) continue;
+      partition::Split ordered = partition::RankedDpSplit(graph_, objective, rank, follow_edges);
+      const partition::SplitScore score = partition::Score(graph_, ordered, objective);
+      if (valid(score) && (!best || score.objective < best_score.objective)) {
+        best = std::move(ordered);
+        best_score = score;
+      }
+    }
+    if (best) return Remember(*best == as_is ? proposal : Encode(*best), best_score);
+    absl::StatusOr<partition::Split> repaired = partition::ValidSplit(graph_, objective, as_is);
+    if (!repaired.ok()) return Remember(proposal, as_is_score);  // none exists: as proposed
+    return Remember(Encode(*repaired), partition::Score(graph_, *repaired, objective));
   }
   std::vector<GoDecision> Baselines() override {
     std::mt19937_64 rng(1);
