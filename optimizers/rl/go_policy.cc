@@ -178,8 +178,10 @@ class TorchGoPolicy : public GoPolicy {
     for (size_t i = 0; i < options.starts.size(); ++i) {
       if (left() <= 0 || (i > 0 && stopped())) break;
       const auto begin = Clock::now();
-      // A realizing environment reads a start as it reads a decision (an invalid one made valid).
-      consider(env.realizes() ? env.Realize(options.starts[i], {}) : options.starts[i]);
+      // A realizing environment reads a start as it reads a decision (an invalid one made valid),
+      // while time is left: a reading costs DPs, a second each at 100k nodes.
+      const bool read = env.realizes() && !stopped();
+      consider(read ? env.Realize(options.starts[i], {}) : options.starts[i]);
       slowest = std::max(slowest, Since(begin));
     }
     // The greedy chain: each decision sees the best one so far.
