@@ -100,7 +100,8 @@ absl::StatusOr<opt::Result> RegistrySearch(const std::string& name, opt::Problem
 // Loads the GO policy and runs it on `env` (nullptr: this build has no GO environment).
 // Unless --no-warm-start, the policy refines the best of `starts` (the baselines' decisions).
 absl::StatusOr<rl::GoSolveResult> SolveWithGo(const PartitionCommand& cmd, rl::GoEnvironment* env,
-                                              std::vector<rl::GoDecision> starts) {
+                                              std::vector<rl::GoDecision> starts,
+                                              double decision_seconds) {
   const std::string checkpoint = cmd.model.empty() ? DefaultGoCheckpoint() : cmd.model;
   if (checkpoint.empty()) {
     return absl::NotFoundError(absl::StrCat("--strategy go: no pretrained folder holds ",
@@ -137,6 +138,7 @@ absl::StatusOr<rl::GoSolveResult> SolveWithGo(const PartitionCommand& cmd, rl::G
                               std::chrono::duration<double>(cmd.seconds));
     options.stop = [deadline] { return std::chrono::steady_clock::now() >= deadline; };
     options.seconds = cmd.seconds;
+    options.decision_seconds = decision_seconds;
   }
   if (cmd.warm_start) options.starts = std::move(starts);
   absl::StatusOr<rl::GoSolveResult> result = (*policy)->Solve(*env, options);

@@ -40,10 +40,12 @@ absl::StatusOr<opt::Result> RegistrySearch(const std::string& name, opt::Problem
                                            const opt::Budget& budget, uint64_t seed,
                                            int64_t* evaluations = nullptr);
 // Loads the GO policy (--model, else the pretrained one) and runs it on `env`; unless
-// --no-warm-start, it refines the best of `starts`.
+// --no-warm-start, it refines the best of `starts`. `decision_seconds`: the caller's estimate of
+// one decision's cost under --seconds (GoSolveOptions::decision_seconds).
 absl::StatusOr<opt::rl::GoSolveResult> SolveWithGo(const PartitionCommand& cmd,
                                                    opt::rl::GoEnvironment* env,
-                                                   std::vector<opt::rl::GoDecision> starts);
+                                                   std::vector<opt::rl::GoDecision> starts,
+                                                   double decision_seconds = 0);
 bool WriteText(const std::string& path, const std::string& text, std::ostream& err);
 // go, go-fix or go-sample.
 inline bool IsGo(const std::string& strategy) {

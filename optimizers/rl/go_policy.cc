@@ -157,7 +157,8 @@ class TorchGoPolicy : public GoPolicy {
     const Heads heads = HeadsOf(g);
     GoSolveResult result;
     auto left = [&] { return options.max_samples - result.samples; };
-    double slowest = 0;  // the slowest decision so far, from its start to its evaluation
+    // The slowest decision so far, from its start to its evaluation (at first the estimate).
+    double slowest = std::max(0.0, options.decision_seconds);
     auto stopped = [&] {
       return (options.stop && options.stop()) ||
              (options.seconds > 0 && Since(start) + slowest > options.seconds);

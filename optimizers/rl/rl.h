@@ -365,8 +365,10 @@ struct GoSolveOptions {
   // result always holds one.
   std::function<bool()> stop;
   // A wall-clock budget (<= 0: none): no decision starts that the slowest one so far (forward
-  // pass, realization, evaluation: seconds each at 100k nodes) says would end past it.
+  // pass, realization, evaluation: seconds each at 100k nodes) says would end past it, nor
+  // before the first one, that `decision_seconds` (the caller's estimate) says would.
   double seconds = 0;
+  double decision_seconds = 0;
   // Warm start: decisions evaluated first (each a sample), the best of them refined by the chain
   // instead of a decision from nothing (the compiler's default, a baseline's placement).
   std::vector<GoDecision> starts;
