@@ -222,21 +222,11 @@ Split ContiguousDpSplit(const PartitionGraph& g, Objective objective) {
   return device.empty() ? ContiguousSplit(g) : SplitOf(g, device);
 }
 
-Split RankedDpSplit(const PartitionGraph& g, Objective objective, const std::vector<double>& rank,
-                    bool follow_edges) {
+Split RankedDpSplit(const PartitionGraph& g, Objective objective, const std::vector<double>& rank) {
   if (rank.size() != static_cast<size_t>(g.groups)) return ContiguousDpSplit(g, objective);
   const std::vector<bool> cpu = CpuClasses(g);
-  std::vector<int32_t> order;
-  if (follow_edges || objective == Objective::kLatency) {
-    order = RankedClassOrder(g, rank);
-  } else {
-    order = ClassNumberOrder(g);
-    std::stable_sort(order.begin(), order.end(), [&](int32_t a, int32_t b) {
-      return rank[static_cast<size_t>(a)] < rank[static_cast<size_t>(b)];
-    });
-  }
-  const std::vector<int32_t> device =
-      CutPointDp(g, cpu, order, RunValue::kLoad, objective == Objective::kLatency);
+  const std::vector<int32_t> device = CutPointDp(g, cpu, RankedClassOrder(g, rank), RunValue::kLoad,
+                                                 objective == Objective::kLatency);
   return device.empty() ? ContiguousSplit(g) : SplitOf(g, device);
 }
 

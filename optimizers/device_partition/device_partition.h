@@ -157,12 +157,10 @@ inline constexpr int32_t kMaxDpUnits = 2048;
 Split ContiguousDpSplit(const PartitionGraph& graph, Objective objective);
 // The same DP over another topological order of the classes: among the classes whose predecessor
 // classes are placed, the lowest `rank` next (ties by number). How GO's decisions are decoded: the
-// policy proposes an order, the DP places the cuts. Without `follow_edges`, under throughput, the
-// order is by rank alone: a run may then hold a layer's forward and backward classes, a cyclic
-// piece graph that throughput allows and no topological order cuts. ContiguousDpSplit's when
-// `rank` has not one entry per class.
+// policy proposes an order, the DP places the cuts. ContiguousDpSplit's when `rank` has not one
+// entry per class.
 Split RankedDpSplit(const PartitionGraph& graph, Objective objective,
-                    const std::vector<double>& rank, bool follow_edges = true);
+                    const std::vector<double>& rank);
 // PipeDream's planner (Narayanan et al., SOSP 2019) over the classes in topological order: the
 // same DP over cut points, with a stage's time its compute, its sends and its receives
 // overlapped (the largest of the three) rather than summed; without PipeDream's data-parallel

@@ -70,13 +70,12 @@ class PartitionEnvironment : public GoEnvironment {
     return o;
   }
   double reference_score() const override { return reference_; }
-  // A decision is read several ways, and the best valid reading is evaluated: as it stands, and
-  // as an order of the classes, device by device (ties by the expected device under `probs`),
-  // whose cuts the contiguous DP places: a topological order, and under throughput also the
-  // order by rank alone (a run may hold a layer's forward and backward classes). The orders make
-  // a roughly right decision a good one: the policy need only say which classes go together
-  // and in what order, not where to cut. When no reading is valid, ValidSplit's solver repairs
-  // the decision as it stands (memory, or under latency a cycle of pieces).
+  // A decision is read two ways, and the better valid reading is evaluated: as it stands, and as
+  // an order of the classes, device by device (ties by the expected device under `probs`), a
+  // topological order whose cuts the contiguous DP places. The order makes a roughly right
+  // decision a good one: the policy need only say which classes go early and which late, not
+  // where to cut. When neither is valid, ValidSplit's solver repairs the decision as it stands
+  // (memory, or under latency a cycle of pieces).
   bool realizes() const override { return true; }
   GoDecision Realize(const GoDecision& proposal, const std::vector<float>& probs) override {
     const partition::Objective objective = problem_.objective();
@@ -89,15 +88,11 @@ class PartitionEnvironment : public GoEnvironment {
       best = as_is;
       best_score = as_is_score;
     }
-    const std::vector<double> rank = Rank(proposal, probs);
-    for (bool follow_edges : {true, false}) {
-      if (!follow_edges && objective != partition::Objective::kThroughput) continue;
-      partition::Split ordered = partition::RankedDpSplit(graph_, objective, rank, follow_edges);
-      const partition::SplitScore score = partition::Score(graph_, ordered, objective);
-      if (valid(score) && (!best || score.objective < best_score.objective)) {
-        best = std::move(ordered);
-        best_score = score;
-      }
+    partition::Split ordered = partition::RankedDpSplit(graph_, objective, Rank(proposal, probs));
+    const partition::SplitScore ordered_score = partition::Score(graph_, ordered, objective);
+    if (valid(ordered_score) && (!best || ordered_score.objective < best_score.objective)) {
+      best = std::move(ordered);
+      best_score = ordered_score;
     }
     if (best) return Remember(*best == as_is ? proposal : Encode(*best), best_score);
     absl::StatusOr<partition::Split> repaired = partition::ValidSplit(graph_, objective, as_is);

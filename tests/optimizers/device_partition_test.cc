@@ -202,31 +202,6 @@ TEST(DevicePartitionTest, RankedDpCutsTheOrderItsRanksPropose) {
   EXPECT_EQ(RankedDpSplit(*g, Objective::kThroughput, {0, 1}), by_number);
 }
 
-// a -> b -> c, latencies 1, 2, 1: under throughput the best split puts a and c together and b
-// alone, which no cut of the one topological order (a, b, c) gives.
-constexpr char kSandwich[] = R"({"maxSizePerFPGA": 100, "maxFPGAs": 2, "maxCPUs": 1,
-  "nodes": [
-    {"id": 1, "supportedOnFpga": 1, "cpuLatency": 10, "fpgaLatency": 1, "isBackwardNode": 0, "size": 1},
-    {"id": 2, "supportedOnFpga": 1, "cpuLatency": 20, "fpgaLatency": 2, "isBackwardNode": 0, "size": 1},
-    {"id": 3, "supportedOnFpga": 1, "cpuLatency": 10, "fpgaLatency": 1, "isBackwardNode": 1, "size": 1}],
-  "edges": [{"sourceId": 1, "destId": 2, "cost": 0.1}, {"sourceId": 2, "destId": 3, "cost": 0.1}]})";
-
-TEST(DevicePartitionTest, RankedDpUnderThroughputMayOrderByRankAlone) {
-  absl::StatusOr<PartitionGraph> g = ParsePartitionGraph(kSandwich, "sandwich");
-  ASSERT_TRUE(g.ok()) << g.status();
-  const std::vector<double> rank = {0, 1, 0};  // a and c first
-  // Following the edges: {a} | {b, c}, 3 plus c's input received.
-  const Split along = RankedDpSplit(*g, Objective::kThroughput, rank);
-  EXPECT_DOUBLE_EQ(MaxLoad(*g, along).objective, 3.1);
-  // By rank alone: {a, c} | {b}, 2 plus a sent and b received on each side.
-  const Split by_rank = RankedDpSplit(*g, Objective::kThroughput, rank, /*follow_edges=*/false);
-  EXPECT_EQ(by_rank, (Split{1, 2, 1}));
-  EXPECT_DOUBLE_EQ(MaxLoad(*g, by_rank).objective, 2.2);
-  // Latency's pieces must stay acyclic: the edges are followed whatever is asked.
-  EXPECT_EQ(RankedDpSplit(*g, Objective::kLatency, rank, /*follow_edges=*/false),
-            RankedDpSplit(*g, Objective::kLatency, rank));
-}
-
 // A random DAG of `n` nodes, some colocated and some CPU-only, whose memory fills about 70% of
 // `k` accelerators (a node's output costs the same on each of its edges).
 std::string RandomGraphJson(std::mt19937_64& rng, int n, int k, bool colocate) {
