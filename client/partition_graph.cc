@@ -97,8 +97,8 @@ absl::StatusOr<GraphSplit> RunStrategy(const PartitionCommand& cmd,
     };
     auto early = [&] { return cmd.seconds <= 0 || elapsed() < cmd.seconds / 2; };
     std::vector<rl::GoDecision> starts;
-    // A decision's reading runs the DP once per order (two under throughput): the DP's own time
-    // is the estimate of a decision that GO's deadline checks start from.
+    // A decision's reading runs the DP over its order: the DP's own time is the estimate of a
+    // decision that GO's deadline checks start from.
     double dp_seconds = 0;
     if (cmd.warm_start) {
       std::vector<partition::Split> baselines = {partition::ContiguousDpSplit(graph, objective)};
@@ -131,9 +131,8 @@ absl::StatusOr<GraphSplit> RunStrategy(const PartitionCommand& cmd,
     if (cmd.seconds > 0) {
       policy_cmd.seconds = std::max(0.01, (cmd.seconds - elapsed()) * (refine ? 0.5 : 1.0));
     }
-    const double readings = objective == partition::Objective::kThroughput ? 2 : 1;
     absl::StatusOr<rl::GoSolveResult> result =
-        SolveWithGo(policy_cmd, env.get(), std::move(starts), readings * dp_seconds);
+        SolveWithGo(policy_cmd, env.get(), std::move(starts), dp_seconds);
     if (!result.ok()) return result.status();
     out.split = problem.Decode(result->best.device);
     out.samples = result->samples;
