@@ -159,10 +159,11 @@ class TorchGoPolicy : public GoPolicy {
     auto left = [&] { return options.max_samples - result.samples; };
     // The slowest decision so far, from its start to its evaluation (at first the estimate).
     double slowest = std::max(0.0, options.decision_seconds);
-    auto stopped = [&] {
-      return (options.stop && options.stop()) ||
-             (options.seconds > 0 && Since(start) + slowest > options.seconds);
+    // Whether work taking `seconds` more would end past the budget.
+    auto late = [&](double seconds) {
+      return options.seconds > 0 && Since(start) + seconds > options.seconds;
     };
+    auto stopped = [&] { return (options.stop && options.stop()) || late(slowest); };
     auto consider = [&](const GoDecision& d) {
       const GoEnvironment::Outcome o = env.Evaluate(d);
       ++result.samples;
@@ -216,8 +217,7 @@ class TorchGoPolicy : public GoPolicy {
       // PPO on this graph alone, keeping enough for the last greedy chain.
       const int64_t per_round = static_cast<int64_t>(std::max(1, config_.refinements)) * 8;
       double slowest_round = 0;
-      while (left() >= per_round + config_.refinements && !stopped() &&
-             !(options.seconds > 0 && Since(start) + slowest_round > options.seconds)) {
+      while (left() >= per_round + config_.refinements && !stopped() && !late(slowest_round)) {
         const auto begin = Clock::now();
         std::vector<Batch> batches;
         double reward_sum = 0;
